@@ -1,0 +1,26 @@
+//! `GET /api/time`: the server's clock, so that every storefront counts down to the same instant
+//! (seed 000: the countdown must follow server time, never the client's clock).
+
+use seckill_shared::http::{require_method, respond};
+use seckill_shared::{ApiError, clock};
+use serde::Serialize;
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// The response body.
+#[derive(Serialize)]
+struct ServerTime {
+    /// Milliseconds since the Unix epoch.
+    now_ms: u64,
+}
+
+/// Parse (only GET is allowed), apply (read the clock), render.
+#[http_component]
+fn handle(req: Request) -> Response {
+    respond(200, server_time(&req))
+}
+
+fn server_time(req: &Request) -> Result<ServerTime, ApiError> {
+    require_method(req, Method::Get)?;
+    Ok(ServerTime { now_ms: clock::now_ms() })
+}

@@ -1,0 +1,218 @@
+//! Loading an app: manifest → resolved variables and hosts → compiled, pre-instantiated
+//! components → routes and schedules. Everything that can be checked is checked here, at
+//! startup, so that a request never meets a configuration error.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+
+use crate::allowed_hosts::AllowedHosts;
+use crate::bindings;
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::routes::{RoutePattern, Router};
+use crate::state::{ComponentConfig, ConnectionMode, Ctx, MAX_MEMORY_BYTES, Services};
+use crate::variables::{self, Providers};
+
+/// How to run an app.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Pooled Redis connections (default) or one per `open`, as Spin does.
+    pub connection_mode: ConnectionMode,
+    /// Variable providers besides the manifest defaults.
+    pub providers: Providers,
+    /// Instances that may be alive at once (pooling allocator slots).
+    pub max_instances: Option<u32>,
+}
+
+/// A component, compiled and pre-instantiated once.
+pub(crate) struct LoadedComponent {
+    pub(crate) config: Arc<ComponentConfig>,
+    /// Present when the component exports `wasi:http/incoming-handler`.
+    pub(crate) http: Option<ProxyPre<Ctx>>,
+    /// Present when the component exports `handle-cron-event`.
+    pub(crate) cron: Option<bindings::cron::SpinCronPre<Ctx>>,
+}
+
+/// A `[[trigger.cron]]` entry.
+pub(crate) struct CronJob {
+    pub(crate) component: usize,
+    pub(crate) schedule: cron::Schedule,
+    pub(crate) expression: String,
+}
+
+/// A loaded app, ready to serve.
+pub struct App {
+    pub(crate) engine: Engine,
+    pub(crate) components: Vec<LoadedComponent>,
+    pub(crate) router: Router,
+    pub(crate) crons: Vec<CronJob>,
+    pub(crate) services: Arc<Services>,
+    /// `[application] name`.
+    pub name: String,
+}
+
+impl App {
+    /// Loads `spin.toml` at `manifest`, compiles every component and checks every trigger.
+    pub fn load(manifest: &Path, options: Options) -> Result<App> {
+        let file = ManifestFile::load(manifest)?;
+        let m = &file.manifest;
+        let app_vars = variables::resolve_app_variables(
+            m.variables.iter().map(|(k, d)| (k.get_ref().as_str(), d.default.as_deref(), d.required)),
+            &options.providers,
+        )
+        .map_err(|e| ManifestError { path: file.path.clone(), line: 0, message: e })?;
+        for (name, def) in &m.variables {
+            if def.required && def.default.is_some() {
+                return Err(file.error_at(name, "a variable cannot be both required and have a default").into());
+            }
+        }
+
+        let engine = engine(options.max_instances.unwrap_or(1000))?;
+        let linker = linker(&engine)?;
+        let base = file.base_dir();
+        let mut components = Vec::new();
+        let mut index = HashMap::new();
+        for (id, def) in &m.component {
+            let config = component_config(&file, id.get_ref(), def, &app_vars)?;
+            let source = base.join(def.source.get_ref());
+            if !source.exists() {
+                return Err(file
+                    .error_at(&def.source, format!("component source {} does not exist (build it first)", source.display()))
+                    .into());
+            }
+            let component = Component::from_file(&engine, &source)
+                .with_context(|| format!("compiling component `{}` from {}", id.get_ref(), source.display()))?;
+            let pre = linker.instantiate_pre(&component).with_context(|| {
+                format!("component `{}` imports something this host does not implement", id.get_ref())
+            })?;
+            index.insert(id.get_ref().clone(), components.len());
+            components.push(LoadedComponent {
+                config: Arc::new(config),
+                http: ProxyPre::new(pre.clone()).ok(),
+                cron: bindings::cron::SpinCronPre::new(pre).ok(),
+            });
+        }
+
+        let lookup = |c: &toml::Spanned<String>| {
+            index.get(c.get_ref()).copied().ok_or_else(|| file.error_at(c, format!("no component `{}`", c.get_ref())))
+        };
+        let mut router = Router::default();
+        for trigger in &m.trigger.http {
+            let c = lookup(&trigger.component)?;
+            if components[c].http.is_none() {
+                return Err(file
+                    .error_at(&trigger.component, "component does not export wasi:http/incoming-handler")
+                    .into());
+            }
+            let route = RoutePattern::parse(trigger.route.get_ref()).map_err(|e| file.error_at(&trigger.route, e))?;
+            router.add(route, c).map_err(|e| file.error_at(&trigger.route, e))?;
+        }
+        let mut crons = Vec::new();
+        for trigger in &m.trigger.cron {
+            let c = lookup(&trigger.component)?;
+            if components[c].cron.is_none() {
+                return Err(file
+                    .error_at(&trigger.component, "component does not export handle-cron-event (fermyon:spin-cron@2.0.0)")
+                    .into());
+            }
+            let expression = trigger.cron_expression.get_ref().clone();
+            let schedule = expression
+                .parse::<cron::Schedule>()
+                .map_err(|e| file.error_at(&trigger.cron_expression, format!("bad cron expression: {e}")))?;
+            crons.push(CronJob { component: c, schedule, expression });
+        }
+
+        let services = Services {
+            redis: crate::redis::RedisPools::new(options.connection_mode),
+            pg: Default::default(),
+        };
+        Ok(App {
+            engine,
+            components,
+            router,
+            crons,
+            services: Arc::new(services),
+            name: m.application.name.clone(),
+        })
+    }
+
+    /// A fresh store for one instance of component `c`.
+    pub(crate) fn store(&self, c: usize) -> Store<Ctx> {
+        let ctx = Ctx::new(self.components[c].config.clone(), self.services.clone());
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|ctx| ctx.limiter());
+        store
+    }
+
+    /// The component ids, in manifest order.
+    pub fn component_ids(&self) -> impl Iterator<Item = &str> {
+        self.components.iter().map(|c| c.config.id.as_str())
+    }
+
+    /// Shared services (exposed for measurements such as connections opened).
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+}
+
+fn component_config(
+    file: &ManifestFile,
+    id: &str,
+    def: &crate::manifest::ComponentDef,
+    app_vars: &HashMap<String, String>,
+) -> Result<ComponentConfig, ManifestError> {
+    let expand = |t: &toml::Spanned<String>| {
+        variables::parse_template(t.get_ref())
+            .and_then(|parts| variables::expand(&parts, app_vars))
+            .map_err(|e| file.error_at(t, e))
+    };
+    let mut vars = variables::ComponentVariables::new();
+    for (name, template) in &def.variables {
+        variables::check_name(name.get_ref()).map_err(|e| file.error_at(name, e))?;
+        vars.insert(name.get_ref().clone(), expand(template)?);
+    }
+    let mut hosts = Vec::new();
+    for h in &def.allowed_outbound_hosts {
+        hosts.push((expand(h)?, h));
+    }
+    for (h, at) in &hosts {
+        AllowedHosts::parse([h.as_str()]).map_err(|e| file.error_at(*at, e))?;
+    }
+    let allowed_hosts = AllowedHosts::parse(hosts.iter().map(|(h, _)| h.as_str())).expect("checked above");
+    Ok(ComponentConfig {
+        id: id.to_owned(),
+        variables: vars,
+        allowed_hosts,
+        environment: def.environment.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    })
+}
+
+/// The engine: Cranelift, component model, and the pooling allocator as Spin 3 uses it.
+fn engine(max_instances: u32) -> Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(max_instances)
+        .total_core_instances(max_instances * 8)
+        .total_memories(max_instances * 2)
+        .total_tables(max_instances * 8)
+        .max_memory_size(MAX_MEMORY_BYTES)
+        .total_stacks(max_instances);
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
+/// WASI p2, WASI HTTP p2 and the Spin interfaces, once for every component.
+fn linker(engine: &Engine) -> Result<Linker<Ctx>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    bindings::spin::SpinImports::add_to_linker::<Ctx, HasSelf<Ctx>>(&mut linker, |c| c)?;
+    Ok(linker)
+}

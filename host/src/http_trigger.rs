@@ -1,0 +1,134 @@
+//! The HTTP trigger: a hyper server that routes each request like Spin, adds Spin's request
+//! headers, and runs it in a fresh instance of the matched component.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Result;
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+
+use crate::app::App;
+use crate::routes::RouteMatch;
+
+/// The body of every response this server sends.
+pub type ResponseBody = BoxBody<Bytes, ErrorCode>;
+
+/// Serves `app` on `listener` until the task is dropped.
+pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
+    let local = listener.local_addr()?;
+    loop {
+        let (stream, client) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: keep serving.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let app = app.clone();
+                async move { Ok::<_, Infallible>(handle(&app, req, client, local).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = conn.await {
+                tracing::debug!("connection from {client} ended: {e}");
+            }
+        });
+    }
+}
+
+/// Routes and runs one request.
+pub async fn handle(
+    app: &App,
+    mut req: Request<Incoming>,
+    client: SocketAddr,
+    local: SocketAddr,
+) -> Response<ResponseBody> {
+    let Some((c, matched)) = app.router.route(req.uri().path()) else {
+        return plain(StatusCode::NOT_FOUND, "Not Found");
+    };
+    set_spin_headers(&mut req, &matched, client, local);
+    match run(app, c, req).await {
+        Ok(resp) => resp,
+        Err(e) => {
+            tracing::error!(component = %app.components[c].config.id, "request failed: {e:?}");
+            plain(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+        }
+    }
+}
+
+async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<ResponseBody>> {
+    let pre = app.components[c].http.as_ref().expect("routes only point at HTTP components");
+    let mut store = app.store(c);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+    let out = store.data_mut().http().new_response_outparam(tx)?;
+    let proxy = pre.instantiate_async(&mut store).await?;
+    // The guest may keep streaming the body after it sends the head, so the call runs in its own
+    // task that owns the store.
+    let task = tokio::spawn(async move {
+        proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+    });
+    match rx.await {
+        Ok(Ok(resp)) => Ok(resp.map(|body| body.boxed())),
+        Ok(Err(code)) => anyhow::bail!("guest returned error code {code:?}"),
+        // The sender was dropped without a response: the guest trapped or returned early.
+        Err(_) => match task.await {
+            Ok(Err(trap)) => Err(trap.context("guest trapped")),
+            Ok(Ok(())) => anyhow::bail!("guest returned without sending a response"),
+            Err(join) => Err(join.into()),
+        },
+    }
+}
+
+/// Spin's request headers (`crates/trigger-http/src/headers.rs`).
+fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketAddr, local: SocketAddr) {
+    let host = req
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .unwrap_or_else(|| local.to_string());
+    let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let full_url = format!("http://{host}{path_and_query}");
+    let mut pairs: Vec<(String, String)> = vec![
+        ("spin-full-url".into(), full_url),
+        ("spin-path-info".into(), m.path_info.clone()),
+        ("spin-matched-route".into(), m.matched_route.clone()),
+        ("spin-component-route".into(), m.component_route.clone()),
+        ("spin-raw-component-route".into(), m.raw_route.clone()),
+        ("spin-base-path".into(), "/".into()),
+        ("spin-client-addr".into(), client.to_string()),
+    ];
+    for (name, value) in &m.captures {
+        pairs.push((format!("spin-path-match-{}", name.to_ascii_lowercase()), value.clone()));
+    }
+    let headers = req.headers_mut();
+    for (name, value) in pairs {
+        if let (Ok(name), Ok(value)) =
+            (http::HeaderName::try_from(name), HeaderValue::try_from(value))
+        {
+            headers.insert(name, value);
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
+    let body = Full::new(Bytes::from_static(text.as_bytes())).map_err(|never| match never {});
+    let mut resp = Response::new(body.boxed());
+    *resp.status_mut() = status;
+    resp
+}

@@ -1,0 +1,182 @@
+//! Application variables as Spin resolves them, and `fermyon:spin/variables@2.0.0`.
+//!
+//! Providers, first hit wins (Spin's default runtime config): the environment
+//! (`SPIN_VARIABLE_<UPPER_NAME>`), then a `.env` file beside the manifest or given on the command
+//! line (same names), then the manifest's `default`. A `required` variable without a value is a
+//! startup error. Component variables are templates over application variables; all of them are
+//! resolved once at startup, so a `get` is a map lookup.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::bindings::spin::fermyon::spin::variables::{self, Error};
+use crate::state::Ctx;
+
+/// One piece of a `{{ var }}` template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Literal text.
+    Literal(String),
+    /// `{{ name }}`: the value of an application variable.
+    Variable(String),
+}
+
+/// Parses `text {{ name }} text` into parts. Unclosed braces and bad names are errors.
+pub fn parse_template(template: &str) -> Result<Vec<Part>, String> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        if open > 0 {
+            parts.push(Part::Literal(rest[..open].to_owned()));
+        }
+        let after = &rest[open + 2..];
+        let close = after
+            .find("}}")
+            .ok_or_else(|| format!("unclosed `{{{{` in template {template:?}"))?;
+        let name = after[..close].trim();
+        check_name(name).map_err(|e| format!("in template {template:?}: {e}"))?;
+        parts.push(Part::Variable(name.to_owned()));
+        rest = &after[close + 2..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Literal(rest.to_owned()));
+    }
+    Ok(parts)
+}
+
+/// Spin's rule for variable names: lower snake case, starting with a letter.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.contains("__")
+        && !name.ends_with('_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("invalid variable name {name:?} (lower_snake_case expected)"))
+    }
+}
+
+/// Where values come from, besides the manifest defaults.
+#[derive(Debug, Default, Clone)]
+pub struct Providers {
+    /// `.env` entries (already parsed), consulted after the process environment.
+    pub dotenv: HashMap<String, String>,
+    /// Extra `SPIN_VARIABLE_*`-style overrides, consulted before the environment (tests use this
+    /// instead of mutating the process environment).
+    pub overrides: HashMap<String, String>,
+}
+
+impl Providers {
+    /// Reads a `.env` file; a missing file is no error.
+    pub fn with_dotenv(mut self, path: &std::path::Path) -> anyhow::Result<Self> {
+        if path.exists() {
+            for item in dotenvy::from_path_iter(path)? {
+                let (k, v) = item?;
+                self.dotenv.insert(k, v);
+            }
+        }
+        Ok(self)
+    }
+
+    fn lookup(&self, name: &str) -> Option<String> {
+        let key = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
+        self.overrides
+            .get(&key)
+            .cloned()
+            .or_else(|| std::env::var(&key).ok())
+            .or_else(|| self.dotenv.get(&key).cloned())
+    }
+}
+
+/// Resolves every application variable: provider value, else default, else (if required) error.
+/// Optional variables without a value stay absent; using one in a template is an error then.
+pub fn resolve_app_variables<'a>(
+    defs: impl IntoIterator<Item = (&'a str, Option<&'a str>, bool)>,
+    providers: &Providers,
+) -> Result<HashMap<String, String>, String> {
+    let mut values = HashMap::new();
+    for (name, default, required) in defs {
+        check_name(name)?;
+        match providers.lookup(name).or_else(|| default.map(str::to_owned)) {
+            Some(value) => {
+                values.insert(name.to_owned(), value);
+            }
+            None if required => {
+                return Err(format!(
+                    "required variable `{name}` has no value (set SPIN_VARIABLE_{})",
+                    name.to_ascii_uppercase()
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(values)
+}
+
+/// Expands a parsed template with application variable values.
+pub fn expand(parts: &[Part], app: &HashMap<String, String>) -> Result<String, String> {
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            Part::Literal(s) => out.push_str(s),
+            Part::Variable(name) => out.push_str(
+                app.get(name).ok_or_else(|| format!("variable `{name}` has no value"))?,
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// A component's resolved variables (name → value).
+pub type ComponentVariables = BTreeMap<String, String>;
+
+impl variables::Host for Ctx {
+    async fn get(&mut self, name: String) -> Result<String, Error> {
+        check_name(&name).map_err(Error::InvalidName)?;
+        self.component
+            .variables
+            .get(&name)
+            .cloned()
+            .ok_or(Error::Undefined(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_parse_and_expand() {
+        let parts = parse_template("redis://{{ host }}:{{port}}/0").unwrap();
+        assert_eq!(parts.len(), 5);
+        let app = HashMap::from([("host".into(), "h".into()), ("port".into(), "1".into())]);
+        assert_eq!(expand(&parts, &app).unwrap(), "redis://h:1/0");
+        assert!(expand(&parts, &HashMap::new()).is_err());
+    }
+
+    #[test]
+    fn bad_templates_are_errors() {
+        assert!(parse_template("{{ host").is_err());
+        assert!(parse_template("{{ Host }}").is_err());
+        assert_eq!(parse_template("plain").unwrap(), vec![Part::Literal("plain".into())]);
+    }
+
+    #[test]
+    fn providers_then_defaults_then_required() {
+        let providers = Providers {
+            overrides: HashMap::from([("SPIN_VARIABLE_A".into(), "from-env".into())]),
+            dotenv: HashMap::from([("SPIN_VARIABLE_B".into(), "from-dotenv".into())]),
+        };
+        let vals = resolve_app_variables(
+            [("a", Some("d"), false), ("b", None, true), ("c", Some("dc"), false), ("zz", None, false)],
+            &providers,
+        )
+        .unwrap();
+        assert_eq!(vals["a"], "from-env");
+        assert_eq!(vals["b"], "from-dotenv");
+        assert_eq!(vals["c"], "dc");
+        assert!(!vals.contains_key("zz"));
+        let err = resolve_app_variables([("needed_var", None, true)], &providers).unwrap_err();
+        assert!(err.contains("SPIN_VARIABLE_NEEDED_VAR"));
+    }
+}

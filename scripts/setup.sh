@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what seckill needs on a fresh Debian machine, idempotently and quietly when done:
+# redis-server, PostgreSQL, a wasm32-wasip2 Rust toolchain, cargo-nextest.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+APT_UPDATED=0
+apt_install() {
+  [ $APT_UPDATED = 1 ] || { log "apt-get update"; $SUDO apt-get update -qq; APT_UPDATED=1; }
+  log "apt-get install $*"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+have_pg() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
+
+# 1. Servers. The Debian packages start system services we do not use: our scripts start their
+#    own servers on loopback in .data/ (and the tests in temp dirs).
+command -v redis-server >/dev/null 2>&1 || apt_install redis-server redis-tools
+have_pg || apt_install postgresql
+command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+
+# 2. Rust. rustup's stable toolchain builds the host; the guests need wasm32-wasip2.
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust with rustup first"
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+  log "adding the wasm32-wasip2 target"
+  if ! timeout 300 rustup target add wasm32-wasip2 >/dev/null 2>&1; then
+    log "rustup cannot download the target here: building it from Debian packages instead"
+    bash "$ROOT/scripts/wasm-toolchain.sh" --route debian --no-verify
+  fi
+fi
+
+# 3. Test runner (falls back to `cargo test` if this cannot be installed).
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+  log "installing cargo-nextest"
+  cargo install --locked cargo-nextest >/dev/null 2>&1 || log "cargo-nextest unavailable; tests will use cargo test"
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: sets up what is missing, builds every component, runs the whole suite.
+# The tests start their own redis-server and PostgreSQL on free loopback ports.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+log "building the wasm components"
+build_wasm
+packages=(-p seckill-host -p seckill-shared -p seckill-tests)
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --release --no-fail-fast "${packages[@]}" "$@"
+else
+  cargo test --release --no-fail-fast "${packages[@]}" "$@"
+fi

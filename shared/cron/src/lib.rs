@@ -1,0 +1,24 @@
+//! The guest side of the spin-trigger-cron world. spin-trigger-cron's own `spin-cron-sdk` is not
+//! published on crates.io, so we generate the same bindings from the same WIT (`wit/`).
+//!
+//! A cron function implements [`Guest`] and exports it:
+//! ```ignore
+//! struct Drain;
+//! impl seckill_cron::Guest for Drain {
+//!     fn handle_cron_event(m: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> { Ok(()) }
+//! }
+//! seckill_cron::export!(Drain with_types_in seckill_cron::bindings);
+//! ```
+#![allow(missing_docs)]
+
+/// The generated bindings (in a module of their own: `pub_export_macro` at the crate root clashes).
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "fermyon:spin-cron/spin-cron",
+        path: "../../wit",
+        pub_export_macro: true,
+        default_bindings_module: "seckill_cron::bindings",
+    });
+}
+
+pub use bindings::{Error, Guest, Metadata, export};

@@ -1,0 +1,62 @@
+//! Health of the function's dependencies, checked through the same Spin interfaces the sale path
+//! uses: a Redis `PING` and a Postgres `SELECT 1`.
+
+use serde::Serialize;
+use spin_sdk::{pg4, redis};
+
+use crate::{clock, config};
+
+/// One dependency's state.
+#[derive(Debug, Serialize)]
+pub struct Probe {
+    /// Whether it answered correctly.
+    pub ok: bool,
+    /// Round trip, including opening the connection.
+    pub latency_ms: u64,
+    /// Why not, when `ok` is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The report `GET /api/health` renders.
+#[derive(Debug, Serialize)]
+pub struct Health {
+    /// Both dependencies are fine.
+    pub ok: bool,
+    /// Redis, the hot path.
+    pub redis: Probe,
+    /// Postgres, where orders land.
+    pub postgres: Probe,
+}
+
+fn probe(f: impl FnOnce() -> Result<(), String>) -> Probe {
+    let start = clock::now_ms();
+    let result = f();
+    Probe {
+        ok: result.is_ok(),
+        latency_ms: clock::now_ms().saturating_sub(start),
+        error: result.err(),
+    }
+}
+
+/// Pings both dependencies.
+pub fn check() -> Health {
+    let redis = probe(|| {
+        let url = config::get(config::REDIS_URL).map_err(|e| e.message)?;
+        let conn = redis::Connection::open(&url).map_err(|e| format!("open: {e}"))?;
+        match conn.execute("PING", &[]).map_err(|e| format!("PING: {e}"))?.as_slice() {
+            [redis::RedisResult::Status(s)] if s == "PONG" => Ok(()),
+            other => Err(format!("unexpected PING reply {other:?}")),
+        }
+    });
+    let postgres = probe(|| {
+        let url = config::get(config::PG_URL).map_err(|e| e.message)?;
+        let conn = pg4::Connection::open(&url).map_err(|e| format!("open: {e:?}"))?;
+        let rows = conn.query("SELECT 1::int4", &[]).map_err(|e| format!("SELECT 1: {e:?}"))?;
+        match rows.rows.as_slice() {
+            [row] if matches!(row.as_slice(), [pg4::DbValue::Int32(1)]) => Ok(()),
+            other => Err(format!("unexpected reply {other:?}")),
+        }
+    });
+    Health { ok: redis.ok && postgres.ok, redis, postgres }
+}

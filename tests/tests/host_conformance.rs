@@ -1,0 +1,179 @@
+//! The host against Spin 3.6's behaviour: every implemented host function, routing and headers,
+//! traps, cron — through the real `.wasm` test components, real Redis and real Postgres.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use seckill_tests::{PgServer, RedisServer, TestApp};
+use serde_json::Value;
+
+async fn conformance_app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
+    TestApp::start(
+        "tests/manifests/conformance.toml",
+        &[("redis_host", redis.host()), ("pg_host", pg.host()), ("present", "from-env".into())],
+    )
+    .await
+}
+
+fn field<'a>(report: &'a Value, name: &str) -> &'a str {
+    report[name].as_str().unwrap_or_else(|| panic!("report has no string `{name}`: {report}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_interface_matches_spin() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let (status, r) = app.get_json("/conformance/redis").await?;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(field(&r, "open"), "ok");
+    assert_eq!(field(&r, "set"), "Ok(())");
+    assert_eq!(field(&r, "get"), r#"Ok(Some("v"))"#);
+    assert_eq!(field(&r, "get_missing"), "Ok(None)");
+    assert_eq!(field(&r, "incr_1"), "Ok(1)");
+    assert_eq!(field(&r, "incr_2"), "Ok(2)");
+    assert!(field(&r, "incr_text").starts_with("Err(Error::Other("), "{r}");
+    assert_eq!(field(&r, "sadd"), "Ok(2)");
+    assert_eq!(field(&r, "smembers"), r#"Ok(["a", "b"])"#);
+    assert_eq!(field(&r, "srem"), "Ok(1)");
+    assert!(field(&r, "sadd_wrong_type").starts_with("Err(Error::"), "{r}");
+    assert_eq!(field(&r, "publish"), "Ok(())");
+    assert_eq!(field(&r, "execute_set"), r#"Ok([RedisResult::Status("OK")])"#);
+    assert_eq!(field(&r, "execute_get"), "Ok([RedisResult::Binary([53])])");
+    // Nested arrays come back flattened, false → nil, a status reply → status.
+    assert_eq!(
+        field(&r, "execute_nested"),
+        r#"Ok([RedisResult::Int64(1), RedisResult::Binary([116, 119, 111]), RedisResult::Int64(3), RedisResult::Nil, RedisResult::Status("OK")])"#
+    );
+    assert_eq!(field(&r, "execute_hash"), "Ok([RedisResult::Binary([102]), RedisResult::Binary([49])])");
+    assert_eq!(field(&r, "script_sha").len(), 40, "{r}");
+    assert_eq!(
+        field(&r, "evalsha"),
+        "Ok([RedisResult::Binary([107, 101, 121, 49]), RedisResult::Binary([97, 114, 103, 49])])"
+    );
+    assert!(field(&r, "evalsha_unknown").contains("NOSCRIPT"), "{r}");
+    assert_eq!(field(&r, "del"), "Ok(2)");
+    assert_eq!(field(&r, "open_denied"), "Err(Error::InvalidAddress)");
+
+    // What the guest wrote is really in Redis.
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let members: Vec<String> = redis::cmd("SMEMBERS").arg("set").query_async(&mut conn).await?;
+    assert_eq!(members, vec!["b".to_string()]);
+    let x: String = redis::cmd("GET").arg("x").query_async(&mut conn).await?;
+    assert_eq!(x, "5");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variables_resolve_like_spin() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let (status, r) = app.get_json("/conformance/variables").await?;
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(field(&r, "present"), r#"Ok("from-env")"#);
+    assert_eq!(field(&r, "defaulted"), r#"Ok("the-default")"#);
+    assert_eq!(field(&r, "missing"), r#"Err(Error::Undefined("not_declared"))"#);
+    assert!(field(&r, "invalid_name").starts_with("Err(Error::InvalidName("), "{r}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_variable_without_value_fails_startup() -> Result<()> {
+    let err = TestApp::start("tests/manifests/conformance.toml", &[("redis_host", "127.0.0.1:1".into())])
+        .await
+        .err()
+        .expect("pg_host is required");
+    assert!(err.to_string().contains("SPIN_VARIABLE_PG_HOST"), "{err}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbound_http_to_a_denied_host_gets_spins_error() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let (status, r) = app.get_json("/conformance/outbound-http").await?;
+    assert_eq!(status, 200, "{r}");
+    assert!(field(&r, "denied").contains("HttpRequestDenied"), "{r}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_and_spin_headers() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let (status, h) = app.get_json("/conformance/headers?x=1").await?;
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(field(&h, "spin-full-url"), format!("{}/conformance/headers?x=1", app.base_url));
+    assert_eq!(field(&h, "spin-path-info"), "/headers");
+    assert_eq!(field(&h, "spin-matched-route"), "/conformance/...");
+    assert_eq!(field(&h, "spin-component-route"), "/conformance");
+    assert_eq!(field(&h, "spin-raw-component-route"), "/conformance/...");
+    assert_eq!(field(&h, "spin-base-path"), "/");
+    assert!(field(&h, "spin-client-addr").starts_with("127.0.0.1:"), "{h}");
+
+    // Captures and a wildcard after them.
+    let (status, h) = app.get_json("/routes/a/fixed/b/rest/of/it").await?;
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(field(&h, "spin-path-match-first"), "a");
+    assert_eq!(field(&h, "spin-path-match-second"), "b");
+    assert_eq!(field(&h, "spin-path-info"), "/rest/of/it");
+    assert_eq!(field(&h, "spin-component-route"), "/routes/:first/fixed/:second");
+    let (status, _) = app.get("/routes/a/other/b").await?;
+    assert_eq!(status, 404, "a literal segment that differs does not match");
+    let (status, body) = app.get("/nothing-here").await?;
+    assert_eq!((status, body.as_str()), (404, "Not Found"));
+    let (status, body) = app.get("/hello").await?;
+    assert_eq!((status, body.as_str()), (200, "hello"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trapping_guest_gives_500_and_the_next_request_succeeds() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    for _ in 0..3 {
+        let (status, _) = app.get("/conformance/trap").await?;
+        assert_eq!(status, 500);
+        let (status, body) = app.get("/hello").await?;
+        assert_eq!((status, body.as_str()), (200, "hello"));
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_triggers_fire_on_schedule() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let schedules = tokio::spawn(seckill_host::cron_trigger::run_schedules(app.app.clone()));
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let mut runs = 0i64;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        runs = redis::cmd("GET").arg("cron-probe:runs").query_async::<Option<i64>>(&mut conn).await?.unwrap_or(0);
+        if runs >= 2 {
+            break;
+        }
+    }
+    schedules.abort();
+    assert!(runs >= 2, "a */1 s schedule ran {runs} times in 6 s");
+    let ts: u64 = redis::cmd("GET").arg("cron-probe:last-timestamp").query_async::<String>(&mut conn).await?.parse()?;
+    assert!(ts >= before && ts <= before + 10, "timestamp {ts} is the firing time (started at {before})");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_faithful_mode_opens_a_connection_per_request() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let vars = [("redis_host", redis.host()), ("pg_host", pg.host())];
+    let faithful =
+        TestApp::start_with("tests/manifests/conformance.toml", &vars, seckill_host::ConnectionMode::SpinFaithful)
+            .await?;
+    let pooled = TestApp::start("tests/manifests/conformance.toml", &vars).await?;
+    for _ in 0..5 {
+        assert_eq!(faithful.get("/conformance/redis").await?.0, 200);
+        assert_eq!(pooled.get("/conformance/redis").await?.0, 200);
+    }
+    assert_eq!(faithful.app.services().redis.connections_opened(), 5);
+    assert_eq!(pooled.app.services().redis.connections_opened(), 1);
+    Ok(())
+}
