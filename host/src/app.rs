@@ -86,8 +86,9 @@ impl App {
                     .into());
             }
             let component = Component::from_file(&engine, &source)
+                .map_err(anyhow::Error::from)
                 .with_context(|| format!("compiling component `{}` from {}", id.get_ref(), source.display()))?;
-            let pre = linker.instantiate_pre(&component).with_context(|| {
+            let pre = linker.instantiate_pre(&component).map_err(anyhow::Error::from).with_context(|| {
                 format!("component `{}` imports something this host does not implement", id.get_ref())
             })?;
             index.insert(id.get_ref().clone(), components.len());
@@ -205,7 +206,7 @@ fn engine(max_instances: u32) -> Result<Engine> {
     config
         .wasm_component_model(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&config)
+    Ok(Engine::new(&config)?)
 }
 
 /// WASI p2, WASI HTTP p2 and the Spin interfaces, once for every component.

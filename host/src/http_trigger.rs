@@ -8,18 +8,18 @@ use std::sync::Arc;
 use anyhow::Result;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use wasmtime_wasi_http::WasiHttpView;
-use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use crate::app::App;
 use crate::routes::RouteMatch;
 
 /// The body of every response this server sends.
-pub type ResponseBody = BoxBody<Bytes, ErrorCode>;
+pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 
 /// Serves `app` on `listener` until the task is dropped.
 pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
@@ -83,11 +83,11 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
         proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
     });
     match rx.await {
-        Ok(Ok(resp)) => Ok(resp.map(|body| body.boxed())),
+        Ok(Ok(resp)) => Ok(resp),
         Ok(Err(code)) => anyhow::bail!("guest returned error code {code:?}"),
         // The sender was dropped without a response: the guest trapped or returned early.
         Err(_) => match task.await {
-            Ok(Err(trap)) => Err(trap.context("guest trapped")),
+            Ok(Err(trap)) => Err(anyhow::anyhow!("guest trapped: {trap:?}")),
             Ok(Ok(())) => anyhow::bail!("guest returned without sending a response"),
             Err(join) => Err(join.into()),
         },
@@ -128,7 +128,7 @@ fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketA
 
 fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
     let body = Full::new(Bytes::from_static(text.as_bytes())).map_err(|never| match never {});
-    let mut resp = Response::new(body.boxed());
+    let mut resp = Response::new(body.boxed_unsync());
     *resp.status_mut() = status;
     resp
 }

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
-use redis::Value;
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::{FromRedisValue, Value};
 use wasmtime::component::Resource;
 
 use crate::bindings::spin::fermyon::spin::redis::{
@@ -29,11 +29,12 @@ pub enum RedisConnection {
 }
 
 impl RedisConnection {
-    fn conn(&mut self) -> &mut (dyn ConnectionLike + Send) {
+    async fn query<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Error> {
         match self {
-            RedisConnection::Shared(c) => c,
-            RedisConnection::Own(c) => c,
+            RedisConnection::Shared(c) => cmd.query_async(c).await,
+            RedisConnection::Own(c) => cmd.query_async(c).await,
         }
+        .map_err(other)
     }
 }
 
@@ -110,9 +111,8 @@ impl HostConnection for Ctx {
         channel: String,
         payload: Payload,
     ) -> Result<(), Error> {
-        let c = self.redis(&conn)?.conn();
         // The reply is the number of receivers, which the interface does not return.
-        redis::cmd("PUBLISH").arg(channel).arg(payload).query_async::<i64>(c).await.map_err(other)?;
+        let _: i64 = self.redis(&conn)?.query(redis::cmd("PUBLISH").arg(channel).arg(payload)).await?;
         Ok(())
     }
 
@@ -121,8 +121,7 @@ impl HostConnection for Ctx {
         conn: Resource<RedisConnection>,
         key: String,
     ) -> Result<Option<Payload>, Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("GET").arg(key).query_async(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("GET").arg(key)).await
     }
 
     async fn set(
@@ -131,19 +130,16 @@ impl HostConnection for Ctx {
         key: String,
         value: Payload,
     ) -> Result<(), Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("SET").arg(key).arg(value).query_async::<()>(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("SET").arg(key).arg(value)).await
     }
 
     async fn incr(&mut self, conn: Resource<RedisConnection>, key: String) -> Result<i64, Error> {
         // Spin sends INCRBY key 1.
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("INCRBY").arg(key).arg(1).query_async(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("INCRBY").arg(key).arg(1)).await
     }
 
     async fn del(&mut self, conn: Resource<RedisConnection>, keys: Vec<String>) -> Result<u32, Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("DEL").arg(keys).query_async(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("DEL").arg(keys)).await
     }
 
     async fn sadd(
@@ -152,15 +148,13 @@ impl HostConnection for Ctx {
         key: String,
         values: Vec<String>,
     ) -> Result<u32, Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("SADD").arg(key).arg(values).query_async(c).await.map_err(|e| {
-            // Spin maps a wrong-type reply to `type-error`.
-            if e.kind() == redis::ErrorKind::TypeError || e.code() == Some("WRONGTYPE") {
-                Error::TypeError
-            } else {
-                other(e)
-            }
-        })
+        let cmd = redis::cmd("SADD").arg(key).arg(values).clone();
+        let result = match self.redis(&conn)? {
+            RedisConnection::Shared(c) => cmd.query_async(c).await,
+            RedisConnection::Own(c) => cmd.query_async(c).await,
+        };
+        // Spin maps a client-side type error to `type-error`; anything else is `other`.
+        result.map_err(|e| if e.kind() == redis::ErrorKind::TypeError { Error::TypeError } else { other(e) })
     }
 
     async fn smembers(
@@ -168,8 +162,7 @@ impl HostConnection for Ctx {
         conn: Resource<RedisConnection>,
         key: String,
     ) -> Result<Vec<String>, Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("SMEMBERS").arg(key).query_async(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("SMEMBERS").arg(key)).await
     }
 
     async fn srem(
@@ -178,8 +171,7 @@ impl HostConnection for Ctx {
         key: String,
         values: Vec<String>,
     ) -> Result<u32, Error> {
-        let c = self.redis(&conn)?.conn();
-        redis::cmd("SREM").arg(key).arg(values).query_async(c).await.map_err(other)
+        self.redis(&conn)?.query(redis::cmd("SREM").arg(key).arg(values)).await
     }
 
     async fn execute(
@@ -195,8 +187,7 @@ impl HostConnection for Ctx {
                 RedisParameter::Binary(v) => cmd.arg(v),
             };
         }
-        let c = self.redis(&conn)?.conn();
-        let value: Value = cmd.query_async(c).await.map_err(other)?;
+        let value: Value = self.redis(&conn)?.query(&cmd).await?;
         flatten(value)
     }
 
