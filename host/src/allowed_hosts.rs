@@ -90,7 +90,11 @@ impl AllowedHost {
                 Pattern::Any => return Err(format!("{text:?}: `*://` needs an explicit port")),
             },
         };
-        Ok(AllowedHost { scheme: scheme_pat, host: host_pat, port: port_pat })
+        Ok(AllowedHost {
+            scheme: scheme_pat,
+            host: host_pat,
+            port: port_pat,
+        })
     }
 
     /// Whether `scheme://host:port` is allowed by this pattern.
@@ -125,14 +129,20 @@ pub struct AllowedHosts(Vec<AllowedHost>);
 impl AllowedHosts {
     /// From already-expanded patterns.
     pub fn parse<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Result<Self, String> {
-        patterns.into_iter().map(AllowedHost::parse).collect::<Result<_, _>>().map(Self)
+        patterns
+            .into_iter()
+            .map(AllowedHost::parse)
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 
     /// Checks a URL such as `redis://127.0.0.1:6379/0` or `postgres://u@h/db`.
     pub fn allows_url(&self, url: &str) -> bool {
         match url::Url::parse(url) {
             Ok(u) => {
-                let Some(host) = u.host_str() else { return false };
+                let Some(host) = u.host_str() else {
+                    return false;
+                };
                 let Some(port) = u.port().or_else(|| default_port(u.scheme())) else {
                     return false;
                 };

@@ -62,13 +62,24 @@ impl App {
         let file = ManifestFile::load(manifest)?;
         let m = &file.manifest;
         let app_vars = variables::resolve_app_variables(
-            m.variables.iter().map(|(k, d)| (k.get_ref().as_str(), d.default.as_deref(), d.required)),
+            m.variables
+                .iter()
+                .map(|(k, d)| (k.get_ref().as_str(), d.default.as_deref(), d.required)),
             &options.providers,
         )
-        .map_err(|e| ManifestError { path: file.path.clone(), line: 0, message: e })?;
+        .map_err(|e| ManifestError {
+            path: file.path.clone(),
+            line: 0,
+            message: e,
+        })?;
         for (name, def) in &m.variables {
             if def.required && def.default.is_some() {
-                return Err(file.error_at(name, "a variable cannot be both required and have a default").into());
+                return Err(file
+                    .error_at(
+                        name,
+                        "a variable cannot be both required and have a default",
+                    )
+                    .into());
             }
         }
 
@@ -82,15 +93,33 @@ impl App {
             let source = base.join(def.source.get_ref());
             if !source.exists() {
                 return Err(file
-                    .error_at(&def.source, format!("component source {} does not exist (build it first)", source.display()))
+                    .error_at(
+                        &def.source,
+                        format!(
+                            "component source {} does not exist (build it first)",
+                            source.display()
+                        ),
+                    )
                     .into());
             }
             let component = Component::from_file(&engine, &source)
                 .map_err(anyhow::Error::from)
-                .with_context(|| format!("compiling component `{}` from {}", id.get_ref(), source.display()))?;
-            let pre = linker.instantiate_pre(&component).map_err(anyhow::Error::from).with_context(|| {
-                format!("component `{}` imports something this host does not implement", id.get_ref())
-            })?;
+                .with_context(|| {
+                    format!(
+                        "compiling component `{}` from {}",
+                        id.get_ref(),
+                        source.display()
+                    )
+                })?;
+            let pre = linker
+                .instantiate_pre(&component)
+                .map_err(anyhow::Error::from)
+                .with_context(|| {
+                    format!(
+                        "component `{}` imports something this host does not implement",
+                        id.get_ref()
+                    )
+                })?;
             index.insert(id.get_ref().clone(), components.len());
             components.push(LoadedComponent {
                 config: Arc::new(config),
@@ -100,32 +129,51 @@ impl App {
         }
 
         let lookup = |c: &toml::Spanned<String>| {
-            index.get(c.get_ref()).copied().ok_or_else(|| file.error_at(c, format!("no component `{}`", c.get_ref())))
+            index
+                .get(c.get_ref())
+                .copied()
+                .ok_or_else(|| file.error_at(c, format!("no component `{}`", c.get_ref())))
         };
         let mut router = Router::default();
         for trigger in &m.trigger.http {
             let c = lookup(&trigger.component)?;
             if components[c].http.is_none() {
                 return Err(file
-                    .error_at(&trigger.component, "component does not export wasi:http/incoming-handler")
+                    .error_at(
+                        &trigger.component,
+                        "component does not export wasi:http/incoming-handler",
+                    )
                     .into());
             }
-            let route = RoutePattern::parse(trigger.route.get_ref()).map_err(|e| file.error_at(&trigger.route, e))?;
-            router.add(route, c).map_err(|e| file.error_at(&trigger.route, e))?;
+            let route = RoutePattern::parse(trigger.route.get_ref())
+                .map_err(|e| file.error_at(&trigger.route, e))?;
+            router
+                .add(route, c)
+                .map_err(|e| file.error_at(&trigger.route, e))?;
         }
         let mut crons = Vec::new();
         for trigger in &m.trigger.cron {
             let c = lookup(&trigger.component)?;
             if components[c].cron.is_none() {
                 return Err(file
-                    .error_at(&trigger.component, "component does not export handle-cron-event (fermyon:spin-cron@2.0.0)")
+                    .error_at(
+                        &trigger.component,
+                        "component does not export handle-cron-event (fermyon:spin-cron@2.0.0)",
+                    )
                     .into());
             }
             let expression = trigger.cron_expression.get_ref().clone();
-            let schedule = expression
-                .parse::<cron::Schedule>()
-                .map_err(|e| file.error_at(&trigger.cron_expression, format!("bad cron expression: {e}")))?;
-            crons.push(CronJob { component: c, schedule, expression });
+            let schedule = expression.parse::<cron::Schedule>().map_err(|e| {
+                file.error_at(
+                    &trigger.cron_expression,
+                    format!("bad cron expression: {e}"),
+                )
+            })?;
+            crons.push(CronJob {
+                component: c,
+                schedule,
+                expression,
+            });
         }
 
         let services = Services {
@@ -184,12 +232,17 @@ fn component_config(
     for (h, at) in &hosts {
         AllowedHosts::parse([h.as_str()]).map_err(|e| file.error_at(*at, e))?;
     }
-    let allowed_hosts = AllowedHosts::parse(hosts.iter().map(|(h, _)| h.as_str())).expect("checked above");
+    let allowed_hosts =
+        AllowedHosts::parse(hosts.iter().map(|(h, _)| h.as_str())).expect("checked above");
     Ok(ComponentConfig {
         id: id.to_owned(),
         variables: vars,
         allowed_hosts,
-        environment: def.environment.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        environment: def
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     })
 }
 

@@ -14,7 +14,10 @@ pub async fn instantiate(app: &App, component: &str, iterations: u32) -> Result<
         .iter()
         .position(|c| c.config.id == component)
         .ok_or_else(|| anyhow!("no component `{component}`"))?;
-    let pre = app.components[c].http.as_ref().ok_or_else(|| anyhow!("`{component}` is not an HTTP component"))?;
+    let pre = app.components[c]
+        .http
+        .as_ref()
+        .ok_or_else(|| anyhow!("`{component}` is not an HTTP component"))?;
     // Warm the pool's slots first.
     for _ in 0..100 {
         let mut store = app.store(c);

@@ -42,13 +42,18 @@ pub async fn run_once(app: &App, component: &str) -> Result<()> {
 }
 
 async fn run_component(app: &App, c: usize, timestamp: u64) -> Result<()> {
-    let pre = app.components[c]
-        .cron
-        .as_ref()
-        .ok_or_else(|| anyhow!("component `{}` has no cron export", app.components[c].config.id))?;
+    let pre = app.components[c].cron.as_ref().ok_or_else(|| {
+        anyhow!(
+            "component `{}` has no cron export",
+            app.components[c].config.id
+        )
+    })?;
     let mut store = app.store(c);
     let instance = pre.instantiate_async(&mut store).await?;
-    match instance.call_handle_cron_event(&mut store, Metadata { timestamp }).await? {
+    match instance
+        .call_handle_cron_event(&mut store, Metadata { timestamp })
+        .await?
+    {
         Ok(()) => Ok(()),
         Err(Error::Other(msg)) => Err(anyhow!("component returned an error: {msg}")),
     }

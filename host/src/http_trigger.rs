@@ -71,16 +71,25 @@ pub async fn handle(
 }
 
 async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<ResponseBody>> {
-    let pre = app.components[c].http.as_ref().expect("routes only point at HTTP components");
+    let pre = app.components[c]
+        .http
+        .as_ref()
+        .expect("routes only point at HTTP components");
     let mut store = app.store(c);
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+    let req = store
+        .data_mut()
+        .http()
+        .new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().http().new_response_outparam(tx)?;
     let proxy = pre.instantiate_async(&mut store).await?;
     // The guest may keep streaming the body after it sends the head, so the call runs in its own
     // task that owns the store.
     let task = tokio::spawn(async move {
-        proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+        proxy
+            .wasi_http_incoming_handler()
+            .call_handle(&mut store, req, out)
+            .await
     });
     match rx.await {
         Ok(Ok(resp)) => Ok(resp),
@@ -95,14 +104,23 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
 }
 
 /// Spin's request headers (`crates/trigger-http/src/headers.rs`).
-fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketAddr, local: SocketAddr) {
+fn set_spin_headers(
+    req: &mut Request<Incoming>,
+    m: &RouteMatch,
+    client: SocketAddr,
+    local: SocketAddr,
+) {
     let host = req
         .headers()
         .get(http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned)
         .unwrap_or_else(|| local.to_string());
-    let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    let path_and_query = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
     let full_url = format!("http://{host}{path_and_query}");
     let mut pairs: Vec<(String, String)> = vec![
         ("spin-full-url".into(), full_url),
@@ -114,13 +132,17 @@ fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketA
         ("spin-client-addr".into(), client.to_string()),
     ];
     for (name, value) in &m.captures {
-        pairs.push((format!("spin-path-match-{}", name.to_ascii_lowercase()), value.clone()));
+        pairs.push((
+            format!("spin-path-match-{}", name.to_ascii_lowercase()),
+            value.clone(),
+        ));
     }
     let headers = req.headers_mut();
     for (name, value) in pairs {
-        if let (Ok(name), Ok(value)) =
-            (http::HeaderName::try_from(name), HeaderValue::try_from(value))
-        {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::try_from(name),
+            HeaderValue::try_from(value),
+        ) {
             headers.insert(name, value);
         }
     }

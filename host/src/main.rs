@@ -70,7 +70,10 @@ struct AppArgs {
 impl AppArgs {
     fn load(&self) -> Result<App> {
         let env_file = self.env_file.clone().unwrap_or_else(|| {
-            self.manifest.parent().unwrap_or(std::path::Path::new(".")).join(".env")
+            self.manifest
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join(".env")
         });
         let options = Options {
             connection_mode: if self.spin_faithful {
@@ -94,7 +97,9 @@ fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         match cli.command {
             Command::Up { app, listen, no_cron } => {

@@ -178,7 +178,11 @@ impl ManifestFile {
             line: e.span().map_or(0, |s| line_of(&text, s.start)),
             message: e.message().to_owned(),
         })?;
-        let file = ManifestFile { path: path.to_owned(), text, manifest };
+        let file = ManifestFile {
+            path: path.to_owned(),
+            text,
+            manifest,
+        };
         if *file.manifest.spin_manifest_version.get_ref() != 2 {
             return Err(file.error_at(
                 &file.manifest.spin_manifest_version,

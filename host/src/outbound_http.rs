@@ -22,7 +22,9 @@ impl OutboundHttp {
     fn allowed(&self, uri: &http::Uri) -> bool {
         let scheme = uri.scheme_str().unwrap_or("https");
         let Some(host) = uri.host() else { return false };
-        let Some(port) = uri.port_u16().or_else(|| default_port(scheme)) else { return false };
+        let Some(port) = uri.port_u16().or_else(|| default_port(scheme)) else {
+            return false;
+        };
         self.component.allowed_hosts.allows(scheme, host, port)
     }
 }
@@ -30,7 +32,10 @@ impl OutboundHttp {
 type ResponseFuture = Box<
     dyn Future<
             Output = Result<
-                (http::Response<WasiBody>, Box<dyn Future<Output = Result<(), Error>> + Send>),
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), Error>> + Send>,
+                ),
                 Error,
             >,
         > + Send,
@@ -51,7 +56,10 @@ impl WasiHttpHooks for OutboundHttp {
         Box::new(async move {
             use http_body_util::BodyExt;
             let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((res.map(BodyExt::boxed_unsync), Box::new(io) as Box<dyn Future<Output = _> + Send>))
+            Ok((
+                res.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ))
         })
     }
 }

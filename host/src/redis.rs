@@ -49,7 +49,10 @@ pub struct RedisPools {
 impl RedisPools {
     /// Pools that open connections as `mode` says.
     pub fn new(mode: ConnectionMode) -> Self {
-        RedisPools { mode, ..Default::default() }
+        RedisPools {
+            mode,
+            ..Default::default()
+        }
     }
 
     /// How many TCP connections this host has opened to Redis so far.
@@ -61,7 +64,10 @@ impl RedisPools {
         let client = redis::Client::open(address).map_err(|_| Error::InvalidAddress)?;
         match self.mode {
             ConnectionMode::SpinFaithful => {
-                let conn = client.get_multiplexed_async_connection().await.map_err(other)?;
+                let conn = client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(other)?;
                 *self.opened.lock().unwrap() += 1;
                 Ok(RedisConnection::Own(conn))
             }
@@ -85,7 +91,9 @@ fn other(e: redis::RedisError) -> Error {
 
 impl Ctx {
     fn redis(&mut self, conn: &Resource<RedisConnection>) -> Result<&mut RedisConnection, Error> {
-        self.table.get_mut(conn).map_err(|e| Error::Other(e.to_string()))
+        self.table
+            .get_mut(conn)
+            .map_err(|e| Error::Other(e.to_string()))
     }
 }
 
@@ -112,7 +120,10 @@ impl HostConnection for Ctx {
         payload: Payload,
     ) -> Result<(), Error> {
         // The reply is the number of receivers, which the interface does not return.
-        let _: i64 = self.redis(&conn)?.query(redis::cmd("PUBLISH").arg(channel).arg(payload)).await?;
+        let _: i64 = self
+            .redis(&conn)?
+            .query(redis::cmd("PUBLISH").arg(channel).arg(payload))
+            .await?;
         Ok(())
     }
 
@@ -130,15 +141,23 @@ impl HostConnection for Ctx {
         key: String,
         value: Payload,
     ) -> Result<(), Error> {
-        self.redis(&conn)?.query(redis::cmd("SET").arg(key).arg(value)).await
+        self.redis(&conn)?
+            .query(redis::cmd("SET").arg(key).arg(value))
+            .await
     }
 
     async fn incr(&mut self, conn: Resource<RedisConnection>, key: String) -> Result<i64, Error> {
         // Spin sends INCRBY key 1.
-        self.redis(&conn)?.query(redis::cmd("INCRBY").arg(key).arg(1)).await
+        self.redis(&conn)?
+            .query(redis::cmd("INCRBY").arg(key).arg(1))
+            .await
     }
 
-    async fn del(&mut self, conn: Resource<RedisConnection>, keys: Vec<String>) -> Result<u32, Error> {
+    async fn del(
+        &mut self,
+        conn: Resource<RedisConnection>,
+        keys: Vec<String>,
+    ) -> Result<u32, Error> {
         self.redis(&conn)?.query(redis::cmd("DEL").arg(keys)).await
     }
 
@@ -154,7 +173,13 @@ impl HostConnection for Ctx {
             RedisConnection::Own(c) => cmd.query_async(c).await,
         };
         // Spin maps a client-side type error to `type-error`; anything else is `other`.
-        result.map_err(|e| if e.kind() == redis::ErrorKind::TypeError { Error::TypeError } else { other(e) })
+        result.map_err(|e| {
+            if e.kind() == redis::ErrorKind::TypeError {
+                Error::TypeError
+            } else {
+                other(e)
+            }
+        })
     }
 
     async fn smembers(
@@ -162,7 +187,9 @@ impl HostConnection for Ctx {
         conn: Resource<RedisConnection>,
         key: String,
     ) -> Result<Vec<String>, Error> {
-        self.redis(&conn)?.query(redis::cmd("SMEMBERS").arg(key)).await
+        self.redis(&conn)?
+            .query(redis::cmd("SMEMBERS").arg(key))
+            .await
     }
 
     async fn srem(
@@ -171,7 +198,9 @@ impl HostConnection for Ctx {
         key: String,
         values: Vec<String>,
     ) -> Result<u32, Error> {
-        self.redis(&conn)?.query(redis::cmd("SREM").arg(key).arg(values)).await
+        self.redis(&conn)?
+            .query(redis::cmd("SREM").arg(key).arg(values))
+            .await
     }
 
     async fn execute(
@@ -216,7 +245,9 @@ pub fn flatten(value: Value) -> Result<Vec<RedisResult>, Error> {
             Value::Boolean(b) => out.push(RedisResult::Int64(b as i64)),
             Value::ServerError(e) => return Err(Error::Other(format!("{e:?}"))),
             other => {
-                return Err(Error::Other(format!("unsupported Redis reply type: {other:?}")));
+                return Err(Error::Other(format!(
+                    "unsupported Redis reply type: {other:?}"
+                )));
             }
         }
         Ok(())
@@ -239,9 +270,18 @@ mod tests {
             Value::Array(vec![Value::Int(3), Value::Nil]),
         ]);
         let flat = format!("{:?}", flatten(reply).unwrap());
-        assert_eq!(flat, r#"[RedisResult::Int64(1), RedisResult::Binary([116, 119, 111]), RedisResult::Int64(3), RedisResult::Nil]"#);
-        assert_eq!(format!("{:?}", flatten(Value::Okay).unwrap()), r#"[RedisResult::Status("OK")]"#);
-        assert_eq!(format!("{:?}", flatten(Value::Boolean(true)).unwrap()), "[RedisResult::Int64(1)]");
+        assert_eq!(
+            flat,
+            r#"[RedisResult::Int64(1), RedisResult::Binary([116, 119, 111]), RedisResult::Int64(3), RedisResult::Nil]"#
+        );
+        assert_eq!(
+            format!("{:?}", flatten(Value::Okay).unwrap()),
+            r#"[RedisResult::Status("OK")]"#
+        );
+        assert_eq!(
+            format!("{:?}", flatten(Value::Boolean(true)).unwrap()),
+            "[RedisResult::Int64(1)]"
+        );
         assert!(flatten(Value::Map(vec![])).is_err());
     }
 }

@@ -40,7 +40,9 @@ impl RoutePattern {
         let (body, wildcard) = match raw.strip_suffix("/...") {
             Some(body) => (body, true),
             None if raw.ends_with("...") => {
-                return Err(format!("route {raw:?}: `...` is only allowed as a last segment"));
+                return Err(format!(
+                    "route {raw:?}: `...` is only allowed as a last segment"
+                ));
             }
             None => (raw, false),
         };
@@ -52,12 +54,18 @@ impl RoutePattern {
                 }
                 segments.push(Segment::Capture(name.to_owned()));
             } else if seg == "..." {
-                return Err(format!("route {raw:?}: `...` is only allowed as a last segment"));
+                return Err(format!(
+                    "route {raw:?}: `...` is only allowed as a last segment"
+                ));
             } else {
                 segments.push(Segment::Literal(seg.to_owned()));
             }
         }
-        Ok(RoutePattern { raw: raw.to_owned(), segments, wildcard })
+        Ok(RoutePattern {
+            raw: raw.to_owned(),
+            segments,
+            wildcard,
+        })
     }
 
     /// The route as written.
@@ -67,14 +75,19 @@ impl RoutePattern {
 
     /// Higher is more specific.
     fn specificity(&self) -> (bool, usize, usize) {
-        let literals = self.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count();
+        let literals = self
+            .segments
+            .iter()
+            .filter(|s| matches!(s, Segment::Literal(_)))
+            .count();
         (!self.wildcard, literals, self.segments.len())
     }
 
     /// Matches a request path (no query string).
     pub fn matches(&self, path: &str) -> Option<RouteMatch> {
         let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        if parts.len() < self.segments.len() || (!self.wildcard && parts.len() != self.segments.len())
+        if parts.len() < self.segments.len()
+            || (!self.wildcard && parts.len() != self.segments.len())
         {
             return None;
         }
@@ -87,12 +100,24 @@ impl RoutePattern {
             }
         }
         let component_route = self.raw.strip_suffix("/...").unwrap_or(&self.raw);
-        let component_route = if component_route.is_empty() { "" } else { component_route };
+        let component_route = if component_route.is_empty() {
+            ""
+        } else {
+            component_route
+        };
         let rest = &parts[self.segments.len()..];
         let path_info = if rest.is_empty() {
-            if self.wildcard && path.ends_with('/') && !self.segments.is_empty() { "/".into() } else { String::new() }
+            if self.wildcard && path.ends_with('/') && !self.segments.is_empty() {
+                "/".into()
+            } else {
+                String::new()
+            }
         } else {
-            format!("/{}{}", rest.join("/"), if path.ends_with('/') { "/" } else { "" })
+            format!(
+                "/{}{}",
+                rest.join("/"),
+                if path.ends_with('/') { "/" } else { "" }
+            )
         };
         Some(RouteMatch {
             raw_route: self.raw.clone(),
@@ -114,27 +139,36 @@ impl Router {
     /// Adds a route; a route that duplicates an existing one is an error.
     pub fn add(&mut self, pattern: RoutePattern, component: usize) -> Result<(), String> {
         if let Some((dup, _)) = self.routes.iter().find(|(p, _)| same_shape(p, &pattern)) {
-            return Err(format!("route {:?} duplicates route {:?}", pattern.raw, dup.raw));
+            return Err(format!(
+                "route {:?} duplicates route {:?}",
+                pattern.raw, dup.raw
+            ));
         }
         self.routes.push((pattern, component));
-        self.routes.sort_by_key(|(p, _)| std::cmp::Reverse(p.specificity()));
+        self.routes
+            .sort_by_key(|(p, _)| std::cmp::Reverse(p.specificity()));
         Ok(())
     }
 
     /// The most specific route matching `path`.
     pub fn route(&self, path: &str) -> Option<(usize, RouteMatch)> {
-        self.routes.iter().find_map(|(p, c)| p.matches(path).map(|m| (*c, m)))
+        self.routes
+            .iter()
+            .find_map(|(p, c)| p.matches(path).map(|m| (*c, m)))
     }
 }
 
 fn same_shape(a: &RoutePattern, b: &RoutePattern) -> bool {
     a.wildcard == b.wildcard
         && a.segments.len() == b.segments.len()
-        && a.segments.iter().zip(&b.segments).all(|(x, y)| match (x, y) {
-            (Segment::Literal(x), Segment::Literal(y)) => x == y,
-            (Segment::Capture(_), Segment::Capture(_)) => true,
-            _ => false,
-        })
+        && a.segments
+            .iter()
+            .zip(&b.segments)
+            .all(|(x, y)| match (x, y) {
+                (Segment::Literal(x), Segment::Literal(y)) => x == y,
+                (Segment::Capture(_), Segment::Capture(_)) => true,
+                _ => false,
+            })
 }
 
 #[cfg(test)]

@@ -46,13 +46,17 @@ pub fn parse_template(template: &str) -> Result<Vec<Part>, String> {
 /// Spin's rule for variable names: lower snake case, starting with a letter.
 pub fn check_name(name: &str) -> Result<(), String> {
     let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !name.contains("__")
         && !name.ends_with('_');
     if ok {
         Ok(())
     } else {
-        Err(format!("invalid variable name {name:?} (lower_snake_case expected)"))
+        Err(format!(
+            "invalid variable name {name:?} (lower_snake_case expected)"
+        ))
     }
 }
 
@@ -97,7 +101,10 @@ pub fn resolve_app_variables<'a>(
     let mut values = HashMap::new();
     for (name, default, required) in defs {
         check_name(name)?;
-        match providers.lookup(name).or_else(|| default.map(str::to_owned)) {
+        match providers
+            .lookup(name)
+            .or_else(|| default.map(str::to_owned))
+        {
             Some(value) => {
                 values.insert(name.to_owned(), value);
             }
@@ -120,7 +127,8 @@ pub fn expand(parts: &[Part], app: &HashMap<String, String>) -> Result<String, S
         match part {
             Part::Literal(s) => out.push_str(s),
             Part::Variable(name) => out.push_str(
-                app.get(name).ok_or_else(|| format!("variable `{name}` has no value"))?,
+                app.get(name)
+                    .ok_or_else(|| format!("variable `{name}` has no value"))?,
             ),
         }
     }
@@ -158,7 +166,10 @@ mod tests {
     fn bad_templates_are_errors() {
         assert!(parse_template("{{ host").is_err());
         assert!(parse_template("{{ Host }}").is_err());
-        assert_eq!(parse_template("plain").unwrap(), vec![Part::Literal("plain".into())]);
+        assert_eq!(
+            parse_template("plain").unwrap(),
+            vec![Part::Literal("plain".into())]
+        );
     }
 
     #[test]
@@ -168,7 +179,12 @@ mod tests {
             dotenv: HashMap::from([("SPIN_VARIABLE_B".into(), "from-dotenv".into())]),
         };
         let vals = resolve_app_variables(
-            [("a", Some("d"), false), ("b", None, true), ("c", Some("dc"), false), ("zz", None, false)],
+            [
+                ("a", Some("d"), false),
+                ("b", None, true),
+                ("c", Some("dc"), false),
+                ("zz", None, false),
+            ],
             &providers,
         )
         .unwrap();

@@ -29,7 +29,11 @@ struct Body<'a> {
 impl ApiError {
     /// An error with any status.
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
 
     /// 400: the request is malformed.
@@ -60,8 +64,13 @@ impl ApiError {
 
     /// The JSON body.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(&Envelope { error: Body { code: self.code, message: &self.message } })
-            .expect("plain strings always serialize")
+        serde_json::to_string(&Envelope {
+            error: Body {
+                code: self.code,
+                message: &self.message,
+            },
+        })
+        .expect("plain strings always serialize")
     }
 }
 
@@ -72,6 +81,9 @@ mod tests {
     #[test]
     fn renders_the_stable_envelope() {
         let e = ApiError::bad_request("malformed_json", "expected `{`");
-        assert_eq!(e.to_json(), r#"{"error":{"code":"malformed_json","message":"expected `{`"}}"#);
+        assert_eq!(
+            e.to_json(),
+            r#"{"error":{"code":"malformed_json","message":"expected `{`"}}"#
+        );
     }
 }

@@ -44,7 +44,11 @@ pub fn check() -> Health {
     let redis = probe(|| {
         let url = config::get(config::REDIS_URL).map_err(|e| e.message)?;
         let conn = redis::Connection::open(&url).map_err(|e| format!("open: {e}"))?;
-        match conn.execute("PING", &[]).map_err(|e| format!("PING: {e}"))?.as_slice() {
+        match conn
+            .execute("PING", &[])
+            .map_err(|e| format!("PING: {e}"))?
+            .as_slice()
+        {
             [redis::RedisResult::Status(s)] if s == "PONG" => Ok(()),
             other => Err(format!("unexpected PING reply {other:?}")),
         }
@@ -52,11 +56,17 @@ pub fn check() -> Health {
     let postgres = probe(|| {
         let url = config::get(config::PG_URL).map_err(|e| e.message)?;
         let conn = pg4::Connection::open(&url).map_err(|e| format!("open: {e:?}"))?;
-        let rows = conn.query("SELECT 1::int4", &[]).map_err(|e| format!("SELECT 1: {e:?}"))?;
+        let rows = conn
+            .query("SELECT 1::int4", &[])
+            .map_err(|e| format!("SELECT 1: {e:?}"))?;
         match rows.rows.as_slice() {
             [row] if matches!(row.as_slice(), [pg4::DbValue::Int32(1)]) => Ok(()),
             other => Err(format!("unexpected reply {other:?}")),
         }
     });
-    Health { ok: redis.ok && postgres.ok, redis, postgres }
+    Health {
+        ok: redis.ok && postgres.ok,
+        redis,
+        postgres,
+    }
 }

@@ -14,12 +14,18 @@ use seckill_host::{App, ConnectionMode, Options};
 
 /// The repository root (where `spin.toml` lives).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_owned()
 }
 
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind :0")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind :0")
 }
 
 fn wait_for(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<()> {
@@ -35,10 +41,14 @@ fn wait_for(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> R
 
 /// Finds a server binary on PATH or in the usual Debian places.
 fn find_binary(name: &str) -> Result<PathBuf> {
-    let mut candidates: Vec<PathBuf> =
-        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).map(|d| d.join(name)).collect()).unwrap_or_default();
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join(name)).collect())
+        .unwrap_or_default();
     if let Ok(dirs) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut versions: Vec<PathBuf> = dirs.flatten().map(|d| d.path().join("bin").join(name)).collect();
+        let mut versions: Vec<PathBuf> = dirs
+            .flatten()
+            .map(|d| d.path().join("bin").join(name))
+            .collect();
         versions.sort();
         candidates.extend(versions.into_iter().rev());
     }
@@ -69,7 +79,12 @@ impl RedisServer {
         let dir = tempfile::tempdir()?;
         let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let (child, port) = spawn_redis(dir.path(), free_port(), &extra)?;
-        Ok(RedisServer { child, port, dir, extra })
+        Ok(RedisServer {
+            child,
+            port,
+            dir,
+            extra,
+        })
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -107,7 +122,10 @@ fn spawn_redis(dir: &Path, port: u16, extra: &[String]) -> Result<(Child, u16)> 
         .context("starting redis-server")?;
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
     wait_for("redis-server", Duration::from_secs(10), || {
-        client.get_connection().and_then(|mut c| redis::cmd("PING").query::<String>(&mut c)).is_ok()
+        client
+            .get_connection()
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok()
     })?;
     Ok((child, port))
 }
@@ -143,7 +161,11 @@ fn current_uid() -> u32 {
     // Read from /proc: no unsafe libc call for one number.
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -164,7 +186,18 @@ impl PgServer {
         }
         let data = dir.path().join("data");
         let out = as_postgres(&mut Command::new(find_binary("initdb")?))
-            .args(["-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C", "-D"])
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale",
+                "C",
+                "-D",
+            ])
             .arg(&data)
             .output()
             .context("running initdb")?;
@@ -175,8 +208,22 @@ impl PgServer {
         let child = as_postgres(&mut Command::new(find_binary("postgres")?))
             .arg("-D")
             .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
-            .args(["-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"])
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+            ])
+            .args([
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+            ])
             .arg("-k")
             .arg(dir.path())
             .stdout(Stdio::null())
@@ -184,17 +231,30 @@ impl PgServer {
             .spawn()
             .context("starting postgres")?;
         let server = PgServer { child, port, dir };
-        let url = server.url();
+        let pg_isready = find_binary("pg_isready")?;
         wait_for("postgres", Duration::from_secs(30), || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls)).is_ok()
+            Command::new(&pg_isready)
+                .args([
+                    "-q",
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    &port.to_string(),
+                    "-U",
+                    "postgres",
+                ])
+                .status()
+                .is_ok_and(|s| s.success())
         })?;
         Ok(server)
     }
 
     /// `postgres://postgres@127.0.0.1:<port>/postgres?sslmode=disable`.
     pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable", self.port)
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+            self.port
+        )
     }
 
     /// `127.0.0.1:<port>`.
@@ -218,7 +278,9 @@ impl PgServer {
 impl Drop for PgServer {
     fn drop(&mut self) {
         // SIGQUIT: immediate shutdown, so backends go away with the postmaster.
-        let _ = Command::new("kill").args(["-QUIT", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
     }
 }
@@ -241,12 +303,23 @@ impl TestApp {
     }
 
     /// Like [`TestApp::start`], choosing the Redis connection mode.
-    pub async fn start_with(manifest: &str, vars: &[(&str, String)], mode: ConnectionMode) -> Result<Self> {
+    pub async fn start_with(
+        manifest: &str,
+        vars: &[(&str, String)],
+        mode: ConnectionMode,
+    ) -> Result<Self> {
         let mut providers = Providers::default();
         for (name, value) in vars {
-            providers.overrides.insert(format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()), value.clone());
+            providers.overrides.insert(
+                format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
+                value.clone(),
+            );
         }
-        let options = Options { connection_mode: mode, providers, max_instances: Some(200) };
+        let options = Options {
+            connection_mode: mode,
+            providers,
+            max_instances: Some(200),
+        };
         let path = repo_root().join(manifest);
         let app = Arc::new(tokio::task::spawn_blocking(move || App::load(&path, options)).await??);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -260,21 +333,28 @@ impl TestApp {
         Ok(TestApp {
             app,
             base_url: format!("http://{addr}"),
-            http: reqwest::Client::builder().pool_max_idle_per_host(64).build()?,
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(64)
+                .build()?,
             server,
         })
     }
 
     /// `GET path`, returning status and body text.
     pub async fn get(&self, path: &str) -> Result<(u16, String)> {
-        let resp = self.http.get(format!("{}{path}", self.base_url)).send().await?;
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base_url))
+            .send()
+            .await?;
         Ok((resp.status().as_u16(), resp.text().await?))
     }
 
     /// `GET path` whose body must be JSON.
     pub async fn get_json(&self, path: &str) -> Result<(u16, serde_json::Value)> {
         let (status, body) = self.get(path).await?;
-        let json = serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON: {body}"))?;
+        let json =
+            serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON: {body}"))?;
         Ok((status, json))
     }
 }

@@ -1,7 +1,7 @@
 //! `GET /api/health`: 200 when Redis and Postgres both answer, 503 otherwise, with the detail.
 
-use seckill_shared::http::{error, json, require_method};
 use seckill_shared::health;
+use seckill_shared::http::{error, json, require_method};
 use spin_sdk::http::{Method, Request, Response};
 use spin_sdk::http_component;
 

@@ -22,5 +22,7 @@ fn handle(req: Request) -> Response {
 
 fn server_time(req: &Request) -> Result<ServerTime, ApiError> {
     require_method(req, Method::Get)?;
-    Ok(ServerTime { now_ms: clock::now_ms() })
+    Ok(ServerTime {
+        now_ms: clock::now_ms(),
+    })
 }

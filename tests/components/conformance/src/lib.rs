@@ -55,7 +55,13 @@ fn redis_report() -> Value {
     };
     let exec = |cmd: &str, args: &[RedisParameter]| show(conn.execute(cmd, args));
     // Start from a clean slate so the report is the same on every run.
-    let _ = conn.del(&["k".into(), "counter".into(), "text".into(), "set".into(), "hash".into()]);
+    let _ = conn.del(&[
+        "k".into(),
+        "counter".into(),
+        "text".into(),
+        "set".into(),
+        "hash".into(),
+    ]);
     let _ = conn.execute("HSET", &[bin("hash"), bin("f"), bin("1")]);
     // json! evaluates its fields in order: the report is also the script of the check.
     let nested = "return {1, 'two', {3, false}, redis.status_reply('OK')}";
@@ -68,18 +74,18 @@ fn redis_report() -> Value {
     };
     json!({
         "open": "ok",
-        "set": show(conn.set("k", &b"v".to_vec())),
+        "set": show(conn.set("k", b"v".as_ref())),
         "get": show(conn.get("k").map(|v| v.map(|b| String::from_utf8_lossy(&b).into_owned()))),
         "get_missing": show(conn.get("missing-key")),
         "incr_1": show(conn.incr("counter")),
         "incr_2": show(conn.incr("counter")),
-        "set_text": show(conn.set("text", &b"not a number".to_vec())),
+        "set_text": show(conn.set("text", b"not a number".as_ref())),
         "incr_text": show(conn.incr("text")),
         "sadd": show(conn.sadd("set", &["a".into(), "b".into(), "a".into()])),
         "smembers": show(conn.smembers("set").map(|mut m| { m.sort(); m })),
         "srem": show(conn.srem("set", &["a".into(), "z".into()])),
         "sadd_wrong_type": show(conn.sadd("text", &["x".into()])),
-        "publish": show(conn.publish("channel", &b"payload".to_vec())),
+        "publish": show(conn.publish("channel", b"payload".as_ref())),
         "execute_set": exec("SET", &[bin("x"), RedisParameter::Int64(5)]),
         "execute_get": exec("GET", &[bin("x")]),
         "execute_nested": exec("EVAL", &[bin(nested), RedisParameter::Int64(0)]),
@@ -105,7 +111,9 @@ fn outbound_http_report() -> Value {
     let denied = var("denied_http_url");
     let result = spin_sdk::http::run(async move {
         let req = Request::get(denied);
-        spin_sdk::http::send::<_, Response>(req).await.map(|r| *r.status())
+        spin_sdk::http::send::<_, Response>(req)
+            .await
+            .map(|r| *r.status())
     });
     json!({ "denied": show(result) })
 }

@@ -71,6 +71,8 @@
 //!   `"address postgres://{host}:{port} is not permitted"` for the denied address's host and port
 //!   (a URL without a port gets `5432`; a key/value string without `port` gets no `:{port}`)
 
+#![allow(clippy::result_large_err)] // pg4 errors carry the server's full report, as in spin-sdk itself.
+
 use serde_json::{Map, Value, json};
 use spin_sdk::pg4 as pg;
 

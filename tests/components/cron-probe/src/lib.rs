@@ -11,9 +11,13 @@ impl seckill_cron::Guest for CronProbe {
         let fail = |e: String| seckill_cron::Error::Other(e);
         let url = variables::get("redis_url").map_err(|e| fail(e.to_string()))?;
         let conn = redis::Connection::open(&url).map_err(|e| fail(e.to_string()))?;
-        conn.incr("cron-probe:runs").map_err(|e| fail(e.to_string()))?;
-        conn.set("cron-probe:last-timestamp", &metadata.timestamp.to_string().into_bytes())
+        conn.incr("cron-probe:runs")
             .map_err(|e| fail(e.to_string()))?;
+        conn.set(
+            "cron-probe:last-timestamp",
+            &metadata.timestamp.to_string().into_bytes(),
+        )
+        .map_err(|e| fail(e.to_string()))?;
         Ok(())
     }
 }

@@ -1,0 +1,122 @@
+//! The first slice through the whole chain: the real `spin.toml`, the real functions, real
+//! Redis and Postgres, over HTTP.
+
+use anyhow::Result;
+use seckill_tests::{PgServer, RedisServer, TestApp};
+
+async fn app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
+    TestApp::start(
+        "spin.toml",
+        &[
+            ("redis_url", redis.url()),
+            ("redis_host", redis.host()),
+            ("pg_url", pg.url()),
+            ("pg_host", pg.host()),
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_is_the_server_clock_in_ms() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = app(&redis, &pg).await?;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as u64;
+    let (status, body) = app.get_json("/api/time").await?;
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as u64;
+    assert_eq!(status, 200);
+    let now = body["now_ms"].as_u64().expect("now_ms");
+    assert!(
+        before <= now && now <= after,
+        "{before} <= {now} <= {after}"
+    );
+
+    let resp = app
+        .http
+        .post(format!("{}/api/time", app.base_url))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 405);
+    let err: serde_json::Value = resp.json().await?;
+    assert_eq!(err["error"]["code"], "method_not_allowed");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_reports_both_dependencies() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = app(&redis, &pg).await?;
+    let (status, body) = app.get_json("/api/health").await?;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["ok"], true);
+    assert_eq!(body["redis"]["ok"], true);
+    assert_eq!(body["postgres"]["ok"], true);
+
+    // Postgres down: 503, Redis still reported fine.
+    drop(pg);
+    let (status, body) = app.get_json("/api/health").await?;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["redis"]["ok"], true);
+    assert_eq!(body["postgres"]["ok"], false);
+    assert!(body["postgres"]["error"].is_string());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifest_errors_name_the_line() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let write = |text: &str| {
+        let path = dir.path().join("spin.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let hello = seckill_tests::repo_root().join("target/wasm32-wasip2/release/hello.wasm");
+    let head = format!(
+        "spin_manifest_version = 2\n[application]\nname = \"t\"\n[component.hello]\nsource = {:?}\n",
+        hello.display().to_string()
+    );
+    let load = |text: String| {
+        seckill_host::App::load(&write(&text), Default::default())
+            .err()
+            .expect("must fail")
+            .to_string()
+    };
+    let err = load(format!(
+        "{head}[[trigger.http]]\nroute = \"/a\"\ncomponent = \"nope\"\n"
+    ));
+    assert!(
+        err.contains("spin.toml:8:") && err.contains("no component `nope`"),
+        "{err}"
+    );
+    let err = load(format!(
+        "{head}[[trigger.cron]]\ncomponent = \"hello\"\ncron_expression = \"* * *\"\n"
+    ));
+    assert!(
+        err.contains("spin.toml:7:") && err.contains("handle-cron-event"),
+        "{err}"
+    );
+    let err = load(format!(
+        "{head}[[trigger.http]]\nroute = \"no-slash\"\ncomponent = \"hello\"\n"
+    ));
+    assert!(
+        err.contains("spin.toml:7:") && err.contains("must start with"),
+        "{err}"
+    );
+    let err = load(format!(
+        "{head}allowed_outbound_hosts = [\"redis://{{{{ nope }}}}\"]\n"
+    ));
+    assert!(
+        err.contains("spin.toml:6:") && err.contains("`nope`"),
+        "{err}"
+    );
+    let err = load(head.replace("hello.wasm", "missing.wasm"));
+    assert!(
+        err.contains("spin.toml:5:") && err.contains("does not exist"),
+        "{err}"
+    );
+    Ok(())
+}
