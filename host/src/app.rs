@@ -52,6 +52,9 @@ pub struct App {
     pub(crate) router: Router,
     pub(crate) crons: Vec<CronJob>,
     pub(crate) services: Arc<Services>,
+    /// One permit per pooling-allocator slot: a spike waits for a free instance instead of
+    /// failing to instantiate.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     /// `[application] name`.
     pub name: String,
 }
@@ -83,7 +86,8 @@ impl App {
             }
         }
 
-        let engine = engine(options.max_instances.unwrap_or(1000))?;
+        let max_instances = options.max_instances.unwrap_or(1000);
+        let engine = engine(max_instances)?;
         let linker = linker(&engine)?;
         let base = file.base_dir();
         let mut components = Vec::new();
@@ -186,6 +190,7 @@ impl App {
             router,
             crons,
             services: Arc::new(services),
+            slots: Arc::new(tokio::sync::Semaphore::new(max_instances as usize)),
             name: m.application.name.clone(),
         })
     }

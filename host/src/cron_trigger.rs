@@ -48,6 +48,7 @@ async fn run_component(app: &App, c: usize, timestamp: u64) -> Result<()> {
             app.components[c].config.id
         )
     })?;
+    let _slot = app.slots.acquire().await?;
     let mut store = app.store(c);
     let instance = pre.instantiate_async(&mut store).await?;
     match instance

@@ -75,6 +75,7 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
         .http
         .as_ref()
         .expect("routes only point at HTTP components");
+    let slot = app.slots.clone().acquire_owned().await?;
     let mut store = app.store(c);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let req = store
@@ -86,10 +87,14 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
     // The guest may keep streaming the body after it sends the head, so the call runs in its own
     // task that owns the store.
     let task = tokio::spawn(async move {
-        proxy
+        let result = proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
-            .await
+            .await;
+        // The instance, and with it the pool slot, is gone only with the store.
+        drop(store);
+        drop(slot);
+        result
     });
     match rx.await {
         Ok(Ok(resp)) => Ok(resp),

@@ -1,4 +1,6 @@
-//! Server time. Every decision about "too early" or "expired" uses this clock, never the client's.
+//! The function's clock: for `/api/time`, token expiry and order ids. The sale window, rate
+//! limits and order timestamps are judged inside the scripts by Redis's `TIME`, the one clock
+//! every function instance shares; hosts and Redis are expected to run NTP.
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {

@@ -1,9 +1,15 @@
-//! Rendering responses: JSON bodies and [`ApiError`]s, the same way in every function.
+//! The HTTP edge every function shares: reading identity, ids and bodies from a Spin request,
+//! and rendering results and [`ApiError`]s the same way everywhere.
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use spin_sdk::http::{Method, Request, Response};
 
-use crate::ApiError;
+use crate::event::EventId;
+use crate::{ApiError, auth, clock, config};
+
+/// Bodies larger than this are refused with 413 before parsing.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
 /// A JSON response with `status`.
 pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
@@ -43,4 +49,73 @@ pub fn require_method(req: &Request, allowed: Method) -> Result<(), ApiError> {
     } else {
         Err(ApiError::method_not_allowed(&allowed.to_string()))
     }
+}
+
+/// A `:name` segment of the route (Spin passes it as `spin-path-match-<name>`).
+pub fn path_param<'a>(req: &'a Request, name: &str) -> Result<&'a str, ApiError> {
+    req.header(&format!("spin-path-match-{name}"))
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| ApiError::not_found(format!("route has no :{name}")))
+}
+
+/// The `:event_id` of the route, validated.
+pub fn event_id(req: &Request) -> Result<EventId, ApiError> {
+    EventId::parse(path_param(req, "event_id")?)
+}
+
+/// The bearer token of the `Authorization` header.
+pub fn bearer(req: &Request) -> Option<&str> {
+    req.header("authorization")?
+        .as_str()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// The buyer: whoever the shop's signed JWT says (`sub`).
+pub fn buyer(req: &Request) -> Result<String, ApiError> {
+    let token =
+        bearer(req).ok_or_else(|| ApiError::new(401, "unauthorized", "bearer token required"))?;
+    let secret = config::get(config::JWT_SECRET)?;
+    Ok(auth::verify_jwt(token, secret.as_bytes(), clock::now_ms() / 1000)?.sub)
+}
+
+/// Checks the operator's bearer secret.
+pub fn operator(req: &Request) -> Result<(), ApiError> {
+    auth::check_admin(bearer(req), &config::get(config::ADMIN_TOKEN)?)
+}
+
+/// The client's IP address (Spin's `spin-client-addr`, without the port).
+pub fn client_addr(req: &Request) -> String {
+    let addr = req
+        .header("spin-client-addr")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    match addr.rsplit_once(':') {
+        Some((ip, port)) if port.bytes().all(|b| b.is_ascii_digit()) => {
+            ip.trim_start_matches('[').trim_end_matches(']').to_owned()
+        }
+        _ => addr.to_owned(),
+    }
+}
+
+/// Parses a JSON body: 413 when too large, 400 `malformed_json` when not the expected shape.
+pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    let body = req.body();
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            413,
+            "body_too_large",
+            format!("bodies are limited to {MAX_BODY_BYTES} bytes"),
+        ));
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
+}
+
+/// A connection to the sale's Redis.
+pub fn redis() -> Result<spin_sdk::redis::Connection, ApiError> {
+    let url = config::get(config::REDIS_URL)?;
+    spin_sdk::redis::Connection::open(&url).map_err(|e| {
+        eprintln!("redis open: {e}");
+        ApiError::unavailable("the sale is busy; try again")
+    })
 }

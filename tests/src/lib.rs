@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
+use seckill_shared::scripts::Script;
+use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
 
 /// The repository root (where `spin.toml` lives).
 pub fn repo_root() -> PathBuf {
@@ -102,6 +104,24 @@ impl RedisServer {
         redis::Client::open(self.url()).expect("valid url")
     }
 
+    /// Starts `redis-cli MONITOR`: every command clients send from now on, until [`Monitor::stop`].
+    pub fn monitor(&self) -> Result<Monitor> {
+        let path = self.dir.path().join(format!("monitor-{}.log", free_port()));
+        let mut child = Command::new(find_binary("redis-cli")?)
+            .args(["-p", &self.port.to_string(), "monitor"])
+            .stdout(std::fs::File::create(&path)?)
+            .spawn()?;
+        // MONITOR answers OK once it is listening.
+        let ready = wait_for("redis-cli monitor", Duration::from_secs(5), || {
+            std::fs::read_to_string(&path).is_ok_and(|s| s.starts_with("OK"))
+        });
+        if let Err(e) = ready {
+            let _ = child.kill();
+            return Err(e);
+        }
+        Ok(Monitor { child, path })
+    }
+
     /// Kills the server (SIGKILL: as a crash) and starts it again on the same port and data dir.
     pub fn crash_and_restart(&mut self) -> Result<()> {
         self.child.kill()?;
@@ -134,6 +154,28 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A running `redis-cli MONITOR`.
+pub struct Monitor {
+    child: Child,
+    path: PathBuf,
+}
+
+impl Monitor {
+    /// Stops monitoring and returns the commands that clients sent (commands that scripts ran
+    /// inside Redis, shown as `[0 lua]`, are left out).
+    pub fn stop(mut self) -> Result<Vec<String>> {
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        Ok(std::fs::read_to_string(&self.path)?
+            .lines()
+            .skip(1)
+            .filter(|l| !l.contains(" lua] ") && !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect())
     }
 }
 
@@ -308,6 +350,11 @@ impl TestApp {
         vars: &[(&str, String)],
         mode: ConnectionMode,
     ) -> Result<Self> {
+        // The host's warnings and errors show up in a failing test's output.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("warn")
+            .with_writer(std::io::stderr)
+            .try_init();
         let mut providers = Providers::default();
         for (name, value) in vars {
             providers.overrides.insert(
@@ -340,6 +387,140 @@ impl TestApp {
         })
     }
 
+    /// Sends `method path` with an optional bearer token and JSON body; returns status and the
+    /// body as JSON (a JSON string holding the text when it is not JSON).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(u16, serde_json::Value)> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base_url));
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await?;
+        Ok((
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        ))
+    }
+
+    /// An operator call (`/admin/...`) with the test admin token.
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<(u16, serde_json::Value)> {
+        self.call(method, path, Some(ADMIN_TOKEN), body).await
+    }
+
+    /// Creates and warms up an event; `config` overrides the defaults of an open 1-hour sale.
+    pub async fn open_event(&self, id: &str, config: serde_json::Value) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as u64;
+        let mut body = serde_json::json!({
+            "sku": format!("sku-{id}"), "stock": 10, "shards": 4,
+            "start_ms": now - 1_000, "end_ms": now + 3_600_000, "user_rate": 0,
+        });
+        for (k, v) in config.as_object().cloned().unwrap_or_default() {
+            body[k] = v;
+        }
+        let (status, resp) = self
+            .admin(
+                reqwest::Method::PUT,
+                &format!("/admin/events/{id}"),
+                Some(&body),
+            )
+            .await?;
+        anyhow::ensure!(
+            status == 201 || status == 200,
+            "create {id}: {status} {resp}"
+        );
+        let (status, resp) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/events/{id}/warmup"),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "warmup {id}: {status} {resp}");
+        Ok(())
+    }
+
+    /// The operator's view of an event.
+    pub async fn status(&self, id: &str) -> Result<serde_json::Value> {
+        let (status, resp) = self
+            .admin(reqwest::Method::GET, &format!("/admin/events/{id}"), None)
+            .await?;
+        anyhow::ensure!(status == 200, "status {id}: {status} {resp}");
+        Ok(resp)
+    }
+
+    /// A buyer's whole way in: admission token, then precheck. Returns the purchase token, or
+    /// the failing step's status and body.
+    pub async fn admit_and_precheck(
+        &self,
+        event: &str,
+        user: &str,
+    ) -> Result<Result<String, (u16, serde_json::Value)>> {
+        let jwt = jwt_for(user);
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/admission"),
+                Some(&jwt),
+                None,
+            )
+            .await?;
+        if status != 200 {
+            return Ok(Err((status, body)));
+        }
+        let admission = serde_json::json!({ "admission_token": body["admission_token"] });
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/precheck"),
+                Some(&jwt),
+                Some(&admission),
+            )
+            .await?;
+        if status != 200 {
+            return Ok(Err((status, body)));
+        }
+        Ok(Ok(body["purchase_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()))
+    }
+
+    /// A buy with a purchase token.
+    pub async fn buy(
+        &self,
+        event: &str,
+        user: &str,
+        purchase_token: &str,
+    ) -> Result<(u16, serde_json::Value)> {
+        let body = serde_json::json!({ "purchase_token": purchase_token });
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/events/{event}/buy"),
+            Some(&jwt_for(user)),
+            Some(&body),
+        )
+        .await
+    }
+
     /// `GET path`, returning status and body text.
     pub async fn get(&self, path: &str) -> Result<(u16, String)> {
         let resp = self
@@ -362,5 +543,86 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+/// Test secrets: the shop's JWT key, the admission HMAC key, the operators' token.
+pub const JWT_SECRET: &str = "test-jwt-secret";
+/// See [`JWT_SECRET`].
+pub const ADMISSION_SECRET: &str = "test-admission-secret";
+/// See [`JWT_SECRET`].
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// The variables `spin.toml` needs, pointing at these servers.
+pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("redis_url", redis.url()),
+        ("redis_host", redis.host()),
+        ("pg_url", pg.url()),
+        ("pg_host", pg.host()),
+        ("jwt_secret", JWT_SECRET.into()),
+        ("admission_secret", ADMISSION_SECRET.into()),
+        ("admin_token", ADMIN_TOKEN.into()),
+    ]
+}
+
+/// A buyer's bearer token, as the shop's login would mint it.
+pub fn jwt_for(user: &str) -> String {
+    let claims = seckill_shared::auth::Claims {
+        sub: user.into(),
+        exp: Some(4_000_000_000),
+        nbf: None,
+    };
+    seckill_shared::auth::sign_jwt(&claims, JWT_SECRET.as_bytes())
+}
+
+/// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
+/// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.
+pub struct NativeStore<C>(pub std::sync::Mutex<C>);
+
+impl<C: redis::ConnectionLike> NativeStore<C> {
+    /// Wraps a connection.
+    pub fn new(conn: C) -> Self {
+        NativeStore(std::sync::Mutex::new(conn))
+    }
+}
+
+fn to_reply(v: redis::Value, out: &mut Vec<Reply>) {
+    match v {
+        redis::Value::Nil => out.push(Reply::Nil),
+        redis::Value::Int(i) => out.push(Reply::Int(i)),
+        redis::Value::BulkString(b) => out.push(Reply::Bytes(b)),
+        redis::Value::SimpleString(s) => out.push(Reply::Status(s)),
+        redis::Value::Okay => out.push(Reply::Status("OK".into())),
+        redis::Value::Array(items) => items.into_iter().for_each(|i| to_reply(i, out)),
+        other => out.push(Reply::Status(format!("{other:?}"))),
+    }
+}
+
+impl<C: redis::ConnectionLike> Store for NativeStore<C> {
+    fn run(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Replies, StoreError> {
+        let mut conn = self.0.lock().unwrap();
+        let build = |first: &str| {
+            let mut cmd = redis::cmd(if first == script.sha {
+                "EVALSHA"
+            } else {
+                "EVAL"
+            });
+            cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
+            cmd
+        };
+        let value = match build(script.sha).query::<redis::Value>(&mut *conn) {
+            Err(e) if is_noscript(&e.to_string()) => build(script.source).query(&mut *conn),
+            other => other,
+        }
+        .map_err(|e| StoreError(e.to_string()))?;
+        let mut out = Vec::new();
+        to_reply(value, &mut out);
+        Ok(Replies(out))
     }
 }

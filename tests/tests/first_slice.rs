@@ -2,19 +2,10 @@
 //! Redis and Postgres, over HTTP.
 
 use anyhow::Result;
-use seckill_tests::{PgServer, RedisServer, TestApp};
+use seckill_tests::{PgServer, RedisServer, TestApp, app_vars};
 
 async fn app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
-    TestApp::start(
-        "spin.toml",
-        &[
-            ("redis_url", redis.url()),
-            ("redis_host", redis.host()),
-            ("pg_url", pg.url()),
-            ("pg_host", pg.host()),
-        ],
-    )
-    .await
+    TestApp::start("spin.toml", &app_vars(redis, pg)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

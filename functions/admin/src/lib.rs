@@ -1,0 +1,73 @@
+//! The operator's API, behind a bearer secret (`admin_token`, compared in constant time):
+//!
+//! | method | path | does |
+//! |---|---|---|
+//! | PUT | `/admin/events/{id}` | create or update the event ([`admin::upsert_event`]) |
+//! | PATCH | `/admin/events/{id}` | live switches and limits ([`admin::set_switches`]) |
+//! | GET | `/admin/events/{id}` | state: config, stock per shard, sold, queued… ([`admin::status`]) |
+//! | POST | `/admin/events/{id}/warmup` | write stock into shards ([`admin::warm_up`]) |
+//! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
+//! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
+
+use seckill_shared::ApiError;
+use seckill_shared::admin::{self, DenyList};
+use seckill_shared::event::{EventConfig, Switches};
+use seckill_shared::http::{self, event_id, json_body, operator};
+use serde_json::json;
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// Authenticate, route, apply, render.
+#[http_component]
+fn handle(req: Request) -> Response {
+    match route(&req) {
+        Ok((status, body)) => http::json(status, &body),
+        Err(e) => http::error(&e),
+    }
+}
+
+fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
+    operator(req)?;
+    let event = event_id(req)?;
+    let rest = req
+        .header("spin-path-info")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let redis = || http::redis();
+    match (req.method(), rest) {
+        (Method::Put, "" | "/") => {
+            let config: EventConfig = json_body(req)?;
+            let created = admin::upsert_event(&redis()?, &event, &config)?;
+            Ok((
+                if created { 201 } else { 200 },
+                json!({ "event_id": event.as_str(), "created": created }),
+            ))
+        }
+        (Method::Patch, "" | "/") => {
+            let switches: Switches = json_body(req)?;
+            admin::set_switches(&redis()?, &event, &switches)?;
+            Ok((200, json!({ "event_id": event.as_str(), "updated": true })))
+        }
+        (Method::Get, "" | "/") => Ok((200, to_json(admin::status(&redis()?, &event)?)?)),
+        (Method::Post, "/warmup") => Ok((200, to_json(admin::warm_up(&redis()?, &event)?)?)),
+        (Method::Post, "/deny") => {
+            let list: DenyList = json_body(req)?;
+            admin::deny(&redis()?, &event, &list)?;
+            Ok((
+                200,
+                json!({ "denied": list.users.len() + list.addrs.len() }),
+            ))
+        }
+        (Method::Post, "/draw") => {
+            Ok((200, json!({ "admitted": admin::draw(&redis()?, &event)? })))
+        }
+        (_, "" | "/" | "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed(
+            "see the admin API in api/openapi.yaml",
+        )),
+        _ => Err(ApiError::not_found(format!("no admin route {rest}"))),
+    }
+}
+
+fn to_json(v: impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(v).map_err(ApiError::internal)
+}

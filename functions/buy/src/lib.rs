@@ -1,0 +1,38 @@
+//! `POST /api/events/{event_id}/buy` with `{"purchase_token": "..."}`: the purchase. One
+//! EVALSHA does everything (see `shared/lua/buy.lua`); 202 means the unit is yours and the
+//! order is queued for Postgres.
+
+use seckill_shared::http::{self, buyer, event_id, json_body, require_method};
+use seckill_shared::sale::{self, Accepted};
+use seckill_shared::{ApiError, clock};
+use serde::Deserialize;
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// The request body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    /// From precheck; used up by this call.
+    purchase_token: String,
+}
+
+/// Parse, apply ([`sale::buy`]), render 202.
+#[http_component]
+fn handle(req: Request) -> Response {
+    http::respond(202, buy(&req))
+}
+
+fn buy(req: &Request) -> Result<Accepted, ApiError> {
+    require_method(req, Method::Post)?;
+    let user = buyer(req)?;
+    let event = event_id(req)?;
+    let body: Body = json_body(req)?;
+    sale::buy(
+        &http::redis()?,
+        &event,
+        &user,
+        &body.purchase_token,
+        clock::now_ms(),
+    )
+}

@@ -1,0 +1,27 @@
+//! `POST /api/events/{event_id}/admission`: before the sale, hands the buyer an admission token
+//! (first come, up to multiplier × stock), or registers them for the lottery. Asking again
+//! returns the same token.
+
+use seckill_shared::http::{self, buyer, event_id, require_method};
+use seckill_shared::sale::{self, Admission};
+use seckill_shared::{ApiError, config};
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// Parse (identity, event), apply ([`sale::issue_token`]), render (200 admitted, 202 registered).
+#[http_component]
+fn handle(req: Request) -> Response {
+    match issue(&req) {
+        Ok(a @ Admission::Admitted { .. }) => http::json(200, &a),
+        Ok(a @ Admission::Registered) => http::json(202, &a),
+        Err(e) => http::error(&e),
+    }
+}
+
+fn issue(req: &Request) -> Result<Admission, ApiError> {
+    require_method(req, Method::Post)?;
+    let user = buyer(req)?;
+    let event = event_id(req)?;
+    let secret = config::get(config::ADMISSION_SECRET)?;
+    sale::issue_token(&http::redis()?, &event, &user, secret.as_bytes())
+}

@@ -1,0 +1,21 @@
+//! `GET /api/events/{event_id}/orders/me`: the buyer's result, from Redis only (never Postgres),
+//! cheap enough for everyone in the queue to poll every 1–3 s.
+
+use seckill_shared::ApiError;
+use seckill_shared::http::{self, buyer, event_id, require_method};
+use seckill_shared::sale::{self, PollResult};
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// Parse, apply ([`sale::poll`]), render.
+#[http_component]
+fn handle(req: Request) -> Response {
+    http::respond(200, poll(&req))
+}
+
+fn poll(req: &Request) -> Result<PollResult, ApiError> {
+    require_method(req, Method::Get)?;
+    let user = buyer(req)?;
+    let event = event_id(req)?;
+    sale::poll(&http::redis()?, &event, &user)
+}

@@ -1,0 +1,40 @@
+//! `POST /api/events/{event_id}/precheck` with `{"admission_token": "..."}`: checks admission,
+//! the sale window, deny lists, one-per-user and the user's rate limit, and returns a one-time
+//! purchase token for buy.
+
+use seckill_shared::http::{self, buyer, client_addr, event_id, json_body, require_method};
+use seckill_shared::sale::{self, PurchaseToken};
+use seckill_shared::{ApiError, config};
+use serde::Deserialize;
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// The request body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Body {
+    /// From issue-token.
+    admission_token: String,
+}
+
+/// Parse, apply ([`sale::precheck`]), render.
+#[http_component]
+fn handle(req: Request) -> Response {
+    http::respond(200, precheck(&req))
+}
+
+fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
+    require_method(req, Method::Post)?;
+    let user = buyer(req)?;
+    let event = event_id(req)?;
+    let body: Body = json_body(req)?;
+    let secret = config::get(config::ADMISSION_SECRET)?;
+    sale::precheck(
+        &http::redis()?,
+        &event,
+        &user,
+        &client_addr(req),
+        &body.admission_token,
+        secret.as_bytes(),
+    )
+}

@@ -1,0 +1,48 @@
+-- Prepended to every script (see shared/build.rs): the reply codes and the helpers they share.
+-- All keys of one event share the hash tag `{sk:<event>}`; scripts derive per-shard and
+-- per-order keys from ARGV[1], that tag prefix, so they stay in the event's one slot.
+local OK, NOT_FOUND, PAUSED, TOO_EARLY, ENDED, SOLD_OUT = 0, 1, 2, 3, 4, 5
+local BAD_TOKEN, ALREADY, LIMITED, DENIED, ADMISSION_CLOSED = 6, 7, 8, 9, 10
+local REGISTERED, NOT_SELECTED, CONFLICT, NONE = 11, 12, 13, 14
+
+-- Server time in ms: every script uses Redis's clock, never a client's.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Token bucket (seed 000 §4): `burst` is the capacity, `rate` the refill per second; a new
+-- bucket starts full. rate <= 0 disables the limit. Returns true when a token was taken.
+local function take_token(key, rate, burst, now)
+  if rate <= 0 then return true end
+  local b = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens, ts = tonumber(b[1]), tonumber(b[2])
+  if not tokens then tokens, ts = burst, now end
+  tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
+  local allowed = tokens >= 1
+  if allowed then tokens = tokens - 1 end
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'ts', now)
+  -- An idle bucket is full again after burst/rate seconds: it may then go.
+  redis.call('PEXPIRE', key, math.ceil(burst / rate * 1000) + 1000)
+  return allowed
+end
+
+-- The sale window and switches, common to precheck and buy. Returns nil when the sale is open.
+local function closed(cfg, now)
+  if not cfg.start_ms then return {NOT_FOUND} end
+  if cfg.soldout == '1' then return {SOLD_OUT} end
+  -- Not warmed up yet counts as paused: there is no stock to judge "sold out" by.
+  if cfg.enabled ~= '1' or cfg.warmed ~= '1' then return {PAUSED} end
+  if now < tonumber(cfg.start_ms) then return {TOO_EARLY, tonumber(cfg.start_ms) - now} end
+  if now >= tonumber(cfg.end_ms) then return {ENDED} end
+  return nil
+end
+
+-- HMGET into a table keyed by field name.
+local function hmget(key, ...)
+  local names = {...}
+  local values = redis.call('HMGET', key, unpack(names))
+  local t = {}
+  for i, name in ipairs(names) do t[name] = values[i] or nil end
+  return t
+end

@@ -1,0 +1,190 @@
+//! What an operator does: create and update events, warm up stock, flip switches and limits,
+//! deny users and addresses, run the lottery draw, read an event's state.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ApiError;
+use crate::event::{EventConfig, EventId, Switches};
+use crate::keys::EventKeys;
+use crate::sale::refusal;
+use crate::scripts::{self, code};
+use crate::store::{Replies, Store};
+
+fn ok_or_refusal(r: Replies) -> Result<Replies, ApiError> {
+    if r.code()? == code::OK {
+        Ok(r)
+    } else {
+        Err(refusal(&r))
+    }
+}
+
+fn with_prefix(k: &EventKeys, fields: Vec<(&'static str, String)>) -> Vec<String> {
+    let mut args = vec![k.prefix().to_owned()];
+    for (f, v) in fields {
+        args.push(f.to_owned());
+        args.push(v);
+    }
+    args
+}
+
+/// Creates or updates an event. Stock and shards are frozen once warmed up. Returns whether it
+/// was created.
+pub fn upsert_event(
+    store: &impl Store,
+    event: &EventId,
+    config: &EventConfig,
+) -> Result<bool, ApiError> {
+    config.validate()?;
+    let k = EventKeys::new(event);
+    let r = ok_or_refusal(store.run(
+        &scripts::UPSERT_EVENT,
+        &[k.cfg()],
+        &with_prefix(&k, config.fields()),
+    )?)?;
+    Ok(r.int(1)? == 1)
+}
+
+/// The result of a warm-up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warmed {
+    /// Units written.
+    pub stock: u64,
+    /// Over this many shards.
+    pub shards: u32,
+}
+
+/// Writes the stock into its shards, once, before the sale.
+pub fn warm_up(store: &impl Store, event: &EventId) -> Result<Warmed, ApiError> {
+    let k = EventKeys::new(event);
+    let r = ok_or_refusal(store.run(
+        &scripts::WARMUP,
+        &[k.cfg(), k.nonempty()],
+        &[k.prefix().to_owned()],
+    )?)?;
+    Ok(Warmed {
+        stock: r.int(1)? as u64,
+        shards: r.int(2)? as u32,
+    })
+}
+
+/// Applies live switches and limits.
+pub fn set_switches(
+    store: &impl Store,
+    event: &EventId,
+    switches: &Switches,
+) -> Result<(), ApiError> {
+    let k = EventKeys::new(event);
+    ok_or_refusal(store.run(
+        &scripts::SET_FIELDS,
+        &[k.cfg()],
+        &with_prefix(&k, switches.fields()?),
+    )?)?;
+    Ok(())
+}
+
+/// Users and client addresses to keep out of an event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenyList {
+    /// User ids.
+    #[serde(default)]
+    pub users: Vec<String>,
+    /// Client addresses (IP, as Spin's `spin-client-addr` gives it without the port).
+    #[serde(default)]
+    pub addrs: Vec<String>,
+}
+
+/// Adds to an event's deny lists.
+pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), ApiError> {
+    if list.users.is_empty() && list.addrs.is_empty()
+        || list.users.len() + list.addrs.len() > 10_000
+    {
+        return Err(ApiError::bad_request(
+            "invalid_deny_list",
+            "give 1-10000 users or addrs",
+        ));
+    }
+    let k = EventKeys::new(event);
+    let mut args = vec![k.prefix().to_owned(), list.users.len().to_string()];
+    args.extend(list.users.iter().cloned());
+    args.extend(list.addrs.iter().cloned());
+    ok_or_refusal(store.run(
+        &scripts::DENY,
+        &[k.cfg(), k.denied_users(), k.denied_addrs()],
+        &args,
+    )?)?;
+    Ok(())
+}
+
+/// Runs the lottery draw; returns how many were admitted.
+pub fn draw(store: &impl Store, event: &EventId) -> Result<u64, ApiError> {
+    let k = EventKeys::new(event);
+    let r = ok_or_refusal(store.run(
+        &scripts::DRAW,
+        &[k.cfg(), k.admitted(), k.registrants()],
+        &[k.prefix().to_owned()],
+    )?)?;
+    Ok(r.int(1)? as u64)
+}
+
+/// An event's state, for the operator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventStatus {
+    /// The configuration hash as stored (strings).
+    pub config: BTreeMap<String, String>,
+    /// Units left per shard.
+    pub stock_by_shard: Vec<i64>,
+    /// Units left in all.
+    pub stock_left: i64,
+    /// Orders accepted.
+    pub sold: i64,
+    /// Orders drained into Postgres.
+    pub drained: i64,
+    /// Intents still in the queue stream.
+    pub queued: i64,
+    /// Admission tokens handed out.
+    pub admitted: i64,
+    /// Lottery registrants.
+    pub registrants: i64,
+}
+
+/// Reads an event's state in one script.
+pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, ApiError> {
+    let k = EventKeys::new(event);
+    let r = ok_or_refusal(store.run(
+        &scripts::STATUS,
+        &[
+            k.cfg(),
+            k.seq(),
+            k.drained(),
+            k.queue(),
+            k.admitted(),
+            k.registrants(),
+        ],
+        &[k.prefix().to_owned()],
+    )?)?;
+    let nfields = r.int(1)? as usize;
+    let mut config = BTreeMap::new();
+    for i in 0..nfields {
+        config.insert(r.text(2 + 2 * i)?, r.text(3 + 2 * i)?);
+    }
+    let mut at = 2 + 2 * nfields;
+    let shards = r.int(at)? as usize;
+    at += 1;
+    let stock_by_shard = (0..shards)
+        .map(|i| r.int(at + i))
+        .collect::<Result<Vec<_>, _>>()?;
+    at += shards;
+    Ok(EventStatus {
+        config,
+        stock_left: stock_by_shard.iter().sum(),
+        stock_by_shard,
+        sold: r.int(at)?,
+        drained: r.int(at + 1)?,
+        queued: r.int(at + 2)?,
+        admitted: r.int(at + 3)?,
+        registrants: r.int(at + 4)?,
+    })
+}

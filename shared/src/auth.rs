@@ -1,0 +1,221 @@
+//! Who is asking. Buyers: an HS256 JWT from the shop's login (`sub` = user id). Admission: an
+//! HMAC bound to event and user, checked without touching Redis. Operators: a bearer secret,
+//! compared in constant time.
+//!
+//! HS256 is a few lines over RustCrypto's `hmac`/`sha2`, which build for wasm32 as they are;
+//! the `jsonwebtoken` crate would pull RSA and EC backends we never use into every guest.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::ApiError;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The claims we read from a buyer's token.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Claims {
+    /// The user id.
+    pub sub: String,
+    /// Expiry, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp: Option<u64>,
+    /// Not before, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<u64>,
+}
+
+fn unauthorized(message: &str) -> ApiError {
+    ApiError::new(401, "unauthorized", message)
+}
+
+fn mac(secret: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length")
+}
+
+/// Signs claims as an HS256 JWT (the shop's login does this; tests and the simulator too).
+pub fn sign_jwt(claims: &Claims, secret: &[u8]) -> String {
+    let header = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let payload = B64.encode(serde_json::to_vec(claims).expect("claims serialize"));
+    let signing_input = format!("{header}.{payload}");
+    let mut m = mac(secret);
+    m.update(signing_input.as_bytes());
+    format!("{signing_input}.{}", B64.encode(m.finalize().into_bytes()))
+}
+
+/// Verifies an HS256 JWT and returns its claims. Only HS256 is accepted (never `none`).
+pub fn verify_jwt(token: &str, secret: &[u8], now_s: u64) -> Result<Claims, ApiError> {
+    let mut parts = token.split('.');
+    let (Some(raw_header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(unauthorized("malformed token"));
+    };
+    #[derive(Deserialize)]
+    struct Header {
+        alg: String,
+    }
+    let header: Header = B64
+        .decode(raw_header)
+        .ok()
+        .and_then(|h| serde_json::from_slice(&h).ok())
+        .ok_or_else(|| unauthorized("malformed token header"))?;
+    if header.alg != "HS256" {
+        return Err(unauthorized("unsupported token algorithm"));
+    }
+    let signature = B64
+        .decode(signature)
+        .map_err(|_| unauthorized("malformed signature"))?;
+    let mut m = mac(secret);
+    // The signing input is `header.payload`, exactly as received.
+    m.update(&token.as_bytes()[..raw_header.len() + 1 + payload.len()]);
+    m.verify_slice(&signature)
+        .map_err(|_| unauthorized("bad signature"))?;
+    let claims: Claims = B64
+        .decode(payload)
+        .ok()
+        .and_then(|p| serde_json::from_slice(&p).ok())
+        .ok_or_else(|| unauthorized("malformed token claims"))?;
+    // A login token without an expiry would be valid forever: refuse it.
+    match claims.exp {
+        None => return Err(unauthorized("token has no expiry")),
+        Some(exp) if now_s >= exp => return Err(unauthorized("token expired")),
+        Some(_) => {}
+    }
+    if claims.nbf.is_some_and(|nbf| now_s < nbf) {
+        return Err(unauthorized("token not yet valid"));
+    }
+    check_user_id(&claims.sub)?;
+    Ok(claims)
+}
+
+/// User ids become parts of Redis keys: printable ASCII, no spaces, at most 128 bytes.
+pub fn check_user_id(user: &str) -> Result<(), ApiError> {
+    let ok = !user.is_empty() && user.len() <= 128 && user.bytes().all(|b| b.is_ascii_graphic());
+    if ok {
+        Ok(())
+    } else {
+        Err(unauthorized("token subject is not a valid user id"))
+    }
+}
+
+fn admission_mac(secret: &[u8], event: &str, user: &str) -> HmacSha256 {
+    let mut m = mac(secret);
+    m.update(format!("seckill-admission\n{event}\n{user}").as_bytes());
+    m
+}
+
+/// The admission token of `user` for `event`: deterministic, so asking twice gives the same one.
+pub fn admission_token(secret: &[u8], event: &str, user: &str) -> String {
+    format!(
+        "a1.{}",
+        B64.encode(admission_mac(secret, event, user).finalize().into_bytes())
+    )
+}
+
+/// Checks an admission token without Redis: only we can have made it, for this user and event.
+pub fn verify_admission(
+    secret: &[u8],
+    event: &str,
+    user: &str,
+    token: &str,
+) -> Result<(), ApiError> {
+    let not_admitted = || {
+        ApiError::new(
+            403,
+            "not_admitted",
+            "no valid admission token for this event",
+        )
+    };
+    let sig = token.strip_prefix("a1.").ok_or_else(not_admitted)?;
+    let sig = B64.decode(sig).map_err(|_| not_admitted())?;
+    admission_mac(secret, event, user)
+        .verify_slice(&sig)
+        .map_err(|_| not_admitted())
+}
+
+/// Compares an operator's bearer secret in constant time (hashing first hides the length too).
+pub fn check_admin(presented: Option<&str>, expected: &str) -> Result<(), ApiError> {
+    let presented = presented.ok_or_else(|| unauthorized("admin token required"))?;
+    let a = Sha256::digest(presented.as_bytes());
+    let b = Sha256::digest(expected.as_bytes());
+    if bool::from(a.ct_eq(&b)) && !expected.is_empty() {
+        Ok(())
+    } else {
+        Err(unauthorized("bad admin token"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(sub: &str, exp: Option<u64>) -> Claims {
+        Claims {
+            sub: sub.into(),
+            exp,
+            nbf: None,
+        }
+    }
+
+    #[test]
+    fn jwt_round_trip_and_refusals() {
+        let t = sign_jwt(&claims("u1", Some(2_000)), b"k");
+        assert_eq!(verify_jwt(&t, b"k", 1_000).unwrap().sub, "u1");
+        assert_eq!(verify_jwt(&t, b"other", 1_000).unwrap_err().status, 401);
+        assert_eq!(
+            verify_jwt(&t, b"k", 2_000).unwrap_err().message,
+            "token expired"
+        );
+        // Tampered payload keeps the old signature.
+        let parts: Vec<&str> = t.split('.').collect();
+        let forged = format!(
+            "{}.{}.{}",
+            parts[0],
+            B64.encode(br#"{"sub":"admin"}"#),
+            parts[2]
+        );
+        assert_eq!(
+            verify_jwt(&forged, b"k", 1_000).unwrap_err().message,
+            "bad signature"
+        );
+        // alg=none is never accepted.
+        let none = format!("{}.{}.", B64.encode(br#"{"alg":"none"}"#), parts[1]);
+        assert!(verify_jwt(&none, b"k", 1_000).is_err());
+        assert!(verify_jwt("garbage", b"k", 1_000).is_err());
+        assert_eq!(
+            verify_jwt(&sign_jwt(&claims("u1", None), b"k"), b"k", 1)
+                .unwrap_err()
+                .message,
+            "token has no expiry"
+        );
+        let bad_sub = sign_jwt(&claims("has space", Some(2_000)), b"k");
+        assert!(verify_jwt(&bad_sub, b"k", 1_000).is_err());
+    }
+
+    #[test]
+    fn admission_tokens_bind_user_and_event() {
+        let t = admission_token(b"s", "e1", "u1");
+        assert_eq!(t, admission_token(b"s", "e1", "u1"));
+        assert!(verify_admission(b"s", "e1", "u1", &t).is_ok());
+        assert_eq!(
+            verify_admission(b"s", "e1", "u2", &t).unwrap_err().status,
+            403
+        );
+        assert!(verify_admission(b"s", "e2", "u1", &t).is_err());
+        assert!(verify_admission(b"x", "e1", "u1", &t).is_err());
+        assert!(verify_admission(b"s", "e1", "u1", "a1.AAAA").is_err());
+    }
+
+    #[test]
+    fn admin_secret_compare() {
+        assert!(check_admin(Some("sekret"), "sekret").is_ok());
+        assert!(check_admin(Some("sekreT"), "sekret").is_err());
+        assert!(check_admin(None, "sekret").is_err());
+        assert!(check_admin(Some(""), "").is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! Identifiers and randomness: home shards, order ids, one-time tokens.
+
+/// 64-bit FNV-1a followed by SplitMix64's finalizer: FNV alone clusters sequential ids
+/// ("user1", "user2", …) into neighbouring values; the finalizer spreads them over all shards
+/// (seed 000 §8.1: uneven hashing strands stock).
+pub fn hash64(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// The shard a user buys from first: a hash of event and user, so a user's clicks always start
+/// at the same shard and users spread evenly.
+pub fn home_shard(event: &str, user: &str, shards: u32) -> u32 {
+    (hash64(&[event, user]) % u64::from(shards.max(1))) as u32
+}
+
+/// `n` random bytes, hex-encoded (WASI's random source in a guest, the OS's natively).
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).expect("the platform has a random source");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new order id: time-ordered (ms, hex) then 64 random bits, unique without coordination.
+pub fn new_order_id(now_ms: u64) -> String {
+    format!("{now_ms:012x}{}", random_hex(8))
+}
+
+/// A one-time purchase token: 128 random bits.
+pub fn new_purchase_token() -> String {
+    random_hex(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_users_spread_evenly_over_shards() {
+        for shards in [8u32, 32] {
+            let mut counts = vec![0u32; shards as usize];
+            let users = 64_000;
+            for i in 0..users {
+                counts[home_shard("event-1", &format!("user{i}"), shards) as usize] += 1;
+            }
+            let expected = users / shards;
+            for (s, c) in counts.iter().enumerate() {
+                let off = (*c as f64 - expected as f64).abs() / expected as f64;
+                assert!(
+                    off < 0.1,
+                    "shard {s} of {shards} got {c}, expected ~{expected}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ids_are_unique_and_sortable_by_time() {
+        let a = new_order_id(1);
+        let b = new_order_id(2);
+        assert_ne!(new_order_id(1), a);
+        assert!(a < b);
+        assert_eq!(new_purchase_token().len(), 32);
+    }
+}

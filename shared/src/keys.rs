@@ -1,0 +1,125 @@
+//! The Redis key schema. Every key of an event starts with the hash tag `{sk:<event>}`, so one
+//! script can touch any of them atomically, on a single Redis or a Redis Cluster alike.
+//!
+//! | key | type | what |
+//! |---|---|---|
+//! | `{sk:E}:cfg` | hash | configuration, switches, `soldout`, `warmed`, `drawn` |
+//! | `{sk:E}:stock:<i>` | string | units left in shard i |
+//! | `{sk:E}:nonempty` | set | shards whose stock > 0 |
+//! | `{sk:E}:admitted` / `:registrants` | set | users holding admission / registered for the lottery |
+//! | `{sk:E}:deny:users` / `:deny:addrs` | set | deny lists |
+//! | `{sk:E}:ptok:<user>` | string, TTL | the user's one-time purchase token |
+//! | `{sk:E}:bought` | hash | user → order id (one per user) |
+//! | `{sk:E}:order:<id>` | hash | user, shard, seq, status, created_ms |
+//! | `{sk:E}:queue` | stream | order intents for the drain |
+//! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
+//! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
+//!
+//! Only purchase tokens and rate buckets expire; nothing a sale depends on does.
+
+use crate::event::EventId;
+
+/// The keys of one event.
+#[derive(Debug, Clone)]
+pub struct EventKeys {
+    prefix: String,
+}
+
+impl EventKeys {
+    /// Keys for `event`.
+    pub fn new(event: &EventId) -> Self {
+        EventKeys {
+            prefix: format!("{{sk:{}}}:", event.as_str()),
+        }
+    }
+
+    /// `{sk:E}:`, passed to scripts as ARGV[1] to derive per-shard and per-order keys.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn key(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.prefix)
+    }
+
+    /// Configuration hash.
+    pub fn cfg(&self) -> String {
+        self.key("cfg")
+    }
+    /// Stock of shard `i`.
+    pub fn stock(&self, i: u32) -> String {
+        self.key(&format!("stock:{i}"))
+    }
+    /// Set of shards with stock.
+    pub fn nonempty(&self) -> String {
+        self.key("nonempty")
+    }
+    /// Admitted users.
+    pub fn admitted(&self) -> String {
+        self.key("admitted")
+    }
+    /// Lottery registrants.
+    pub fn registrants(&self) -> String {
+        self.key("registrants")
+    }
+    /// Denied users.
+    pub fn denied_users(&self) -> String {
+        self.key("deny:users")
+    }
+    /// Denied client addresses.
+    pub fn denied_addrs(&self) -> String {
+        self.key("deny:addrs")
+    }
+    /// A user's purchase token.
+    pub fn purchase_token(&self, user: &str) -> String {
+        self.key(&format!("ptok:{user}"))
+    }
+    /// user → order id.
+    pub fn bought(&self) -> String {
+        self.key("bought")
+    }
+    /// One order.
+    pub fn order(&self, id: &str) -> String {
+        self.key(&format!("order:{id}"))
+    }
+    /// Order intents waiting for the drain.
+    pub fn queue(&self) -> String {
+        self.key("queue")
+    }
+    /// Orders accepted so far.
+    pub fn seq(&self) -> String {
+        self.key("seq")
+    }
+    /// Orders drained so far.
+    pub fn drained(&self) -> String {
+        self.key("drained")
+    }
+    /// A user's precheck bucket.
+    pub fn user_bucket(&self, user: &str) -> String {
+        self.key(&format!("rl:user:{user}"))
+    }
+    /// The event's buy bucket.
+    pub fn buy_bucket(&self) -> String {
+        self.key("rl:buy")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_carries_the_event_tag() {
+        let k = EventKeys::new(&EventId::parse("e1").unwrap());
+        for key in [
+            k.cfg(),
+            k.stock(3),
+            k.purchase_token("u"),
+            k.order("o"),
+            k.queue(),
+            k.buy_bucket(),
+        ] {
+            assert!(key.starts_with("{sk:e1}:"), "{key}");
+        }
+    }
+}

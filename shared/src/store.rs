@@ -1,0 +1,125 @@
+//! Running the scripts: one EVALSHA per operation, EVAL only when Redis answers NOSCRIPT (after
+//! a restart or a failover). The [`Store`] trait lets the same domain code run over Spin's Redis
+//! interface in a guest and over redis-rs natively (benchmarks, cluster tests).
+
+use crate::scripts::Script;
+
+/// One element of a script's reply (Spin flattens nested arrays, so replies are flat lists).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Lua `false` / missing.
+    Nil,
+    /// Lua number.
+    Int(i64),
+    /// Lua string.
+    Bytes(Vec<u8>),
+    /// Status reply.
+    Status(String),
+}
+
+/// A failure to reach Redis or run a script (never a business outcome: those are reply codes).
+#[derive(Debug, thiserror::Error)]
+#[error("redis: {0}")]
+pub struct StoreError(pub String);
+
+/// Something that can run a script.
+pub trait Store {
+    /// Runs `script` with `keys` and `args`.
+    fn run(&self, script: &Script, keys: &[String], args: &[String])
+    -> Result<Replies, StoreError>;
+}
+
+/// Whether an error message is Redis's NOSCRIPT (as redis-rs or the server words it).
+pub fn is_noscript(message: &str) -> bool {
+    message.contains("NOSCRIPT") || message.contains("NoScriptError")
+}
+
+/// A script's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replies(pub Vec<Reply>);
+
+impl Replies {
+    /// The reply code (first element).
+    pub fn code(&self) -> Result<i64, StoreError> {
+        self.int(0)
+    }
+
+    /// Element `i` as an integer.
+    pub fn int(&self, i: usize) -> Result<i64, StoreError> {
+        match self.0.get(i) {
+            Some(Reply::Int(v)) => Ok(*v),
+            Some(Reply::Bytes(b)) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| StoreError(format!("element {i} is not a number: {:?}", self.0))),
+            other => Err(StoreError(format!(
+                "element {i} is not a number: {other:?}"
+            ))),
+        }
+    }
+
+    /// Element `i` as text.
+    pub fn text(&self, i: usize) -> Result<String, StoreError> {
+        match self.0.get(i) {
+            Some(Reply::Bytes(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
+            Some(Reply::Status(s)) => Ok(s.clone()),
+            Some(Reply::Int(v)) => Ok(v.to_string()),
+            other => Err(StoreError(format!("element {i} is not text: {other:?}"))),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(feature = "spin")]
+mod spin {
+    use spin_sdk::redis::{Connection, Error, RedisParameter, RedisResult};
+
+    use super::{Replies, Reply, Store, StoreError, is_noscript};
+    use crate::scripts::Script;
+
+    impl Store for Connection {
+        fn run(
+            &self,
+            script: &Script,
+            keys: &[String],
+            args: &[String],
+        ) -> Result<Replies, StoreError> {
+            let mut params = Vec::with_capacity(2 + keys.len() + args.len());
+            params.push(RedisParameter::Binary(script.sha.as_bytes().to_vec()));
+            params.push(RedisParameter::Int64(keys.len() as i64));
+            params.extend(
+                keys.iter()
+                    .chain(args)
+                    .map(|s| RedisParameter::Binary(s.as_bytes().to_vec())),
+            );
+            let result = match self.execute("EVALSHA", &params) {
+                Err(Error::Other(msg)) if is_noscript(&msg) => {
+                    params[0] = RedisParameter::Binary(script.source.as_bytes().to_vec());
+                    self.execute("EVAL", &params)
+                }
+                other => other,
+            };
+            let values = result.map_err(|e| StoreError(format!("{}: {e}", script.name)))?;
+            Ok(Replies(
+                values
+                    .into_iter()
+                    .map(|v| match v {
+                        RedisResult::Nil => Reply::Nil,
+                        RedisResult::Int64(i) => Reply::Int(i),
+                        RedisResult::Binary(b) => Reply::Bytes(b),
+                        RedisResult::Status(s) => Reply::Status(s),
+                    })
+                    .collect(),
+            ))
+        }
+    }
+}
