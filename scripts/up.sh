@@ -42,6 +42,18 @@ log "building components and host"
 build_wasm
 (cd "$ROOT" && cargo build --quiet --release -p seckill-host)
 
+# Local secrets, made once: the demo shop's JWT key, the admission HMAC key, the admin token.
+if [ ! -f "$DATA/secrets.env" ]; then
+  umask 077
+  {
+    echo "SPIN_VARIABLE_JWT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    echo "SPIN_VARIABLE_ADMISSION_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    echo "SPIN_VARIABLE_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  } > "$DATA/secrets.env"
+fi
+set -a; source "$DATA/secrets.env"; set +a
+log "admin token and JWT key: $DATA/secrets.env"
+
 export SPIN_VARIABLE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export SPIN_VARIABLE_REDIS_HOST="127.0.0.1:$REDIS_PORT"
 export SPIN_VARIABLE_PG_URL="postgres://seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable"
