@@ -38,6 +38,8 @@ psql_pg() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qtA 
 [ "$(psql_pg -c "select 1 from pg_roles where rolname='seckill'")" = 1 ] || psql_pg -c "create role seckill login"
 [ "$(psql_pg -c "select 1 from pg_database where datname='seckill'")" = 1 ] || psql_pg -c "create database seckill owner seckill"
 
+bash "$ROOT/scripts/migrate.sh" "postgres://seckill@127.0.0.1:$PG_PORT/seckill?sslmode=disable"
+
 log "building components and host"
 build_wasm
 (cd "$ROOT" && cargo build --quiet --release -p seckill-host)

@@ -43,6 +43,12 @@ pub fn upsert_event(
         &[k.cfg()],
         &with_prefix(&k, config.fields()),
     )?)?;
+    // The scheduled jobs find events through the registry (a slot of its own: a second call).
+    store.run(
+        &scripts::REGISTER_EVENT,
+        &[crate::keys::REGISTRY.to_owned()],
+        &[String::new(), event.as_str().to_owned()],
+    )?;
     Ok(r.int(1)? == 1)
 }
 

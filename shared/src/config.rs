@@ -17,3 +17,32 @@ pub const ADMIN_TOKEN: &str = "admin_token";
 pub fn get(name: &str) -> Result<String, ApiError> {
     spin_sdk::variables::get(name).map_err(|e| ApiError::internal(format!("variable {name}: {e}")))
 }
+
+/// Reads an optional Spin variable, falling back to `default` when it is not defined.
+pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    spin_sdk::variables::get(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The drain's tuning: `drain_batch`, `drain_max_batches`, `drain_lease_ms`,
+/// `drain_reclaim_idle_ms`, `drain_max_deliveries`, and the test-only `fault_injection`.
+pub fn drain_options() -> crate::orders::DrainOptions {
+    crate::orders::DrainOptions {
+        owner: format!("drainer-{}", crate::ids::random_hex(6)),
+        batch: get_or("drain_batch", 500),
+        max_batches: get_or("drain_max_batches", 200),
+        lease_ms: get_or("drain_lease_ms", 30_000),
+        reclaim_idle_ms: get_or("drain_reclaim_idle_ms", 30_000),
+        max_deliveries: get_or("drain_max_deliveries", 5),
+        fault: spin_sdk::variables::get("fault_injection")
+            .ok()
+            .filter(|f| !f.is_empty()),
+    }
+}
+
+/// The orders database.
+pub fn postgres() -> Result<spin_sdk::pg4::Connection, ApiError> {
+    Ok(crate::orders::open_db(&get(PG_URL)?)?)
+}

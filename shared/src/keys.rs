@@ -14,6 +14,9 @@
 //! | `{sk:E}:queue` | stream | order intents for the drain |
 //! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
 //! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
+//! | `{sk:E}:drain:lease` / `:drain:fence` | string, TTL / counter | the drain lease and its fencing tokens |
+//! | `{sk:E}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
+//! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own) |
 //!
 //! Only purchase tokens and rate buckets expire; nothing a sale depends on does.
 
@@ -102,7 +105,26 @@ impl EventKeys {
     pub fn buy_bucket(&self) -> String {
         self.key("rl:buy")
     }
+    /// The drain lease.
+    pub fn drain_lease(&self) -> String {
+        self.key("drain:lease")
+    }
+    /// The drain's fencing-token counter.
+    pub fn drain_fence(&self) -> String {
+        self.key("drain:fence")
+    }
+    /// Dead letters.
+    pub fn dead(&self) -> String {
+        self.key("dead")
+    }
+    /// Last error of each pending entry.
+    pub fn drain_errors(&self) -> String {
+        self.key("drain:errors")
+    }
 }
+
+/// Every event, for the scheduled jobs.
+pub const REGISTRY: &str = "{sk:registry}:events";
 
 #[cfg(test)]
 mod tests {

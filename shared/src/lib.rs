@@ -22,5 +22,7 @@ pub mod config;
 pub mod health;
 #[cfg(feature = "spin")]
 pub mod http;
+#[cfg(feature = "spin")]
+pub mod orders;
 
 pub use error::ApiError;

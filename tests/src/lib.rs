@@ -247,33 +247,16 @@ impl PgServer {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
         }
         let port = free_port();
-        let child = as_postgres(&mut Command::new(find_binary("postgres")?))
-            .arg("-D")
-            .arg(&data)
-            .args([
-                "-p",
-                &port.to_string(),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-            ])
-            .args([
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
-                "max_connections=200",
-            ])
-            .arg("-k")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting postgres")?;
+        let child = spawn_postgres(&data, port, dir.path())?;
         let server = PgServer { child, port, dir };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    /// Waits until the server accepts connections.
+    fn wait_ready(&self) -> Result<()> {
         let pg_isready = find_binary("pg_isready")?;
+        let port = self.port;
         wait_for("postgres", Duration::from_secs(30), || {
             Command::new(&pg_isready)
                 .args([
@@ -287,10 +270,89 @@ impl PgServer {
                 ])
                 .status()
                 .is_ok_and(|s| s.success())
-        })?;
-        Ok(server)
+        })
     }
 
+    /// Stops the server (immediate shutdown, like a crash) and starts it again on the same
+    /// port and data.
+    pub fn crash_and_restart(&mut self) -> Result<()> {
+        self.stop();
+        self.restart()
+    }
+
+    /// Stops the server (immediate shutdown).
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+
+    /// Starts a stopped server again, same port and data.
+    pub fn restart(&mut self) -> Result<()> {
+        self.child = spawn_postgres(&self.dir.path().join("data"), self.port, self.dir.path())?;
+        self.wait_ready()
+    }
+
+    /// Applies `migrations/*.sql` in order, as `scripts/migrate.sh` does.
+    pub async fn migrate(&self) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .batch_execute("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_ms bigint NOT NULL)")
+            .await?;
+        let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("migrations"))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+            .collect();
+        files.sort();
+        for f in files {
+            let version = f.file_stem().unwrap().to_string_lossy().into_owned();
+            let done = client
+                .query_opt(
+                    "SELECT 1 FROM schema_migrations WHERE version = $1",
+                    &[&version],
+                )
+                .await?;
+            if done.is_none() {
+                let sql = std::fs::read_to_string(&f)?;
+                client
+                    .batch_execute(&format!(
+                        "BEGIN; {sql}; INSERT INTO schema_migrations VALUES ('{version}', 0); COMMIT;"
+                    ))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn spawn_postgres(data: &Path, port: u16, socket_dir: &Path) -> Result<Child> {
+    {
+        let child = as_postgres(&mut Command::new(find_binary("postgres")?))
+            .arg("-D")
+            .arg(data)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                // No fsync (speed; survives a process crash, not an OS crash), but commits
+                // are written before they return: the fault tests kill Postgres mid-drain.
+                "-c",
+                "fsync=off",
+            ])
+            .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
+            .arg("-k")
+            .arg(socket_dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting postgres")?;
+        Ok(child)
+    }
+}
+
+impl PgServer {
     /// `postgres://postgres@127.0.0.1:<port>/postgres?sslmode=disable`.
     pub fn url(&self) -> String {
         format!(

@@ -535,6 +535,75 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         cluster.owner(&EventKeys::new(&lucky).cfg())?,
     );
 
+    // The order pipeline's scripts (drain, state mirror, reconcile) on the same cluster.
+    let registry = seckill_shared::keys::REGISTRY.to_owned();
+    owner.insert("registry".into(), cluster.owner(&registry)?);
+    let listed = store.run(&scripts::LIST_EVENTS, &[registry], &[String::new()])?;
+    assert_eq!(
+        listed.len() - 1,
+        events.len() + 1,
+        "every event (and the lottery) is registered"
+    );
+    let k = EventKeys::new(&events[0]);
+    let prefix = || k.prefix().to_owned();
+    let claim = store.run(
+        &scripts::DRAIN_CLAIM,
+        &[k.drain_lease(), k.drain_fence(), k.cfg()],
+        &[prefix(), "tester".into(), "5000".into()],
+    )?;
+    assert_eq!(claim.code()?, 0);
+    let lease = format!("tester|{}", claim.int(1)?);
+    let read = store.run(
+        &scripts::DRAIN_READ,
+        &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
+        &[
+            prefix(),
+            lease.clone(),
+            "100".into(),
+            "60000".into(),
+            "5".into(),
+        ],
+    )?;
+    let n = read.int(1)? as usize;
+    assert_eq!(n, 50, "every accepted order is in the queue");
+    let mut confirm = vec![prefix()];
+    for i in 0..n {
+        confirm.push(read.text(2 + i * 6)?);
+        confirm.push(read.text(3 + i * 6)?);
+    }
+    store.run(
+        &scripts::DRAIN_FAILED,
+        &[k.drain_errors()],
+        &[prefix(), confirm[1].clone(), "test".into()],
+    )?;
+    let done = store.run(
+        &scripts::DRAIN_CONFIRM,
+        &[k.queue(), k.drained(), k.drain_errors()],
+        &confirm,
+    )?;
+    assert_eq!(done.int(1)?, 50);
+    let released = store.run(
+        &scripts::DRAIN_RELEASE,
+        &[k.drain_lease()],
+        &[prefix(), lease],
+    )?;
+    assert_eq!(released.int(1)?, 1);
+    let expired = store.run(
+        &scripts::SET_ORDER_STATUS,
+        &[k.cfg(), k.nonempty()],
+        &[prefix(), "expired".into(), confirm[2].clone()],
+    )?;
+    assert_eq!(expired.int(1)?, 1, "one unit back in its shard");
+    let books = store.run(
+        &scripts::RECONCILE_READ,
+        &[k.cfg(), k.seq(), k.drained(), k.queue(), k.dead()],
+        &[prefix()],
+    )?;
+    assert_eq!(
+        (books.int(1)?, books.int(2)?, books.int(3)?, books.int(4)?),
+        (50, 1, 50, 50)
+    );
+
     // Every key written lives with its event: tagged, on the master owning the tag's slot.
     for port in cluster.ports() {
         let keys: Vec<String> = node_query(port, redis::cmd("KEYS").arg("*"))?;

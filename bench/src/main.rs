@@ -1,0 +1,397 @@
+//! `seckill-bench`: the benchmark suite. Every row is measured in the same run on this machine:
+//! raw Redis, the host serving a trivial component, and the sale's endpoints end to end. It
+//! prints a table; nothing here asserts (that is the tests' job).
+
+mod load;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use load::{Call, Report, closed_loop};
+use seckill_shared::event::{EventConfig, EventId};
+use seckill_shared::{admin, auth, sale};
+use seckill_tests::{NativeStore, PgServer, RedisServer, free_port, jwt_for, repo_root};
+use serde_json::json;
+
+/// Runs the benchmark suite and prints the table.
+#[derive(Parser)]
+struct Args {
+    /// Seconds per row.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Concurrent keep-alive connections.
+    #[arg(long, default_value_t = 32)]
+    connections: usize,
+    /// Buyers prepared for the buy rows (each buys once).
+    #[arg(long, default_value_t = 60_000)]
+    users: usize,
+}
+
+/// A `seckill-host up` process of the suite's own.
+struct HostProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl HostProcess {
+    fn start(manifest: &str, vars: &[(&str, String)], faithful: bool) -> Result<Self> {
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+        let mut cmd = Command::new(repo_root().join("target/release/seckill-host"));
+        cmd.args([
+            "up",
+            "--no-cron",
+            "--listen",
+            &addr.to_string(),
+            "--manifest",
+        ])
+        .arg(repo_root().join(manifest))
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null());
+        if faithful {
+            cmd.arg("--spin-faithful");
+        }
+        for (k, v) in vars {
+            cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
+        }
+        let child = cmd
+            .spawn()
+            .context("start target/release/seckill-host (build it first)")?;
+        let host = HostProcess { child, addr };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                return Ok(host);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("host on {addr} did not start")
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One line of the table.
+struct Row {
+    name: String,
+    report: Option<Report>,
+    note: String,
+}
+
+fn print_table(rows: &[Row]) {
+    println!();
+    println!("| row | req/s | p50 ms | p95 ms | p99 ms | gen CPU | note |");
+    println!("|---|---:|---:|---:|---:|---:|---|");
+    for r in rows {
+        match &r.report {
+            Some(rep) => println!(
+                "| {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.0}% | {} {:?} |",
+                r.name,
+                rep.rps(),
+                rep.p50.as_secs_f64() * 1e3,
+                rep.p95.as_secs_f64() * 1e3,
+                rep.p99.as_secs_f64() * 1e3,
+                rep.cpu_seconds / rep.elapsed.as_secs_f64() * 100.0,
+                r.note,
+                rep.statuses
+            ),
+            None => println!("| {} | | | | | | {} |", r.name, r.note),
+        }
+    }
+}
+
+/// `redis-benchmark` of EVALSHA on a one-key decrement script.
+fn redis_benchmark_evalsha(redis: &RedisServer) -> Result<Row> {
+    let mut conn = redis.client().get_connection()?;
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("local v = redis.call('DECR', KEYS[1]) if v < 0 then redis.call('INCR', KEYS[1]) return 0 end return 1")
+        .query(&mut conn)?;
+    let _: () = redis::cmd("SET")
+        .arg("bench:stock")
+        .arg(1_000_000_000)
+        .query(&mut conn)?;
+    let out = Command::new("redis-benchmark")
+        .args([
+            "-p",
+            &redis.port.to_string(),
+            "-c",
+            "50",
+            "-n",
+            "200000",
+            "-q",
+            "EVALSHA",
+            &sha,
+            "1",
+            "bench:stock",
+        ])
+        .output()
+        .context("redis-benchmark")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rps = text
+        .split_whitespace()
+        .zip(text.split_whitespace().skip(1))
+        .find(|(_, next)| *next == "requests")
+        .map(|(n, _)| {
+            n.trim_start_matches(|c: char| !c.is_ascii_digit())
+                .to_owned()
+        })
+        .unwrap_or_else(|| text.trim().to_owned());
+    Ok(Row {
+        name: "raw Redis: redis-benchmark EVALSHA 1-key decrement (50 clients)".into(),
+        report: None,
+        note: format!("{rps} req/s"),
+    })
+}
+
+/// Scripts called per request, from `INFO commandstats` (EVALSHA and EVAL calls since reset).
+fn script_calls(redis: &RedisServer) -> Result<(u64, u64)> {
+    let mut conn = redis.client().get_connection()?;
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn)?;
+    let calls = |name: &str| {
+        info.lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+            .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut conn)?;
+    Ok((calls("evalsha"), calls("eval")))
+}
+
+fn reset_stats(redis: &RedisServer) -> Result<()> {
+    script_calls(redis).map(drop)
+}
+
+/// Buyers with purchase tokens, prepared natively (admission + precheck straight on Redis).
+fn prepare_buyers(
+    redis: &RedisServer,
+    event: &EventId,
+    users: usize,
+    prefix: &str,
+) -> Result<Vec<(String, String, String)>> {
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let secret = seckill_tests::ADMISSION_SECRET.as_bytes();
+    (0..users)
+        .map(|i| {
+            let user = format!("{prefix}{i}");
+            sale::issue_token(&store, event, &user, secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let adm = auth::admission_token(secret, event.as_str(), &user);
+            let token = sale::precheck(&store, event, &user, "127.0.0.1", &adm, secret)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((jwt_for(&user), user, token.purchase_token))
+        })
+        .collect()
+}
+
+fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let now = seckill_shared::clock::now_ms();
+    let config: EventConfig = serde_json::from_value(json!({
+        "sku": "bench", "stock": stock, "shards": 8, "start_ms": now - 1000, "end_ms": now + 3_600_000,
+        "user_rate": 0, "admission_multiplier": 10,
+    }))?;
+    admin::upsert_event(&store, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    admin::warm_up(&store, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(event)
+}
+
+async fn buy_row(
+    name: &str,
+    host: &HostProcess,
+    redis: &RedisServer,
+    buyers: Vec<(String, String, String)>,
+    event: &EventId,
+    args: &Args,
+) -> Result<Row> {
+    let path = format!("/api/events/{}/buy", event.as_str());
+    let buyers = Arc::new(buyers);
+    reset_stats(redis)?;
+    let calls = {
+        let buyers = buyers.clone();
+        Arc::new(move |i: u64| {
+            let (jwt, _, token) = buyers.get(i as usize)?;
+            Some(Call::post(
+                path.clone(),
+                Some(jwt.clone()),
+                &json!({ "purchase_token": token }),
+            ))
+        })
+    };
+    let report = closed_loop(
+        host.addr,
+        args.connections,
+        Duration::from_secs(args.seconds),
+        calls,
+    )
+    .await?;
+    let (evalsha, eval) = script_calls(redis)?;
+    let note = format!(
+        "Redis scripts per buy: {:.3} EVALSHA, {eval} EVAL in all;",
+        evalsha as f64 / report.requests.max(1) as f64
+    );
+    Ok(Row {
+        name: name.into(),
+        report: Some(report),
+        note,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let redis = RedisServer::start()?;
+    let pg = PgServer::start()?;
+    let vars = seckill_tests::app_vars(&redis, &pg);
+    let mut conformance_vars = vec![("redis_host", redis.host()), ("pg_host", pg.host())];
+    conformance_vars.push(("present", "x".into()));
+    let mut rows = vec![redis_benchmark_evalsha(&redis)?];
+    eprintln!("{}", rows[0].note);
+    let dur = Duration::from_secs(args.seconds);
+
+    let hello = HostProcess::start("tests/manifests/conformance.toml", &conformance_vars, false)?;
+    let report = closed_loop(
+        hello.addr,
+        args.connections,
+        dur,
+        Arc::new(|_| Some(Call::get("/hello", None))),
+    )
+    .await?;
+    let hello_rps = report.rps();
+    rows.push(Row {
+        name: "host: hello component".into(),
+        report: Some(report),
+        note: String::new(),
+    });
+    drop(hello);
+
+    let host = HostProcess::start("spin.toml", &vars, false)?;
+    let report = closed_loop(
+        host.addr,
+        args.connections,
+        dur,
+        Arc::new(|_| Some(Call::get("/api/time", None))),
+    )
+    .await?;
+    rows.push(Row {
+        name: "host: GET /api/time".into(),
+        report: Some(report),
+        note: String::new(),
+    });
+
+    let event = open_event(&redis, "bench", 10_000_000)?;
+    eprintln!("preparing {} buyers…", args.users);
+    let buyers = prepare_buyers(&redis, &event, args.users, "b")?;
+    let mut row = buy_row(
+        "buy end to end (pooled Redis connection)",
+        &host,
+        &redis,
+        buyers.clone(),
+        &event,
+        &args,
+    )
+    .await?;
+    let buy_rps = row.report.as_ref().map_or(0.0, Report::rps);
+    row.note = format!("{} {:.2}× hello;", row.note, buy_rps / hello_rps);
+    rows.push(row);
+
+    // Poll for the buyers who bought.
+    let bought = Arc::new(buyers);
+    let path = format!("/api/events/{}/orders/me", event.as_str());
+    let n = rows
+        .last()
+        .and_then(|r| r.report.as_ref())
+        .map_or(0, |r| r.requests) as usize;
+    reset_stats(&redis)?;
+    let report = closed_loop(
+        host.addr,
+        args.connections,
+        dur,
+        Arc::new({
+            let bought = bought.clone();
+            move |i: u64| {
+                let (jwt, _, _) = &bought[(i as usize) % n.max(1)];
+                Some(Call::get(path.clone(), Some(jwt.clone())))
+            }
+        }),
+    )
+    .await?;
+    let (evalsha, _) = script_calls(&redis)?;
+    rows.push(Row {
+        name: "poll end to end".into(),
+        note: format!(
+            "Redis scripts per poll: {:.3};",
+            evalsha as f64 / report.requests.max(1) as f64
+        ),
+        report: Some(report),
+    });
+
+    // Precheck for fresh users (admission tokens computed offline: they need no Redis).
+    let secret = seckill_tests::ADMISSION_SECRET.as_bytes();
+    let fresh: Arc<Vec<(String, String)>> = Arc::new(
+        (0..args.users)
+            .map(|i| {
+                let user = format!("p{i}");
+                (
+                    jwt_for(&user),
+                    auth::admission_token(secret, event.as_str(), &user),
+                )
+            })
+            .collect(),
+    );
+    let path = format!("/api/events/{}/precheck", event.as_str());
+    reset_stats(&redis)?;
+    let report = closed_loop(
+        host.addr,
+        args.connections,
+        dur,
+        Arc::new(move |i: u64| {
+            let (jwt, adm) = fresh.get(i as usize)?;
+            Some(Call::post(
+                path.clone(),
+                Some(jwt.clone()),
+                &json!({ "admission_token": adm }),
+            ))
+        }),
+    )
+    .await?;
+    let (evalsha, _) = script_calls(&redis)?;
+    rows.push(Row {
+        name: "precheck end to end".into(),
+        note: format!(
+            "Redis scripts per precheck: {:.3};",
+            evalsha as f64 / report.requests.max(1) as f64
+        ),
+        report: Some(report),
+    });
+    drop(host);
+
+    // The same buy with a new Redis connection per request, as real Spin does.
+    let faithful = HostProcess::start("spin.toml", &vars, true)?;
+    let event = open_event(&redis, "faithful", 10_000_000)?;
+    let buyers = prepare_buyers(&redis, &event, args.users, "f")?;
+    let mut row = buy_row(
+        "buy end to end, Spin-faithful (connection per request)",
+        &faithful,
+        &redis,
+        buyers,
+        &event,
+        &args,
+    )
+    .await?;
+    let rps = row.report.as_ref().map_or(0.0, Report::rps);
+    row.note = format!("{} {:.2}× pooled buy;", row.note, rps / buy_rps);
+    rows.push(row);
+    drop(faithful);
+
+    print_table(&rows);
+    Ok(())
+}

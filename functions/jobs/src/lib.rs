@@ -1,0 +1,72 @@
+//! The scheduled work over HTTP, for platforms without a cron trigger (Akamai Functions'
+//! `spin aka crons`, Kubernetes CronJobs): behind the operators' bearer secret.
+//!
+//! | route | does |
+//! |---|---|
+//! | `POST /admin/jobs/drain` | [`orders::drain`] |
+//! | `POST /admin/jobs/timeout-release` | [`orders::release_expired`] |
+//! | `POST /admin/jobs/reconcile?event=<id>` | [`orders::reconcile`] with repair, one event or all |
+
+use seckill_shared::event::EventId;
+use seckill_shared::http::{operator, require_method};
+use seckill_shared::{ApiError, clock, config, http, orders};
+use serde_json::{Value, json};
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// Authenticate, run the job, render its report.
+#[http_component]
+fn handle(req: Request) -> Response {
+    http::respond(200, run(&req))
+}
+
+fn run(req: &Request) -> Result<Value, ApiError> {
+    operator(req)?;
+    require_method(req, Method::Post)?;
+    let job = http::path_param(req, "job")?;
+    let (store, db) = (http::redis()?, config::postgres()?);
+    let to_json = |v: &dyn erased::Ser| v.json();
+    match job {
+        "drain" => to_json(&orders::drain(
+            &store,
+            &db,
+            &config::drain_options(),
+            clock::now_ms(),
+        )?),
+        "timeout-release" => to_json(&orders::release_expired(
+            &store,
+            &db,
+            clock::now_ms(),
+            1_000,
+        )?),
+        "reconcile" => {
+            let events = match req.query().strip_prefix("event=") {
+                Some(id) => vec![EventId::parse(id)?],
+                None => orders::registered_events(&store)?,
+            };
+            let books = events
+                .iter()
+                .map(|e| orders::reconcile(&store, &db, e, true))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(json!({ "events": books }))
+        }
+        other => Err(ApiError::not_found(format!("no job `{other}`"))),
+    }
+}
+
+/// Rendering any report as JSON through one function.
+mod erased {
+    use seckill_shared::ApiError;
+
+    /// A serializable report.
+    pub trait Ser {
+        /// As JSON.
+        fn json(&self) -> Result<serde_json::Value, ApiError>;
+    }
+
+    impl<T: serde::Serialize> Ser for T {
+        fn json(&self) -> Result<serde_json::Value, ApiError> {
+            serde_json::to_value(self).map_err(ApiError::internal)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! `POST /api/events/{event_id}/orders/{order_id}/pay`: the buyer's payment lands. A
+//! compare-and-set from `pending_payment` before the deadline; an expired order gets 409 and
+//! nothing is sold twice ([`orders::pay`]).
+
+use seckill_shared::http::{self, buyer, event_id, path_param, require_method};
+use seckill_shared::orders::{self, Paid};
+use seckill_shared::{ApiError, clock, config};
+use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http_component;
+
+/// Parse, apply, render.
+#[http_component]
+fn handle(req: Request) -> Response {
+    http::respond(200, pay(&req))
+}
+
+fn pay(req: &Request) -> Result<Paid, ApiError> {
+    require_method(req, Method::Post)?;
+    let user = buyer(req)?;
+    let event = event_id(req)?;
+    let order = path_param(req, "order_id")?;
+    if order.is_empty() || order.len() > 64 || !order.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::bad_request("bad_order_id", "order ids are hex"));
+    }
+    orders::pay(
+        &http::redis()?,
+        &config::postgres()?,
+        &event,
+        &user,
+        order,
+        clock::now_ms(),
+    )
+}

@@ -1,0 +1,32 @@
+//! Scheduled reconcile: every event's books across Redis and Postgres ([`orders::reconcile`]),
+//! repairing what is safe and logging any drift. Also `POST /admin/jobs/reconcile`.
+
+use seckill_shared::{config, http, orders};
+
+/// The exported component.
+struct Reconcile;
+
+impl seckill_cron::Guest for Reconcile {
+    fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
+        let run = || -> Result<(), seckill_shared::ApiError> {
+            let (store, db) = (http::redis()?, config::postgres()?);
+            for event in orders::registered_events(&store)? {
+                let books = orders::reconcile(&store, &db, &event, true)?;
+                if books.drift != 0
+                    || books.dead_letters != 0
+                    || books.ledger_drift.is_some_and(|d| d != 0)
+                {
+                    eprintln!(
+                        "reconcile {}: {}",
+                        event.as_str(),
+                        serde_json::to_string(&books).unwrap_or_default()
+                    );
+                }
+            }
+            Ok(())
+        };
+        run().map_err(|e| seckill_cron::Error::Other(e.to_string()))
+    }
+}
+
+seckill_cron::export!(Reconcile with_types_in seckill_cron::bindings);

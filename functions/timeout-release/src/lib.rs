@@ -1,0 +1,25 @@
+//! Scheduled timeout release: unpaid orders past their deadline expire and their units go back
+//! to their shards, exactly once ([`orders::release_expired`]). Also `POST /admin/jobs/timeout-release`.
+
+use seckill_shared::{clock, config, http, orders};
+
+/// The exported component.
+struct TimeoutRelease;
+
+impl seckill_cron::Guest for TimeoutRelease {
+    fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
+        let run = || {
+            orders::release_expired(
+                &http::redis()?,
+                &config::postgres()?,
+                clock::now_ms(),
+                1_000,
+            )
+        };
+        run()
+            .map(drop)
+            .map_err(|e| seckill_cron::Error::Other(e.to_string()))
+    }
+}
+
+seckill_cron::export!(TimeoutRelease with_types_in seckill_cron::bindings);

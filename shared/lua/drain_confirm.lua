@@ -1,0 +1,18 @@
+-- drain: after the Postgres commit, mark orders confirmed and acknowledge their entries.
+-- KEYS: 1 queue, 2 drained counter, 3 last errors
+-- ARGV: 1 tag prefix, then (stream id, order id) pairs
+-- Reply: {OK, newly confirmed}
+-- Idempotent: an order already past `queued` is not counted again, so a redelivered entry
+-- never moves the drained counter twice.
+local n = 0
+for i = 2, #ARGV, 2 do
+  local key = ARGV[1] .. 'order:' .. ARGV[i + 1]
+  if redis.call('HGET', key, 'status') == 'queued' then
+    redis.call('HSET', key, 'status', 'confirmed')
+    n = n + 1
+  end
+  redis.call('XACK', KEYS[1], 'drain', ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+if n > 0 then redis.call('INCRBY', KEYS[2], n) end
+return {OK, n}

@@ -1,0 +1,6 @@
+-- Adds an event to the registry the scheduled jobs walk (a key of its own slot).
+-- KEYS: 1 registry (set)
+-- ARGV: 1 unused prefix, 2 event id
+-- Reply: {OK}
+redis.call('SADD', KEYS[1], ARGV[2])
+return {OK}

@@ -1,0 +1,20 @@
+-- pay / timeout-release: mirror an order's final state in Redis for poll. For `expired`, the
+-- unit goes back to its shard exactly once: the status flip and the INCR are one step.
+-- KEYS: 1 cfg, 2 non-empty shards
+-- ARGV: 1 tag prefix, 2 status (paid | expired), then order ids
+-- Reply: {OK, units released}
+local released = 0
+for i = 3, #ARGV do
+  local key = ARGV[1] .. 'order:' .. ARGV[i]
+  local o = hmget(key, 'status', 'shard')
+  if o.status and o.status ~= ARGV[2] and o.status ~= 'expired' then
+    redis.call('HSET', key, 'status', ARGV[2])
+    if ARGV[2] == 'expired' then
+      redis.call('INCR', ARGV[1] .. 'stock:' .. o.shard)
+      redis.call('SADD', KEYS[2], o.shard)
+      redis.call('HSET', KEYS[1], 'soldout', '0')
+      released = released + 1
+    end
+  end
+end
+return {OK, released}

@@ -1,0 +1,694 @@
+//! Orders after the buy: the drain into Postgres, payment, timeout release and reconciliation.
+//! Postgres is the record; Redis mirrors each order's state for poll.
+//!
+//! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
+//! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
+
+use serde::Serialize;
+use spin_sdk::pg4::{self as pg, DbValue, ParameterValue as P};
+
+use crate::ApiError;
+use crate::event::EventId;
+use crate::keys::{EventKeys, REGISTRY};
+use crate::scripts::{self, code};
+use crate::store::{Replies, Store};
+
+/// A Postgres failure: `connection` when the database could not be reached (retry later),
+/// otherwise the statement failed (the data is at fault).
+#[derive(Debug, thiserror::Error)]
+#[error("postgres: {message}")]
+pub struct DbError {
+    /// Whether the database was unreachable.
+    pub connection: bool,
+    /// What happened.
+    pub message: String,
+}
+
+impl From<pg::PgError> for DbError {
+    fn from(e: pg::PgError) -> Self {
+        let connection = matches!(e, pg::PgError::ConnectionFailed(_))
+            || matches!(&e, pg::PgError::QueryFailed(pg::QueryError::Text(t)) if t.contains("connection") || t.contains("closed"));
+        DbError {
+            connection,
+            message: format!("{e:?}"),
+        }
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        eprintln!("{e}");
+        ApiError::unavailable("orders database unavailable; try again")
+    }
+}
+
+/// Opens the orders database.
+pub fn open_db(url: &str) -> Result<pg::Connection, DbError> {
+    pg::Connection::open(url).map_err(DbError::from)
+}
+
+fn s(v: &str) -> P {
+    P::Str(v.to_owned())
+}
+
+fn int(row: &[DbValue], i: usize) -> i64 {
+    match row.get(i) {
+        Some(DbValue::Int64(v)) => *v,
+        Some(DbValue::Int32(v)) => i64::from(*v),
+        _ => 0,
+    }
+}
+
+fn text(row: &[DbValue], i: usize) -> String {
+    match row.get(i) {
+        Some(DbValue::Str(v)) => v.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails.
+fn transaction<T>(
+    db: &pg::Connection,
+    f: impl FnOnce() -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    db.execute("BEGIN", &[])?;
+    match f() {
+        Ok(v) => {
+            db.execute("COMMIT", &[])?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = db.execute("ROLLBACK", &[]);
+            Err(e)
+        }
+    }
+}
+
+/// Tuning of the drain (Spin variables, see `spin.toml`).
+#[derive(Debug, Clone)]
+pub struct DrainOptions {
+    /// This invocation's consumer name (unique per run).
+    pub owner: String,
+    /// Entries per batch (one transaction, one ledger update).
+    pub batch: usize,
+    /// Batches per event per run.
+    pub max_batches: usize,
+    /// Lease lifetime; renewed every batch.
+    pub lease_ms: u64,
+    /// An entry delivered but unacknowledged this long is taken over.
+    pub reclaim_idle_ms: u64,
+    /// Deliveries before an entry goes to the dead-letter stream.
+    pub max_deliveries: u32,
+    /// Test-only fault injection: `trap_after_commit` dies between commit and acknowledge.
+    pub fault: Option<String>,
+}
+
+/// What one drain run did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct DrainReport {
+    /// Events looked at.
+    pub events: usize,
+    /// Rows inserted into Postgres.
+    pub inserted: u64,
+    /// Orders newly marked confirmed in Redis.
+    pub confirmed: u64,
+    /// Entries that failed and stay pending (retried, then dead-lettered).
+    pub failed: u64,
+    /// Events another drainer holds.
+    pub busy: Vec<String>,
+}
+
+/// One order intent read from the stream.
+struct Entry {
+    id: String,
+    order: String,
+    user: String,
+    shard: i64,
+    seq: i64,
+    created_ms: i64,
+}
+
+/// The event facts the drain needs (from the lease claim).
+struct EventFacts {
+    fence: i64,
+    sku: String,
+    stock: i64,
+    payment_timeout_s: i64,
+}
+
+/// Drains every event's queue into Postgres: lease with fencing per event, batches written in
+/// one transaction each (multi-row insert `ON CONFLICT DO NOTHING`, one ledger update), then
+/// acknowledged and confirmed in Redis. Redelivery is harmless.
+pub fn drain(
+    store: &impl Store,
+    db: &pg::Connection,
+    opts: &DrainOptions,
+    now_ms: u64,
+) -> Result<DrainReport, ApiError> {
+    let mut report = DrainReport::default();
+    for event in registered_events(store)? {
+        report.events += 1;
+        drain_event(store, db, &event, opts, now_ms, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// The events the scheduled jobs walk.
+pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, ApiError> {
+    let r = store.run(
+        &scripts::LIST_EVENTS,
+        &[REGISTRY.to_owned()],
+        &[String::new()],
+    )?;
+    (1..r.len()).map(|i| EventId::parse(&r.text(i)?)).collect()
+}
+
+fn drain_event(
+    store: &impl Store,
+    db: &pg::Connection,
+    event: &EventId,
+    opts: &DrainOptions,
+    now_ms: u64,
+    report: &mut DrainReport,
+) -> Result<(), ApiError> {
+    let k = EventKeys::new(event);
+    let mut lease = None;
+    let result = drain_batches(store, db, event, &k, opts, now_ms, report, &mut lease);
+    // Done (or failed): hand the lease back so the next run need not wait for it to expire.
+    if let Some(lease) = lease {
+        store.run(
+            &scripts::DRAIN_RELEASE,
+            &[k.drain_lease()],
+            &[k.prefix().to_owned(), lease],
+        )?;
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn drain_batches(
+    store: &impl Store,
+    db: &pg::Connection,
+    event: &EventId,
+    k: &EventKeys,
+    opts: &DrainOptions,
+    now_ms: u64,
+    report: &mut DrainReport,
+    held: &mut Option<String>,
+) -> Result<(), ApiError> {
+    for _ in 0..opts.max_batches {
+        // Claim or renew the lease every batch: a slow batch cannot outlive it unnoticed.
+        let claim = store.run(
+            &scripts::DRAIN_CLAIM,
+            &[k.drain_lease(), k.drain_fence(), k.cfg()],
+            &[
+                k.prefix().to_owned(),
+                opts.owner.clone(),
+                opts.lease_ms.to_string(),
+            ],
+        )?;
+        match claim.code()? {
+            code::OK => {}
+            code::CONFLICT => {
+                report.busy.push(event.as_str().to_owned());
+                return Ok(());
+            }
+            _ => return Ok(()),
+        }
+        let facts = EventFacts {
+            fence: claim.int(1)?,
+            sku: claim.text(2)?,
+            stock: claim.int(3)?,
+            payment_timeout_s: claim.int(4)?,
+        };
+        let lease = format!("{}|{}", opts.owner, facts.fence);
+        *held = Some(lease.clone());
+        let read = store.run(
+            &scripts::DRAIN_READ,
+            &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
+            &[
+                k.prefix().to_owned(),
+                lease,
+                opts.batch.to_string(),
+                opts.reclaim_idle_ms.to_string(),
+                opts.max_deliveries.to_string(),
+            ],
+        )?;
+        if read.code()? != code::OK {
+            return Ok(()); // the lease moved on: the new holder drains
+        }
+        let entries = parse_entries(&read)?;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let committed = match write_batch(db, event, &facts, &entries, now_ms) {
+            Ok(inserted) => {
+                report.inserted += inserted;
+                entries.iter().collect::<Vec<_>>()
+            }
+            Err(e) if e.is_connection() => return Err(e.into()),
+            Err(StaleOrFailed::Stale) => return Ok(()),
+            // One bad entry must not hold back the rest: write them one by one.
+            Err(e) => isolate(
+                store,
+                db,
+                k,
+                event,
+                &facts,
+                &entries,
+                now_ms,
+                &e.to_string(),
+                report,
+            )?,
+        };
+        if opts.fault.as_deref() == Some("trap_after_commit") {
+            panic!("fault injection: drain dies between commit and acknowledge");
+        }
+        let mut args = vec![k.prefix().to_owned()];
+        for e in &committed {
+            args.push(e.id.clone());
+            args.push(e.order.clone());
+        }
+        let confirmed = store.run(
+            &scripts::DRAIN_CONFIRM,
+            &[k.queue(), k.drained(), k.drain_errors()],
+            &args,
+        )?;
+        report.confirmed += confirmed.int(1)? as u64;
+        if entries.len() < opts.batch {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn parse_entries(r: &Replies) -> Result<Vec<Entry>, ApiError> {
+    let n = r.int(1)? as usize;
+    (0..n)
+        .map(|i| {
+            let at = 2 + i * 6;
+            Ok(Entry {
+                id: r.text(at)?,
+                order: r.text(at + 1)?,
+                user: r.text(at + 2)?,
+                shard: r.int(at + 3)?,
+                seq: r.int(at + 4)?,
+                created_ms: r.int(at + 5)?,
+            })
+        })
+        .collect()
+}
+
+/// Why a batch did not commit.
+enum StaleOrFailed {
+    /// A newer fence has written: this drainer lost its lease.
+    Stale,
+    /// Postgres refused.
+    Db(DbError),
+}
+
+impl StaleOrFailed {
+    fn is_connection(&self) -> bool {
+        matches!(self, StaleOrFailed::Db(e) if e.connection)
+    }
+}
+
+impl std::fmt::Display for StaleOrFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StaleOrFailed::Stale => write!(f, "stale fencing token"),
+            StaleOrFailed::Db(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<DbError> for StaleOrFailed {
+    fn from(e: DbError) -> Self {
+        StaleOrFailed::Db(e)
+    }
+}
+
+impl From<StaleOrFailed> for ApiError {
+    fn from(e: StaleOrFailed) -> Self {
+        match e {
+            StaleOrFailed::Db(e) => e.into(),
+            StaleOrFailed::Stale => ApiError::unavailable("drain lease lost"),
+        }
+    }
+}
+
+/// The batch statement: insert what is new, then move exactly that many units from `available`
+/// to `held` in one update. The ledger's CHECK makes a Postgres oversell impossible.
+const INSERT_BATCH: &str = "
+WITH new AS (
+    INSERT INTO orders (order_id, event_id, user_id, shard, seq, status, created_ms, confirmed_ms, pay_deadline_ms)
+    SELECT o, $1, u, s::integer, q, 'pending_payment', c, $6::bigint, c + $7::bigint * 1000
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $8::bigint[]) AS t(o, u, s, q, c)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+), n AS (SELECT count(*) AS n FROM new)
+UPDATE stock_ledger SET available = available - n.n, held = held + n.n
+FROM n WHERE event_id = $1
+RETURNING n.n";
+
+fn write_batch(
+    db: &pg::Connection,
+    event: &EventId,
+    facts: &EventFacts,
+    entries: &[Entry],
+    now_ms: u64,
+) -> Result<u64, StaleOrFailed> {
+    let ev = event.as_str();
+    db.execute("BEGIN", &[]).map_err(DbError::from)?;
+    let result = (|| -> Result<u64, StaleOrFailed> {
+        let fenced = db
+            .execute(
+                "INSERT INTO drain_fences (event_id, fence) VALUES ($1, $2)
+             ON CONFLICT (event_id) DO UPDATE SET fence = EXCLUDED.fence
+             WHERE drain_fences.fence <= EXCLUDED.fence",
+                &[s(ev), P::Int64(facts.fence)],
+            )
+            .map_err(DbError::from)?;
+        if fenced == 0 {
+            return Err(StaleOrFailed::Stale);
+        }
+        db.execute(
+            "INSERT INTO events (event_id, sku, initial_stock, payment_timeout_s) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+            &[s(ev), s(&facts.sku), P::Int64(facts.stock), P::Int64(facts.payment_timeout_s)],
+        ).map_err(DbError::from)?;
+        db.execute(
+            "INSERT INTO stock_ledger (event_id, available) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            &[s(ev), P::Int64(facts.stock)],
+        )
+        .map_err(DbError::from)?;
+        let col = |f: &dyn Fn(&Entry) -> String| {
+            P::ArrayStr(entries.iter().map(|e| Some(f(e))).collect())
+        };
+        let nums =
+            |f: &dyn Fn(&Entry) -> i64| P::ArrayInt64(entries.iter().map(|e| Some(f(e))).collect());
+        let rows = db
+            .query(
+                INSERT_BATCH,
+                &[
+                    s(ev),
+                    col(&|e| e.order.clone()),
+                    col(&|e| e.user.clone()),
+                    nums(&|e| e.shard),
+                    nums(&|e| e.seq),
+                    P::Int64(now_ms as i64),
+                    P::Int64(facts.payment_timeout_s),
+                    nums(&|e| e.created_ms),
+                ],
+            )
+            .map_err(DbError::from)?;
+        Ok(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
+    })();
+    match result {
+        Ok(n) => {
+            db.execute("COMMIT", &[]).map_err(DbError::from)?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = db.execute("ROLLBACK", &[]);
+            Err(e)
+        }
+    }
+}
+
+/// Writes a failed batch entry by entry; those that still fail stay pending with their error.
+#[allow(clippy::too_many_arguments)]
+fn isolate<'a>(
+    store: &impl Store,
+    db: &pg::Connection,
+    k: &EventKeys,
+    event: &EventId,
+    facts: &EventFacts,
+    entries: &'a [Entry],
+    now_ms: u64,
+    batch_error: &str,
+    report: &mut DrainReport,
+) -> Result<Vec<&'a Entry>, ApiError> {
+    let mut committed = Vec::new();
+    let mut failed = vec![k.prefix().to_owned()];
+    for e in entries {
+        match write_batch(db, event, facts, std::slice::from_ref(e), now_ms) {
+            Ok(n) => {
+                report.inserted += n;
+                committed.push(e);
+            }
+            Err(err) if err.is_connection() => return Err(err.into()),
+            Err(StaleOrFailed::Stale) => break,
+            Err(err) => {
+                report.failed += 1;
+                failed.push(e.id.clone());
+                failed.push(format!("{err} (batch: {batch_error})"));
+            }
+        }
+    }
+    if failed.len() > 1 {
+        store.run(&scripts::DRAIN_FAILED, &[k.drain_errors()], &failed)?;
+    }
+    Ok(committed)
+}
+
+/// The outcome of `pay`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Paid {
+    /// The order.
+    pub order_id: String,
+    /// Always `paid`.
+    pub status: &'static str,
+}
+
+/// Marks an order paid, by compare-and-set from `pending_payment` before its deadline. An
+/// order that expired (or whose deadline passed) is refused with 409: never paid and released.
+pub fn pay(
+    store: &impl Store,
+    db: &pg::Connection,
+    event: &EventId,
+    user: &str,
+    order_id: &str,
+    now_ms: u64,
+) -> Result<Paid, ApiError> {
+    let key = [s(order_id), s(event.as_str()), s(user)];
+    let mut params = key.to_vec();
+    params.push(P::Int64(now_ms as i64));
+    let updated = db
+        .execute(
+            "UPDATE orders SET status = 'paid', paid_ms = $4
+             WHERE order_id = $1 AND event_id = $2 AND user_id = $3
+               AND status = 'pending_payment' AND pay_deadline_ms > $4",
+            &params,
+        )
+        .map_err(DbError::from)?;
+    if updated == 0 {
+        let rows = db
+            .query(
+                "SELECT status FROM orders WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
+                &key,
+            )
+            .map_err(DbError::from)?;
+        match rows.rows.first().map(|r| text(r, 0)).as_deref() {
+            Some("paid") => {}
+            Some("pending_payment" | "expired") => {
+                return Err(ApiError::new(
+                    409,
+                    "order_expired",
+                    "the payment window has closed",
+                ));
+            }
+            Some(other) => return Err(ApiError::new(409, "conflict", format!("order is {other}"))),
+            None => {
+                return Err(ApiError::new(
+                    404,
+                    "order_not_found",
+                    "no such order of yours (a new order takes a moment to be confirmed)",
+                ));
+            }
+        }
+    }
+    mirror(store, event, "paid", &[order_id.to_owned()])?;
+    Ok(Paid {
+        order_id: order_id.to_owned(),
+        status: "paid",
+    })
+}
+
+/// Mirrors final states in Redis; for `expired` this returns the units to their shards, once.
+fn mirror(
+    store: &impl Store,
+    event: &EventId,
+    status: &str,
+    orders: &[String],
+) -> Result<u64, ApiError> {
+    let k = EventKeys::new(event);
+    let mut args = vec![k.prefix().to_owned(), status.to_owned()];
+    args.extend(orders.iter().cloned());
+    let r = store.run(&scripts::SET_ORDER_STATUS, &[k.cfg(), k.nonempty()], &args)?;
+    Ok(r.int(1)? as u64)
+}
+
+/// What a timeout-release run did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ReleaseReport {
+    /// Orders moved pending_payment → expired in Postgres.
+    pub expired: u64,
+    /// Units given back to Redis shards.
+    pub released: u64,
+}
+
+/// Expires unpaid orders past their deadline (compare-and-set, rows locked, ledger updated once
+/// per event) and gives their units back to Redis exactly once (the Redis step is idempotent
+/// and retried until Postgres records it as done).
+pub fn release_expired(
+    store: &impl Store,
+    db: &pg::Connection,
+    now_ms: u64,
+    limit: i64,
+) -> Result<ReleaseReport, ApiError> {
+    let expired = transaction(db, || {
+        let rows = db.query(
+            "WITH due AS (
+                 SELECT order_id FROM orders
+                 WHERE status = 'pending_payment' AND pay_deadline_ms <= $1
+                 ORDER BY pay_deadline_ms LIMIT $2 FOR UPDATE SKIP LOCKED
+             ), gone AS (
+                 UPDATE orders o SET status = 'expired', expired_ms = $1
+                 FROM due WHERE o.order_id = due.order_id AND o.status = 'pending_payment'
+                 RETURNING o.event_id
+             ), per_event AS (SELECT event_id, count(*) AS n FROM gone GROUP BY event_id),
+             ledger AS (
+                 UPDATE stock_ledger l SET available = available + p.n, held = held - p.n,
+                     released = released + p.n
+                 FROM per_event p WHERE l.event_id = p.event_id RETURNING p.n
+             )
+             SELECT coalesce(sum(n), 0)::bigint FROM ledger",
+            &[P::Int64(now_ms as i64), P::Int64(limit)],
+        )?;
+        Ok(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
+    })?;
+    let pending = db
+        .query(
+            "SELECT event_id, order_id FROM orders WHERE status = 'expired' AND NOT released_in_redis
+             ORDER BY event_id LIMIT $1",
+            &[P::Int64(limit)],
+        )
+        .map_err(DbError::from)?;
+    let mut by_event: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for row in &pending.rows {
+        by_event.entry(text(row, 0)).or_default().push(text(row, 1));
+    }
+    let mut released = 0;
+    for (event, orders) in by_event {
+        released += mirror(store, &EventId::parse(&event)?, "expired", &orders)?;
+        db.execute(
+            "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
+            &[P::ArrayStr(orders.into_iter().map(Some).collect())],
+        )
+        .map_err(DbError::from)?;
+    }
+    Ok(ReleaseReport { expired, released })
+}
+
+/// An event's books, Redis and Postgres side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reconciliation {
+    /// The event.
+    pub event_id: String,
+    /// Units put on sale.
+    pub initial_stock: i64,
+    /// Units left in the Redis shards.
+    pub remaining_in_redis: i64,
+    /// Accepted buys not yet drained into Postgres.
+    pub in_flight: i64,
+    /// Pending and paid orders in Postgres.
+    pub held_in_postgres: i64,
+    /// Expired in Postgres, not yet back in Redis.
+    pub awaiting_release: i64,
+    /// Entries in the dead-letter stream (accepted orders that could not land: an operator's job).
+    pub dead_letters: i64,
+    /// initial − (remaining + in flight + held + awaiting release): 0 when the books balance.
+    pub drift: i64,
+    /// Postgres's own books: available + held = initial (0 when they agree; null before the
+    /// first drain).
+    pub ledger_drift: Option<i64>,
+    /// Orders whose state disagrees (Postgres expired, Redis not released), repaired if asked.
+    pub unreleased_orders: Vec<String>,
+    /// Whether the safe repairs ran.
+    pub repaired: bool,
+}
+
+/// Checks one event's books and, when `repair` is set, gives back units of expired orders that
+/// never reached Redis (safe: the release is idempotent).
+pub fn reconcile(
+    store: &impl Store,
+    db: &pg::Connection,
+    event: &EventId,
+    repair: bool,
+) -> Result<Reconciliation, ApiError> {
+    let k = EventKeys::new(event);
+    let r = store.run(
+        &scripts::RECONCILE_READ,
+        &[k.cfg(), k.seq(), k.drained(), k.queue(), k.dead()],
+        &[k.prefix().to_owned()],
+    )?;
+    if r.code()? != code::OK {
+        return Err(crate::sale::refusal(&r));
+    }
+    let (initial, remaining, accepted, drained, dead) =
+        (r.int(1)?, r.int(2)?, r.int(3)?, r.int(4)?, r.int(6)?);
+    let ev = [s(event.as_str())];
+    let held = db
+        .query(
+            "SELECT count(*) FILTER (WHERE status IN ('pending_payment', 'paid'))::bigint,
+                    count(*) FILTER (WHERE status = 'expired' AND NOT released_in_redis)::bigint
+             FROM orders WHERE event_id = $1",
+            &ev,
+        )
+        .map_err(DbError::from)?;
+    let row = held.rows.first().cloned().unwrap_or_default();
+    let (held, awaiting) = (int(&row, 0), int(&row, 1));
+    let ledger = db
+        .query(
+            "SELECT available + held FROM stock_ledger WHERE event_id = $1",
+            &ev,
+        )
+        .map_err(DbError::from)?;
+    let unreleased: Vec<String> = db
+        .query(
+            "SELECT order_id FROM orders WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
+            &ev,
+        )
+        .map_err(DbError::from)?
+        .rows
+        .iter()
+        .map(|r| text(r, 0))
+        .collect();
+    let in_flight = accepted - drained;
+    let mut out = Reconciliation {
+        event_id: event.as_str().to_owned(),
+        initial_stock: initial,
+        remaining_in_redis: remaining,
+        in_flight,
+        held_in_postgres: held,
+        awaiting_release: awaiting,
+        dead_letters: dead,
+        drift: initial - (remaining + in_flight + held + awaiting),
+        ledger_drift: ledger.rows.first().map(|r| initial - int(r, 0)),
+        unreleased_orders: unreleased,
+        repaired: false,
+    };
+    if repair && !out.unreleased_orders.is_empty() {
+        mirror(store, event, "expired", &out.unreleased_orders)?;
+        db.execute(
+            "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
+            &[P::ArrayStr(
+                out.unreleased_orders.iter().cloned().map(Some).collect(),
+            )],
+        )
+        .map_err(DbError::from)?;
+        out.repaired = true;
+    }
+    Ok(out)
+}

@@ -1,0 +1,509 @@
+//! Orders into Postgres under faults: the drain, payment and timeout release, with real Redis,
+//! real Postgres and the real host. After each test the books must balance: orders in Postgres
+//! = units sold, no duplicates, stock never negative, nothing accepted missing.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use anyhow::Result;
+use futures::{StreamExt, stream};
+use reqwest::Method;
+use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use serde_json::{Value, json};
+
+/// Drain tuning for tests: small batches, short lease and reclaim times.
+fn vars(
+    redis: &RedisServer,
+    pg: &PgServer,
+    extra: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    let mut v = app_vars(redis, pg);
+    v.extend([
+        ("drain_batch", "50".to_owned()),
+        ("drain_lease_ms", "500".to_owned()),
+        ("drain_reclaim_idle_ms", "200".to_owned()),
+        ("drain_max_deliveries", "2".to_owned()),
+    ]);
+    v.extend(extra.iter().map(|(k, val)| (*k, val.to_string())));
+    v
+}
+
+async fn start(extra: &[(&'static str, &str)]) -> Result<(RedisServer, PgServer, TestApp)> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start("spin.toml", &vars(&redis, &pg, extra)).await?;
+    Ok((redis, pg, app))
+}
+
+/// `users` buyers for `stock` units; returns the accepted (user, order id) pairs.
+async fn sell(
+    app: &TestApp,
+    event: &str,
+    stock: u64,
+    users: usize,
+    config: Value,
+) -> Result<Vec<(String, String)>> {
+    let mut cfg = json!({ "stock": stock, "shards": 4 });
+    for (k, v) in config.as_object().cloned().unwrap_or_default() {
+        cfg[k] = v;
+    }
+    app.open_event(event, cfg).await?;
+    let results: Vec<Option<(String, String)>> =
+        stream::iter((0..users).map(|i| format!("{event}-u{i}")))
+            .map(|user| async move {
+                let Ok(token) = app.admit_and_precheck(event, &user).await? else {
+                    return anyhow::Ok(None);
+                };
+                let (status, body) = app.buy(event, &user, &token).await?;
+                Ok((status == 202).then(|| {
+                    (
+                        user,
+                        body["order_id"].as_str().unwrap_or_default().to_owned(),
+                    )
+                }))
+            })
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_>>()?;
+    Ok(results.into_iter().flatten().collect())
+}
+
+async fn job(app: &TestApp, name: &str) -> Result<(u16, Value)> {
+    app.admin(Method::POST, &format!("/admin/jobs/{name}"), None)
+        .await
+}
+
+/// Drains until nothing is left in flight (bounded).
+async fn drain_all(app: &TestApp) -> Result<()> {
+    for _ in 0..50 {
+        let (status, report) = job(app, "drain").await?;
+        anyhow::ensure!(status == 200, "drain: {status} {report}");
+        if report["inserted"] == 0
+            && report["confirmed"] == 0
+            && report["busy"].as_array().is_none_or(|b| b.is_empty())
+        {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the drain did not settle")
+}
+
+/// The invariants: every accepted order is in Postgres exactly once, the ledger balances and
+/// never went negative, and reconcile finds no drift.
+async fn assert_books(
+    app: &TestApp,
+    pg: &PgServer,
+    event: &str,
+    stock: i64,
+    accepted: &[(String, String)],
+) -> Result<()> {
+    let db = pg.client().await?;
+    let rows = db
+        .query(
+            "SELECT order_id, user_id FROM orders WHERE event_id = $1",
+            &[&event],
+        )
+        .await?;
+    let in_pg: HashSet<(String, String)> = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
+    assert_eq!(rows.len(), in_pg.len(), "no duplicate rows");
+    let want: HashSet<(String, String)> = accepted.iter().cloned().collect();
+    assert_eq!(
+        in_pg.len(),
+        want.len(),
+        "as many orders in Postgres as accepted"
+    );
+    assert!(
+        in_pg == want,
+        "Postgres holds exactly the accepted orders: missing {:?}, extra {:?}",
+        want.difference(&in_pg).collect::<Vec<_>>(),
+        in_pg.difference(&want).collect::<Vec<_>>()
+    );
+    let ledger = db
+        .query_one(
+            "SELECT available, held, released FROM stock_ledger WHERE event_id = $1",
+            &[&event],
+        )
+        .await?;
+    let (available, held, released): (i64, i64, i64) =
+        (ledger.get(0), ledger.get(1), ledger.get(2));
+    let live: i64 = db
+        .query_one("SELECT count(*) FROM orders WHERE event_id = $1 AND status IN ('pending_payment', 'paid')", &[&event])
+        .await?
+        .get(0);
+    assert_eq!(held, live, "ledger held = pending + paid");
+    assert_eq!(available + held, stock, "ledger balances");
+    let expired: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'expired'",
+            &[&event],
+        )
+        .await?
+        .get(0);
+    assert_eq!(released, expired, "every expired unit released once");
+    let (status, books) = app
+        .admin(
+            Method::POST,
+            &format!("/admin/jobs/reconcile?event={event}"),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{books}");
+    let b = &books["events"][0];
+    assert_eq!(
+        (b["drift"].as_i64(), b["ledger_drift"].as_i64()),
+        (Some(0), Some(0)),
+        "{b}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_lands_every_order_once_and_poll_shows_it() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = sell(&app, "land", 120, 150, json!({})).await?;
+    assert_eq!(accepted.len(), 120);
+    drain_all(&app).await?;
+    drain_all(&app).await?; // again: nothing moves
+    assert_books(&app, &pg, "land", 120, &accepted).await?;
+    let (user, order) = &accepted[0];
+    let (_, polled) = app
+        .call(
+            Method::GET,
+            "/api/events/land/orders/me",
+            Some(&jwt_for(user)),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        (polled["status"].as_str(), polled["state"].as_str()),
+        (Some("order"), Some("confirmed")),
+        "{polled}"
+    );
+    assert_eq!(polled["order_id"], order.as_str());
+
+    // Paying: once, again (idempotent), by someone else (not theirs); poll follows.
+    let pay = format!("/api/events/land/orders/{order}/pay");
+    for _ in 0..2 {
+        let (status, body) = app
+            .call(Method::POST, &pay, Some(&jwt_for(user)), None)
+            .await?;
+        assert_eq!(
+            (status, body["status"].as_str()),
+            (200, Some("paid")),
+            "{body}"
+        );
+    }
+    let (status, body) = app
+        .call(Method::POST, &pay, Some(&jwt_for("stranger")), None)
+        .await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("order_not_found"))
+    );
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/api/events/land/orders/not-hex/pay",
+            Some(&jwt_for(user)),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_order_id"))
+    );
+    let (_, polled) = app
+        .call(
+            Method::GET,
+            "/api/events/land/orders/me",
+            Some(&jwt_for(user)),
+            None,
+        )
+        .await?;
+    assert_eq!(polled["state"], "paid", "{polled}");
+    assert_books(&app, &pg, "land", 120, &accepted).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_mid_drain_then_everything_lands_once() -> Result<()> {
+    // One batch of 50 per run, so the sale drains over several runs.
+    let (_redis, mut pg, app) = start(&[("drain_max_batches", "1")]).await?;
+    let accepted = sell(&app, "pgdown", 200, 200, json!({})).await?;
+    let (status, first) = job(&app, "drain").await?;
+    assert_eq!(
+        (status, first["inserted"].as_u64()),
+        (200, Some(50)),
+        "{first}"
+    );
+    // Postgres goes away while the next run is under way.
+    let (during, ()) = tokio::join!(job(&app, "drain"), async { pg.stop() });
+    let (status, report) = during?;
+    assert!(status == 200 || status == 503, "{status} {report}");
+    let (status, _) = job(&app, "drain").await?;
+    assert_eq!(
+        status, 503,
+        "Postgres down: the drain reports it and acknowledges nothing"
+    );
+    pg.restart()?;
+    tokio::time::sleep(Duration::from_millis(600)).await; // lease and reclaim time pass
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "pgdown", 200, &accepted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let crashing = TestApp::start(
+        "spin.toml",
+        &vars(&redis, &pg, &[("fault_injection", "trap_after_commit")]),
+    )
+    .await?;
+    let accepted = sell(&crashing, "crash", 80, 80, json!({})).await?;
+    let (status, _) = job(&crashing, "drain").await?;
+    assert_eq!(status, 500, "the drain trapped after its commit");
+    let db = pg.client().await?;
+    let landed: i64 = db
+        .query_one("SELECT count(*) FROM orders", &[])
+        .await?
+        .get(0);
+    assert_eq!(landed, 50, "one batch committed, none acknowledged");
+    drop(crashing);
+
+    let app = TestApp::start("spin.toml", &vars(&redis, &pg, &[])).await?;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "crash", 80, &accepted).await?;
+    let status = app.status("crash").await?;
+    assert_eq!(
+        status["drained"], 80,
+        "the drained counter moved once per order"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_are_harmless_and_poison_goes_to_dead_letters() -> Result<()> {
+    let (redis, pg, app) = start(&[]).await?;
+    let accepted = sell(&app, "poison", 30, 30, json!({})).await?;
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let queue = "{sk:poison}:queue";
+    // The same intent delivered twice (a copy of the first entry), a malformed entry, and one
+    // Postgres refuses (a NUL byte in a text column).
+    let first: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg(queue)
+        .arg("-")
+        .arg("+")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut conn)
+        .await?;
+    let _: String = redis::cmd("XADD")
+        .arg(queue)
+        .arg("*")
+        .arg(&first[0].1)
+        .query_async(&mut conn)
+        .await?;
+    let _: String = redis::cmd("XADD")
+        .arg(queue)
+        .arg("*")
+        .arg(&["order", "bad", "user", "x", "shard", "not-a-number"])
+        .query_async(&mut conn)
+        .await?;
+    let _: String = redis::cmd("XADD")
+        .arg(queue)
+        .arg("*")
+        .arg(&[
+            "order",
+            "feed",
+            "user",
+            "nul\0user",
+            "shard",
+            "0",
+            "seq",
+            "999",
+            "created_ms",
+            "1",
+        ])
+        .query_async(&mut conn)
+        .await?;
+    for _ in 0..4 {
+        job(&app, "drain").await?;
+        tokio::time::sleep(Duration::from_millis(600)).await; // reclaim the failed entry again
+    }
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "poison", 30, &accepted).await?;
+    let dead: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg("{sk:poison}:dead")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await?;
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    let reasons: Vec<String> = dead
+        .iter()
+        .map(|(_, f)| {
+            f.chunks(2)
+                .find(|kv| kv[0] == "reason")
+                .map(|kv| kv[1].clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "malformed entry"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("delivered") && r.contains("0x00")),
+        "the last error is kept: {reasons:?}"
+    );
+    let pending: Vec<redis::Value> = redis::cmd("XPENDING")
+        .arg(queue)
+        .arg("drain")
+        .query_async(&mut conn)
+        .await?;
+    assert_eq!(
+        pending.first(),
+        Some(&redis::Value::Int(0)),
+        "nothing left unacknowledged"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payment_racing_timeout_release_never_both() -> Result<()> {
+    let (redis, pg, app) = start(&[]).await?;
+    let mut all = Vec::new();
+    for round in 0..3 {
+        let event = format!("race{round}");
+        let accepted = sell(&app, &event, 40, 40, json!({ "payment_timeout_s": 1 })).await?;
+        drain_all(&app).await?;
+        // Fire payments and releases together around the deadline.
+        tokio::time::sleep(Duration::from_millis(900 + 40 * round)).await;
+        let pays = stream::iter(accepted.clone())
+            .map(|(user, order)| {
+                let app = &app;
+                let event = event.clone();
+                async move {
+                    app.call(
+                        Method::POST,
+                        &format!("/api/events/{event}/orders/{order}/pay"),
+                        Some(&jwt_for(&user)),
+                        None,
+                    )
+                    .await
+                }
+            })
+            .buffered(16) // in order: results are matched to orders below
+            .collect::<Vec<_>>();
+        let releases = stream::iter(0..6)
+            .map(|_| job(&app, "timeout-release"))
+            .buffer_unordered(3)
+            .collect::<Vec<_>>();
+        let (pays, _) = tokio::join!(pays, releases);
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        job(&app, "timeout-release").await?;
+        let db = pg.client().await?;
+        for ((user, order), pay) in accepted.iter().zip(&pays) {
+            let (status, body) = pay.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let row = db
+                .query_one("SELECT status FROM orders WHERE order_id = $1", &[order])
+                .await?;
+            let state: String = row.get(0);
+            match *status {
+                200 => assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres"),
+                409 => assert_eq!(
+                    (body["error"]["code"].as_str(), state.as_str()),
+                    (Some("order_expired"), "expired")
+                ),
+                other => panic!("{user}: unexpected {other} {body}"),
+            }
+        }
+        let shards: i64 = app.status(&event).await?["stock_left"]
+            .as_i64()
+            .unwrap_or(-1);
+        let expired: i64 = db
+            .query_one(
+                "SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'expired'",
+                &[&event],
+            )
+            .await?
+            .get(0);
+        assert_eq!(
+            shards, expired,
+            "exactly the expired units are back in Redis"
+        );
+        assert_books(&app, &pg, &event, 40, &accepted).await?;
+        all.push(expired);
+    }
+    let _ = redis;
+    eprintln!("expired per round: {all:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = sell(&app, "pair", 150, 150, json!({})).await?;
+    let (a, b) = tokio::join!(job(&app, "drain"), job(&app, "drain"));
+    let (a, b) = (a?.1, b?.1);
+    let busy = |r: &Value| {
+        r["busy"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|e| e == "pair"))
+    };
+    assert!(
+        busy(&a) || busy(&b),
+        "one of them found the lease taken: {a} / {b}"
+    );
+    assert!(!(busy(&a) && busy(&b)), "and the other worked: {a} / {b}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "pair", 150, &accepted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restarted_with_aof_always_loses_no_accepted_order() -> Result<()> {
+    let mut redis = RedisServer::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--save",
+        "",
+    ])?;
+    let pg = PgServer::start()?;
+    pg.migrate().await?;
+    let app = TestApp::start("spin.toml", &vars(&redis, &pg, &[])).await?;
+    let mut accepted = sell(&app, "aof", 100, 60, json!({})).await?;
+    redis.crash_and_restart()?; // SIGKILL: only what was fsynced survives
+    // The host's shared connection reconnects by itself; the sale goes on.
+    let mut more = Vec::new();
+    for i in 0..40 {
+        let user = format!("aof-late{i}");
+        // Requests in the moment of the restart get 503 and are retried, as a client would.
+        for _ in 0..40 {
+            if let Ok(Ok(token)) = app.admit_and_precheck("aof", &user).await {
+                let (status, body) = app.buy("aof", &user, &token).await?;
+                if status == 202 {
+                    more.push((
+                        user.clone(),
+                        body["order_id"].as_str().unwrap_or_default().to_owned(),
+                    ));
+                    break;
+                }
+                assert_eq!(status, 503, "only unavailability is retried: {body}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert_eq!(more.len(), 40, "the sale continued after the restart");
+    accepted.extend(more);
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "aof", 100, &accepted).await
+}
