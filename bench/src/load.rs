@@ -163,3 +163,20 @@ pub async fn closed_loop(
         cpu_seconds: cpu_seconds() - cpu_start,
     })
 }
+
+/// One request on a fresh connection; returns status and body (for job calls and set-up).
+pub async fn once(addr: SocketAddr, call: Call) -> Result<(u16, Bytes)> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method(call.method)
+        .uri(call.path)
+        .header("host", addr.to_string());
+    if let Some(b) = call.bearer {
+        req = req.header("authorization", format!("Bearer {b}"));
+    }
+    let resp = sender.send_request(req.body(Full::new(call.body))?).await?;
+    let status = resp.status().as_u16();
+    Ok((status, resp.into_body().collect().await?.to_bytes()))
+}

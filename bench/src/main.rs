@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use load::{Call, Report, closed_loop};
+use load::{Call, Report, closed_loop, once};
 use seckill_shared::event::{EventConfig, EventId};
 use seckill_shared::{admin, auth, sale};
 use seckill_tests::{NativeStore, PgServer, RedisServer, free_port, jwt_for, repo_root};
@@ -29,6 +29,9 @@ struct Args {
     /// Buyers prepared for the buy rows (each buys once).
     #[arg(long, default_value_t = 60_000)]
     users: usize,
+    /// Orders in the drain backlog.
+    #[arg(long, default_value_t = 200_000)]
+    backlog: usize,
 }
 
 /// A `seckill-host up` process of the suite's own.
@@ -392,6 +395,117 @@ async fn main() -> Result<()> {
     rows.push(row);
     drop(faithful);
 
+    rows.push(drain_backlog(&redis, &pg, &vars, args.backlog).await?);
+
     print_table(&rows);
     Ok(())
+}
+
+/// The drain into Postgres: a backlog of `n` accepted orders (written as the buy script writes
+/// them), drained through the host's `POST /admin/jobs/drain` until none is left.
+async fn drain_backlog(
+    redis: &RedisServer,
+    pg: &PgServer,
+    vars: &[(&str, String)],
+    n: usize,
+) -> Result<Row> {
+    pg.migrate().await?;
+    let event = open_event(redis, "backlog", n as u64)?;
+    let k = seckill_shared::keys::EventKeys::new(&event);
+    eprintln!("writing a backlog of {n} orders…");
+    let mut conn = redis.client().get_connection()?;
+    let now = seckill_shared::clock::now_ms();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(2_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            let (id, user, shard, seq) = (
+                format!("{:012x}{:016x}", now, i),
+                format!("d{i}"),
+                i % 8,
+                i + 1,
+            );
+            pipe.cmd("HSET")
+                .arg(k.order(&id))
+                .arg(&[
+                    "user",
+                    &user,
+                    "shard",
+                    &shard.to_string(),
+                    "seq",
+                    &seq.to_string(),
+                    "status",
+                    "queued",
+                    "created_ms",
+                    &now.to_string(),
+                ])
+                .ignore();
+            pipe.cmd("HSET")
+                .arg(k.bought())
+                .arg(&user)
+                .arg(&id)
+                .ignore();
+            pipe.cmd("XADD")
+                .arg(k.queue())
+                .arg("*")
+                .arg(&[
+                    "order",
+                    &id,
+                    "user",
+                    &user,
+                    "shard",
+                    &shard.to_string(),
+                    "seq",
+                    &seq.to_string(),
+                    "created_ms",
+                    &now.to_string(),
+                ])
+                .ignore();
+        }
+        pipe.query::<()>(&mut conn)?;
+    }
+    let _: () = redis::cmd("SET").arg(k.seq()).arg(n).query(&mut conn)?;
+    for i in 0..8 {
+        let _: () = redis::cmd("SET").arg(k.stock(i)).arg(0).query(&mut conn)?;
+    }
+    let _: () = redis::cmd("DEL").arg(k.nonempty()).query(&mut conn)?;
+    let host = HostProcess::start("spin.toml", vars, false)?;
+    let start = std::time::Instant::now();
+    let mut inserted = 0u64;
+    loop {
+        let (status, body) = once(
+            host.addr,
+            Call {
+                method: http::Method::POST,
+                path: "/admin/jobs/drain".into(),
+                bearer: Some(seckill_tests::ADMIN_TOKEN.into()),
+                body: bytes::Bytes::new(),
+            },
+        )
+        .await?;
+        let report: serde_json::Value = serde_json::from_slice(&body)?;
+        anyhow::ensure!(status == 200, "drain: {status} {report}");
+        let n = report["inserted"].as_u64().unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        inserted += n;
+    }
+    let elapsed = start.elapsed();
+    let db = pg.client().await?;
+    let rows: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = 'backlog'",
+            &[],
+        )
+        .await?
+        .get(0);
+    Ok(Row {
+        name: format!("drain into Postgres ({n}-order backlog, 500 per transaction)"),
+        report: None,
+        note: format!(
+            "{:.0} orders/s ({inserted} inserted in {:.2} s; {rows} rows in Postgres)",
+            inserted as f64 / elapsed.as_secs_f64(),
+            elapsed.as_secs_f64()
+        ),
+    })
 }

@@ -1,6 +1,6 @@
 -- pay / timeout-release: mirror an order's final state in Redis for poll. For `expired`, the
 -- unit goes back to its shard exactly once: the status flip and the INCR are one step.
--- KEYS: 1 cfg, 2 non-empty shards
+-- KEYS: 1 cfg, 2 non-empty shards, 3 drained counter
 -- ARGV: 1 tag prefix, 2 status (paid | expired), then order ids
 -- Reply: {OK, units released}
 local released = 0
@@ -8,6 +8,9 @@ for i = 3, #ARGV do
   local key = ARGV[1] .. 'order:' .. ARGV[i]
   local o = hmget(key, 'status', 'shard')
   if o.status and o.status ~= ARGV[2] and o.status ~= 'expired' then
+    -- Still `queued` means the drain committed it to Postgres (pay and release only see rows
+    -- there) but died before confirming: count it as drained now, exactly once.
+    if o.status == 'queued' then redis.call('INCR', KEYS[3]) end
     redis.call('HSET', key, 'status', ARGV[2])
     if ARGV[2] == 'expired' then
       redis.call('INCR', ARGV[1] .. 'stock:' .. o.shard)

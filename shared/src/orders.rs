@@ -525,7 +525,11 @@ fn mirror(
     let k = EventKeys::new(event);
     let mut args = vec![k.prefix().to_owned(), status.to_owned()];
     args.extend(orders.iter().cloned());
-    let r = store.run(&scripts::SET_ORDER_STATUS, &[k.cfg(), k.nonempty()], &args)?;
+    let r = store.run(
+        &scripts::SET_ORDER_STATUS,
+        &[k.cfg(), k.nonempty(), k.drained()],
+        &args,
+    )?;
     Ok(r.int(1)? as u64)
 }
 

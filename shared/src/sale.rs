@@ -191,10 +191,11 @@ pub fn buy(
             order_id.clone(),
         ],
     )?)?;
+    let (seq, drained) = (r.int(1)? as u64, r.int(3)? as u64);
     Ok(Accepted {
         order_id,
         status: "queued",
-        position: r.int(1)? as u64,
+        position: seq.saturating_sub(drained).max(1),
         shard: r.int(2)? as u32,
     })
 }

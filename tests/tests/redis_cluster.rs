@@ -590,7 +590,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     assert_eq!(released.int(1)?, 1);
     let expired = store.run(
         &scripts::SET_ORDER_STATUS,
-        &[k.cfg(), k.nonempty()],
+        &[k.cfg(), k.nonempty(), k.drained()],
         &[prefix(), "expired".into(), confirm[2].clone()],
     )?;
     assert_eq!(expired.int(1)?, 1, "one unit back in its shard");

@@ -24,6 +24,9 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     operator(req)?;
     require_method(req, Method::Post)?;
     let job = http::path_param(req, "job")?;
+    if !["drain", "timeout-release", "reconcile"].contains(&job) {
+        return Err(ApiError::not_found(format!("no job `{job}`")));
+    }
     let (store, db) = (http::redis()?, config::postgres()?);
     let to_json = |v: &dyn erased::Ser| v.json();
     match job {
@@ -40,7 +43,11 @@ fn run(req: &Request) -> Result<Value, ApiError> {
             1_000,
         )?),
         "reconcile" => {
-            let events = match req.query().strip_prefix("event=") {
+            let event = req
+                .query()
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("event="));
+            let events = match event {
                 Some(id) => vec![EventId::parse(id)?],
                 None => orders::registered_events(&store)?,
             };
