@@ -619,8 +619,56 @@ pub struct Reconciliation {
     pub ledger_drift: Option<i64>,
     /// Orders whose state disagrees (Postgres expired, Redis not released), repaired if asked.
     pub unreleased_orders: Vec<String>,
+    /// When the books do not balance: orders Redis says reached Postgres that Postgres lacks
+    /// (at most 100).
+    pub missing_in_postgres: Vec<String>,
+    /// When the books do not balance: orders in Postgres that Redis does not know (at most 100).
+    pub unknown_to_redis: Vec<String>,
     /// Whether the safe repairs ran.
     pub repaired: bool,
+}
+
+/// Compares the order sets of Redis and Postgres to name what the drift consists of.
+fn name_offenders(
+    store: &impl Store,
+    db: &pg::Connection,
+    k: &EventKeys,
+    event: &EventId,
+    out: &mut Reconciliation,
+) -> Result<(), ApiError> {
+    let r = store.run(
+        &scripts::RECONCILE_ORDERS,
+        &[k.bought()],
+        &[k.prefix().to_owned()],
+    )?;
+    let n = r.int(1)? as usize;
+    let mut redis_orders = std::collections::HashMap::new();
+    for i in 0..n {
+        redis_orders.insert(r.text(2 + 2 * i)?, r.text(3 + 2 * i)?);
+    }
+    let in_pg: std::collections::HashSet<String> = db
+        .query(
+            "SELECT order_id FROM orders WHERE event_id = $1",
+            &[s(event.as_str())],
+        )
+        .map_err(DbError::from)?
+        .rows
+        .iter()
+        .map(|r| text(r, 0))
+        .collect();
+    out.missing_in_postgres = redis_orders
+        .iter()
+        .filter(|(id, status)| status.as_str() != "queued" && !in_pg.contains(*id))
+        .map(|(id, _)| id.clone())
+        .take(100)
+        .collect();
+    out.unknown_to_redis = in_pg
+        .iter()
+        .filter(|id| !redis_orders.contains_key(*id))
+        .take(100)
+        .cloned()
+        .collect();
+    Ok(())
 }
 
 /// Checks one event's books and, when `repair` is set, gives back units of expired orders that
@@ -681,8 +729,13 @@ pub fn reconcile(
         drift: initial - (remaining + in_flight + held + awaiting),
         ledger_drift: ledger.rows.first().map(|r| initial - int(r, 0)),
         unreleased_orders: unreleased,
+        missing_in_postgres: Vec::new(),
+        unknown_to_redis: Vec::new(),
         repaired: false,
     };
+    if out.drift != 0 {
+        name_offenders(store, db, &k, event, &mut out)?;
+    }
     if repair && !out.unreleased_orders.is_empty() {
         mirror(store, event, "expired", &out.unreleased_orders)?;
         db.execute(

@@ -507,3 +507,25 @@ async fn redis_restarted_with_aof_always_loses_no_accepted_order() -> Result<()>
     drain_all(&app).await?;
     assert_books(&app, &pg, "aof", 100, &accepted).await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_names_the_orders_behind_a_drift() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = sell(&app, "books", 20, 20, json!({})).await?;
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "books", 20, &accepted).await?;
+    // Postgres loses one row (as with synchronous_commit = off and a crash).
+    let db = pg.client().await?;
+    let lost = &accepted[0].1;
+    db.execute("DELETE FROM orders WHERE order_id = $1", &[lost])
+        .await?;
+    let (status, books) = app
+        .admin(Method::POST, "/admin/jobs/reconcile?event=books", None)
+        .await?;
+    assert_eq!(status, 200, "{books}");
+    let b = &books["events"][0];
+    assert_eq!(b["drift"], 1, "{b}");
+    assert_eq!(b["missing_in_postgres"], json!([lost]), "{b}");
+    assert_eq!(b["unknown_to_redis"], json!([]), "{b}");
+    Ok(())
+}

@@ -603,6 +603,8 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         (books.int(1)?, books.int(2)?, books.int(3)?, books.int(4)?),
         (50, 1, 50, 50)
     );
+    let orders = store.run(&scripts::RECONCILE_ORDERS, &[k.bought()], &[prefix()])?;
+    assert_eq!(orders.int(1)?, 50, "every order with its status");
 
     // Every key written lives with its event: tagged, on the master owning the tag's slot.
     for port in cluster.ports() {
