@@ -6,4 +6,4 @@ bash "$ROOT/scripts/setup.sh"
 command -v redis-benchmark >/dev/null 2>&1 || log "redis-benchmark missing: its row will be empty"
 build_wasm
 (cd "$ROOT" && cargo build --quiet --release -p seckill-host -p seckill-bench)
-exec "$ROOT/target/release/seckill-bench" "$@"
+exec "$ROOT/target/release/seckill-bench" suite "$@"

@@ -2,6 +2,7 @@
 //! raw Redis, the host serving a trivial component, and the sale's endpoints end to end. It
 //! prints a table; nothing here asserts (that is the tests' job).
 
+mod demo;
 mod load;
 
 use std::net::SocketAddr;
@@ -17,8 +18,17 @@ use seckill_shared::{admin, auth, sale};
 use seckill_tests::{NativeStore, PgServer, RedisServer, free_port, jwt_for, repo_root};
 use serde_json::json;
 
-/// Runs the benchmark suite and prints the table.
+/// seckill's benchmarks and the simulated sale.
 #[derive(Parser)]
+enum Cli {
+    /// The benchmark suite: a table of figures measured in one run.
+    Suite(Args),
+    /// A simulated sale end to end, with a report and a chart.
+    Demo(demo::DemoArgs),
+}
+
+/// Settings of the benchmark suite.
+#[derive(clap::Args)]
 struct Args {
     /// Seconds per row.
     #[arg(long, default_value_t = 5)]
@@ -45,21 +55,28 @@ struct HostProcess {
 
 impl HostProcess {
     fn start(manifest: &str, vars: &[(&str, String)], faithful: bool) -> Result<Self> {
+        Self::start_app(manifest, vars, faithful, false)
+    }
+
+    /// Starts `seckill-host up`, with its cron triggers when `cron` is set.
+    fn start_app(
+        manifest: &str,
+        vars: &[(&str, String)],
+        faithful: bool,
+        cron: bool,
+    ) -> Result<Self> {
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
         let mut cmd = Command::new(repo_root().join("target/release/seckill-host"));
-        cmd.args([
-            "up",
-            "--no-cron",
-            "--listen",
-            &addr.to_string(),
-            "--manifest",
-        ])
-        .arg(repo_root().join(manifest))
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null());
+        cmd.args(["up", "--listen", &addr.to_string(), "--manifest"])
+            .arg(repo_root().join(manifest))
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null());
         if faithful {
             cmd.arg("--spin-faithful");
+        }
+        if !cron {
+            cmd.arg("--no-cron");
         }
         for (k, v) in vars {
             cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
@@ -253,7 +270,13 @@ async fn buy_row(
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args = Args::parse();
+    match Cli::parse() {
+        Cli::Suite(args) => suite(args).await,
+        Cli::Demo(args) => demo::run(args).await,
+    }
+}
+
+async fn suite(args: Args) -> Result<()> {
     let redis = RedisServer::start()?;
     let pg = PgServer::start()?;
     let vars = seckill_tests::app_vars(&redis, &pg);
