@@ -4,6 +4,7 @@
 
 mod demo;
 mod load;
+mod native;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -25,6 +26,8 @@ enum Cli {
     Suite(Args),
     /// A simulated sale end to end, with a report and a chart.
     Demo(demo::DemoArgs),
+    /// The native baseline server (started by `suite`).
+    NativeServe(native::NativeArgs),
 }
 
 /// Settings of the benchmark suite.
@@ -96,6 +99,42 @@ impl HostProcess {
 }
 
 impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The native baseline server, a `seckill-bench native-serve` process.
+struct NativeProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl NativeProcess {
+    fn start(redis: &RedisServer) -> Result<Self> {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+        let child = Command::new(std::env::current_exe()?)
+            .args([
+                "native-serve",
+                "--listen",
+                &addr.to_string(),
+                "--redis-url",
+                &redis.url(),
+            ])
+            .args(["--jwt-secret", seckill_tests::JWT_SECRET])
+            .spawn()?;
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                return Ok(NativeProcess { child, addr });
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        bail!("native server on {addr} did not start")
+    }
+}
+
+impl Drop for NativeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -229,7 +268,7 @@ fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
 
 async fn buy_row(
     name: &str,
-    host: &HostProcess,
+    addr: SocketAddr,
     redis: &RedisServer,
     buyers: Vec<(String, String, String)>,
     event: &EventId,
@@ -250,7 +289,7 @@ async fn buy_row(
         })
     };
     let report = closed_loop(
-        host.addr,
+        addr,
         args.connections,
         Duration::from_secs(args.seconds),
         calls,
@@ -273,6 +312,7 @@ async fn main() -> Result<()> {
     match Cli::parse() {
         Cli::Suite(args) => suite(args).await,
         Cli::Demo(args) => demo::run(args).await,
+        Cli::NativeServe(args) => native::serve(args).await,
     }
 }
 
@@ -334,7 +374,7 @@ async fn suite(args: Args) -> Result<()> {
     let buyers = prepare_buyers(&redis, &event, args.users, "b")?;
     let mut row = buy_row(
         "buy end to end (pooled Redis connection)",
-        &host,
+        host.addr,
         &redis,
         buyers.clone(),
         &event,
@@ -422,7 +462,7 @@ async fn suite(args: Args) -> Result<()> {
     let buyers = prepare_buyers(&redis, &event, args.users, "f")?;
     let mut row = buy_row(
         "buy end to end, Spin-faithful (connection per request)",
-        &faithful,
+        faithful.addr,
         &redis,
         buyers,
         &event,
@@ -433,6 +473,28 @@ async fn suite(args: Args) -> Result<()> {
     row.note = format!("{} {:.2}× pooled buy;", row.note, rps / buy_rps);
     rows.push(row);
     drop(faithful);
+
+    // The same buy natively: shared/ code and the same script behind plain hyper, no WASM.
+    let native = NativeProcess::start(&redis)?;
+    let event = open_event(&redis, "native", 10_000_000)?;
+    let buyers = prepare_buyers(&redis, &event, args.users, "n")?;
+    let mut row = buy_row(
+        "native baseline: the same buy without WASM",
+        native.addr,
+        &redis,
+        buyers,
+        &event,
+        &args,
+    )
+    .await?;
+    let native_rps = row.report.as_ref().map_or(0.0, Report::rps);
+    row.note = format!(
+        "{} WASM buy = {:.2}× native;",
+        row.note,
+        buy_rps / native_rps
+    );
+    rows.push(row);
+    drop(native);
 
     rows.extend(drain);
 

@@ -270,7 +270,6 @@ fn engine(max_instances: u32) -> Result<Engine> {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
-
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Ok(Engine::new(&config)?)
 }

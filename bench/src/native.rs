@@ -1,0 +1,132 @@
+//! The native baseline: the same buy (the same `shared/` code and Lua script, one EVALSHA) behind
+//! a plain hyper server, no WebAssembly — so the suite shows what the per-request instance costs.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use seckill_shared::event::EventId;
+use seckill_shared::{ApiError, auth, clock, sale};
+use seckill_tests::NativeStore;
+
+/// Settings of the native server.
+#[derive(clap::Args, Clone)]
+pub struct NativeArgs {
+    /// Address to listen on.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// The sale's Redis.
+    #[arg(long)]
+    pub redis_url: String,
+    /// The shop's JWT key.
+    #[arg(long)]
+    pub jwt_secret: String,
+}
+
+/// Sync Redis connections, one per request in flight (scripts run on blocking threads).
+struct Pool {
+    client: redis::Client,
+    idle: Mutex<Vec<redis::Connection>>,
+}
+
+impl Pool {
+    fn with<T>(&self, f: impl FnOnce(&NativeStore<redis::Connection>) -> T) -> Result<T> {
+        let conn = match self.idle.lock().unwrap().pop() {
+            Some(c) => c,
+            None => self.client.get_connection()?,
+        };
+        let store = NativeStore::new(conn);
+        let out = f(&store);
+        self.idle
+            .lock()
+            .unwrap()
+            .push(store.0.into_inner().unwrap());
+        Ok(out)
+    }
+}
+
+fn json(status: u16, body: Vec<u8>) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .expect("valid response")
+}
+
+async fn buy(
+    pool: Arc<Pool>,
+    secret: Arc<String>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let result = async {
+        let path = req.uri().path().to_owned();
+        let event = path
+            .strip_prefix("/api/events/")
+            .and_then(|p| p.strip_suffix("/buy"))
+            .ok_or_else(|| ApiError::not_found("no route"))?;
+        let event = EventId::parse(event)?;
+        let bearer = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| ApiError::new(401, "unauthorized", "bearer token required"))?
+            .to_owned();
+        let user = auth::verify_jwt(&bearer, secret.as_bytes(), clock::now_ms() / 1000)?.sub;
+        let body = req
+            .into_body()
+            .collect()
+            .await
+            .map_err(ApiError::internal)?
+            .to_bytes();
+        #[derive(serde::Deserialize)]
+        struct Body {
+            purchase_token: String,
+        }
+        let body: Body = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))?;
+        tokio::task::spawn_blocking(move || {
+            pool.with(|store| {
+                sale::buy(store, &event, &user, &body.purchase_token, clock::now_ms())
+            })
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?
+    }
+    .await;
+    match result {
+        Ok(accepted) => json(202, serde_json::to_vec(&accepted).unwrap_or_default()),
+        Err(e) => json(e.status, e.to_json().into_bytes()),
+    }
+}
+
+/// Serves `POST /api/events/{id}/buy` until killed.
+pub async fn serve(args: NativeArgs) -> Result<()> {
+    let pool = Arc::new(Pool {
+        client: redis::Client::open(args.redis_url)?,
+        idle: Mutex::new(Vec::new()),
+    });
+    let secret = Arc::new(args.jwt_secret);
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let (pool, secret) = (pool.clone(), secret.clone());
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let (pool, secret) = (pool.clone(), secret.clone());
+                async move { Ok::<_, Infallible>(buy(pool, secret, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
