@@ -209,34 +209,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(jitter)).await;
             for _ in 0..clicks {
-                let (status, body) = timed(
-                    &rec,
-                    addr,
-                    "precheck",
-                    post(
-                        format!("/api/events/{event}/precheck"),
-                        &jwt,
-                        json!({ "admission_token": admission }),
-                    ),
-                )
-                .await?;
-                if status != 200 {
-                    continue;
-                }
-                let token = body["purchase_token"].as_str().unwrap_or_default();
-                let (status, body) = timed(
-                    &rec,
-                    addr,
-                    "buy",
-                    post(
-                        format!("/api/events/{event}/buy"),
-                        &jwt,
-                        json!({ "purchase_token": token }),
-                    ),
-                )
-                .await?;
-                if status == 202 {
-                    let order = body["order_id"].as_str().unwrap_or_default().to_owned();
+                if let Some(order) = precheck_and_buy(&rec, addr, event, &jwt, &admission).await? {
                     winners
                         .lock()
                         .unwrap()
@@ -348,38 +321,8 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         .map(|(user, jwt, admission)| {
             let rec = rec.clone();
             async move {
-                let (status, body) = timed(
-                    &rec,
-                    addr,
-                    "precheck",
-                    post(
-                        format!("/api/events/{event}/precheck"),
-                        &jwt,
-                        json!({ "admission_token": admission }),
-                    ),
-                )
-                .await?;
-                if status != 200 {
-                    return anyhow::Ok(None);
-                }
-                let token = body["purchase_token"].as_str().unwrap_or_default();
-                let (status, body) = timed(
-                    &rec,
-                    addr,
-                    "buy",
-                    post(
-                        format!("/api/events/{event}/buy"),
-                        &jwt,
-                        json!({ "purchase_token": token }),
-                    ),
-                )
-                .await?;
-                Ok((status == 202).then(|| {
-                    (
-                        user,
-                        body["order_id"].as_str().unwrap_or_default().to_owned(),
-                    )
-                }))
+                let order = precheck_and_buy(&rec, addr, event, &jwt, &admission).await?;
+                anyhow::Ok(order.map(|o| (user, o)))
             }
         })
         .buffer_unordered(64)
@@ -482,6 +425,32 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         "oversold {oversold}, lost {lost}"
     );
     Ok(())
+}
+
+/// One click: precheck, then buy with the purchase token. Returns the order id on a 202.
+async fn precheck_and_buy(
+    rec: &Shared,
+    addr: std::net::SocketAddr,
+    event: &str,
+    jwt: &str,
+    admission: &str,
+) -> Result<Option<String>> {
+    let precheck = post(
+        format!("/api/events/{event}/precheck"),
+        jwt,
+        json!({ "admission_token": admission }),
+    );
+    let (status, body) = timed(rec, addr, "precheck", precheck).await?;
+    if status != 200 {
+        return Ok(None);
+    }
+    let buy = post(
+        format!("/api/events/{event}/buy"),
+        jwt,
+        json!({ "purchase_token": body["purchase_token"] }),
+    );
+    let (status, body) = timed(rec, addr, "buy", buy).await?;
+    Ok((status == 202).then(|| body["order_id"].as_str().unwrap_or_default().to_owned()))
 }
 
 /// Samples the units left every 200 ms, for the chart.

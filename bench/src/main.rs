@@ -50,13 +50,31 @@ struct Args {
     only: Option<String>,
 }
 
-/// A `seckill-host up` process of the suite's own.
-struct HostProcess {
+/// A server process of the suite's own (the host, or the native baseline), killed on drop.
+struct ServerProcess {
     child: Child,
     addr: SocketAddr,
 }
 
-impl HostProcess {
+/// The host under test.
+type HostProcess = ServerProcess;
+
+impl ServerProcess {
+    /// Spawns `cmd`, which must listen on `addr`, and waits until it accepts connections.
+    fn spawn(mut cmd: Command, addr: SocketAddr) -> Result<Self> {
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("start {cmd:?} (build it first)"))?;
+        let server = ServerProcess { child, addr };
+        for _ in 0..400 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                return Ok(server);
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        bail!("{cmd:?} did not start listening on {addr}")
+    }
+
     fn start(manifest: &str, vars: &[(&str, String)], faithful: bool) -> Result<Self> {
         Self::start_app(manifest, vars, faithful, false)
     }
@@ -68,8 +86,7 @@ impl HostProcess {
         faithful: bool,
         cron: bool,
     ) -> Result<Self> {
-        let port = free_port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
         let mut cmd = Command::new(repo_root().join("target/release/seckill-host"));
         cmd.args(["up", "--listen", &addr.to_string(), "--manifest"])
             .arg(repo_root().join(manifest))
@@ -84,57 +101,26 @@ impl HostProcess {
         for (k, v) in vars {
             cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
         }
-        let child = cmd
-            .spawn()
-            .context("start target/release/seckill-host (build it first)")?;
-        let host = HostProcess { child, addr };
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(addr).is_ok() {
-                return Ok(host);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        bail!("host on {addr} did not start")
+        Self::spawn(cmd, addr)
     }
-}
 
-impl Drop for HostProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The native baseline server, a `seckill-bench native-serve` process.
-struct NativeProcess {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl NativeProcess {
-    fn start(redis: &RedisServer) -> Result<Self> {
+    /// Starts the native baseline (`seckill-bench native-serve`).
+    fn start_native(redis: &RedisServer) -> Result<Self> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
-        let child = Command::new(std::env::current_exe()?)
-            .args([
-                "native-serve",
-                "--listen",
-                &addr.to_string(),
-                "--redis-url",
-                &redis.url(),
-            ])
-            .args(["--jwt-secret", seckill_tests::JWT_SECRET])
-            .spawn()?;
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(addr).is_ok() {
-                return Ok(NativeProcess { child, addr });
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        bail!("native server on {addr} did not start")
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.args([
+            "native-serve",
+            "--listen",
+            &addr.to_string(),
+            "--redis-url",
+            &redis.url(),
+        ])
+        .args(["--jwt-secret", seckill_tests::JWT_SECRET]);
+        Self::spawn(cmd, addr)
     }
 }
 
-impl Drop for NativeProcess {
+impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -475,7 +461,7 @@ async fn suite(args: Args) -> Result<()> {
     drop(faithful);
 
     // The same buy natively: shared/ code and the same script behind plain hyper, no WASM.
-    let native = NativeProcess::start(&redis)?;
+    let native = ServerProcess::start_native(&redis)?;
     let event = open_event(&redis, "native", 10_000_000)?;
     let buyers = prepare_buyers(&redis, &event, args.users, "n")?;
     let mut row = buy_row(
