@@ -8,17 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::ApiError;
 use crate::event::{EventConfig, EventId, Switches};
 use crate::keys::EventKeys;
-use crate::sale::refusal;
-use crate::scripts::{self, code};
-use crate::store::{Replies, Store};
-
-fn ok_or_refusal(r: Replies) -> Result<Replies, ApiError> {
-    if r.code()? == code::OK {
-        Ok(r)
-    } else {
-        Err(refusal(&r))
-    }
-}
+use crate::sale::ok_or_refusal;
+use crate::scripts;
+use crate::store::Store;
 
 fn with_prefix(k: &EventKeys, fields: Vec<(&'static str, String)>) -> Vec<String> {
     let mut args = vec![k.prefix().to_owned()];

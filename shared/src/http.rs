@@ -34,6 +34,11 @@ pub fn error(e: &ApiError) -> Response {
         .build()
 }
 
+/// A report as a JSON value (for functions that pick the shape per route).
+pub fn to_value<T: Serialize>(v: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(v).map_err(ApiError::internal)
+}
+
 /// Renders the outcome of a function: `Ok` as JSON with `status`, `Err` as its error.
 pub fn respond<T: Serialize>(status: u16, result: Result<T, ApiError>) -> Response {
     match result {

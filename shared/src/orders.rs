@@ -67,14 +67,14 @@ fn text(row: &[DbValue], i: usize) -> String {
 }
 
 /// Runs `f` inside BEGIN … COMMIT; rolls back when it fails.
-fn transaction<T>(
+fn transaction<T, E: From<DbError>>(
     db: &pg::Connection,
-    f: impl FnOnce() -> Result<T, DbError>,
-) -> Result<T, DbError> {
-    db.execute("BEGIN", &[])?;
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    db.execute("BEGIN", &[]).map_err(DbError::from)?;
     match f() {
         Ok(v) => {
-            db.execute("COMMIT", &[])?;
+            db.execute("COMMIT", &[]).map_err(DbError::from)?;
             Ok(v)
         }
         Err(e) => {
@@ -359,8 +359,7 @@ fn write_batch(
     now_ms: u64,
 ) -> Result<u64, StaleOrFailed> {
     let ev = event.as_str();
-    db.execute("BEGIN", &[]).map_err(DbError::from)?;
-    let result = (|| -> Result<u64, StaleOrFailed> {
+    transaction(db, || {
         let fenced = db
             .execute(
                 "INSERT INTO drain_fences (event_id, fence) VALUES ($1, $2)
@@ -403,17 +402,7 @@ fn write_batch(
             )
             .map_err(DbError::from)?;
         Ok(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
-    })();
-    match result {
-        Ok(n) => {
-            db.execute("COMMIT", &[]).map_err(DbError::from)?;
-            Ok(n)
-        }
-        Err(e) => {
-            let _ = db.execute("ROLLBACK", &[]);
-            Err(e)
-        }
-    }
+    })
 }
 
 /// Writes a failed batch entry by entry; those that still fail stay pending with their error.
@@ -570,7 +559,7 @@ pub fn release_expired(
              SELECT coalesce(sum(n), 0)::bigint FROM ledger",
             &[P::Int64(now_ms as i64), P::Int64(limit)],
         )?;
-        Ok(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
+        Ok::<_, DbError>(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
     })?;
     let pending = db
         .query(

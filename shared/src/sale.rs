@@ -58,7 +58,8 @@ pub fn refusal(r: &Replies) -> ApiError {
     }
 }
 
-fn ok_or_refusal(r: Replies) -> Result<Replies, ApiError> {
+/// The reply when its code is OK, else the refusal it stands for.
+pub(crate) fn ok_or_refusal(r: Replies) -> Result<Replies, ApiError> {
     if r.code()? == code::OK {
         Ok(r)
     } else {

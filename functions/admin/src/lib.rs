@@ -48,8 +48,10 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
             admin::set_switches(&redis()?, &event, &switches)?;
             Ok((200, json!({ "event_id": event.as_str(), "updated": true })))
         }
-        (Method::Get, "" | "/") => Ok((200, to_json(admin::status(&redis()?, &event)?)?)),
-        (Method::Post, "/warmup") => Ok((200, to_json(admin::warm_up(&redis()?, &event)?)?)),
+        (Method::Get, "" | "/") => Ok((200, http::to_value(&admin::status(&redis()?, &event)?)?)),
+        (Method::Post, "/warmup") => {
+            Ok((200, http::to_value(&admin::warm_up(&redis()?, &event)?)?))
+        }
         (Method::Post, "/deny") => {
             let list: DenyList = json_body(req)?;
             admin::deny(&redis()?, &event, &list)?;
@@ -66,8 +68,4 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         )),
         _ => Err(ApiError::not_found(format!("no admin route {rest}"))),
     }
-}
-
-fn to_json(v: impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(v).map_err(ApiError::internal)
 }

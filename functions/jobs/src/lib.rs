@@ -28,15 +28,14 @@ fn run(req: &Request) -> Result<Value, ApiError> {
         return Err(ApiError::not_found(format!("no job `{job}`")));
     }
     let (store, db) = (http::redis()?, config::postgres()?);
-    let to_json = |v: &dyn erased::Ser| v.json();
     match job {
-        "drain" => to_json(&orders::drain(
+        "drain" => http::to_value(&orders::drain(
             &store,
             &db,
             &config::drain_options(),
             clock::now_ms(),
         )?),
-        "timeout-release" => to_json(&orders::release_expired(
+        "timeout-release" => http::to_value(&orders::release_expired(
             &store,
             &db,
             clock::now_ms(),
@@ -58,22 +57,5 @@ fn run(req: &Request) -> Result<Value, ApiError> {
             Ok(json!({ "events": books }))
         }
         other => Err(ApiError::not_found(format!("no job `{other}`"))),
-    }
-}
-
-/// Rendering any report as JSON through one function.
-mod erased {
-    use seckill_shared::ApiError;
-
-    /// A serializable report.
-    pub trait Ser {
-        /// As JSON.
-        fn json(&self) -> Result<serde_json::Value, ApiError>;
-    }
-
-    impl<T: serde::Serialize> Ser for T {
-        fn json(&self) -> Result<serde_json::Value, ApiError> {
-            serde_json::to_value(self).map_err(ApiError::internal)
-        }
     }
 }
