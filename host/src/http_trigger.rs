@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -108,46 +108,42 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
     }
 }
 
-/// Spin's request headers (`crates/trigger-http/src/headers.rs`).
+/// Spin's request headers (`crates/trigger-http/src/headers.rs`). Built straight into the
+/// header map: this runs on every request.
 fn set_spin_headers(
     req: &mut Request<Incoming>,
     m: &RouteMatch,
     client: SocketAddr,
     local: SocketAddr,
 ) {
-    let host = req
-        .headers()
-        .get(http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_owned)
-        .unwrap_or_else(|| local.to_string());
-    let path_and_query = req
-        .uri()
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    let full_url = format!("http://{host}{path_and_query}");
-    let mut pairs: Vec<(String, String)> = vec![
-        ("spin-full-url".into(), full_url),
-        ("spin-path-info".into(), m.path_info.clone()),
-        ("spin-matched-route".into(), m.matched_route.clone()),
-        ("spin-component-route".into(), m.component_route.clone()),
-        ("spin-raw-component-route".into(), m.raw_route.clone()),
-        ("spin-base-path".into(), "/".into()),
-        ("spin-client-addr".into(), client.to_string()),
+    let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let full_url = match req.headers().get(http::header::HOST) {
+        Some(host) => [b"http://", host.as_bytes(), path_and_query.as_bytes()].concat(),
+        None => format!("http://{local}{path_and_query}").into_bytes(),
+    };
+    let fixed = [
+        ("spin-path-info", m.path_info.as_str()),
+        ("spin-matched-route", m.matched_route.as_str()),
+        ("spin-component-route", m.component_route.as_str()),
+        ("spin-raw-component-route", m.raw_route.as_str()),
+        ("spin-base-path", "/"),
     ];
-    for (name, value) in &m.captures {
-        pairs.push((
-            format!("spin-path-match-{}", name.to_ascii_lowercase()),
-            value.clone(),
-        ));
-    }
+    let client = client.to_string();
     let headers = req.headers_mut();
-    for (name, value) in pairs {
-        if let (Ok(name), Ok(value)) = (
-            http::HeaderName::try_from(name),
-            HeaderValue::try_from(value),
-        ) {
+    if let Ok(v) = HeaderValue::from_bytes(&full_url) {
+        headers.insert(HeaderName::from_static("spin-full-url"), v);
+    }
+    for (name, value) in fixed
+        .into_iter()
+        .chain([("spin-client-addr", client.as_str())])
+    {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+    }
+    for (name, value) in &m.captures {
+        let name = format!("spin-path-match-{}", name.to_ascii_lowercase());
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
             headers.insert(name, value);
         }
     }
