@@ -1,7 +1,13 @@
-//! A small closed-loop HTTP load generator: `connections` keep-alive HTTP/1.1 connections, each
-//! sending its next request as soon as the previous one is answered. It records every latency
-//! and the CPU it used itself, so results on a 2-core machine can be read honestly (the host
-//! under test runs in another process).
+//! A small HTTP load generator over keep-alive HTTP/1.1 connections, in two modes:
+//! - closed loop ([`closed_loop`]): each connection sends its next request as soon as the
+//!   previous one is answered, which finds the peak;
+//! - open loop ([`open_loop`]): requests are due at a fixed arrival rate whatever the server
+//!   does, and latency counts from when a request was due, so a server that falls behind shows
+//!   it in the percentiles instead of silently slowing the generator down (wrk2's correction
+//!   for coordinated omission).
+//!
+//! It records every latency and the CPU it used itself, so results on a 2-core machine can be
+//! read honestly (the host under test runs in another process).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -91,53 +97,52 @@ pub fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Runs `calls(i)` for i = 0, 1, … over `connections` connections until `calls` returns `None`
-/// or `duration` has passed.
-pub async fn closed_loop(
-    addr: SocketAddr,
-    connections: usize,
-    duration: Duration,
-    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
-) -> Result<Report> {
-    let next = Arc::new(AtomicU64::new(0));
-    let cpu_start = cpu_seconds();
-    let start = Instant::now();
-    let deadline = start + duration;
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
-        let (next, calls) = (next.clone(), calls.clone());
-        tasks.push(tokio::spawn(async move {
-            let stream = tokio::net::TcpStream::connect(addr).await?;
-            stream.set_nodelay(true)?;
-            let (mut sender, conn) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(conn);
-            let mut latencies = Vec::new();
-            let mut statuses = BTreeMap::new();
-            while Instant::now() < deadline {
-                let Some(call) = calls(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                let mut req = Request::builder()
-                    .method(call.method)
-                    .uri(call.path)
-                    .header("host", addr.to_string())
-                    .header("content-type", "application/json");
-                if let Some(b) = call.bearer {
-                    req = req.header("authorization", format!("Bearer {b}"));
-                }
-                let req = req.body(Full::new(call.body))?;
-                let sent = Instant::now();
-                sender.ready().await?;
-                let resp = sender.send_request(req).await?;
-                let status = resp.status().as_u16();
-                resp.into_body().collect().await?;
-                latencies.push(sent.elapsed().as_micros() as u32);
-                *statuses.entry(status).or_insert(0u64) += 1;
-            }
-            anyhow::Ok((latencies, statuses))
-        }));
+/// One keep-alive client connection.
+struct Conn {
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    host: String,
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr) -> Result<Self> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(conn);
+        Ok(Conn {
+            sender,
+            host: addr.to_string(),
+        })
     }
+
+    /// Sends `call` and reads the whole response; returns the status.
+    async fn send(&mut self, call: Call) -> Result<u16> {
+        let mut req = Request::builder()
+            .method(call.method)
+            .uri(call.path)
+            .header("host", &self.host)
+            .header("content-type", "application/json");
+        if let Some(b) = call.bearer {
+            req = req.header("authorization", format!("Bearer {b}"));
+        }
+        let req = req.body(Full::new(call.body))?;
+        self.sender.ready().await?;
+        let resp = self.sender.send_request(req).await?;
+        let status = resp.status().as_u16();
+        resp.into_body().collect().await?;
+        Ok(status)
+    }
+}
+
+/// What one connection saw: latencies in µs, and statuses.
+type Seen = (Vec<u32>, BTreeMap<u16, u64>);
+
+/// Merges what the connections saw into a report.
+async fn report(
+    tasks: Vec<tokio::task::JoinHandle<Result<Seen>>>,
+    start: Instant,
+    cpu_start: f64,
+) -> Result<Report> {
     let mut latencies = Vec::new();
     let mut statuses = BTreeMap::new();
     for t in tasks {
@@ -162,6 +167,86 @@ pub async fn closed_loop(
         p99: pct(0.99),
         cpu_seconds: cpu_seconds() - cpu_start,
     })
+}
+
+/// Runs `calls(i)` for i = 0, 1, … over `connections` connections until `calls` returns `None`
+/// or `duration` has passed.
+pub async fn closed_loop(
+    addr: SocketAddr,
+    connections: usize,
+    duration: Duration,
+    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
+) -> Result<Report> {
+    let next = Arc::new(AtomicU64::new(0));
+    let cpu_start = cpu_seconds();
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (next, calls) = (next.clone(), calls.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::open(addr).await?;
+            let mut seen = Seen::default();
+            while Instant::now() < deadline {
+                let Some(call) = calls(next.fetch_add(1, Ordering::Relaxed)) else {
+                    break;
+                };
+                let sent = Instant::now();
+                let status = conn.send(call).await?;
+                seen.0.push(sent.elapsed().as_micros() as u32);
+                *seen.1.entry(status).or_insert(0u64) += 1;
+            }
+            anyhow::Ok(seen)
+        }));
+    }
+    report(tasks, start, cpu_start).await
+}
+
+/// Sends `calls(i)` at `rate` requests per second for `duration`, spread over `connections`
+/// connections (connection k sends requests k, k + connections, …, each at its due time or as
+/// soon as its previous one is answered). Latency counts from the due time when the connection
+/// was still busy then.
+pub async fn open_loop(
+    addr: SocketAddr,
+    connections: usize,
+    rate: f64,
+    duration: Duration,
+    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
+) -> Result<Report> {
+    let total = (rate * duration.as_secs_f64()) as u64;
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let mut conns = Vec::new();
+    for _ in 0..connections {
+        conns.push(Conn::open(addr).await?);
+    }
+    let cpu_start = cpu_seconds();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for (k, mut conn) in conns.into_iter().enumerate() {
+        let calls = calls.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Seen::default();
+            let mut free_since = start;
+            for i in (k as u64..total).step_by(connections) {
+                let due = start + interval * i as u32;
+                tokio::time::sleep_until(due.into()).await;
+                let Some(call) = calls(i) else { break };
+                // A connection that was idle at the due time waited only for the timer (1 ms
+                // granularity): the generator's delay, not the server's, so count from the send.
+                let from = if free_since <= due {
+                    Instant::now()
+                } else {
+                    due
+                };
+                let status = conn.send(call).await?;
+                free_since = Instant::now();
+                seen.0.push((free_since - from).as_micros() as u32);
+                *seen.1.entry(status).or_insert(0u64) += 1;
+            }
+            anyhow::Ok(seen)
+        }));
+    }
+    report(tasks, start, cpu_start).await
 }
 
 /// One request on a fresh connection; returns status and body (for job calls and set-up).

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use load::{Call, Report, closed_loop, once};
+use load::{Call, Report, closed_loop, once, open_loop};
 use seckill_shared::event::{EventConfig, EventId};
 use seckill_shared::{admin, auth, sale};
 use seckill_tests::{NativeStore, PgServer, RedisServer, free_port, jwt_for, repo_root};
@@ -156,6 +156,29 @@ fn print_table(rows: &[Row]) {
     }
 }
 
+/// Runs `redis-benchmark` (50 clients) with `command`; returns its requests per second.
+fn redis_benchmark(redis: &RedisServer, extra: &[&str], command: &[&str]) -> Result<String> {
+    let port = redis.port.to_string();
+    let out = Command::new("redis-benchmark")
+        .args(["-p", &port, "-c", "50", "-q"])
+        .args(extra)
+        .args(command)
+        .output()
+        .context("redis-benchmark")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The last report line reads "EVALSHA ...: 95102.00 requests per second, p50=…".
+    Ok(text
+        .split_whitespace()
+        .zip(text.split_whitespace().skip(1))
+        .filter(|(_, next)| *next == "requests")
+        .last()
+        .map(|(n, _)| {
+            n.trim_start_matches(|c: char| !c.is_ascii_digit())
+                .to_owned()
+        })
+        .unwrap_or_else(|| text.trim().to_owned()))
+}
+
 /// `redis-benchmark` of EVALSHA on a one-key decrement script.
 fn redis_benchmark_evalsha(redis: &RedisServer) -> Result<Row> {
     let mut conn = redis.client().get_connection()?;
@@ -167,36 +190,70 @@ fn redis_benchmark_evalsha(redis: &RedisServer) -> Result<Row> {
         .arg("bench:stock")
         .arg(1_000_000_000)
         .query(&mut conn)?;
-    let out = Command::new("redis-benchmark")
-        .args([
-            "-p",
-            &redis.port.to_string(),
-            "-c",
-            "50",
-            "-n",
-            "200000",
-            "-q",
-            "EVALSHA",
-            &sha,
-            "1",
-            "bench:stock",
-        ])
-        .output()
-        .context("redis-benchmark")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let rps = text
-        .split_whitespace()
-        .zip(text.split_whitespace().skip(1))
-        .find(|(_, next)| *next == "requests")
-        .map(|(n, _)| {
-            n.trim_start_matches(|c: char| !c.is_ascii_digit())
-                .to_owned()
-        })
-        .unwrap_or_else(|| text.trim().to_owned());
+    let rps = redis_benchmark(
+        redis,
+        &["-n", "200000"],
+        &["EVALSHA", &sha, "1", "bench:stock"],
+    )?;
     Ok(Row {
         name: "raw Redis: redis-benchmark EVALSHA 1-key decrement (50 clients)".into(),
         report: None,
         note: format!("{rps} req/s"),
+    })
+}
+
+/// `redis-benchmark` of EVALSHA on `shared/lua/buy.lua` itself, with the keys and arguments
+/// `sale::buy` sends. redis-benchmark draws every `__rand_int__` independently, so the user and
+/// the purchase-token key are two random ids: every token key of the keyspace holds the same
+/// token, and a buy that meets a user or token already used takes the short refusal path (the
+/// note says how many did the whole purchase).
+fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
+    const KEYSPACE: u64 = 2_000_000;
+    const REQUESTS: u64 = 100_000;
+    let event = open_event(redis, "rawbuy", 10_000_000)?;
+    let k = seckill_shared::keys::EventKeys::new(&event);
+    let mut conn = redis.client().get_connection()?;
+    for chunk in (0..KEYSPACE).collect::<Vec<_>>().chunks(20_000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            pipe.cmd("SET")
+                .arg(k.purchase_token(&format!("{i:012}")))
+                .arg("t")
+                .ignore();
+        }
+        pipe.query::<()>(&mut conn)?;
+    }
+    let script = &seckill_shared::scripts::BUY;
+    let _: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(script.source)
+        .query(&mut conn)?;
+    let rand = "__rand_int__";
+    let keys = [
+        k.cfg(),
+        k.purchase_token(rand),
+        k.bought(),
+        k.nonempty(),
+        k.queue(),
+        k.seq(),
+        k.buy_bucket(),
+        k.drained(),
+    ];
+    let mut command = vec!["EVALSHA", script.sha, "8"];
+    command.extend(keys.iter().map(String::as_str));
+    command.extend([k.prefix(), rand, "t", rand, rand]);
+    let rps = redis_benchmark(
+        redis,
+        &["-n", &REQUESTS.to_string(), "-r", &KEYSPACE.to_string()],
+        &command,
+    )?;
+    let bought: u64 = redis::cmd("XLEN").arg(k.queue()).query(&mut conn)?;
+    Ok(Row {
+        name: "raw Redis: redis-benchmark EVALSHA of buy.lua (50 clients)".into(),
+        report: None,
+        note: format!(
+            "{rps} req/s; {bought} of {REQUESTS} took the whole purchase path, the rest met a used user or token"
+        ),
     })
 }
 
@@ -293,6 +350,40 @@ async fn buy_row(
     })
 }
 
+/// The buy at a fixed arrival rate (open loop): the latency buyers see when the host is not
+/// saturated.
+async fn half_peak_buy(
+    addr: SocketAddr,
+    redis: &RedisServer,
+    rate: f64,
+    args: &Args,
+) -> Result<Row> {
+    let event = open_event(redis, "halfpeak", 10_000_000)?;
+    let n = (rate * args.seconds as f64) as usize + 1;
+    let buyers = Arc::new(prepare_buyers(redis, &event, n, "h")?);
+    let path = format!("/api/events/{}/buy", event.as_str());
+    let report = open_loop(
+        addr,
+        args.connections * 2,
+        rate,
+        Duration::from_secs(args.seconds),
+        Arc::new(move |i: u64| {
+            let (jwt, _, token) = buyers.get(i as usize)?;
+            Some(Call::post(
+                path.clone(),
+                Some(jwt.clone()),
+                &json!({ "purchase_token": token }),
+            ))
+        }),
+    )
+    .await?;
+    Ok(Row {
+        name: format!("buy at half of peak, open loop ({rate:.0} arrivals/s)"),
+        report: Some(report),
+        note: "latency from each request's due time;".into(),
+    })
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     match Cli::parse() {
@@ -317,8 +408,11 @@ async fn suite(args: Args) -> Result<()> {
         None => Some(drain_backlog(&redis, &pg, &vars, args.backlog).await?),
         Some(_) => None,
     };
-    let mut rows = vec![redis_benchmark_evalsha(&redis)?];
-    eprintln!("{}", rows[0].note);
+    let mut rows = vec![
+        redis_benchmark_evalsha(&redis)?,
+        redis_benchmark_buy_script(&redis)?,
+    ];
+    eprintln!("{}\n{}", rows[0].note, rows[1].note);
     let dur = Duration::from_secs(args.seconds);
 
     let hello = HostProcess::start("tests/manifests/conformance.toml", &conformance_vars, false)?;
@@ -371,6 +465,7 @@ async fn suite(args: Args) -> Result<()> {
     let buy_rps = row.report.as_ref().map_or(0.0, Report::rps);
     row.note = format!("{} {:.2}× hello;", row.note, buy_rps / hello_rps);
     rows.push(row);
+    rows.push(half_peak_buy(host.addr, &redis, buy_rps / 2.0, &args).await?);
     if args.only.as_deref() == Some("buy") {
         print_table(&rows);
         return Ok(());
