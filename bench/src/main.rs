@@ -45,7 +45,8 @@ struct Args {
     /// Orders in the drain backlog.
     #[arg(long, default_value_t = 200_000)]
     backlog: usize,
-    /// Run a part only: `hello`, `buy` (hello, time and buy) or `drain`.
+    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain` or `scale` (the same
+    /// three-SKU sale on one Redis node, then on three).
     #[arg(long)]
     only: Option<String>,
 }
@@ -350,6 +351,105 @@ async fn buy_row(
     })
 }
 
+/// The scale-out run: a sale of three SKUs (one event each), first with every event on one
+/// Redis node, then over three independent nodes, one event per node (`redis_url` lists them;
+/// `shared/src/nodes.rs` places events). Buyers alternate between the SKUs. The note gives each
+/// node's share of the buy scripts, from `INFO commandstats`.
+async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Vec<Row>> {
+    let more = [RedisServer::start()?, RedisServer::start()?];
+    let all = [first, &more[0], &more[1]];
+    let mut rows = Vec::new();
+    let mut one_node_rps = 0.0;
+    for n in [1, 3] {
+        let nodes = &all[..n];
+        let urls: Vec<String> = nodes.iter().map(|r| r.url()).collect();
+        let url_refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+        // Three events: on one node all land there; on three, one per node.
+        let mut events: Vec<Option<EventId>> = vec![None; 3];
+        for i in 0.. {
+            let event =
+                EventId::parse(&format!("sku{n}x{i}")).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let slot = if n == 1 {
+                i
+            } else {
+                seckill_shared::nodes::index_for(&event, &url_refs)
+            };
+            if slot < 3 && events[slot].is_none() {
+                events[slot] = Some(event);
+            }
+            if events.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        let mut buyers = Vec::new();
+        for (e, event) in events.iter().flatten().enumerate() {
+            let node = nodes[seckill_shared::nodes::index_for(event, &url_refs)];
+            open_event(node, event.as_str(), 10_000_000)?;
+            let path = format!("/api/events/{}/buy", event.as_str());
+            for (jwt, _, token) in
+                prepare_buyers(node, event, args.users / 3, &format!("s{n}e{e}u"))?
+            {
+                buyers.push((path.clone(), jwt, token));
+            }
+        }
+        // Interleave the SKUs: buyer i buys SKU i % 3.
+        let per = buyers.len() / 3;
+        let buyers: Arc<Vec<_>> = Arc::new(
+            (0..per * 3)
+                .map(|i| buyers[(i % 3) * per + i / 3].clone())
+                .collect(),
+        );
+        let mut vars = seckill_tests::app_vars(first, pg);
+        for (k, v) in vars.iter_mut() {
+            match *k {
+                "redis_url" => *v = urls.join(","),
+                "redis_host" => *v = "127.0.0.1:*".into(),
+                _ => {}
+            }
+        }
+        let host = HostProcess::start("spin.toml", &vars, false)?;
+        for node in nodes {
+            reset_stats(node)?;
+        }
+        let report = closed_loop(
+            host.addr,
+            args.connections,
+            Duration::from_secs(args.seconds),
+            Arc::new(move |i: u64| {
+                let (path, jwt, token) = buyers.get(i as usize)?;
+                Some(Call::post(
+                    path.clone(),
+                    Some(jwt.clone()),
+                    &json!({ "purchase_token": token }),
+                ))
+            }),
+        )
+        .await?;
+        let calls: Vec<u64> = nodes
+            .iter()
+            .map(|r| script_calls(r).map(|(sha, eval)| sha + eval))
+            .collect::<Result<_>>()?;
+        let total: u64 = calls.iter().sum::<u64>().max(1);
+        let shares: Vec<String> = calls
+            .iter()
+            .map(|c| format!("{:.1}%", *c as f64 * 100.0 / total as f64))
+            .collect();
+        let rps = report.rps();
+        let vs = if n == 1 {
+            one_node_rps = rps;
+            String::new()
+        } else {
+            format!(" {:.2}× one node;", rps / one_node_rps)
+        };
+        rows.push(Row {
+            name: format!("scale-out: 3-SKU sale, buy end to end, {n} Redis node(s)"),
+            report: Some(report),
+            note: format!("buy scripts per node: {};{vs}", shares.join(" / ")),
+        });
+    }
+    Ok(rows)
+}
+
 /// The buy at a fixed arrival rate (open loop): the latency buyers see when the host is not
 /// saturated.
 async fn half_peak_buy(
@@ -397,6 +497,10 @@ async fn suite(args: Args) -> Result<()> {
     let redis = RedisServer::start()?;
     let pg = PgServer::start()?;
     let vars = seckill_tests::app_vars(&redis, &pg);
+    if args.only.as_deref() == Some("scale") {
+        print_table(&scale_out(&redis, &pg, &args).await?);
+        return Ok(());
+    }
     if args.only.as_deref() == Some("drain") {
         print_table(&[drain_backlog(&redis, &pg, &vars, args.backlog).await?]);
         return Ok(());
@@ -582,6 +686,7 @@ async fn suite(args: Args) -> Result<()> {
     rows.push(row);
     drop(native);
 
+    rows.extend(scale_out(&redis, &pg, &args).await?);
     rows.extend(drain);
 
     print_table(&rows);

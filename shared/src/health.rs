@@ -41,17 +41,22 @@ fn probe(f: impl FnOnce() -> Result<(), String>) -> Probe {
 
 /// Pings both dependencies.
 pub fn check() -> Health {
+    // Every node must answer: an event on a dead node cannot sell.
     let redis = probe(|| {
-        let url = config::get(config::REDIS_URL).map_err(|e| e.message)?;
-        let conn = redis::Connection::open(&url).map_err(|e| format!("open: {e}"))?;
-        match conn
-            .execute("PING", &[])
-            .map_err(|e| format!("PING: {e}"))?
-            .as_slice()
-        {
-            [redis::RedisResult::Status(s)] if s == "PONG" => Ok(()),
-            other => Err(format!("unexpected PING reply {other:?}")),
+        let urls = config::get(config::REDIS_URL).map_err(|e| e.message)?;
+        // Errors name a node by its place in the list: URLs may carry passwords.
+        for (i, url) in crate::nodes::parse(&urls).into_iter().enumerate() {
+            let conn = redis::Connection::open(url).map_err(|e| format!("node {i}: open: {e}"))?;
+            match conn
+                .execute("PING", &[])
+                .map_err(|e| format!("node {i}: PING: {e}"))?
+                .as_slice()
+            {
+                [redis::RedisResult::Status(s)] if s == "PONG" => {}
+                other => return Err(format!("node {i}: unexpected PING reply {other:?}")),
+            }
         }
+        Ok(())
     });
     let postgres = probe(|| {
         let url = config::get(config::PG_URL).map_err(|e| e.message)?;

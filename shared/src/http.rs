@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use spin_sdk::http::{Method, Request, Response};
 
 use crate::event::EventId;
+use crate::nodes::{self, Nodes};
 use crate::{ApiError, auth, clock, config};
 
 /// Bodies larger than this are refused with 413 before parsing.
@@ -116,10 +117,24 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
 }
 
-/// A connection to the sale's Redis.
-pub fn redis() -> Result<spin_sdk::redis::Connection, ApiError> {
-    let url = config::get(config::REDIS_URL)?;
-    spin_sdk::redis::Connection::open(&url).map_err(|e| {
+/// A connection to the Redis node that holds `event` (see [`crate::nodes`]): one variable
+/// read and one `open`, however many nodes there are.
+pub fn redis_for(event: &EventId) -> Result<spin_sdk::redis::Connection, ApiError> {
+    let urls = config::get(config::REDIS_URL)?;
+    let urls = nodes::parse(&urls);
+    let url = urls
+        .get(nodes::index_for(event, &urls))
+        .ok_or_else(|| ApiError::internal("variable redis_url lists no node"))?;
+    open_redis(url)
+}
+
+/// A connection to every Redis node, for the jobs that walk all events.
+pub fn redis_nodes() -> Result<Nodes<spin_sdk::redis::Connection>, ApiError> {
+    Nodes::open(&config::get(config::REDIS_URL)?, open_redis)
+}
+
+fn open_redis(url: &str) -> Result<spin_sdk::redis::Connection, ApiError> {
+    spin_sdk::redis::Connection::open(url).map_err(|e| {
         eprintln!("redis open: {e}");
         ApiError::unavailable("the sale is busy; try again")
     })

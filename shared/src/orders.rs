@@ -10,6 +10,7 @@ use spin_sdk::pg4::{self as pg, DbValue, ParameterValue as P};
 use crate::ApiError;
 use crate::event::EventId;
 use crate::keys::{EventKeys, REGISTRY};
+use crate::nodes::Nodes;
 use crate::scripts::{self, code};
 use crate::store::{Replies, Store};
 
@@ -140,20 +141,31 @@ struct EventFacts {
 /// one transaction each (multi-row insert `ON CONFLICT DO NOTHING`, one ledger update), then
 /// acknowledged and confirmed in Redis. Redelivery is harmless.
 pub fn drain(
-    store: &impl Store,
+    nodes: &Nodes<impl Store>,
     db: &pg::Connection,
     opts: &DrainOptions,
     now_ms: u64,
 ) -> Result<DrainReport, ApiError> {
     let mut report = DrainReport::default();
-    for event in registered_events(store)? {
-        report.events += 1;
-        drain_event(store, db, &event, opts, now_ms, &mut report)?;
+    for store in nodes.all() {
+        for event in registered_events(store)? {
+            report.events += 1;
+            drain_event(store, db, &event, opts, now_ms, &mut report)?;
+        }
     }
     Ok(report)
 }
 
-/// The events the scheduled jobs walk.
+/// Every registered event, on every node.
+pub fn all_events(nodes: &Nodes<impl Store>) -> Result<Vec<EventId>, ApiError> {
+    let mut events = Vec::new();
+    for store in nodes.all() {
+        events.extend(registered_events(store)?);
+    }
+    Ok(events)
+}
+
+/// The events registered on one Redis node, for the scheduled jobs to walk.
 pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, ApiError> {
     let r = store.run(
         &scripts::LIST_EVENTS,
@@ -535,7 +547,7 @@ pub struct ReleaseReport {
 /// per event) and gives their units back to Redis exactly once (the Redis step is idempotent
 /// and retried until Postgres records it as done).
 pub fn release_expired(
-    store: &impl Store,
+    nodes: &Nodes<impl Store>,
     db: &pg::Connection,
     now_ms: u64,
     limit: i64,
@@ -574,7 +586,8 @@ pub fn release_expired(
     }
     let mut released = 0;
     for (event, orders) in by_event {
-        released += mirror(store, &EventId::parse(&event)?, "expired", &orders)?;
+        let event = EventId::parse(&event)?;
+        released += mirror(nodes.for_event(&event), &event, "expired", &orders)?;
         db.execute(
             "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
             &[P::ArrayStr(orders.into_iter().map(Some).collect())],

@@ -529,3 +529,80 @@ async fn reconcile_names_the_orders_behind_a_drift() -> Result<()> {
     assert_eq!(b["unknown_to_redis"], json!([]), "{b}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() -> Result<()> {
+    let nodes = [
+        RedisServer::start()?,
+        RedisServer::start()?,
+        RedisServer::start()?,
+    ];
+    let pg = PgServer::start()?;
+    pg.migrate().await?;
+    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let mut v = vars(&nodes[0], &pg, &[]);
+    for (k, val) in v.iter_mut() {
+        match *k {
+            "redis_url" => *val = urls.join(","),
+            "redis_host" => *val = "127.0.0.1:*".into(),
+            _ => {}
+        }
+    }
+    let app = TestApp::start("spin.toml", &v).await?;
+    // One event per node (the placement rule picks; the test only looks for names that differ).
+    let url_refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let mut events = vec![String::new(); 3];
+    for i in 0.. {
+        let name = format!("multi{i}");
+        let at = seckill_shared::nodes::index_for(
+            &seckill_shared::event::EventId::parse(&name).unwrap(),
+            &url_refs,
+        );
+        if events[at].is_empty() {
+            events[at] = name;
+        }
+        if events.iter().all(|e| !e.is_empty()) {
+            break;
+        }
+    }
+    let mut sold = Vec::new();
+    for event in &events {
+        let accepted = sell(&app, event, 30, 45, json!({ "payment_timeout_s": 1 })).await?;
+        assert_eq!(accepted.len(), 30, "{event} sells out exactly");
+        sold.push(accepted);
+    }
+    // Each event's keys live on one node only, the one the rule named.
+    for (at, event) in events.iter().enumerate() {
+        for (n, node) in nodes.iter().enumerate() {
+            let mut conn = node.client().get_connection()?;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{{sk:{event}}}*"))
+                .query(&mut conn)?;
+            assert_eq!(
+                !keys.is_empty(),
+                n == at,
+                "{event} keys on node {n}: {keys:?}"
+            );
+        }
+    }
+    // The jobs walk every node: every order lands, every unpaid unit goes back to its own node.
+    drain_all(&app).await?;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(
+        (status, report["expired"].as_u64()),
+        (200, Some(90)),
+        "{report}"
+    );
+    for (event, accepted) in events.iter().zip(&sold) {
+        assert_eq!(app.status(event).await?["stock_left"], 30, "{event}");
+        assert_books(&app, &pg, event, 30, accepted).await?;
+    }
+    let (status, health) = app.get_json("/api/health").await?;
+    assert_eq!(
+        (status, &health["redis"]["ok"]),
+        (200, &json!(true)),
+        "{health}"
+    );
+    Ok(())
+}

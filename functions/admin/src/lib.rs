@@ -33,7 +33,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         .header("spin-path-info")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    let redis = || http::redis();
+    let redis = || http::redis_for(&event);
     match (req.method(), rest) {
         (Method::Put, "" | "/") => {
             let config: EventConfig = json_body(req)?;

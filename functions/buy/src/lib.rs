@@ -29,7 +29,7 @@ fn buy(req: &Request) -> Result<Accepted, ApiError> {
     let event = event_id(req)?;
     let body: Body = json_body(req)?;
     sale::buy(
-        &http::redis()?,
+        &http::redis_for(&event)?,
         &event,
         &user,
         &body.purchase_token,

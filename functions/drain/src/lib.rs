@@ -10,7 +10,7 @@ impl seckill_cron::Guest for Drain {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
         let run = || {
             orders::drain(
-                &http::redis()?,
+                &http::redis_nodes()?,
                 &config::postgres()?,
                 &config::drain_options(),
                 clock::now_ms(),

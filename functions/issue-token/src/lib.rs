@@ -23,5 +23,5 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
     let user = buyer(req)?;
     let event = event_id(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
-    sale::issue_token(&http::redis()?, &event, &user, secret.as_bytes())
+    sale::issue_token(&http::redis_for(&event)?, &event, &user, secret.as_bytes())
 }

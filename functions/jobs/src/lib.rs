@@ -27,16 +27,16 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     if !["drain", "timeout-release", "reconcile"].contains(&job) {
         return Err(ApiError::not_found(format!("no job `{job}`")));
     }
-    let (store, db) = (http::redis()?, config::postgres()?);
+    let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
     match job {
         "drain" => http::to_value(&orders::drain(
-            &store,
+            &nodes,
             &db,
             &config::drain_options(),
             clock::now_ms(),
         )?),
         "timeout-release" => http::to_value(&orders::release_expired(
-            &store,
+            &nodes,
             &db,
             clock::now_ms(),
             1_000,
@@ -48,11 +48,11 @@ fn run(req: &Request) -> Result<Value, ApiError> {
                 .find_map(|kv| kv.strip_prefix("event="));
             let events = match event {
                 Some(id) => vec![EventId::parse(id)?],
-                None => orders::registered_events(&store)?,
+                None => orders::all_events(&nodes)?,
             };
             let books = events
                 .iter()
-                .map(|e| orders::reconcile(&store, &db, e, true))
+                .map(|e| orders::reconcile(nodes.for_event(e), &db, e, true))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(json!({ "events": books }))
         }

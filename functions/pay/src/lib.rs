@@ -23,7 +23,7 @@ fn pay(req: &Request) -> Result<Paid, ApiError> {
         return Err(ApiError::bad_request("bad_order_id", "order ids are hex"));
     }
     orders::pay(
-        &http::redis()?,
+        &http::redis_for(&event)?,
         &config::postgres()?,
         &event,
         &user,

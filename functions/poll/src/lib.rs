@@ -17,5 +17,5 @@ fn poll(req: &Request) -> Result<PollResult, ApiError> {
     require_method(req, Method::Get)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
-    sale::poll(&http::redis()?, &event, &user)
+    sale::poll(&http::redis_for(&event)?, &event, &user)
 }

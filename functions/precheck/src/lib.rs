@@ -30,7 +30,7 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let body: Body = json_body(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
     sale::precheck(
-        &http::redis()?,
+        &http::redis_for(&event)?,
         &event,
         &user,
         &client_addr(req),

@@ -9,9 +9,9 @@ struct Reconcile;
 impl seckill_cron::Guest for Reconcile {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
         let run = || -> Result<(), seckill_shared::ApiError> {
-            let (store, db) = (http::redis()?, config::postgres()?);
-            for event in orders::registered_events(&store)? {
-                let books = orders::reconcile(&store, &db, &event, true)?;
+            let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
+            for event in orders::all_events(&nodes)? {
+                let books = orders::reconcile(nodes.for_event(&event), &db, &event, true)?;
                 if books.drift != 0
                     || books.dead_letters != 0
                     || books.ledger_drift.is_some_and(|d| d != 0)

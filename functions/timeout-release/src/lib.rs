@@ -10,7 +10,7 @@ impl seckill_cron::Guest for TimeoutRelease {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
         let run = || {
             orders::release_expired(
-                &http::redis()?,
+                &http::redis_nodes()?,
                 &config::postgres()?,
                 clock::now_ms(),
                 1_000,

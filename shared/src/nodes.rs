@@ -1,0 +1,108 @@
+//! Which Redis node holds an event.
+//!
+//! `redis_url` may list several independent Redis nodes, comma-separated. Each event lives
+//! wholly on one node: its keys share one hash tag, so a buy stays one atomic script and one
+//! round trip. Events are spread over the nodes by rendezvous hashing of the event id and each
+//! node's `host:port` (credentials are not part of a node's identity, so rotating a password
+//! moves nothing). Adding a node moves only the events that the new node wins; the list is meant
+//! to stay fixed while a sale runs. The same rule places keys in a Redis Cluster by hash tag, so
+//! a cluster's masters can also be listed here.
+
+use crate::event::EventId;
+use crate::ids::hash64;
+use crate::store::Store;
+
+/// The node URLs listed in `redis_url`, in order.
+pub fn parse(urls: &str) -> Vec<&str> {
+    urls.split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+/// A node's identity: its URL without scheme, credentials, path or query (`host:port`).
+fn identity(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.split(['/', '?']).next().unwrap_or(rest)
+}
+
+/// The index in `urls` of the node that holds `event`.
+pub fn index_for(event: &EventId, urls: &[&str]) -> usize {
+    (0..urls.len())
+        .max_by_key(|&i| hash64(&[event.as_str(), identity(urls[i])]))
+        .unwrap_or(0)
+}
+
+/// A connection to every node, in `redis_url` order (the scheduled jobs walk them all).
+pub struct Nodes<S> {
+    stores: Vec<(String, S)>,
+}
+
+impl<S: Store> Nodes<S> {
+    /// Opens every node in `urls` with `open`.
+    pub fn open<E>(urls: &str, open: impl Fn(&str) -> Result<S, E>) -> Result<Self, E> {
+        let stores = parse(urls)
+            .into_iter()
+            .map(|u| Ok((u.to_owned(), open(u)?)))
+            .collect::<Result<_, E>>()?;
+        Ok(Nodes { stores })
+    }
+
+    /// The node holding `event`.
+    pub fn for_event(&self, event: &EventId) -> &S {
+        let urls: Vec<&str> = self.stores.iter().map(|(u, _)| u.as_str()).collect();
+        &self.stores[index_for(event, &urls)].1
+    }
+
+    /// Every node.
+    pub fn all(&self) -> impl Iterator<Item = &S> {
+        self.stores.iter().map(|(_, s)| s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_is_host_and_port() {
+        assert_eq!(identity("redis://10.0.0.1:6379"), "10.0.0.1:6379");
+        assert_eq!(identity("rediss://u:p@r.example:6380/0"), "r.example:6380");
+        assert_eq!(identity("redis://:secret@h:1?protocol=resp3"), "h:1");
+    }
+
+    #[test]
+    fn events_spread_over_nodes_and_stay_put_when_one_is_added() {
+        let three = ["redis://a:1", "redis://b:1", "redis://c:1"];
+        let four = ["redis://a:1", "redis://b:1", "redis://c:1", "redis://d:1"];
+        let events: Vec<EventId> = (0..3000)
+            .map(|i| EventId::parse(&format!("e{i}")).unwrap())
+            .collect();
+        let mut per_node = [0usize; 3];
+        let mut moved = 0;
+        for e in &events {
+            let i = index_for(e, &three);
+            per_node[i] += 1;
+            let j = index_for(e, &four);
+            // An event either stays or moves to the new node, never between old ones.
+            assert!(j == i || j == 3, "{} moved from {i} to {j}", e.as_str());
+            moved += usize::from(j == 3);
+        }
+        for n in per_node {
+            assert!((900..=1100).contains(&n), "uneven spread {per_node:?}");
+        }
+        assert!(
+            (600..=900).contains(&moved),
+            "{moved} of 3000 moved to the 4th node"
+        );
+        // A password in the URL does not move anything.
+        let e = &events[0];
+        let with_auth = ["redis://:pw@a:1", "redis://b:1", "redis://c:1"];
+        assert_eq!(index_for(e, &three), index_for(e, &with_auth));
+        assert_eq!(
+            parse(" redis://a:1 , ,redis://b:1"),
+            ["redis://a:1", "redis://b:1"]
+        );
+    }
+}
