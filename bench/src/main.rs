@@ -272,6 +272,20 @@ fn script_calls(redis: &RedisServer) -> Result<(u64, u64)> {
     Ok((calls("evalsha"), calls("eval")))
 }
 
+/// CPU seconds the Redis server has used (`INFO cpu`, user + system).
+fn redis_cpu(redis: &RedisServer) -> Result<f64> {
+    let mut conn = redis.client().get_connection()?;
+    let info: String = redis::cmd("INFO").arg("cpu").query(&mut conn)?;
+    Ok(info
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_sys:")
+                .or(l.strip_prefix("used_cpu_user:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum())
+}
+
 fn reset_stats(redis: &RedisServer) -> Result<()> {
     script_calls(redis).map(drop)
 }
@@ -411,6 +425,7 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
         for node in nodes {
             reset_stats(node)?;
         }
+        let cpu_before: Vec<f64> = nodes.iter().map(|r| redis_cpu(r)).collect::<Result<_>>()?;
         let report = closed_loop(
             host.addr,
             args.connections,
@@ -429,6 +444,16 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
             .iter()
             .map(|r| script_calls(r).map(|(sha, eval)| sha + eval))
             .collect::<Result<_>>()?;
+        let cores: Vec<String> = nodes
+            .iter()
+            .zip(&cpu_before)
+            .map(|(r, before)| {
+                Ok(format!(
+                    "{:.2}",
+                    (redis_cpu(r)? - before) / report.elapsed.as_secs_f64()
+                ))
+            })
+            .collect::<Result<_>>()?;
         let total: u64 = calls.iter().sum::<u64>().max(1);
         let shares: Vec<String> = calls
             .iter()
@@ -444,7 +469,11 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
         rows.push(Row {
             name: format!("scale-out: 3-SKU sale, buy end to end, {n} Redis node(s)"),
             report: Some(report),
-            note: format!("buy scripts per node: {};{vs}", shares.join(" / ")),
+            note: format!(
+                "buy scripts per node: {}; Redis CPU per node: {} cores;{vs}",
+                shares.join(" / "),
+                cores.join(" / ")
+            ),
         });
     }
     Ok(rows)
