@@ -45,6 +45,10 @@ struct Args {
     /// Orders in the drain backlog.
     #[arg(long, default_value_t = 200_000)]
     backlog: usize,
+    /// `wasmtime` (wasmtime-cli 48.0.8) for the outside reference row; `scripts/bench.sh`
+    /// installs it there on demand. The row is left empty when it is missing.
+    #[arg(long, default_value = ".data/tools/bin/wasmtime")]
+    wasmtime: std::path::PathBuf,
     /// Run a part only: `hello`, `buy` (hello, time and buy), `drain` or `scale` (the same
     /// three-SKU sale on one Redis node, then on three).
     #[arg(long)]
@@ -365,6 +369,49 @@ async fn buy_row(
     })
 }
 
+/// `wasmtime serve -O pooling-allocator` serving the same hello component: the outside
+/// reference, as in `../shared/anchors.md` §0.
+async fn wasmtime_serve_hello(args: &Args, hello_rps: f64) -> Result<Row> {
+    let name = "wasmtime serve -O pooling-allocator (48.0.8): hello component";
+    let wasmtime = repo_root().join(&args.wasmtime);
+    let version = Command::new(&wasmtime).arg("--version").output();
+    let Ok(version) = version else {
+        return Ok(Row {
+            name: name.into(),
+            report: None,
+            note: format!(
+                "{} not found: scripts/bench.sh installs it",
+                wasmtime.display()
+            ),
+        });
+    };
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+    let mut cmd = Command::new(&wasmtime);
+    cmd.args(["serve", "-O", "pooling-allocator", "-S", "cli", "--addr"])
+        .arg(addr.to_string())
+        .arg(repo_root().join("target/wasm32-wasip2/release/hello.wasm"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let server = ServerProcess::spawn(cmd, addr)?;
+    let report = closed_loop(
+        server.addr,
+        args.connections,
+        Duration::from_secs(args.seconds),
+        Arc::new(|_| Some(Call::get("/hello", None))),
+    )
+    .await?;
+    let note = format!(
+        "{}; our host = {:.2}× this;",
+        String::from_utf8_lossy(&version.stdout).trim(),
+        hello_rps / report.rps()
+    );
+    Ok(Row {
+        name: name.into(),
+        report: Some(report),
+        note,
+    })
+}
+
 /// The scale-out run: a sale of three SKUs (one event each), first with every event on one
 /// Redis node, then over three independent nodes, one event per node (`redis_url` lists them;
 /// `shared/src/nodes.rs` places events). Buyers alternate between the SKUs. The note gives each
@@ -563,6 +610,7 @@ async fn suite(args: Args) -> Result<()> {
         note: String::new(),
     });
     drop(hello);
+    rows.push(wasmtime_serve_hello(&args, hello_rps).await?);
     if args.only.as_deref() == Some("hello") {
         // (`--only buy` goes on to the buy row.)
         print_table(&rows);
