@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use hyper::body::Incoming;
@@ -77,16 +78,14 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
         .expect("routes only point at HTTP components");
     let slot = app.slots.clone().acquire_owned().await?;
     let mut store = app.store(c);
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
     let req = store
         .data_mut()
         .http()
         .new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().http().new_response_outparam(tx)?;
     let proxy = pre.instantiate_async(&mut store).await?;
-    // The guest may keep streaming the body after it sends the head, so the call runs in its own
-    // task that owns the store.
-    let task = tokio::spawn(async move {
+    let mut call = Box::pin(async move {
         let result = proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
@@ -96,15 +95,28 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
         drop(slot);
         result
     });
-    match rx.await {
+    // Run the guest in this task until it sends the response head.
+    let (head, finished) = tokio::select! {
+        biased;
+        head = &mut rx => (head, false),
+        result = &mut call => match rx.await {
+            Err(_) => match result {
+                // The sender was dropped without a response: the guest trapped or returned early.
+                Err(trap) => return Err(anyhow::anyhow!("guest trapped: {trap:?}")),
+                Ok(()) => anyhow::bail!("guest returned without sending a response"),
+            },
+            head => (head, true),
+        },
+    };
+    // The guest may still be writing the body after the head. Usually it has finished by now;
+    // if not, it goes on in a task of its own (a spawn per request cost cross-thread wake-ups).
+    if !finished && call.as_mut().now_or_never().is_none() {
+        tokio::spawn(call);
+    }
+    match head {
         Ok(Ok(resp)) => Ok(resp),
         Ok(Err(code)) => anyhow::bail!("guest returned error code {code:?}"),
-        // The sender was dropped without a response: the guest trapped or returned early.
-        Err(_) => match task.await {
-            Ok(Err(trap)) => Err(anyhow::anyhow!("guest trapped: {trap:?}")),
-            Ok(Ok(())) => anyhow::bail!("guest returned without sending a response"),
-            Err(join) => Err(join.into()),
-        },
+        Err(_) => anyhow::bail!("guest dropped the response"),
     }
 }
 

@@ -6,7 +6,7 @@
 //! restores Spin's behaviour.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use redis::aio::{ConnectionManager, MultiplexedConnection};
 use redis::{FromRedisValue, Value};
@@ -42,7 +42,10 @@ impl RedisConnection {
 #[derive(Default)]
 pub struct RedisPools {
     mode: ConnectionMode,
-    shared: tokio::sync::Mutex<HashMap<String, ConnectionManager>>,
+    shared: RwLock<HashMap<String, ConnectionManager>>,
+    /// Held while a first connection to an address is made: a spike's first requests wait for
+    /// it instead of each opening a connection of its own.
+    connecting: tokio::sync::Mutex<()>,
     opened: Mutex<u64>,
 }
 
@@ -61,6 +64,12 @@ impl RedisPools {
     }
 
     async fn open(&self, address: &str) -> Result<RedisConnection, Error> {
+        // Pooled and already connected: the hot path, a read lock and a clone.
+        if self.mode == ConnectionMode::Pooled
+            && let Some(conn) = self.shared.read().unwrap().get(address)
+        {
+            return Ok(RedisConnection::Shared(conn.clone()));
+        }
         let client = redis::Client::open(address).map_err(|_| Error::InvalidAddress)?;
         match self.mode {
             ConnectionMode::SpinFaithful => {
@@ -72,13 +81,16 @@ impl RedisPools {
                 Ok(RedisConnection::Own(conn))
             }
             ConnectionMode::Pooled => {
-                let mut shared = self.shared.lock().await;
-                if let Some(conn) = shared.get(address) {
+                let _connecting = self.connecting.lock().await;
+                if let Some(conn) = self.shared.read().unwrap().get(address) {
                     return Ok(RedisConnection::Shared(conn.clone()));
                 }
                 let conn = ConnectionManager::new(client).await.map_err(other)?;
                 *self.opened.lock().unwrap() += 1;
-                shared.insert(address.to_owned(), conn.clone());
+                self.shared
+                    .write()
+                    .unwrap()
+                    .insert(address.to_owned(), conn.clone());
                 Ok(RedisConnection::Shared(conn))
             }
         }
