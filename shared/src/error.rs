@@ -13,6 +13,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// Human-readable detail.
     pub message: String,
+    /// A header the status calls for: `retry-after` (425, 429, 503) or `allow` (405).
+    pub header: Option<(&'static str, String)>,
 }
 
 #[derive(Serialize)]
@@ -33,7 +35,14 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            header: None,
         }
+    }
+
+    /// Tells the client when to try again (`Retry-After`, whole seconds, at least 1).
+    pub fn retry_after_ms(mut self, ms: u64) -> Self {
+        self.header = Some(("retry-after", ms.div_ceil(1000).max(1).to_string()));
+        self
     }
 
     /// 400: the request is malformed.
@@ -48,7 +57,9 @@ impl ApiError {
 
     /// 405: the route exists but not with this method.
     pub fn method_not_allowed(allowed: &str) -> Self {
-        Self::new(405, "method_not_allowed", format!("allowed: {allowed}"))
+        let mut e = Self::new(405, "method_not_allowed", format!("allowed: {allowed}"));
+        e.header = Some(("allow", allowed.to_owned()));
+        e
     }
 
     /// 500: our fault; the message is logged, the client gets a generic one.
@@ -59,7 +70,7 @@ impl ApiError {
 
     /// 503: a dependency is down.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::new(503, "unavailable", message)
+        Self::new(503, "unavailable", message).retry_after_ms(1_000)
     }
 
     /// The JSON body.

@@ -25,14 +25,20 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
     }
 }
 
-/// The JSON rendering of an error.
+/// The JSON rendering of an error, with the header its status calls for (`Retry-After`,
+/// `Allow`, and `WWW-Authenticate: Bearer` on every 401, as RFC 6750 asks).
 pub fn error(e: &ApiError) -> Response {
-    Response::builder()
-        .status(e.status)
+    let mut resp = Response::builder();
+    resp.status(e.status)
         .header("content-type", "application/json")
-        .header("cache-control", "no-store")
-        .body(e.to_json())
-        .build()
+        .header("cache-control", "no-store");
+    if let Some((name, value)) = &e.header {
+        resp.header(*name, value.as_str());
+    }
+    if e.status == 401 {
+        resp.header("www-authenticate", "Bearer");
+    }
+    resp.body(e.to_json()).build()
 }
 
 /// A report as a JSON value (for functions that pick the shape per route).
@@ -69,12 +75,11 @@ pub fn event_id(req: &Request) -> Result<EventId, ApiError> {
     EventId::parse(path_param(req, "event_id")?)
 }
 
-/// The bearer token of the `Authorization` header.
+/// The bearer token of the `Authorization` header (the scheme name is case-insensitive).
 pub fn bearer(req: &Request) -> Option<&str> {
-    req.header("authorization")?
-        .as_str()?
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+    let value = req.header("authorization")?.as_str()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The buyer: whoever the shop's signed JWT says (`sub`).

@@ -27,12 +27,13 @@ pub fn refusal(r: &Replies) -> ApiError {
             503,
             "sale_paused",
             "the sale is paused or not warmed up yet",
-        ),
-        code::TOO_EARLY => ApiError::new(
-            425,
-            "too_early",
-            format!("the sale starts in {} ms", r.int(1).unwrap_or(0)),
-        ),
+        )
+        .retry_after_ms(5_000),
+        code::TOO_EARLY => {
+            let wait = r.int(1).unwrap_or(0).max(0) as u64;
+            ApiError::new(425, "too_early", format!("the sale starts in {wait} ms"))
+                .retry_after_ms(wait)
+        }
         code::ENDED => ApiError::new(410, "sale_ended", "the sale has ended"),
         code::SOLD_OUT => ApiError::new(410, "sold_out", "sold out"),
         code::BAD_TOKEN => ApiError::new(
@@ -45,7 +46,9 @@ pub fn refusal(r: &Replies) -> ApiError {
             "already_bought",
             format!("you already have order {}", r.text(1).unwrap_or_default()),
         ),
-        code::LIMITED => ApiError::new(429, "rate_limited", "too many requests; slow down"),
+        code::LIMITED => {
+            ApiError::new(429, "rate_limited", "too many requests; slow down").retry_after_ms(1_000)
+        }
         code::DENIED => ApiError::new(403, "denied", "not allowed to take part in this sale"),
         code::ADMISSION_CLOSED => ApiError::new(
             410,

@@ -433,6 +433,17 @@ async fn windows_and_bad_input_get_the_right_4xx() -> Result<()> {
         )
         .await?;
     assert_eq!((status, code(&resp)), (425, "too_early"), "{resp}");
+    // The client is told when to come back: about an hour, in whole seconds.
+    let resp = app
+        .http
+        .post(format!("{}/api/events/later/precheck", app.base_url))
+        .header("authorization", format!("bearer {jwt}")) // the scheme is case-insensitive
+        .json(&json!({ "admission_token": later["admission_token"] }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 425);
+    let retry: u64 = resp.headers()["retry-after"].to_str()?.parse()?;
+    assert!((3_590..=3_600).contains(&retry), "Retry-After {retry}");
     let (status, resp) = app
         .call(Method::POST, "/api/events/over/admission", Some(&jwt), None)
         .await?;
@@ -472,12 +483,17 @@ async fn windows_and_bad_input_get_the_right_4xx() -> Result<()> {
         .call(Method::GET, "/api/events/open/buy", Some(&jwt), None)
         .await?;
     assert_eq!((status, code(&resp)), (405, "method_not_allowed"));
+    let resp = app.http.get(&url).bearer_auth(&jwt).send().await?;
+    assert_eq!(resp.headers()["allow"], "POST");
 
     // Operators: no token, wrong token, bad config.
-    let (status, _) = app
-        .call(Method::GET, "/admin/events/open", None, None)
+    let resp = app
+        .http
+        .get(format!("{}/admin/events/open", app.base_url))
+        .send()
         .await?;
-    assert_eq!(status, 401);
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.headers()["www-authenticate"], "Bearer");
     let (status, _) = app
         .call(Method::GET, "/admin/events/open", Some("wrong"), None)
         .await?;
@@ -552,7 +568,15 @@ async fn rate_limits_refuse_bursts_and_refill() -> Result<()> {
     assert_eq!((status, code(&resp)), (429, "rate_limited"));
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(precheck().await?.0, 200, "refilled at 2/s");
-    assert_eq!(precheck().await?.0, 429);
+    let resp = app
+        .http
+        .post(format!("{}/api/events/limited/precheck", app.base_url))
+        .bearer_auth(&jwt)
+        .json(&body)
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "1");
 
     // The event-wide buy bucket: 3 at once, then 1/s. A limited buy keeps its token.
     let mut tokens = Vec::new();

@@ -37,6 +37,8 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
     match (req.method(), rest) {
         (Method::Put, "" | "/") => {
             let config: EventConfig = json_body(req)?;
+            // Bad input is refused even when Redis is down (upsert_event checks again).
+            config.validate()?;
             let created = admin::upsert_event(&redis()?, &event, &config)?;
             Ok((
                 if created { 201 } else { 200 },
