@@ -272,6 +272,10 @@ fn engine(max_instances: u32) -> Result<Engine> {
     config
         .wasm_component_model(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // `SECKILL_HOST_PERFMAP=1` names guest functions in `perf` profiles (/tmp/perf-<pid>.map).
+    if std::env::var_os("SECKILL_HOST_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Ok(Engine::new(&config)?)
 }
 
