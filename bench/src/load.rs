@@ -45,6 +45,15 @@ impl Call {
         }
     }
 
+    /// A buy: `POST path` with the buyer's JWT and purchase token.
+    pub fn buy(path: &str, jwt: &str, purchase_token: &str) -> Self {
+        Self::post(
+            path,
+            Some(jwt.to_owned()),
+            &serde_json::json!({ "purchase_token": purchase_token }),
+        )
+    }
+
     /// A POST with a JSON body.
     pub fn post(path: impl Into<String>, bearer: Option<String>, body: &serde_json::Value) -> Self {
         Call {

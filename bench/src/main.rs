@@ -234,16 +234,7 @@ fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
         .arg(script.source)
         .query(&mut conn)?;
     let rand = "__rand_int__";
-    let keys = [
-        k.cfg(),
-        k.purchase_token(rand),
-        k.bought(),
-        k.nonempty(),
-        k.queue(),
-        k.seq(),
-        k.buy_bucket(),
-        k.drained(),
-    ];
+    let keys = sale::buy_keys(&k, rand);
     let mut command = vec!["EVALSHA", script.sha, "8"];
     command.extend(keys.iter().map(String::as_str));
     command.extend([k.prefix(), rand, "t", rand, rand]);
@@ -343,11 +334,7 @@ async fn buy_row(
         let buyers = buyers.clone();
         Arc::new(move |i: u64| {
             let (jwt, _, token) = buyers.get(i as usize)?;
-            Some(Call::post(
-                path.clone(),
-                Some(jwt.clone()),
-                &json!({ "purchase_token": token }),
-            ))
+            Some(Call::buy(&path, jwt, token))
         })
     };
     let report = closed_loop(
@@ -479,11 +466,7 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
             Duration::from_secs(args.seconds),
             Arc::new(move |i: u64| {
                 let (path, jwt, token) = buyers.get(i as usize)?;
-                Some(Call::post(
-                    path.clone(),
-                    Some(jwt.clone()),
-                    &json!({ "purchase_token": token }),
-                ))
+                Some(Call::buy(path, jwt, token))
             }),
         )
         .await?;
@@ -545,11 +528,7 @@ async fn half_peak_buy(
         Duration::from_secs(args.seconds),
         Arc::new(move |i: u64| {
             let (jwt, _, token) = buyers.get(i as usize)?;
-            Some(Call::post(
-                path.clone(),
-                Some(jwt.clone()),
-                &json!({ "purchase_token": token }),
-            ))
+            Some(Call::buy(&path, jwt, token))
         }),
     )
     .await?;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 
-use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::{FromRedisValue, Value};
 use wasmtime::component::Resource;
 
@@ -85,7 +85,9 @@ impl RedisPools {
                 if let Some(conn) = self.shared.read().unwrap().get(address) {
                     return Ok(RedisConnection::Shared(conn.clone()));
                 }
-                let conn = ConnectionManager::new(client).await.map_err(other)?;
+                let conn = ConnectionManager::new_with_config(client, reconnect_policy())
+                    .await
+                    .map_err(other)?;
                 *self.opened.lock().unwrap() += 1;
                 self.shared
                     .write()
@@ -95,6 +97,17 @@ impl RedisPools {
             }
         }
     }
+}
+
+/// How the shared connection comes back after Redis went away: a few quick attempts, then the
+/// request fails (503 to the client) and the next one tries again. redis-rs's default backs off
+/// for minutes (1 s × 100ⁿ, capped at 60 s, 6 times), which would hold every request to a dead
+/// node that long instead of failing fast.
+fn reconnect_policy() -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_number_of_retries(2)
+        .set_max_delay(100)
+        .set_connection_timeout(std::time::Duration::from_secs(1))
 }
 
 fn other(e: redis::RedisError) -> Error {

@@ -135,7 +135,9 @@ pub fn redis_for(event: &EventId) -> Result<spin_sdk::redis::Connection, ApiErro
 
 /// A connection to every Redis node, for the jobs that walk all events.
 pub fn redis_nodes() -> Result<Nodes<spin_sdk::redis::Connection>, ApiError> {
-    Nodes::open(&config::get(config::REDIS_URL)?, open_redis)
+    Ok(Nodes::open(&config::get(config::REDIS_URL)?, |url| {
+        spin_sdk::redis::Connection::open(url)
+    }))
 }
 
 fn open_redis(url: &str) -> Result<spin_sdk::redis::Connection, ApiError> {

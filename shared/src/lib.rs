@@ -2,7 +2,8 @@
 //! from here, and renders the result with [`http`]; nothing below is copied per function.
 //!
 //! - [`sale`]: issue-token, precheck, buy, poll; [`admin`]: what operators do.
-//! - [`keys`]: the Redis key schema; [`nodes`]: which Redis node holds an event; [`scripts`]: every Lua script; [`store`]: running them.
+//! - [`keys`]: the Redis key schema; [`nodes`]: which Redis node holds an event;
+//!   [`scripts`]: every Lua script; [`store`]: running them.
 //! - [`auth`]: buyer JWTs, admission tokens, the admin secret; [`event`]: event configuration.
 
 pub mod admin;

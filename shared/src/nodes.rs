@@ -5,12 +5,12 @@
 //! round trip. Events are spread over the nodes by rendezvous hashing of the event id and each
 //! node's `host:port` (credentials are not part of a node's identity, so rotating a password
 //! moves nothing). Adding a node moves only the events that the new node wins; the list is meant
-//! to stay fixed while a sale runs. The same rule places keys in a Redis Cluster by hash tag, so
-//! a cluster's masters can also be listed here.
+//! to stay fixed while a sale runs. (A Redis Cluster places keys by its own slot hash and answers
+//! `MOVED` elsewhere, which Spin's Redis interface does not follow: list independent nodes.)
 
 use crate::event::EventId;
 use crate::ids::hash64;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// The node URLs listed in `redis_url`, in order.
 pub fn parse(urls: &str) -> Vec<&str> {
@@ -34,30 +34,41 @@ pub fn index_for(event: &EventId, urls: &[&str]) -> usize {
         .unwrap_or(0)
 }
 
-/// A connection to every node, in `redis_url` order (the scheduled jobs walk them all).
+/// A connection to every node, in `redis_url` order (the scheduled jobs walk them all). A node
+/// that cannot be reached is remembered as down, so the jobs still serve the events of the others.
 pub struct Nodes<S> {
-    stores: Vec<(String, S)>,
+    nodes: Vec<(String, Result<S, String>)>,
 }
 
 impl<S: Store> Nodes<S> {
     /// Opens every node in `urls` with `open`.
-    pub fn open<E>(urls: &str, open: impl Fn(&str) -> Result<S, E>) -> Result<Self, E> {
-        let stores = parse(urls)
+    pub fn open<E: std::fmt::Display>(urls: &str, open: impl Fn(&str) -> Result<S, E>) -> Self {
+        let nodes = parse(urls)
             .into_iter()
-            .map(|u| Ok((u.to_owned(), open(u)?)))
-            .collect::<Result<_, E>>()?;
-        Ok(Nodes { stores })
+            .map(|u| (u.to_owned(), open(u).map_err(|e| e.to_string())))
+            .collect();
+        Nodes { nodes }
     }
 
-    /// The node holding `event`.
-    pub fn for_event(&self, event: &EventId) -> &S {
-        let urls: Vec<&str> = self.stores.iter().map(|(u, _)| u.as_str()).collect();
-        &self.stores[index_for(event, &urls)].1
+    /// The node holding `event`, unless it is down.
+    pub fn for_event(&self, event: &EventId) -> Result<&S, StoreError> {
+        let urls: Vec<&str> = self.nodes.iter().map(|(u, _)| u.as_str()).collect();
+        if urls.is_empty() {
+            return Err(StoreError("redis_url lists no node".into()));
+        }
+        let i = index_for(event, &urls);
+        self.nodes[i]
+            .1
+            .as_ref()
+            .map_err(|e| StoreError(format!("node {i} is down: {e}")))
     }
 
-    /// Every node.
-    pub fn all(&self) -> impl Iterator<Item = &S> {
-        self.stores.iter().map(|(_, s)| s)
+    /// Every node, or why it is down (errors name nodes by place: URLs may carry passwords).
+    pub fn all(&self) -> impl Iterator<Item = Result<&S, StoreError>> {
+        self.nodes.iter().enumerate().map(|(i, (_, s))| {
+            s.as_ref()
+                .map_err(|e| StoreError(format!("node {i} is down: {e}")))
+        })
     }
 }
 

@@ -117,6 +117,8 @@ pub struct DrainReport {
     pub failed: u64,
     /// Events another drainer holds.
     pub busy: Vec<String>,
+    /// Redis nodes that could not be reached (their events wait for the next run).
+    pub unreachable_nodes: usize,
 }
 
 /// One order intent read from the stream.
@@ -148,7 +150,15 @@ pub fn drain(
 ) -> Result<DrainReport, ApiError> {
     let mut report = DrainReport::default();
     for store in nodes.all() {
-        for event in registered_events(store)? {
+        // A node that is down, or fails its first call, holds up only its own events.
+        let Ok((store, events)) = store
+            .map_err(ApiError::from)
+            .and_then(|s| Ok((s, registered_events(s)?)))
+        else {
+            report.unreachable_nodes += 1;
+            continue;
+        };
+        for event in events {
             report.events += 1;
             drain_event(store, db, &event, opts, now_ms, &mut report)?;
         }
@@ -156,11 +166,14 @@ pub fn drain(
     Ok(report)
 }
 
-/// Every registered event, on every node.
+/// Every registered event on every node that can be reached.
 pub fn all_events(nodes: &Nodes<impl Store>) -> Result<Vec<EventId>, ApiError> {
     let mut events = Vec::new();
     for store in nodes.all() {
-        events.extend(registered_events(store)?);
+        // A node that cannot be read is skipped (the error is logged by the conversion).
+        if let Ok(listed) = store.map_err(ApiError::from).and_then(registered_events) {
+            events.extend(listed);
+        }
     }
     Ok(events)
 }
@@ -541,6 +554,8 @@ pub struct ReleaseReport {
     pub expired: u64,
     /// Units given back to Redis shards.
     pub released: u64,
+    /// Expired orders whose event's Redis node is down: released by a later run.
+    pub waiting_for_redis: u64,
 }
 
 /// Expires unpaid orders past their deadline (compare-and-set, rows locked, ledger updated once
@@ -584,17 +599,29 @@ pub fn release_expired(
     for row in &pending.rows {
         by_event.entry(text(row, 0)).or_default().push(text(row, 1));
     }
-    let mut released = 0;
+    let (mut released, mut waiting_for_redis) = (0, 0);
     for (event, orders) in by_event {
         let event = EventId::parse(&event)?;
-        released += mirror(nodes.for_event(&event), &event, "expired", &orders)?;
+        let store = match nodes.for_event(&event) {
+            Ok(store) => store,
+            Err(e) => {
+                eprintln!("timeout release, event {}: {e}", event.as_str());
+                waiting_for_redis += orders.len() as u64;
+                continue;
+            }
+        };
+        released += mirror(store, &event, "expired", &orders)?;
         db.execute(
             "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
             &[P::ArrayStr(orders.into_iter().map(Some).collect())],
         )
         .map_err(DbError::from)?;
     }
-    Ok(ReleaseReport { expired, released })
+    Ok(ReleaseReport {
+        expired,
+        released,
+        waiting_for_redis,
+    })
 }
 
 /// An event's books, Redis and Postgres side by side.

@@ -163,6 +163,20 @@ pub struct Accepted {
     pub shard: u32,
 }
 
+/// The keys `lua/buy.lua` takes, in its order (the raw-Redis benchmark sends them too).
+pub fn buy_keys(k: &EventKeys, user: &str) -> [String; 8] {
+    [
+        k.cfg(),
+        k.purchase_token(user),
+        k.bought(),
+        k.nonempty(),
+        k.queue(),
+        k.seq(),
+        k.buy_bucket(),
+        k.drained(),
+    ]
+}
+
 /// buy: one script does it all (see `lua/buy.lua`).
 pub fn buy(
     store: &impl Store,
@@ -177,16 +191,7 @@ pub fn buy(
     let home_hash = ids::hash64(&[event.as_str(), user]) & 0x7fff_ffff;
     let r = ok_or_refusal(store.run(
         &scripts::BUY,
-        &[
-            k.cfg(),
-            k.purchase_token(user),
-            k.bought(),
-            k.nonempty(),
-            k.queue(),
-            k.seq(),
-            k.buy_bucket(),
-            k.drained(),
-        ],
+        &buy_keys(&k, user),
         &[
             k.prefix().to_owned(),
             user.to_owned(),

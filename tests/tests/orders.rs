@@ -532,7 +532,7 @@ async fn reconcile_names_the_orders_behind_a_drift() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() -> Result<()> {
-    let nodes = [
+    let mut nodes = vec![
         RedisServer::start()?,
         RedisServer::start()?,
         RedisServer::start()?,
@@ -604,5 +604,40 @@ async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() ->
         (200, &json!(true)),
         "{health}"
     );
+
+    // Node 2 dies: its event is unavailable, the others sell on, the jobs skip only node 2.
+    drop(nodes.pop());
+    let (_, health) = app.get_json("/api/health").await?;
+    assert_eq!(health["redis"]["ok"], false, "{health}");
+    assert!(
+        health["redis"]["error"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("node 2"),
+        "{health}"
+    );
+    let token = app
+        .admit_and_precheck(&events[0], "late")
+        .await?
+        .expect("a live node sells on (the released units)");
+    let (status, body) = app.buy(&events[0], "late", &token).await?;
+    assert_eq!(status, 202, "{body}");
+    sold[0].push(("late".into(), body["order_id"].as_str().unwrap().to_owned()));
+    let refused = app.admit_and_precheck(&events[2], "late").await?;
+    assert_eq!(
+        refused.err().map(|(s, b)| (s, b["error"]["code"].clone())),
+        Some((503, json!("unavailable")))
+    );
+    let (status, report) = job(&app, "drain").await?;
+    assert_eq!(
+        (status, report["unreachable_nodes"].as_u64()),
+        (200, Some(1)),
+        "{report}"
+    );
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(status, 200, "{report}");
+    for (event, accepted) in events.iter().zip(&sold).take(2) {
+        assert_books(&app, &pg, event, 30, accepted).await?;
+    }
     Ok(())
 }

@@ -52,7 +52,7 @@ fn run(req: &Request) -> Result<Value, ApiError> {
             };
             let books = events
                 .iter()
-                .map(|e| orders::reconcile(nodes.for_event(e), &db, e, true))
+                .map(|e| orders::reconcile(nodes.for_event(e)?, &db, e, true))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(json!({ "events": books }))
         }

@@ -11,7 +11,7 @@ impl seckill_cron::Guest for Reconcile {
         let run = || -> Result<(), seckill_shared::ApiError> {
             let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
             for event in orders::all_events(&nodes)? {
-                let books = orders::reconcile(nodes.for_event(&event), &db, &event, true)?;
+                let books = orders::reconcile(nodes.for_event(&event)?, &db, &event, true)?;
                 if books.drift != 0
                     || books.dead_letters != 0
                     || books.ledger_drift.is_some_and(|d| d != 0)
