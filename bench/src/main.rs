@@ -319,24 +319,16 @@ fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
     Ok(event)
 }
 
-async fn buy_row(
+/// A closed-loop row for one endpoint, with the Redis scripts it ran per request
+/// (`INFO commandstats`: EVALSHA calls per request; EVAL only after NOSCRIPT).
+async fn endpoint_row(
     name: &str,
     addr: SocketAddr,
     redis: &RedisServer,
-    buyers: Vec<(String, String, String)>,
-    event: &EventId,
     args: &Args,
+    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
 ) -> Result<Row> {
-    let path = format!("/api/events/{}/buy", event.as_str());
-    let buyers = Arc::new(buyers);
     reset_stats(redis)?;
-    let calls = {
-        let buyers = buyers.clone();
-        Arc::new(move |i: u64| {
-            let (jwt, _, token) = buyers.get(i as usize)?;
-            Some(Call::buy(&path, jwt, token))
-        })
-    };
     let report = closed_loop(
         addr,
         args.connections,
@@ -346,7 +338,7 @@ async fn buy_row(
     .await?;
     let (evalsha, eval) = script_calls(redis)?;
     let note = format!(
-        "Redis scripts per buy: {:.3} EVALSHA, {eval} EVAL in all;",
+        "Redis scripts per request: {:.3} EVALSHA, {eval} EVAL in all;",
         evalsha as f64 / report.requests.max(1) as f64
     );
     Ok(Row {
@@ -354,6 +346,23 @@ async fn buy_row(
         report: Some(report),
         note,
     })
+}
+
+/// The buy row: each prepared buyer buys once.
+async fn buy_row(
+    name: &str,
+    addr: SocketAddr,
+    redis: &RedisServer,
+    buyers: Vec<(String, String, String)>,
+    event: &EventId,
+    args: &Args,
+) -> Result<Row> {
+    let path = format!("/api/events/{}/buy", event.as_str());
+    let calls = Arc::new(move |i: u64| {
+        let (jwt, _, token) = buyers.get(i as usize)?;
+        Some(Call::buy(&path, jwt, token))
+    });
+    endpoint_row(name, addr, redis, args, calls).await
 }
 
 /// `wasmtime serve -O pooling-allocator` serving the same hello component: the outside
@@ -623,6 +632,7 @@ async fn suite(args: Args) -> Result<()> {
     )
     .await?;
     let buy_rps = row.report.as_ref().map_or(0.0, Report::rps);
+    let bought = row.report.as_ref().map_or(0, |r| r.requests) as usize;
     row.note = format!("{} {:.2}× hello;", row.note, buy_rps / hello_rps);
     rows.push(row);
     rows.push(half_peak_buy(host.addr, &redis, buy_rps / 2.0, &args).await?);
@@ -632,37 +642,27 @@ async fn suite(args: Args) -> Result<()> {
     }
 
     // Poll for the buyers who bought.
-    let bought = Arc::new(buyers);
+    let buyers = Arc::new(buyers);
     let path = format!("/api/events/{}/orders/me", event.as_str());
-    let n = rows
-        .last()
-        .and_then(|r| r.report.as_ref())
-        .map_or(0, |r| r.requests) as usize;
-    reset_stats(&redis)?;
-    let report = closed_loop(
-        host.addr,
-        args.connections,
-        dur,
-        Arc::new({
-            let bought = bought.clone();
-            move |i: u64| {
-                let (jwt, _, _) = &bought[(i as usize) % n.max(1)];
-                Some(Call::get(path.clone(), Some(jwt.clone())))
-            }
-        }),
-    )
-    .await?;
-    let (evalsha, _) = script_calls(&redis)?;
-    rows.push(Row {
-        name: "poll end to end".into(),
-        note: format!(
-            "Redis scripts per poll: {:.3};",
-            evalsha as f64 / report.requests.max(1) as f64
-        ),
-        report: Some(report),
+    let poll = Arc::new(move |i: u64| {
+        let (jwt, _, _) = &buyers[(i as usize) % bought.max(1)];
+        Some(Call::get(path.clone(), Some(jwt.clone())))
     });
+    rows.push(endpoint_row("poll end to end", host.addr, &redis, &args, poll).await?);
 
-    // Precheck for fresh users (admission tokens computed offline: they need no Redis).
+    // Admission for fresh users, then precheck for others (their admission tokens are computed
+    // offline: checking one needs no Redis).
+    let jwts: Arc<Vec<String>> =
+        Arc::new((0..args.users).map(|i| jwt_for(&format!("a{i}"))).collect());
+    let path = format!("/api/events/{}/admission", event.as_str());
+    let admission = Arc::new(move |i: u64| {
+        Some(Call::post(
+            path.clone(),
+            Some(jwts.get(i as usize)?.clone()),
+            &json!({}),
+        ))
+    });
+    rows.push(endpoint_row("admission end to end", host.addr, &redis, &args, admission).await?);
     let secret = seckill_tests::ADMISSION_SECRET.as_bytes();
     let fresh: Arc<Vec<(String, String)>> = Arc::new(
         (0..args.users)
@@ -676,30 +676,15 @@ async fn suite(args: Args) -> Result<()> {
             .collect(),
     );
     let path = format!("/api/events/{}/precheck", event.as_str());
-    reset_stats(&redis)?;
-    let report = closed_loop(
-        host.addr,
-        args.connections,
-        dur,
-        Arc::new(move |i: u64| {
-            let (jwt, adm) = fresh.get(i as usize)?;
-            Some(Call::post(
-                path.clone(),
-                Some(jwt.clone()),
-                &json!({ "admission_token": adm }),
-            ))
-        }),
-    )
-    .await?;
-    let (evalsha, _) = script_calls(&redis)?;
-    rows.push(Row {
-        name: "precheck end to end".into(),
-        note: format!(
-            "Redis scripts per precheck: {:.3};",
-            evalsha as f64 / report.requests.max(1) as f64
-        ),
-        report: Some(report),
+    let precheck = Arc::new(move |i: u64| {
+        let (jwt, adm) = fresh.get(i as usize)?;
+        Some(Call::post(
+            path.clone(),
+            Some(jwt.clone()),
+            &json!({ "admission_token": adm }),
+        ))
     });
+    rows.push(endpoint_row("precheck end to end", host.addr, &redis, &args, precheck).await?);
     drop(host);
 
     // The same buy with a new Redis connection per request, as real Spin does.
