@@ -31,8 +31,9 @@ pub struct DemoArgs {
     /// Stock shards.
     #[arg(long, default_value_t = 8)]
     pub shards: u32,
-    /// Seconds to pay before an order expires.
-    #[arg(long, default_value_t = 6)]
+    /// Seconds to pay before an order expires (counted from the buy: the spike, the drain and
+    /// the payments themselves take a few seconds of it on 2 cores).
+    #[arg(long, default_value_t = 10)]
     pub payment_timeout_s: u64,
     /// Share of winners who pay (the rest time out and their units are resold).
     #[arg(long, default_value_t = 0.7)]
