@@ -365,6 +365,19 @@ async fn buy_row(
     endpoint_row(name, addr, redis, args, calls).await
 }
 
+/// The buy row on a new event `id` of its own, with `args.users` buyers prepared for it.
+async fn fresh_buy_row(
+    name: &str,
+    addr: SocketAddr,
+    redis: &RedisServer,
+    id: &str,
+    args: &Args,
+) -> Result<Row> {
+    let event = open_event(redis, id, 10_000_000)?;
+    let buyers = prepare_buyers(redis, &event, args.users, id)?;
+    buy_row(name, addr, redis, buyers, &event, args).await
+}
+
 /// `wasmtime serve -O pooling-allocator` serving the same hello component: the outside
 /// reference, as in `../shared/anchors.md` §0.
 async fn wasmtime_serve_hello(args: &Args, hello_rps: f64) -> Result<Row> {
@@ -419,34 +432,18 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
     let mut one_node_rps = 0.0;
     for n in [1, 3] {
         let nodes = &all[..n];
-        let urls: Vec<String> = nodes.iter().map(|r| r.url()).collect();
-        let url_refs: Vec<&str> = urls.iter().map(String::as_str).collect();
         // Three events: on one node all land there; on three, one per node.
-        let mut events: Vec<Option<EventId>> = vec![None; 3];
-        for i in 0.. {
-            let event =
-                EventId::parse(&format!("sku{n}x{i}")).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let slot = if n == 1 {
-                i
-            } else {
-                seckill_shared::nodes::index_for(&event, &url_refs)
-            };
-            if slot < 3 && events[slot].is_none() {
-                events[slot] = Some(event);
-            }
-            if events.iter().all(Option::is_some) {
-                break;
-            }
-        }
+        let placed = seckill_tests::events_per_node(&format!("sku{n}x"), nodes, 3 / n);
         let mut buyers = Vec::new();
-        for (e, event) in events.iter().flatten().enumerate() {
-            let node = nodes[seckill_shared::nodes::index_for(event, &url_refs)];
-            open_event(node, event.as_str(), 10_000_000)?;
-            let path = format!("/api/events/{}/buy", event.as_str());
-            for (jwt, _, token) in
-                prepare_buyers(node, event, args.users / 3, &format!("s{n}e{e}u"))?
-            {
-                buyers.push((path.clone(), jwt, token));
+        for (at, ids) in placed.iter().enumerate() {
+            for id in ids {
+                let event = open_event(nodes[at], id, 10_000_000)?;
+                let path = format!("/api/events/{id}/buy");
+                for (jwt, _, token) in
+                    prepare_buyers(nodes[at], &event, args.users / 3, &format!("{id}u"))?
+                {
+                    buyers.push((path.clone(), jwt, token));
+                }
             }
         }
         // Interleave the SKUs: buyer i buys SKU i % 3.
@@ -457,13 +454,7 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
                 .collect(),
         );
         let mut vars = seckill_tests::app_vars(first, pg);
-        for (k, v) in vars.iter_mut() {
-            match *k {
-                "redis_url" => *v = urls.join(","),
-                "redis_host" => *v = "127.0.0.1:*".into(),
-                _ => {}
-            }
-        }
+        seckill_tests::over_nodes(&mut vars, nodes);
         let host = HostProcess::start("spin.toml", &vars, false)?;
         for node in nodes {
             reset_stats(node)?;
@@ -689,14 +680,11 @@ async fn suite(args: Args) -> Result<()> {
 
     // The same buy with a new Redis connection per request, as real Spin does.
     let faithful = HostProcess::start("spin.toml", &vars, true)?;
-    let event = open_event(&redis, "faithful", 10_000_000)?;
-    let buyers = prepare_buyers(&redis, &event, args.users, "f")?;
-    let mut row = buy_row(
+    let mut row = fresh_buy_row(
         "buy end to end, Spin-faithful (connection per request)",
         faithful.addr,
         &redis,
-        buyers,
-        &event,
+        "faithful",
         &args,
     )
     .await?;
@@ -707,14 +695,11 @@ async fn suite(args: Args) -> Result<()> {
 
     // The same buy natively: shared/ code and the same script behind plain hyper, no WASM.
     let native = ServerProcess::start_native(&redis)?;
-    let event = open_event(&redis, "native", 10_000_000)?;
-    let buyers = prepare_buyers(&redis, &event, args.users, "n")?;
-    let mut row = buy_row(
+    let mut row = fresh_buy_row(
         "native baseline: the same buy without WASM",
         native.addr,
         &redis,
-        buyers,
-        &event,
+        "native",
         &args,
     )
     .await?;

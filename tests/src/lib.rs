@@ -628,6 +628,38 @@ pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String
     ]
 }
 
+/// Points `vars` (from [`app_vars`]) at several Redis nodes: `redis_url` lists them all and
+/// `redis_host` lets the functions reach any loopback port.
+pub fn over_nodes(vars: &mut [(&str, String)], nodes: &[&RedisServer]) {
+    for (k, v) in vars.iter_mut() {
+        match *k {
+            "redis_url" => *v = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(","),
+            "redis_host" => *v = "127.0.0.1:*".into(),
+            _ => {}
+        }
+    }
+}
+
+/// `per_node` event ids for each of `nodes`, as `shared/src/nodes.rs` places them: element `i`
+/// holds the events that live on node `i` (names are `prefix0`, `prefix1`, …).
+pub fn events_per_node(prefix: &str, nodes: &[&RedisServer], per_node: usize) -> Vec<Vec<String>> {
+    let urls: Vec<String> = nodes.iter().map(|n| n.url()).collect();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let mut placed = vec![Vec::new(); nodes.len()];
+    for i in 0.. {
+        if placed.iter().all(|p: &Vec<String>| p.len() == per_node) {
+            break;
+        }
+        let name = format!("{prefix}{i}");
+        let event = seckill_shared::event::EventId::parse(&name).expect("a valid event id");
+        let at = seckill_shared::nodes::index_for(&event, &urls);
+        if placed[at].len() < per_node {
+            placed[at].push(name);
+        }
+    }
+    placed
+}
+
 /// A buyer's bearer token, as the shop's login would mint it.
 pub fn jwt_for(user: &str) -> String {
     let claims = seckill_shared::auth::Claims {

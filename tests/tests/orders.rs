@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Result;
 use futures::{StreamExt, stream};
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use seckill_tests::{
+    PgServer, RedisServer, TestApp, app_vars, events_per_node, jwt_for, over_nodes,
+};
 use serde_json::{Value, json};
 
 /// Drain tuning for tests: small batches, short lease and reclaim times.
@@ -539,32 +541,15 @@ async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() ->
     ];
     let pg = PgServer::start()?;
     pg.migrate().await?;
-    let urls: Vec<String> = nodes.iter().map(RedisServer::url).collect();
+    let refs: Vec<&RedisServer> = nodes.iter().collect();
     let mut v = vars(&nodes[0], &pg, &[]);
-    for (k, val) in v.iter_mut() {
-        match *k {
-            "redis_url" => *val = urls.join(","),
-            "redis_host" => *val = "127.0.0.1:*".into(),
-            _ => {}
-        }
-    }
+    over_nodes(&mut v, &refs);
     let app = TestApp::start("spin.toml", &v).await?;
-    // One event per node (the placement rule picks; the test only looks for names that differ).
-    let url_refs: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let mut events = vec![String::new(); 3];
-    for i in 0.. {
-        let name = format!("multi{i}");
-        let at = seckill_shared::nodes::index_for(
-            &seckill_shared::event::EventId::parse(&name).unwrap(),
-            &url_refs,
-        );
-        if events[at].is_empty() {
-            events[at] = name;
-        }
-        if events.iter().all(|e| !e.is_empty()) {
-            break;
-        }
-    }
+    // One event per node, named as the placement rule puts them.
+    let events: Vec<String> = events_per_node("multi", &refs, 1)
+        .into_iter()
+        .flatten()
+        .collect();
     let mut sold = Vec::new();
     for event in &events {
         let accepted = sell(&app, event, 30, 45, json!({ "payment_timeout_s": 1 })).await?;
