@@ -14,7 +14,7 @@ use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use crate::allowed_hosts::AllowedHosts;
 use crate::bindings;
 use crate::manifest::{ManifestError, ManifestFile};
-use crate::routes::{RoutePattern, Router};
+use crate::routes::Router;
 use crate::state::{ComponentConfig, ConnectionMode, Ctx, MAX_MEMORY_BYTES, Services};
 use crate::variables::{self, Providers};
 
@@ -27,7 +27,14 @@ pub struct Options {
     pub providers: Providers,
     /// Instances that may be alive at once (pooling allocator slots).
     pub max_instances: Option<u32>,
+    /// Largest request body passed to a guest; larger ones get a JSON 413 (a deliberate
+    /// difference: Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
+    pub max_request_body: Option<u64>,
 }
+
+/// The default request body limit: far above any body this API takes, far below what would
+/// exhaust an instance's 128 MiB.
+pub const DEFAULT_MAX_REQUEST_BODY: u64 = 1 << 20;
 
 /// A component, compiled and pre-instantiated once.
 pub(crate) struct LoadedComponent {
@@ -57,6 +64,10 @@ pub struct App {
     pub(crate) slots: Arc<tokio::sync::Semaphore>,
     /// `[application] name`.
     pub name: String,
+    /// `[application] version`.
+    pub version: Option<String>,
+    /// Request bodies larger than this never reach a guest.
+    pub max_request_body: u64,
 }
 
 impl App {
@@ -138,7 +149,7 @@ impl App {
                 .copied()
                 .ok_or_else(|| file.error_at(c, format!("no component `{}`", c.get_ref())))
         };
-        let mut router = Router::default();
+        let mut routes = Vec::new();
         for trigger in &m.trigger.http {
             let c = lookup(&trigger.component)?;
             if components[c].http.is_none() {
@@ -149,11 +160,29 @@ impl App {
                     )
                     .into());
             }
-            let route = RoutePattern::parse(trigger.route.get_ref())
+            crate::routes::check(trigger.route.get_ref())
                 .map_err(|e| file.error_at(&trigger.route, e))?;
-            router
-                .add(route, c)
-                .map_err(|e| file.error_at(&trigger.route, e))?;
+            routes.push((trigger.route.get_ref().as_str(), c));
+        }
+        let (router, duplicates) = Router::build(routes).map_err(|e| ManifestError {
+            path: file.path.clone(),
+            line: 0,
+            message: e,
+        })?;
+        // Spin's warnings (`crates/trigger-http/src/server.rs`), not errors.
+        for d in &duplicates {
+            tracing::error!(
+                "route {} of component `{}` duplicates that of `{}` and will never be used",
+                d.route,
+                components[d.replaced].config.id,
+                components[d.effective].config.id
+            );
+        }
+        if router.contains_reserved_route() {
+            tracing::error!(
+                "Routes under {} are handled by the Spin runtime and will never be reached",
+                crate::routes::WELL_KNOWN_PREFIX
+            );
         }
         let mut crons = Vec::new();
         for trigger in &m.trigger.cron {
@@ -192,6 +221,8 @@ impl App {
             services: Arc::new(services),
             slots: Arc::new(tokio::sync::Semaphore::new(max_instances as usize)),
             name: m.application.name.clone(),
+            version: m.application.version.clone(),
+            max_request_body: options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY),
         })
     }
 

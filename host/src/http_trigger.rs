@@ -1,15 +1,20 @@
-//! The HTTP trigger: a hyper server that routes each request like Spin, adds Spin's request
-//! headers, and runs it in a fresh instance of the matched component.
+//! The HTTP trigger, as Spin's `crates/trigger-http/src/{server,headers,wasi}.rs` (v3.6.3) serve a
+//! request: the runtime's own well-known routes, Spin's router, Spin's request headers, a fresh
+//! instance of the matched component, and empty-bodied 404s and 500s. The conformance table in
+//! `host/README.md` lists each behaviour with the Spin file it comes from.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use futures::FutureExt;
-use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use http::uri::Authority;
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Empty, Full, Limited, combinators::UnsyncBoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
@@ -17,14 +22,17 @@ use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use crate::app::App;
-use crate::routes::RouteMatch;
+use crate::routes::{RouteMatch, WELL_KNOWN_PREFIX};
 
 /// The body of every response this server sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 
+/// An error that makes the server drop the connection without a response, as Spin's
+/// `instrumented_service_fn` does when `handle` fails outside a component (e.g. no `Host`).
+pub type ConnectionError = std::io::Error;
+
 /// Serves `app` on `listener` until the task is dropped.
 pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
-    let local = listener.local_addr()?;
     loop {
         let (stream, client) = match listener.accept().await {
             Ok(conn) => conn,
@@ -40,7 +48,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let app = app.clone();
-                async move { Ok::<_, Infallible>(handle(&app, req, client, local).await) }
+                async move { handle(&app, req, client).await }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service);
@@ -51,22 +59,59 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
     }
 }
 
-/// Routes and runs one request.
+/// Answers one request: well-known routes, routing, then the matched component.
 pub async fn handle(
     app: &App,
     mut req: Request<Incoming>,
     client: SocketAddr,
-    local: SocketAddr,
-) -> Response<ResponseBody> {
-    let Some((c, matched)) = app.router.route(req.uri().path()) else {
-        return plain(StatusCode::NOT_FOUND, "Not Found");
+) -> Result<Response<ResponseBody>, ConnectionError> {
+    strip_forbidden_headers(&mut req);
+    let path = req.uri().path();
+    if let Some(well_known) = path.strip_prefix(WELL_KNOWN_PREFIX) {
+        return Ok(match well_known {
+            "health" => full(StatusCode::OK, Bytes::from_static(b"OK"), None),
+            "info" => app_info(app),
+            _ => empty(StatusCode::NOT_FOUND),
+        });
+    }
+    let Some(matched) = app.router.route(path) else {
+        return Ok(empty(StatusCode::NOT_FOUND));
     };
-    set_spin_headers(&mut req, &matched, client, local);
-    match run(app, c, req).await {
+    set_req_uri(&mut req).map_err(|e| ConnectionError::other(format!("{e:#}")))?;
+    if let Some(refusal) = body_too_large(app, &req) {
+        return Ok(refusal);
+    }
+    let component = &app.components[matched.component].config.id;
+    let result = async {
+        set_spin_headers(&mut req, &matched, client)?;
+        run(app, matched.component, req).await
+    };
+    Ok(match result.await {
         Ok(resp) => resp,
         Err(e) => {
-            tracing::error!(component = %app.components[c].config.id, "request failed: {e:?}");
-            plain(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+            tracing::error!(component = %component, "Error processing request: {e:?}");
+            empty(StatusCode::INTERNAL_SERVER_ERROR)
+        }
+    })
+}
+
+/// A guest's `handle` call, boxed so that it can outlive the request that started it.
+type GuestCall = Pin<Box<dyn Future<Output = wasmtime::Result<()>> + Send>>;
+
+/// Runs a guest call to completion even when the request future is dropped (the client went
+/// away): Spin runs a `wasi:http@0.2` guest in a task of its own (`wasi.rs`), so a client that
+/// disconnects does not cancel it. Polling it in place until the response head saves a spawn
+/// on the common path; only an abandoned or still-streaming call is spawned.
+struct RunToCompletion(Option<GuestCall>);
+
+impl Drop for RunToCompletion {
+    fn drop(&mut self) {
+        if let Some(call) = self.0.take() {
+            tokio::spawn(async move {
+                if let Err(e) = call.await {
+                    tracing::error!("Component error after response started: {e:?}");
+                }
+            });
         }
     }
 }
@@ -79,91 +124,215 @@ async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<Res
     let slot = app.slots.clone().acquire_owned().await?;
     let mut store = app.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let limit = app.max_request_body;
+    let req = req.map(move |body| Limited::new(body, limit as usize).map_err(body_error));
     let req = store
         .data_mut()
         .http()
         .new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().http().new_response_outparam(tx)?;
     let proxy = pre.instantiate_async(&mut store).await?;
-    let mut call = Box::pin(async move {
+    let mut guest = RunToCompletion(Some(Box::pin(async move {
         let result = proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
             .await;
-        // The instance, and with it the pool slot, is gone only with the store.
+        // Whatever the guest left behind (pooled connections mid-transaction among them) is
+        // released only with the store; the pool slot goes with it.
         drop(store);
         drop(slot);
         result
-    });
-    // Run the guest in this task until it sends the response head.
-    let (head, finished) = tokio::select! {
+    })));
+    let call = guest.0.as_mut().expect("just set");
+    let head = tokio::select! {
         biased;
-        head = &mut rx => (head, false),
-        result = &mut call => match rx.await {
-            Err(_) => match result {
-                // The sender was dropped without a response: the guest trapped or returned early.
-                Err(trap) => return Err(anyhow::anyhow!("guest trapped: {trap:?}")),
-                Ok(()) => anyhow::bail!("guest returned without sending a response"),
-            },
-            head => (head, true),
-        },
+        head = &mut rx => head,
+        result = call => {
+            guest.0 = None;
+            match rx.await {
+                Err(_) => match result {
+                    // The sender was dropped without a response: the guest trapped or returned.
+                    Err(trap) => bail!("guest invocation failed: {trap:?}"),
+                    Ok(()) => bail!("guest failed to produce a response prior to returning"),
+                },
+                head => head,
+            }
+        }
     };
-    // The guest may still be writing the body after the head. Usually it has finished by now;
-    // if not, it goes on in a task of its own (a spawn per request cost cross-thread wake-ups).
-    if !finished && call.as_mut().now_or_never().is_none() {
-        tokio::spawn(call);
+    // The guest may still be writing the body after the head: usually it has finished by now;
+    // if not, dropping `guest` moves it to a task of its own.
+    if let Some(call) = guest.0.as_mut()
+        && call.now_or_never().is_some()
+    {
+        guest.0 = None;
     }
+    drop(guest);
     match head {
         Ok(Ok(resp)) => Ok(resp),
-        Ok(Err(code)) => anyhow::bail!("guest returned error code {code:?}"),
-        Err(_) => anyhow::bail!("guest dropped the response"),
+        Ok(Err(code)) => bail!("guest failed to produce a response: {code:?}"),
+        Err(_) => bail!("guest dropped the response"),
     }
 }
 
-/// Spin's request headers (`crates/trigger-http/src/headers.rs`). Built straight into the
-/// header map: this runs on every request.
-fn set_spin_headers(
-    req: &mut Request<Incoming>,
-    m: &RouteMatch,
-    client: SocketAddr,
-    local: SocketAddr,
-) {
-    let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let full_url = match req.headers().get(http::header::HOST) {
-        Some(host) => [b"http://", host.as_bytes(), path_and_query.as_bytes()].concat(),
-        None => format!("http://{local}{path_and_query}").into_bytes(),
-    };
-    let fixed = [
-        ("spin-path-info", m.path_info.as_str()),
-        ("spin-matched-route", m.matched_route.as_str()),
-        ("spin-component-route", m.component_route.as_str()),
-        ("spin-raw-component-route", m.raw_route.as_str()),
-        ("spin-base-path", "/"),
-    ];
-    let client = client.to_string();
-    let headers = req.headers_mut();
-    if let Ok(v) = HeaderValue::from_bytes(&full_url) {
-        headers.insert(HeaderName::from_static("spin-full-url"), v);
+/// A body over the limit is cut off with `HttpRequestBodySize`, which the guest sees as a
+/// stream error; a declared `Content-Length` over it never reaches a guest (see
+/// [`body_too_large`]).
+fn body_error(e: Box<dyn std::error::Error + Send + Sync>) -> wasmtime_wasi_http::Error {
+    match e.downcast::<hyper::Error>() {
+        Ok(e) => wasmtime_wasi_http::Error::Hyper(*e),
+        Err(_) => wasmtime_wasi_http::Error::HttpRequestBodySize(None),
     }
-    for (name, value) in fixed
-        .into_iter()
-        .chain([("spin-client-addr", client.as_str())])
-    {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            headers.insert(HeaderName::from_static(name), v);
+}
+
+/// A JSON 413 (the API's error shape) when the declared body exceeds the host's limit.
+fn body_too_large(app: &App, req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse::<u64>()
+        .ok()?;
+    (declared > app.max_request_body).then(|| {
+        let body = format!(
+            r#"{{"error":{{"code":"body_too_large","message":"request bodies are limited to {} bytes"}}}}"#,
+            app.max_request_body
+        );
+        let mut resp = full(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Bytes::from(body),
+            Some("application/json"),
+        );
+        // The body is not read: the connection cannot be reused.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp
+    })
+}
+
+/// Spin's `strip_forbidden_headers`: a `Host` naming a service-chaining host is removed.
+fn strip_forbidden_headers(req: &mut Request<Incoming>) {
+    let chaining = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| {
+            let host = h.rsplit_once(':').map_or(h, |(host, _)| host);
+            host.ends_with(".spin.internal")
+        });
+    if chaining {
+        req.headers_mut().remove(header::HOST);
+    }
+}
+
+/// Spin's `set_req_uri`: the URI gets the scheme and the authority of the `Host` header (or
+/// its own); none, an unparsable one, or two that differ fail the request.
+fn set_req_uri(req: &mut Request<Incoming>) -> Result<()> {
+    let header_authority = req
+        .headers()
+        .get(header::HOST)
+        .map(|h| -> Result<Authority> {
+            let host = h.to_str().context("'Host' header is not valid UTF-8")?;
+            host.parse()
+                .context("'Host' header contains an invalid authority")
+        })
+        .transpose()?;
+    let mut parts = req.uri().clone().into_parts();
+    let authority = match (header_authority, parts.authority.take()) {
+        (None, None) => bail!("no 'Host' header present in request"),
+        (Some(a), None) | (None, Some(a)) => a,
+        (Some(a1), Some(a2)) if a1 == a2 => a1,
+        _ => bail!("authority in 'Host' header does not match authority in URI"),
+    };
+    parts.scheme = Some(http::uri::Scheme::HTTP);
+    parts.authority = Some(authority);
+    if parts.path_and_query.is_none() {
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+    }
+    *req.uri_mut() = http::Uri::from_parts(parts)?;
+    Ok(())
+}
+
+/// Spin's request headers (`headers.rs`: `compute_default_headers`, `prepare_request_headers`
+/// and `wasi.rs`: `prepare_request`): the client's headers first, then Spin's appended in
+/// Spin's order, so a guest that keeps the last value of a name (spin-sdk's `Request`) sees
+/// Spin's. Names are `SPIN_*` with `_` → `-`, lower-cased: `:event_id` arrives as
+/// `spin-path-match-event-id`. Built straight into the header map: this runs on every request.
+fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketAddr) -> Result<()> {
+    // Spin reads every header value as UTF-8 and fails the request otherwise.
+    for value in req.headers().values() {
+        std::str::from_utf8(value.as_bytes())?;
+    }
+    let host = req.headers().get(header::HOST).map_or("localhost", |h| {
+        std::str::from_utf8(h.as_bytes()).unwrap_or_default()
+    });
+    let path_and_query = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let full_url = format!("http://{host}{path_and_query}");
+    let client = client.to_string();
+    let fixed = [
+        ("spin-path-info", m.trailing_wildcard.as_str()),
+        ("spin-full-url", full_url.as_str()),
+        ("spin-matched-route", m.based_route.as_str()),
+        ("spin-base-path", "/"),
+        ("spin-raw-component-route", m.raw_route.as_str()),
+        ("spin-component-route", m.raw_route_or_prefix()),
+        ("spin-client-addr", client.as_str()),
+    ];
+    let mut appended = Vec::with_capacity(fixed.len() + m.captures.len());
+    for (name, value) in fixed {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            appended.push((HeaderName::from_static(name), value));
         }
     }
     for (name, value) in &m.captures {
-        let name = format!("spin-path-match-{}", name.to_ascii_lowercase());
+        let name = format!("spin-path-match-{}", name.replace('_', "-")).to_ascii_lowercase();
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(value)) {
-            headers.insert(name, value);
+            appended.push((name, value));
         }
     }
+    let headers = req.headers_mut();
+    for (name, value) in appended {
+        headers.append(name, value);
+    }
+    Ok(())
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
-    let body = Full::new(Bytes::from_static(text.as_bytes())).map_err(|never| match never {});
-    let mut resp = Response::new(body.boxed_unsync());
+/// `GET /.well-known/spin/info`: Spin's `AppInfo` (`crates/http/src/app_info.rs`), pretty JSON.
+fn app_info(app: &App) -> Response<ResponseBody> {
+    let mut info = serde_json::Map::new();
+    info.insert("name".into(), app.name.clone().into());
+    if let Some(version) = &app.version {
+        info.insert("version".into(), version.clone().into());
+    }
+    let body = serde_json::to_vec_pretty(&info).expect("a map of strings serializes");
+    full(StatusCode::OK, Bytes::from(body), Some("application/json"))
+}
+
+fn full(
+    status: StatusCode,
+    body: Bytes,
+    content_type: Option<&'static str>,
+) -> Response<ResponseBody> {
+    let mut resp = Response::new(
+        Full::new(body)
+            .map_err(|never: Infallible| match never {})
+            .boxed_unsync(),
+    );
+    *resp.status_mut() = status;
+    if let Some(ct) = content_type {
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    resp
+}
+
+/// Spin's 404 and 500: a status and no body.
+fn empty(status: StatusCode) -> Response<ResponseBody> {
+    let mut resp = Response::new(
+        Empty::new()
+            .map_err(|never: Infallible| match never {})
+            .boxed_unsync(),
+    );
     *resp.status_mut() = status;
     resp
 }

@@ -70,6 +70,9 @@ struct AppArgs {
     /// Open a new Redis connection for every `open`, exactly as Spin does (slower).
     #[arg(long)]
     spin_faithful: bool,
+    /// Largest request body passed to a guest, in bytes; larger ones get a JSON 413.
+    #[arg(long, default_value_t = seckill_host::app::DEFAULT_MAX_REQUEST_BODY)]
+    max_request_body: u64,
 }
 
 impl AppArgs {
@@ -88,6 +91,7 @@ impl AppArgs {
             },
             providers: Providers::default().with_dotenv(&env_file)?,
             max_instances: None,
+            max_request_body: Some(self.max_request_body),
         };
         App::load(&self.manifest, options)
     }

@@ -87,8 +87,77 @@ fn create_connection_pool(config: Config) -> anyhow::Result<Pool> {
 
 /// An open `connection` resource: a client checked out of its pool until the guest drops it.
 pub struct PgConnection {
-    /// The pooled client; dropping it returns it to the pool.
-    client: Object,
+    /// The pooled client; dropping it returns it to the pool. `None` only while dropping.
+    client: Option<Object>,
+    /// A statement that may have opened a transaction block ran, and none that surely ends it
+    /// since (see [`TransactionState`]).
+    transaction: TransactionState,
+}
+
+impl PgConnection {
+    fn client(&self) -> &Object {
+        self.client.as_ref().expect("present until dropped")
+    }
+}
+
+/// What the statements a guest ran say about the session's transaction block. Every statement
+/// goes through the extended protocol (one statement per message), so only `BEGIN` / `START
+/// TRANSACTION` open a block and only `COMMIT` / `ROLLBACK` / `END` / `ABORT` close it; anything
+/// unclear counts as open, which costs at most one needless `ROLLBACK`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    /// No transaction block can be open.
+    #[default]
+    Idle,
+    /// One may be open: roll it back before the connection is reused.
+    MaybeOpen,
+}
+
+impl TransactionState {
+    /// The state after `statement` ran (successfully or not).
+    pub fn after(self, statement: &str) -> Self {
+        let s = statement.trim().trim_end_matches(';').to_ascii_lowercase();
+        let first = s.split_whitespace().next().unwrap_or("");
+        let closes = matches!(first, "commit" | "rollback" | "end" | "abort")
+            && !s.contains(" to ")
+            && !s.contains("prepared")
+            && (s.contains("and no chain") || !s.contains("and chain"));
+        if closes {
+            TransactionState::Idle
+        } else if s.contains("begin") || s.contains("start") || s.contains("chain") {
+            TransactionState::MaybeOpen
+        } else {
+            self
+        }
+    }
+}
+
+/// No connection goes back to the pool inside a transaction (a deliberate difference: Spin's
+/// `Clean` recycling ends none, so a guest that stops between `BEGIN` and `COMMIT` would leave
+/// its transaction to the next request, whose autocommit statements would then never commit).
+/// A connection that may be in one is rolled back first, or discarded if that fails.
+impl Drop for PgConnection {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        if self.transaction == TransactionState::Idle {
+            return; // back to the pool as is
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(e) = client.batch_execute("ROLLBACK").await {
+                        tracing::warn!(
+                            "discarding a Postgres connection left in a transaction: {e}"
+                        );
+                        drop(Object::take(client));
+                    }
+                });
+            }
+            Err(_) => drop(Object::take(client)),
+        }
+    }
 }
 
 impl Ctx {
@@ -107,14 +176,18 @@ impl Ctx {
         Ok(config)
     }
 
-    /// The open connection behind `connection`.
+    /// The open connection behind `connection`, noting that `statement` is about to run on it.
     fn pg_connection(
-        &self,
+        &mut self,
         connection: &Resource<PgConnection>,
+        statement: &str,
     ) -> Result<&PgConnection, pg::Error> {
-        self.table
-            .get(connection)
-            .map_err(|_| pg::Error::ConnectionFailed("no connection found".into()))
+        let connection = self
+            .table
+            .get_mut(connection)
+            .map_err(|_| pg::Error::ConnectionFailed("no connection found".into()))?;
+        connection.transaction = connection.transaction.after(statement);
+        Ok(connection)
     }
 }
 
@@ -182,7 +255,10 @@ impl pg::HostConnection for Ctx {
             .await
             .map_err(|e| pg::Error::ConnectionFailed(error_report(&e)))?;
         self.table
-            .push(PgConnection { client })
+            .push(PgConnection {
+                client: Some(client),
+                transaction: TransactionState::Idle,
+            })
             .map_err(|_| pg::Error::ConnectionFailed("too many connections".into()))
     }
 
@@ -193,13 +269,13 @@ impl pg::HostConnection for Ctx {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> Result<RowSet, pg::Error> {
-        let connection = self.pg_connection(&connection)?;
+        let connection = self.pg_connection(&connection, &statement)?;
         // Spin reports a parameter that cannot be converted as `bad-parameter` here but as
         // `value-conversion-failed` from `execute`.
         let params =
             to_sql_parameters(params).map_err(|e| pg::Error::BadParameter(error_report(&e)))?;
         let rows = connection
-            .client
+            .client()
             .query(&statement, &param_refs(&params))
             .await
             .map_err(query_failed)?;
@@ -220,17 +296,18 @@ impl pg::HostConnection for Ctx {
         statement: String,
         params: Vec<ParameterValue>,
     ) -> Result<u64, pg::Error> {
-        let connection = self.pg_connection(&connection)?;
+        let connection = self.pg_connection(&connection, &statement)?;
         let params = to_sql_parameters(params)
             .map_err(|e| pg::Error::ValueConversionFailed(error_report(&e)))?;
         connection
-            .client
+            .client()
             .execute(&statement, &param_refs(&params))
             .await
             .map_err(query_failed)
     }
 
-    /// Closes the connection, returning its client to the pool.
+    /// Closes the connection, returning its client to the pool (rolled back first if it may be
+    /// inside a transaction: see [`PgConnection`]'s `Drop`).
     async fn drop(&mut self, connection: Resource<PgConnection>) -> wasmtime::Result<()> {
         // Like Spin, a handle that is already gone is not an error. The client goes back to its
         // pool when dropped.
@@ -906,6 +983,24 @@ mod tests {
     }
 
     /// Each variant binds to its own Postgres type and nothing else.
+    #[test]
+    fn transaction_state_follows_the_statements() {
+        use TransactionState::*;
+        let run = |stmts: &[&str]| stmts.iter().fold(Idle, |t, s| t.after(s));
+        assert_eq!(run(&["SELECT 1", "UPDATE t SET a = 1"]), Idle);
+        assert_eq!(run(&["BEGIN", "UPDATE t SET a = 1"]), MaybeOpen);
+        assert_eq!(run(&["  begin isolation level serializable"]), MaybeOpen);
+        assert_eq!(run(&["START TRANSACTION", "SELECT 1", "COMMIT"]), Idle);
+        assert_eq!(run(&["BEGIN", "ROLLBACK;"]), Idle);
+        assert_eq!(
+            run(&["BEGIN", "SAVEPOINT a", "ROLLBACK TO SAVEPOINT a"]),
+            MaybeOpen
+        );
+        assert_eq!(run(&["BEGIN", "COMMIT AND CHAIN"]), MaybeOpen);
+        assert_eq!(run(&["BEGIN", "COMMIT AND NO CHAIN"]), Idle);
+        assert_eq!(run(&["/* x */ BEGIN"]), MaybeOpen);
+    }
+
     #[test]
     fn parameters_bind_only_to_their_own_type() {
         let int32 = param(ParameterValue::Int32(7));

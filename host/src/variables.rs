@@ -43,21 +43,28 @@ pub fn parse_template(template: &str) -> Result<Vec<Part>, String> {
     Ok(parts)
 }
 
-/// Spin's rule for variable names: lower snake case, starting with a letter.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.contains("__")
-        && !name.ends_with('_');
-    if ok {
-        Ok(())
+/// Spin's rule for variable names (`Key::validate` in `crates/expressions/src/lib.rs`), with
+/// its wording: the error text is what a guest sees in `Error::InvalidName`.
+pub fn check_name(key: &str) -> Result<(), String> {
+    let reason = if key.is_empty() {
+        "must not be empty".to_owned()
+    } else if let Some(invalid) = key
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
+    {
+        format!(
+            "invalid character {invalid:?}. Variable names may contain only lower-case letters, numbers, and underscores."
+        )
+    } else if !key.as_bytes()[0].is_ascii_lowercase() {
+        "must start with a lowercase ASCII letter".to_owned()
+    } else if !key.as_bytes()[key.len() - 1].is_ascii_alphanumeric() {
+        "must end with a lowercase ASCII letter or digit".to_owned()
+    } else if key.contains("__") {
+        "must not contain multiple consecutive underscores".to_owned()
     } else {
-        Err(format!(
-            "invalid variable name {name:?} (lower_snake_case expected)"
-        ))
-    }
+        return Ok(());
+    };
+    Err(format!("{key:?}: {reason}"))
 }
 
 /// Where values come from, besides the manifest defaults.
@@ -140,12 +147,11 @@ pub type ComponentVariables = BTreeMap<String, String>;
 
 impl variables::Host for Ctx {
     async fn get(&mut self, name: String) -> Result<String, Error> {
+        // Spin's texts: `crates/expressions/src/lib.rs` (`Key::new`, `Resolver::get_template`).
         check_name(&name).map_err(Error::InvalidName)?;
-        self.component
-            .variables
-            .get(&name)
-            .cloned()
-            .ok_or(Error::Undefined(name))
+        self.component.variables.get(&name).cloned().ok_or_else(|| {
+            Error::Undefined(format!("no variable for {:?}.{name:?}", self.component.id))
+        })
     }
 }
 
@@ -169,6 +175,21 @@ mod tests {
         assert_eq!(
             parse_template("plain").unwrap(),
             vec![Part::Literal("plain".into())]
+        );
+    }
+
+    /// `keys_good` and `keys_bad` in Spin's `crates/expressions/src/lib.rs`.
+    #[test]
+    fn names_follow_spins_key_rules() {
+        for key in ["a", "abc", "a1b2c3", "a_1", "a_1_b_3"] {
+            check_name(key).expect(key);
+        }
+        for key in ["", "aX", "1bc", "_x", "x.y", "x_", "a__b", "x-y"] {
+            check_name(key).expect_err(key);
+        }
+        assert_eq!(
+            check_name("Bad-Name").unwrap_err(),
+            r#""Bad-Name": invalid character 'B'. Variable names may contain only lower-case letters, numbers, and underscores."#
         );
     }
 

@@ -46,3 +46,36 @@ local function hmget(key, ...)
   for i, name in ipairs(names) do t[name] = values[i] or nil end
   return t
 end
+
+-- The order stream keeps only what the drain still needs: entries below the oldest pending one
+-- (or, with none pending, below the last delivered one) were acknowledged, landed in Postgres
+-- or the dead letters, and go. Entries not yet delivered are never touched.
+local function trim_acknowledged(queue)
+  local pending = redis.call('XPENDING', queue, 'drain')
+  local keep_from = nil
+  if tonumber(pending[1]) > 0 then
+    keep_from = pending[2]
+  else
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', queue)) do
+      local info = {}
+      for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+      if info.name == 'drain' then keep_from = info['last-delivered-id'] end
+    end
+  end
+  if keep_from then redis.call('XTRIM', queue, 'MINID', keep_from) end
+end
+
+-- Dead letters that are accepted orders (still `queued`): units sold that will never reach
+-- Postgres by themselves. Entries that never were orders do not count. Reads at most 10,000.
+local function dead_orders(dead, prefix)
+  local n = 0
+  for _, e in ipairs(redis.call('XRANGE', dead, '-', '+', 'COUNT', 10000)) do
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'order' and redis.call('HGET', prefix .. 'order:' .. f[i + 1], 'status') == 'queued' then
+        n = n + 1
+      end
+    end
+  end
+  return n
+end

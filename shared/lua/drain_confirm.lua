@@ -15,4 +15,5 @@ for i = 2, #ARGV, 2 do
   redis.call('HDEL', KEYS[3], ARGV[i])
 end
 if n > 0 then redis.call('INCRBY', KEYS[2], n) end
+trim_acknowledged(KEYS[1])
 return {OK, n}

@@ -40,4 +40,5 @@ for _, e in ipairs(entries) do
   end
 end
 out[2] = n
+if n < #entries then trim_acknowledged(KEYS[1]) end
 return out

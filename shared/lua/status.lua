@@ -1,6 +1,8 @@
 -- Admin: an event's state. Read-only. Spin flattens nested replies, so this is one flat list:
--- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, queued, admitted, registrants}
--- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 admitted, 6 registrants
+-- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, dead letters,
+--  dead orders, stream length, admitted, registrants}
+-- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 admitted, 6 registrants,
+--       7 dead letters
 -- ARGV: 1 tag prefix
 local cfg = redis.call('HGETALL', KEYS[1])
 if #cfg == 0 then return {NOT_FOUND} end
@@ -11,6 +13,8 @@ out[#out + 1] = shards
 for i = 0, shards - 1 do out[#out + 1] = tonumber(redis.call('GET', ARGV[1] .. 'stock:' .. i) or '0') end
 out[#out + 1] = tonumber(redis.call('GET', KEYS[2]) or '0')
 out[#out + 1] = tonumber(redis.call('GET', KEYS[3]) or '0')
+out[#out + 1] = redis.call('XLEN', KEYS[7])
+out[#out + 1] = dead_orders(KEYS[7], ARGV[1])
 out[#out + 1] = redis.call('XLEN', KEYS[4])
 out[#out + 1] = redis.call('SCARD', KEYS[5])
 out[#out + 1] = redis.call('SCARD', KEYS[6])

@@ -140,8 +140,12 @@ pub struct EventStatus {
     pub sold: i64,
     /// Orders drained into Postgres.
     pub drained: i64,
-    /// Intents still in the queue stream.
+    /// Accepted orders on their way to Postgres: sold − drained − dead orders.
     pub queued: i64,
+    /// Accepted orders that could not land (the dead-letter stream): an operator's job.
+    pub dead_letters: i64,
+    /// Entries the order stream holds (acknowledged ones are trimmed by the drain).
+    pub stream_length: i64,
     /// Admission tokens handed out.
     pub admitted: i64,
     /// Lottery registrants.
@@ -160,6 +164,7 @@ pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, ApiErr
             k.queue(),
             k.admitted(),
             k.registrants(),
+            k.dead(),
         ],
         &[k.prefix().to_owned()],
     )?)?;
@@ -175,14 +180,18 @@ pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, ApiErr
         .map(|i| r.int(at + i))
         .collect::<Result<Vec<_>, _>>()?;
     at += shards;
+    let (sold, drained, dead_letters, dead_orders) =
+        (r.int(at)?, r.int(at + 1)?, r.int(at + 2)?, r.int(at + 3)?);
     Ok(EventStatus {
         config,
         stock_left: stock_by_shard.iter().sum(),
         stock_by_shard,
-        sold: r.int(at)?,
-        drained: r.int(at + 1)?,
-        queued: r.int(at + 2)?,
-        admitted: r.int(at + 3)?,
-        registrants: r.int(at + 4)?,
+        sold,
+        drained,
+        queued: (sold - drained - dead_orders).max(0),
+        dead_letters,
+        stream_length: r.int(at + 4)?,
+        admitted: r.int(at + 5)?,
+        registrants: r.int(at + 6)?,
     })
 }

@@ -152,6 +152,10 @@ impl EventConfig {
         if self.sku.is_empty() || self.sku.len() > 128 {
             return Err(invalid("sku must be 1-128 characters"));
         }
+        // Postgres cannot store NUL in text: such a sku would make every order a dead letter.
+        if self.sku.chars().any(char::is_control) {
+            return Err(invalid("sku must not contain control characters"));
+        }
         if self.stock > 1_000_000_000 {
             return Err(invalid("stock must be <= 1e9"));
         }

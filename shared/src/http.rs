@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 
 use crate::event::EventId;
 use crate::nodes::{self, Nodes};
@@ -11,6 +11,49 @@ use crate::{ApiError, auth, clock, config};
 
 /// Bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// Runs a function on its request, read with the body bounded by [`MAX_BODY_BYTES`]: a larger
+/// body is refused (413) as soon as it passes the limit, never held whole in memory (Spin sets
+/// no limit of its own). Every HTTP function starts here.
+pub async fn serve(req: IncomingRequest, f: impl FnOnce(Request) -> Response) -> Response {
+    match read_request(req).await {
+        Ok(req) => f(req),
+        Err(e) => error(&e),
+    }
+}
+
+/// The request with its whole body, at most [`MAX_BODY_BYTES`] of it.
+async fn read_request(req: IncomingRequest) -> Result<Request, ApiError> {
+    use futures::StreamExt;
+    let mut builder = Request::builder();
+    builder
+        .method(req.method())
+        .uri(req.uri())
+        .headers(req.headers());
+    let mut body = Vec::new();
+    let mut chunks = req.into_body_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::bad_request(
+                "unreadable_body",
+                format!("the body could not be read: {e}"),
+            )
+        })?;
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(body_too_large());
+        }
+        body.extend(chunk);
+    }
+    Ok(builder.body(body).build())
+}
+
+fn body_too_large() -> ApiError {
+    ApiError::new(
+        413,
+        "body_too_large",
+        format!("bodies are limited to {MAX_BODY_BYTES} bytes"),
+    )
+}
 
 /// A JSON response with `status`.
 pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
@@ -63,9 +106,11 @@ pub fn require_method(req: &Request, allowed: Method) -> Result<(), ApiError> {
     }
 }
 
-/// A `:name` segment of the route (Spin passes it as `spin-path-match-<name>`).
+/// A `:name` segment of the route. Spin passes it as `spin-path-match-<name>` with every `_`
+/// turned into `-` (`crates/trigger-http/src/headers.rs`): `:event_id` is
+/// `spin-path-match-event-id`.
 pub fn path_param<'a>(req: &'a Request, name: &str) -> Result<&'a str, ApiError> {
-    req.header(&format!("spin-path-match-{name}"))
+    req.header(&format!("spin-path-match-{}", name.replace('_', "-")))
         .and_then(|v| v.as_str())
         .ok_or_else(|| ApiError::not_found(format!("route has no :{name}")))
 }
@@ -113,11 +158,7 @@ pub fn client_addr(req: &Request) -> String {
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     let body = req.body();
     if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            413,
-            "body_too_large",
-            format!("bodies are limited to {MAX_BODY_BYTES} bytes"),
-        ));
+        return Err(body_too_large());
     }
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
 }

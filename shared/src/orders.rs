@@ -43,9 +43,13 @@ impl From<DbError> for ApiError {
     }
 }
 
-/// Opens the orders database.
+/// Opens the orders database, in a clean session: a pooled connection may come back from an
+/// earlier request still inside its transaction (Spin's pool ends none), and an autocommit
+/// statement run inside it would never commit. `ROLLBACK` outside a transaction only warns.
 pub fn open_db(url: &str) -> Result<pg::Connection, DbError> {
-    pg::Connection::open(url).map_err(DbError::from)
+    let db = pg::Connection::open(url).map_err(DbError::from)?;
+    db.execute("ROLLBACK", &[]).map_err(DbError::from)?;
+    Ok(db)
 }
 
 fn s(v: &str) -> P {
@@ -67,7 +71,8 @@ fn text(row: &[DbValue], i: usize) -> String {
     }
 }
 
-/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails.
+/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
+/// that fails is an error.
 fn transaction<T, E: From<DbError>>(
     db: &pg::Connection,
     f: impl FnOnce() -> Result<T, E>,
@@ -100,7 +105,8 @@ pub struct DrainOptions {
     pub reclaim_idle_ms: u64,
     /// Deliveries before an entry goes to the dead-letter stream.
     pub max_deliveries: u32,
-    /// Test-only fault injection: `trap_after_commit` dies between commit and acknowledge.
+    /// Test-only fault injection: `trap_after_commit` dies between commit and acknowledge,
+    /// `trap_in_transaction` between BEGIN and COMMIT.
     pub fault: Option<String>,
 }
 
@@ -266,26 +272,27 @@ fn drain_batches(
         if entries.is_empty() {
             return Ok(());
         }
-        let committed = match write_batch(db, event, &facts, &entries, now_ms) {
-            Ok(inserted) => {
-                report.inserted += inserted;
-                entries.iter().collect::<Vec<_>>()
-            }
-            Err(e) if e.is_connection() => return Err(e.into()),
-            Err(StaleOrFailed::Stale) => return Ok(()),
-            // One bad entry must not hold back the rest: write them one by one.
-            Err(e) => isolate(
-                store,
-                db,
-                k,
-                event,
-                &facts,
-                &entries,
-                now_ms,
-                &e.to_string(),
-                report,
-            )?,
-        };
+        let committed =
+            match write_batch(db, event, &facts, &entries, now_ms, opts.fault.as_deref()) {
+                Ok(inserted) => {
+                    report.inserted += inserted;
+                    entries.iter().collect::<Vec<_>>()
+                }
+                Err(e) if e.is_connection() => return Err(e.into()),
+                Err(StaleOrFailed::Stale) => return Ok(()),
+                // One bad entry must not hold back the rest: write them one by one.
+                Err(e) => isolate(
+                    store,
+                    db,
+                    k,
+                    event,
+                    &facts,
+                    &entries,
+                    now_ms,
+                    &e.to_string(),
+                    report,
+                )?,
+            };
         if opts.fault.as_deref() == Some("trap_after_commit") {
             panic!("fault injection: drain dies between commit and acknowledge");
         }
@@ -382,6 +389,7 @@ fn write_batch(
     facts: &EventFacts,
     entries: &[Entry],
     now_ms: u64,
+    fault: Option<&str>,
 ) -> Result<u64, StaleOrFailed> {
     let ev = event.as_str();
     transaction(db, || {
@@ -426,6 +434,9 @@ fn write_batch(
                 ],
             )
             .map_err(DbError::from)?;
+        if fault == Some("trap_in_transaction") {
+            panic!("fault injection: drain dies between BEGIN and COMMIT");
+        }
         Ok(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
     })
 }
@@ -446,7 +457,7 @@ fn isolate<'a>(
     let mut committed = Vec::new();
     let mut failed = vec![k.prefix().to_owned()];
     for e in entries {
-        match write_batch(db, event, facts, std::slice::from_ref(e), now_ms) {
+        match write_batch(db, event, facts, std::slice::from_ref(e), now_ms, None) {
             Ok(n) => {
                 report.inserted += n;
                 committed.push(e);
@@ -488,15 +499,19 @@ pub fn pay(
     let key = [s(order_id), s(event.as_str()), s(user)];
     let mut params = key.to_vec();
     params.push(P::Int64(now_ms as i64));
-    let updated = db
-        .execute(
-            "UPDATE orders SET status = 'paid', paid_ms = $4
-             WHERE order_id = $1 AND event_id = $2 AND user_id = $3
-               AND status = 'pending_payment' AND pay_deadline_ms > $4",
-            &params,
-        )
-        .map_err(DbError::from)?;
-    if updated == 0 {
+    // One transaction, committed before the answer: a 200 means the payment is in Postgres.
+    transaction(db, || {
+        let updated = db
+            .execute(
+                "UPDATE orders SET status = 'paid', paid_ms = $4
+                 WHERE order_id = $1 AND event_id = $2 AND user_id = $3
+                   AND status = 'pending_payment' AND pay_deadline_ms > $4",
+                &params,
+            )
+            .map_err(DbError::from)?;
+        if updated > 0 {
+            return Ok(());
+        }
         let rows = db
             .query(
                 "SELECT status FROM orders WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
@@ -504,24 +519,20 @@ pub fn pay(
             )
             .map_err(DbError::from)?;
         match rows.rows.first().map(|r| text(r, 0)).as_deref() {
-            Some("paid") => {}
-            Some("pending_payment" | "expired") => {
-                return Err(ApiError::new(
-                    409,
-                    "order_expired",
-                    "the payment window has closed",
-                ));
-            }
-            Some(other) => return Err(ApiError::new(409, "conflict", format!("order is {other}"))),
-            None => {
-                return Err(ApiError::new(
-                    404,
-                    "order_not_found",
-                    "no such order of yours (a new order takes a moment to be confirmed)",
-                ));
-            }
+            Some("paid") => Ok(()),
+            Some("pending_payment" | "expired") => Err(ApiError::new(
+                409,
+                "order_expired",
+                "the payment window has closed",
+            )),
+            Some(other) => Err(ApiError::new(409, "conflict", format!("order is {other}"))),
+            None => Err(ApiError::new(
+                404,
+                "order_not_found",
+                "no such order of yours (a new order takes a moment to be confirmed)",
+            )),
         }
-    }
+    })?;
     mirror(store, event, "paid", &[order_id.to_owned()])?;
     Ok(Paid {
         order_id: order_id.to_owned(),
@@ -641,6 +652,8 @@ pub struct Reconciliation {
     pub awaiting_release: i64,
     /// Entries in the dead-letter stream (accepted orders that could not land: an operator's job).
     pub dead_letters: i64,
+    /// Dead letters that are sold orders: not in flight any more, so they show as drift.
+    pub dead_orders: i64,
     /// initial − (remaining + in flight + held + awaiting release): 0 when the books balance.
     pub drift: i64,
     /// Postgres's own books: available + held = initial (0 when they agree; null before the
@@ -717,8 +730,14 @@ pub fn reconcile(
     if r.code()? != code::OK {
         return Err(crate::sale::refusal(&r));
     }
-    let (initial, remaining, accepted, drained, dead) =
-        (r.int(1)?, r.int(2)?, r.int(3)?, r.int(4)?, r.int(6)?);
+    let (initial, remaining, accepted, drained, dead, dead_orders) = (
+        r.int(1)?,
+        r.int(2)?,
+        r.int(3)?,
+        r.int(4)?,
+        r.int(6)?,
+        r.int(7)?,
+    );
     let ev = [s(event.as_str())];
     let held = db
         .query(
@@ -746,7 +765,8 @@ pub fn reconcile(
         .iter()
         .map(|r| text(r, 0))
         .collect();
-    let in_flight = accepted - drained;
+    // A dead-lettered order was sold and will never land by itself: it is drift, for an operator.
+    let in_flight = accepted - drained - dead_orders;
     let mut out = Reconciliation {
         event_id: event.as_str().to_owned(),
         initial_stock: initial,
@@ -755,6 +775,7 @@ pub fn reconcile(
         held_in_postgres: held,
         awaiting_release: awaiting,
         dead_letters: dead,
+        dead_orders,
         drift: initial - (remaining + in_flight + held + awaiting),
         ledger_drift: ledger.rows.first().map(|r| initial - int(r, 0)),
         unreleased_orders: unreleased,

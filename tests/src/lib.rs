@@ -428,6 +428,7 @@ impl TestApp {
             connection_mode: mode,
             providers,
             max_instances: Some(200),
+            ..Options::default()
         };
         let path = repo_root().join(manifest);
         let app = Arc::new(tokio::task::spawn_blocking(move || App::load(&path, options)).await??);
@@ -458,6 +459,7 @@ impl TestApp {
         bearer: Option<&str>,
         body: Option<&serde_json::Value>,
     ) -> Result<(u16, serde_json::Value)> {
+        let method_name = method.as_str().to_owned();
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base_url));
@@ -469,7 +471,20 @@ impl TestApp {
         }
         let resp = req.send().await?;
         let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let bytes = resp.bytes().await?;
+        record_exchange(&Exchange {
+            method: method_name,
+            path,
+            request: body,
+            status,
+            content_type: content_type.as_deref(),
+            response: &String::from_utf8_lossy(&bytes),
+        });
         Ok((
             status,
             serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
@@ -590,7 +605,22 @@ impl TestApp {
             .get(format!("{}{path}", self.base_url))
             .send()
             .await?;
-        Ok((resp.status().as_u16(), resp.text().await?))
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = resp.text().await?;
+        record_exchange(&Exchange {
+            method: "GET".into(),
+            path,
+            request: None,
+            status,
+            content_type: content_type.as_deref(),
+            response: &text,
+        });
+        Ok((status, text))
     }
 
     /// `GET path` whose body must be JSON.
@@ -605,6 +635,40 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+/// One request and its response, as `scripts/check-openapi.py` validates them against
+/// `api/openapi.yaml`.
+#[derive(serde::Serialize)]
+struct Exchange<'a> {
+    method: String,
+    path: &'a str,
+    request: Option<&'a serde_json::Value>,
+    status: u16,
+    content_type: Option<&'a str>,
+    response: &'a str,
+}
+
+/// Appends an exchange to `$SECKILL_API_RECORD/<pid>.jsonl` when that variable is set (the
+/// test command sets it): every response the suite sees is later checked against the OpenAPI
+/// document. One file per test process, one line per exchange.
+fn record_exchange(exchange: &Exchange) {
+    use std::io::Write;
+    let Some(dir) = std::env::var_os("SECKILL_API_RECORD") else {
+        return;
+    };
+    let path = Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
+    let line = serde_json::to_string(exchange).expect("an exchange serializes");
+    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        writeln!(f, "{line}")
+    });
+    if let Err(e) = written {
+        panic!("recording an API exchange in {}: {e}", path.display());
     }
 }
 

@@ -91,10 +91,10 @@ async fn manifest_errors_name_the_line() -> Result<()> {
         "{err}"
     );
     let err = load(format!(
-        "{head}[[trigger.http]]\nroute = \"no-slash\"\ncomponent = \"hello\"\n"
+        "{head}[[trigger.http]]\nroute = \"/a/:\"\ncomponent = \"hello\"\n"
     ));
     assert!(
-        err.contains("spin.toml:7:") && err.contains("must start with"),
+        err.contains("spin.toml:7:") && err.contains("params must be named"),
         "{err}"
     );
     let err = load(format!(

@@ -97,13 +97,14 @@ async fn variables_resolve_like_spin() -> Result<()> {
     assert_eq!(status, 200, "{r}");
     assert_eq!(field(&r, "present"), r#"Ok("from-env")"#);
     assert_eq!(field(&r, "defaulted"), r#"Ok("the-default")"#);
+    // Spin's texts: `crates/expressions/src/lib.rs` (`get_template`, `Key::validate`).
     assert_eq!(
         field(&r, "missing"),
-        r#"Err(Error::Undefined("not_declared"))"#
+        r#"Err(Error::Undefined("no variable for \"conformance\".\"not_declared\""))"#
     );
-    assert!(
-        field(&r, "invalid_name").starts_with("Err(Error::InvalidName("),
-        "{r}"
+    assert_eq!(
+        field(&r, "invalid_name"),
+        r#"Err(Error::InvalidName("\"Bad-Name\": invalid character 'B'. Variable names may contain only lower-case letters, numbers, and underscores."))"#
     );
     Ok(())
 }
@@ -131,6 +132,8 @@ async fn outbound_http_to_a_denied_host_gets_spins_error() -> Result<()> {
     Ok(())
 }
 
+/// Expected values: `test_default_headers*` in Spin's `crates/trigger-http/src/headers.rs` and the
+/// route tests in `crates/http/src/routes.rs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_and_spin_headers() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
@@ -151,22 +154,163 @@ async fn routes_and_spin_headers() -> Result<()> {
         "{h}"
     );
 
-    // Captures and a wildcard after them.
+    // Captures (one with `_` in its name: `_` becomes `-`) and a wildcard after them.
     let (status, h) = app.get_json("/routes/a/fixed/b/rest/of/it").await?;
     assert_eq!(status, 200, "{h}");
-    assert_eq!(field(&h, "spin-path-match-first"), "a");
+    assert_eq!(field(&h, "spin-path-match-first-name"), "a");
     assert_eq!(field(&h, "spin-path-match-second"), "b");
+    assert!(h.get("spin-path-match-first_name").is_none(), "{h}");
     assert_eq!(field(&h, "spin-path-info"), "/rest/of/it");
     assert_eq!(
         field(&h, "spin-component-route"),
-        "/routes/:first/fixed/:second"
+        "/routes/:first_name/fixed/:second"
     );
+    assert_eq!(
+        field(&h, "spin-matched-route"),
+        "/routes/:first_name/fixed/:second/..."
+    );
+    // Trailing slashes are kept in the path info; an empty wildcard is "".
+    for (path, info) in [
+        ("/routes/a/fixed/b", ""),
+        ("/routes/a/fixed/b/", "/"),
+        ("/routes/a/fixed/b/c/", "/c/"),
+    ] {
+        let (status, h) = app.get_json(path).await?;
+        assert_eq!((status, field(&h, "spin-path-info")), (200, info), "{path}");
+    }
     let (status, _) = app.get("/routes/a/other/b").await?;
     assert_eq!(status, 404, "a literal segment that differs does not match");
-    let (status, body) = app.get("/nothing-here").await?;
-    assert_eq!((status, body.as_str()), (404, "Not Found"));
     let (status, body) = app.get("/hello").await?;
     assert_eq!((status, body.as_str()), (200, "hello"));
+    Ok(())
+}
+
+/// Spin answers an unmatched route (`server.rs`, `not_found`) and a failed guest
+/// (`internal_error(None, …)`) with a status and an empty body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unmatched_routes_and_traps_get_empty_bodies() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    for path in ["/nothing-here", "/hello/x", "/.well-known/spin/other"] {
+        let (status, body) = app.get(path).await?;
+        assert_eq!((status, body.as_str()), (404, ""), "{path}");
+    }
+    let (status, body) = app.get("/conformance/trap").await?;
+    assert_eq!((status, body.as_str()), (500, ""));
+    Ok(())
+}
+
+/// `server.rs`: `/.well-known/spin/health` is `200 OK`, `/.well-known/spin/info` is the app's
+/// `AppInfo` (`crates/http/src/app_info.rs`), answered by the runtime before routing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn well_known_routes_are_answered_by_the_host() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let (status, body) = app.get("/.well-known/spin/health").await?;
+    assert_eq!((status, body.as_str()), (200, "OK"));
+    let resp = reqwest::get(format!("{}/.well-known/spin/info", app.base_url)).await?;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let info: Value = resp.json().await?;
+    assert_eq!(
+        info,
+        serde_json::json!({ "name": "conformance", "version": "0.1.0" })
+    );
+    Ok(())
+}
+
+/// `wasi.rs` (`prepare_request`) keeps the client's headers and appends Spin's after them;
+/// spin-sdk's `Request` keeps the last value of a name, so a client cannot forge Spin's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoofed_spin_headers_change_nothing() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let resp = reqwest::Client::new()
+        .get(format!("{}/routes/a/fixed/b/x", app.base_url))
+        .header("spin-client-addr", "6.6.6.6:1")
+        .header("spin-path-match-first-name", "forged")
+        .header("spin-path-info", "/forged")
+        .header("spin-full-url", "http://evil.example/")
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 200);
+    let h: Value = resp.json().await?;
+    assert!(
+        field(&h, "spin-client-addr").starts_with("127.0.0.1:"),
+        "{h}"
+    );
+    assert_eq!(field(&h, "spin-path-match-first-name"), "a");
+    assert_eq!(field(&h, "spin-path-info"), "/x");
+    assert!(
+        field(&h, "spin-full-url").starts_with("http://127.0.0.1:"),
+        "{h}"
+    );
+    Ok(())
+}
+
+/// Raw HTTP/1 exchanges: what a client without `Host` (Spin's `set_req_uri` fails, and its
+/// service returns an error, so hyper closes the connection unanswered) or with a header value
+/// that is not UTF-8 (`prepare_request_headers` fails inside the executor: 500) gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_spin_cannot_read_are_refused_like_spin() -> Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let addr = app.base_url.trim_start_matches("http://").to_owned();
+    let exchange = |request: Vec<u8>| {
+        let addr = addr.clone();
+        async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await?;
+            s.write_all(&request).await?;
+            let mut out = Vec::new();
+            tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await??;
+            anyhow::Ok(String::from_utf8_lossy(&out).into_owned())
+        }
+    };
+    let no_host = exchange(b"GET /hello HTTP/1.0\r\n\r\n".to_vec()).await?;
+    assert_eq!(no_host, "", "the connection is closed without a response");
+    let mut latin1 = b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Name: caf".to_vec();
+    latin1.extend_from_slice(b"\xe9\r\n\r\n");
+    let answer = exchange(latin1).await?;
+    assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+    let ok = exchange(b"GET /hello HTTP/1.0\r\nHost: x\r\n\r\n".to_vec()).await?;
+    assert!(
+        ok.starts_with("HTTP/1.0 200") && ok.ends_with("hello"),
+        "{ok}"
+    );
+    Ok(())
+}
+
+/// Spin spawns a `wasi:http@0.2` guest in a task of its own (`wasi.rs`): a client that gives up
+/// does not cancel it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_does_not_cancel_the_guest() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = conformance_app(&redis, &pg).await?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(150))
+        .build()?;
+    for _ in 0..3 {
+        let gave_up = client
+            .get(format!("{}/conformance/slow-incr", app.base_url))
+            .send()
+            .await;
+        assert!(gave_up.is_err(), "the client timed out first");
+    }
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let mut done = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        done = redis::cmd("GET")
+            .arg("slow-incr:done")
+            .query_async::<Option<i64>>(&mut conn)
+            .await?
+            .unwrap_or(0);
+        if done == 3 {
+            break;
+        }
+    }
+    assert_eq!(done, 3, "every abandoned guest ran to its end");
     Ok(())
 }
 

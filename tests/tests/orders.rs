@@ -626,3 +626,202 @@ async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() ->
     }
     Ok(())
 }
+
+/// The abandoned transaction: a drain dies between BEGIN and COMMIT (and a client gives up on
+/// a drain mid-run), then buyers pay on the same connection pool, then the host dies, then
+/// timeout release runs. Every payment answered 200 must be `paid` in Postgres and Redis, and
+/// no paid unit may be sold again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    // Redelivered entries must not be dead-lettered by the trapping runs. Both hosts are up
+    // before the sale starts (a host takes seconds to compile its components).
+    let patient = [("drain_max_deliveries", "50")];
+    let app = TestApp::start("spin.toml", &vars(&redis, &pg, &patient)).await?;
+    let faulty = TestApp::start(
+        "spin.toml",
+        &vars(
+            &redis,
+            &pg,
+            &[patient[0], ("fault_injection", "trap_in_transaction")],
+        ),
+    )
+    .await?;
+    let first = sell(&app, "leak", 60, 30, json!({ "payment_timeout_s": 6 })).await?;
+    drain_all(&app).await?;
+    let deadline = std::time::Instant::now() + Duration::from_millis(6_500);
+
+    // The faulty host's drain traps inside its transaction; the same host takes the payments.
+    let more = stream::iter(30..45)
+        .map(|i| {
+            let faulty = &faulty;
+            async move {
+                let user = format!("leak-late{i}");
+                let token = faulty.admit_and_precheck("leak", &user).await?.ok();
+                let (status, body) = faulty
+                    .buy("leak", &user, &token.unwrap_or_default())
+                    .await?;
+                anyhow::ensure!(status == 202, "{status} {body}");
+                Ok((
+                    user,
+                    body["order_id"].as_str().unwrap_or_default().to_owned(),
+                ))
+            }
+        })
+        .buffered(4)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    for _ in 0..3 {
+        let (status, _) = job(&faulty, "drain").await?;
+        assert_eq!(status, 500, "the drain trapped inside its transaction");
+        tokio::time::sleep(Duration::from_millis(600)).await; // the dead drainer's lease ends
+    }
+    // A caller that gives up on a drain while it runs.
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(5))
+        .build()?;
+    let _ = impatient
+        .post(format!("{}/admin/jobs/drain", faulty.base_url))
+        .bearer_auth(seckill_tests::ADMIN_TOKEN)
+        .send()
+        .await;
+    let pays = stream::iter(first.clone())
+        .map(|(user, order)| {
+            let faulty = &faulty;
+            async move {
+                let (status, body) = faulty
+                    .call(
+                        Method::POST,
+                        &format!("/api/events/leak/orders/{order}/pay"),
+                        Some(&jwt_for(&user)),
+                        None,
+                    )
+                    .await?;
+                anyhow::Ok((order, status, body))
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
+    let paid: HashSet<String> = pays
+        .iter()
+        .filter(|(_, status, _)| *status == 200)
+        .map(|(order, _, _)| order.clone())
+        .collect();
+    assert_eq!(paid.len(), first.len(), "every payment answered: {pays:?}");
+    // What the trapped drains wrote was never committed, so nobody else's COMMIT may land it.
+    let db = pg.client().await?;
+    let late: Vec<String> = more.iter().map(|(_, order)| order.clone()).collect();
+    let landed: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE order_id = ANY($1)",
+            &[&late],
+        )
+        .await?
+        .get(0);
+    assert_eq!(landed, 0, "half a trapped transaction became visible");
+    // The host dies: whatever it had not committed is gone.
+    drop(faulty);
+
+    tokio::time::sleep_until(deadline.into()).await; // past every paid order's deadline
+    drain_all(&app).await?;
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(status, 200, "{report}");
+    for order in &paid {
+        let state: String = db
+            .query_one("SELECT status FROM orders WHERE order_id = $1", &[order])
+            .await?
+            .get(0);
+        assert_eq!(state, "paid", "order {order} was answered 200");
+    }
+    for (user, order) in &first {
+        let (_, polled) = app
+            .call(
+                Method::GET,
+                "/api/events/leak/orders/me",
+                Some(&jwt_for(user)),
+                None,
+            )
+            .await?;
+        assert_eq!(polled["state"], "paid", "{order}: {polled}");
+    }
+    // Nothing paid went back on sale: only expired (unpaid, late) units did.
+    let expired: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = 'leak' AND status = 'expired'",
+            &[],
+        )
+        .await?
+        .get(0);
+    let status = app.status("leak").await?;
+    assert_eq!(status["stock_left"], 60 - 45 + expired, "{status}");
+    let all: Vec<(String, String)> = first.iter().chain(&more).cloned().collect();
+    assert_books(&app, &pg, "leak", 60, &all).await
+}
+
+/// The order stream holds what the drain still needs, not every order ever accepted; `queued`
+/// counts orders on their way to Postgres.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_order_stream_stays_bounded_and_queued_means_queued() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let mut accepted = Vec::new();
+    for round in 0..3 {
+        let mut sold = sell(&app, &format!("long{round}"), 100, 100, json!({})).await?;
+        let status = app.status(&format!("long{round}")).await?;
+        assert_eq!(status["queued"], 100, "{status}");
+        drain_all(&app).await?;
+        let status = app.status(&format!("long{round}")).await?;
+        assert_eq!(status["queued"], 0, "all drained: {status}");
+        assert!(
+            status["stream_length"].as_i64().unwrap_or(i64::MAX) <= 1,
+            "acknowledged entries are trimmed: {status}"
+        );
+        accepted.push((format!("long{round}"), std::mem::take(&mut sold)));
+    }
+    for (event, sold) in &accepted {
+        assert_books(&app, &pg, event, 100, sold).await?;
+    }
+    Ok(())
+}
+
+/// A sold order that Postgres refuses for good ends in the dead letters; reconcile reports it
+/// as drift for an operator instead of calling the books balanced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_lettered_order_is_drift_for_an_operator() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let db = pg.client().await?;
+    db.batch_execute("ALTER TABLE orders ADD CONSTRAINT refuse_one CHECK (user_id <> 'dead-u3')")
+        .await?;
+    let accepted = sell(&app, "dead", 10, 10, json!({})).await?;
+    assert_eq!(accepted.len(), 10);
+    for _ in 0..4 {
+        job(&app, "drain").await?;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    drain_all(&app).await?;
+    let (status, books) = app
+        .admin(Method::POST, "/admin/jobs/reconcile?event=dead", None)
+        .await?;
+    assert_eq!(status, 200, "{books}");
+    let b = &books["events"][0];
+    assert_eq!(
+        (
+            b["dead_letters"].as_i64(),
+            b["dead_orders"].as_i64(),
+            b["drift"].as_i64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{b}"
+    );
+    let status = app.status("dead").await?;
+    assert_eq!(
+        (status["queued"].as_i64(), status["dead_letters"].as_i64()),
+        (Some(0), Some(1))
+    );
+    Ok(())
+}

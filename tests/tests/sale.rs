@@ -506,6 +506,26 @@ async fn windows_and_bad_input_get_the_right_4xx() -> Result<()> {
         )
         .await?;
     assert_eq!((status, code(&resp)), (400, "invalid_config"));
+    // Postgres cannot store NUL: such a sku would make every order a dead letter.
+    let (status, resp) = app
+        .admin(
+            Method::PUT,
+            "/admin/events/nul",
+            Some(&json!({ "sku": "a\u{0}b", "stock": 1, "start_ms": 1, "end_ms": now + 10_000 })),
+        )
+        .await?;
+    assert_eq!((status, code(&resp)), (400, "invalid_config"), "{resp}");
+    let (status, _) = app.admin(Method::GET, "/admin/events/nul", None).await?;
+    assert_eq!(status, 404, "a refused event is not created");
+    // Moving the end before the start is refused.
+    let (status, resp) = app
+        .admin(
+            Method::PATCH,
+            "/admin/events/open",
+            Some(&json!({ "end_ms": 1 })),
+        )
+        .await?;
+    assert_eq!((status, code(&resp)), (409, "conflict"), "{resp}");
     let (status, resp) = app
         .admin(Method::POST, "/admin/events/open/warmup", None)
         .await?;
@@ -531,6 +551,70 @@ async fn windows_and_bad_input_get_the_right_4xx() -> Result<()> {
         before,
         "bad input changed nothing"
     );
+    Ok(())
+}
+
+/// A body far beyond any this API takes never exhausts a guest: a declared one is refused by the
+/// host before any guest runs, a streamed one by the guest as soon as it passes its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_64_mb_body_gets_413_and_the_host_keeps_serving() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    app.open_event("big", json!({})).await?;
+    let url = format!("{}/api/events/big/buy", app.base_url);
+    let huge = vec![b' '; 64 << 20];
+    let declared = reqwest::Client::new()
+        .post(&url)
+        .bearer_auth(jwt_for("bob"))
+        .body(huge.clone())
+        .send()
+        .await?;
+    assert_eq!(declared.status(), 413);
+    assert_eq!(code(&declared.json().await?), "body_too_large");
+    // No Content-Length (chunked): the guest reads at most 16 KiB of it, then answers.
+    let answer = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = app.base_url.trim_start_matches("http://");
+        let mut s = tokio::net::TcpStream::connect(addr).await?;
+        let head = format!(
+            "POST /api/events/big/buy HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+             Transfer-Encoding: chunked\r\n\r\n",
+            jwt_for("bob")
+        );
+        s.write_all(head.as_bytes()).await?;
+        let chunk = [
+            format!("{:x}\r\n", 1 << 16).into_bytes(),
+            vec![b' '; 1 << 16],
+            b"\r\n".to_vec(),
+        ]
+        .concat();
+        let (mut rx, mut tx) = s.into_split();
+        // Read while writing: the answer comes (and the connection closes) long before 64 MiB.
+        let writer = tokio::spawn(async move {
+            for _ in 0..(64 << 20) / (1 << 16) {
+                if tx.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            let _ = tx.write_all(b"0\r\n\r\n").await;
+        });
+        let mut out = Vec::new();
+        let mut buf = vec![0; 4096];
+        while !String::from_utf8_lossy(&out).contains("}}") {
+            match tokio::time::timeout(Duration::from_secs(20), rx.read(&mut buf)).await? {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        writer.abort();
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("body_too_large"), "{answer}");
+    for _ in 0..5 {
+        let (status, body) = app.get("/api/time").await?;
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(app.status("big").await?["sold"], 0, "nothing was bought");
     Ok(())
 }
 

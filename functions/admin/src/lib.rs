@@ -14,12 +14,17 @@ use seckill_shared::admin::{self, DenyList};
 use seckill_shared::event::{EventConfig, Switches};
 use seckill_shared::http::{self, event_id, json_body, operator};
 use serde_json::json;
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Authenticate, route, apply, render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     match route(&req) {
         Ok((status, body)) => http::json(status, &body),
         Err(e) => http::error(&e),
@@ -65,9 +70,8 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         (Method::Post, "/draw") => {
             Ok((200, json!({ "admitted": admin::draw(&redis()?, &event)? })))
         }
-        (_, "" | "/" | "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed(
-            "see the admin API in api/openapi.yaml",
-        )),
+        (_, "" | "/") => Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
+        (_, "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed("POST")),
         _ => Err(ApiError::not_found(format!("no admin route {rest}"))),
     }
 }

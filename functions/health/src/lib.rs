@@ -2,12 +2,17 @@
 
 use seckill_shared::health;
 use seckill_shared::http::{error, json, require_method};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse (only GET), apply (probe both dependencies), render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     if let Err(e) = require_method(&req, Method::Get) {
         return error(&e);
     }

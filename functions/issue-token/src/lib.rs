@@ -5,12 +5,17 @@
 use seckill_shared::http::{self, buyer, event_id, require_method};
 use seckill_shared::sale::{self, Admission};
 use seckill_shared::{ApiError, config};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse (identity, event), apply ([`sale::issue_token`]), render (200 admitted, 202 registered).
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     match issue(&req) {
         Ok(a @ Admission::Admitted { .. }) => http::json(200, &a),
         Ok(a @ Admission::Registered) => http::json(202, &a),

@@ -11,12 +11,17 @@ use seckill_shared::event::EventId;
 use seckill_shared::http::{operator, require_method};
 use seckill_shared::{ApiError, clock, config, http, orders};
 use serde_json::{Value, json};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Authenticate, run the job, render its report.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     http::respond(200, run(&req))
 }
 

@@ -5,12 +5,17 @@
 use seckill_shared::http::{self, buyer, event_id, path_param, require_method};
 use seckill_shared::orders::{self, Paid};
 use seckill_shared::{ApiError, clock, config};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse, apply, render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     http::respond(200, pay(&req))
 }
 

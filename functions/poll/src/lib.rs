@@ -4,12 +4,17 @@
 use seckill_shared::ApiError;
 use seckill_shared::http::{self, buyer, event_id, require_method};
 use seckill_shared::sale::{self, PollResult};
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse, apply ([`sale::poll`]), render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     http::respond(200, poll(&req))
 }
 

@@ -6,7 +6,7 @@ use seckill_shared::http::{self, buyer, client_addr, event_id, json_body, requir
 use seckill_shared::sale::{self, PurchaseToken};
 use seckill_shared::{ApiError, config};
 use serde::Deserialize;
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// The request body.
@@ -19,7 +19,12 @@ struct Body {
 
 /// Parse, apply ([`sale::precheck`]), render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     http::respond(200, precheck(&req))
 }
 

@@ -4,7 +4,7 @@
 use seckill_shared::http::{require_method, respond};
 use seckill_shared::{ApiError, clock};
 use serde::Serialize;
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// The response body.
@@ -16,7 +16,12 @@ struct ServerTime {
 
 /// Parse (only GET is allowed), apply (read the clock), render.
 #[http_component]
-fn handle(req: Request) -> Response {
+async fn handle(req: IncomingRequest) -> Response {
+    seckill_shared::http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
     respond(200, server_time(&req))
 }
 

@@ -3,7 +3,9 @@
 //! the report; the same component can be run under real Spin to compare.
 //!
 //! Routes (by path): `/conformance/redis`, `/conformance/pg`, `/conformance/variables`,
-//! `/conformance/outbound-http`, `/conformance/headers` (and `/routes/...`), `/conformance/trap`.
+//! `/conformance/outbound-http`, `/conformance/headers` (and `/routes/...`), `/conformance/trap`,
+//! `/conformance/slow-incr` (sleeps, then counts itself in Redis: shows a guest outlives its
+//! client).
 
 mod pg;
 
@@ -23,6 +25,7 @@ fn handle(req: Request) -> Response {
         "/conformance/outbound-http" => outbound_http_report(),
         p if p == "/conformance/headers" || p.starts_with("/routes/") => headers_report(&req),
         "/conformance/trap" => panic!("deliberate trap"),
+        "/conformance/slow-incr" => slow_incr(),
         other => return Response::new(404, format!("no conformance check at {other}")),
     };
     Response::builder()
@@ -96,6 +99,12 @@ fn redis_report() -> Value {
         "del": show(conn.del(&["k".into(), "counter".into(), "missing-key".into()])),
         "open_denied": show(Connection::open(&var("denied_redis_url")).map(|_| "connection")),
     })
+}
+
+fn slow_incr() -> Value {
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let conn = Connection::open(&var("redis_url")).expect("redis");
+    json!({ "done": show(conn.incr("slow-incr:done")) })
 }
 
 fn variables_report() -> Value {
