@@ -34,3 +34,13 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
   log "installing cargo-nextest"
   cargo install --locked cargo-nextest >/dev/null 2>&1 || log "cargo-nextest unavailable; tests will use cargo test"
 fi
+
+# 4. The OpenAPI checker (scripts/check-openapi.py): openapi-core, a maintained validator.
+if ! python3 -c 'import openapi_core, yaml' >/dev/null 2>&1; then
+  log "installing openapi-core"
+  command -v pip3 >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    'openapi-core==0.23.1' 'PyYAML>=6' 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
+      'openapi-core==0.23.1' 'PyYAML>=6'
+fi

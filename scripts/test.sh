@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: sets up what is missing, builds every component, runs the whole suite.
+# The test command: sets up what is missing, builds every component, runs the whole suite, then
+# checks every request and response the suite exchanged against api/openapi.yaml.
 # The tests start their own redis-server and PostgreSQL on free loopback ports.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -8,8 +9,12 @@ cd "$ROOT"
 log "building the wasm components"
 build_wasm
 packages=(-p seckill-host -p seckill-shared -p seckill-tests)
+export SECKILL_API_RECORD="$ROOT/target/api-record"
+rm -rf "$SECKILL_API_RECORD"
 if command -v cargo-nextest >/dev/null 2>&1; then
   cargo nextest run --release --no-fail-fast "${packages[@]}" "$@"
 else
   cargo test --release --no-fail-fast "${packages[@]}" "$@"
 fi
+log "checking the recorded exchanges against api/openapi.yaml"
+python3 "$ROOT/scripts/check-openapi.py" "$SECKILL_API_RECORD"
