@@ -16,7 +16,10 @@ wasm_cargo() {
   fi
 }
 
-# Builds every guest component (one .wasm per function, plus the test components).
+# Builds every guest component: the functions (the deploy build), then, in a build of their
+# own so their features stay out of the functions, the tests' components.
 build_wasm() {
   (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release)
+  (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release \
+    -p hello -p conformance -p cron-probe -p faulty-jobs)
 }

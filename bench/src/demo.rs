@@ -1,5 +1,5 @@
-//! `seckill-bench demo`: a simulated sale end to end, the way seed 002 §5 says a load test must
-//! look. Admission tokens before the start, a countdown on server time, a spike of prechecks
+//! `seckill-bench demo`: a simulated sale end to end, shaped like a real flash sale's traffic.
+//! Admission tokens before the start, a countdown on server time, a spike of prechecks
 //! and buys with 0–300 ms client jitter and repeated clicks, polling, the drain into Postgres,
 //! payment for some and timeout for the rest, release and resale. It ends with a report
 //! (per-endpoint req/s and latency, sold / stock, orders in Postgres, oversold, lost), a JSON

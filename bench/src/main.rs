@@ -379,7 +379,7 @@ async fn fresh_buy_row(
 }
 
 /// `wasmtime serve -O pooling-allocator` serving the same hello component: the outside
-/// reference, as in `../shared/anchors.md` §0.
+/// reference for the host's own speed.
 async fn wasmtime_serve_hello(args: &Args, hello_rps: f64) -> Result<Row> {
     let name = "wasmtime serve -O pooling-allocator (48.0.8): hello component";
     let wasmtime = repo_root().join(&args.wasmtime);

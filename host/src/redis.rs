@@ -1,15 +1,19 @@
 //! `fermyon:spin/redis@2.0.0`, as Spin 3.6 implements it (`crates/factor-outbound-redis`).
 //!
-//! The one deliberate difference is connection reuse: Spin opens a new multiplexed connection for
+//! Two deliberate differences. Connection reuse: Spin opens a new multiplexed connection for
 //! every `open` (so every request pays a TCP handshake); by default we share one auto-reconnecting
 //! multiplexed connection per address across all instances. `ConnectionMode::SpinFaithful`
-//! restores Spin's behaviour.
+//! restores Spin's behaviour. Reply size: a reply above [`MAX_REPLY_BYTES`] is `other(..)`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{
+    ConnectionLike as _, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
 use redis::{FromRedisValue, Value};
+use tokio::sync::OnceCell;
 use wasmtime::component::Resource;
 
 use crate::bindings::spin::fermyon::spin::redis::{
@@ -20,8 +24,24 @@ use crate::state::{ConnectionMode, Ctx};
 /// Spin's per-instance connection table capacity.
 const MAX_CONNECTIONS_PER_INSTANCE: u32 = 1024;
 
+/// The largest reply a command may return (as [`reply_size`] counts), a deliberate difference:
+/// Spin has no cap. A reply is copied into the guest, whose memory is capped at 128 MiB
+/// ([`crate::state::MAX_MEMORY_BYTES`]), so a larger one could only trap the instance; half of
+/// that leaves room for the guest's own heap. redis-rs reads a whole reply before handing it over
+/// and has no limit of its own, so this bounds what the host converts and hands to the guest, not
+/// redis-rs's read buffer (which Redis's `proto-max-bulk-len`, 512 MB per string, bounds).
+pub const MAX_REPLY_BYTES: usize = 64 << 20;
+
 /// An open connection, owned by one instance's resource table.
-pub enum RedisConnection {
+pub struct RedisConnection {
+    /// The connection itself.
+    conn: Conn,
+    /// The largest reply accepted on it (see [`MAX_REPLY_BYTES`]).
+    max_reply_bytes: usize,
+}
+
+/// Where a [`RedisConnection`]'s commands go.
+enum Conn {
     /// A clone of the app-wide connection to this address.
     Shared(ConnectionManager),
     /// A connection of this instance alone (Spin-faithful mode).
@@ -29,24 +49,72 @@ pub enum RedisConnection {
 }
 
 impl RedisConnection {
+    /// Runs `cmd`, failures as `other`.
     async fn query<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Error> {
-        match self {
-            RedisConnection::Shared(c) => cmd.query_async(c).await,
-            RedisConnection::Own(c) => cmd.query_async(c).await,
+        self.query_with(cmd, other).await
+    }
+
+    /// Runs `cmd` as redis-rs's `Cmd::query_async` does, refusing a reply above the cap and
+    /// mapping redis-rs's errors with `map_err`.
+    async fn query_with<T: FromRedisValue>(
+        &mut self,
+        cmd: &redis::Cmd,
+        map_err: impl Fn(redis::RedisError) -> Error,
+    ) -> Result<T, Error> {
+        let reply = match &mut self.conn {
+            Conn::Shared(c) => c.req_packed_command(cmd).await,
+            Conn::Own(c) => c.req_packed_command(cmd).await,
         }
-        .map_err(other)
+        .map_err(&map_err)?;
+        let size = reply_size(&reply);
+        if size > self.max_reply_bytes {
+            return Err(Error::Other(format!(
+                "reply too large: {size} bytes, the limit is {}",
+                self.max_reply_bytes
+            )));
+        }
+        redis::from_owned_redis_value(reply.extract_error().map_err(&map_err)?).map_err(map_err)
     }
 }
 
-/// App-wide Redis connections (pooled mode) and the connection mode.
-#[derive(Default)]
+/// What holding `value` costs, roughly: each value's payload plus 8 bytes (an `int64`), so that
+/// many empty values add up too.
+fn reply_size(value: &Value) -> usize {
+    let all = |values: &[Value]| values.iter().map(reply_size).sum::<usize>();
+    let pairs = |pairs: &[(Value, Value)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| reply_size(k) + reply_size(v))
+            .sum::<usize>()
+    };
+    8 + match value {
+        Value::BulkString(bytes) => bytes.len(),
+        Value::SimpleString(text) | Value::VerbatimString { text, .. } => text.len(),
+        Value::Array(items) | Value::Set(items) | Value::Push { data: items, .. } => all(items),
+        Value::Map(entries) => pairs(entries),
+        Value::Attribute { data, attributes } => reply_size(data) + pairs(attributes),
+        _ => 0,
+    }
+}
+
+/// App-wide Redis connections (pooled mode), the connection mode and the reply cap.
 pub struct RedisPools {
+    /// How `open` connects.
     mode: ConnectionMode,
-    shared: RwLock<HashMap<String, ConnectionManager>>,
-    /// Held while a first connection to an address is made: a spike's first requests wait for
-    /// it instead of each opening a connection of its own.
-    connecting: tokio::sync::Mutex<()>,
-    opened: Mutex<u64>,
+    /// The shared connection of each address, made by the first `open` of that address: the
+    /// others wait for it instead of each opening a connection of its own, while `open`s of other
+    /// addresses go on (a dead address holds up only itself).
+    shared: RwLock<HashMap<String, Arc<OnceCell<ConnectionManager>>>>,
+    /// TCP connections opened so far.
+    opened: AtomicU64,
+    /// The largest reply accepted (see [`MAX_REPLY_BYTES`]).
+    max_reply_bytes: usize,
+}
+
+impl Default for RedisPools {
+    fn default() -> Self {
+        Self::new(ConnectionMode::default())
+    }
 }
 
 impl RedisPools {
@@ -54,21 +122,44 @@ impl RedisPools {
     pub fn new(mode: ConnectionMode) -> Self {
         RedisPools {
             mode,
-            ..Default::default()
+            shared: RwLock::default(),
+            opened: AtomicU64::new(0),
+            max_reply_bytes: MAX_REPLY_BYTES,
         }
+    }
+
+    /// The same pools, refusing replies above `max` bytes instead of [`MAX_REPLY_BYTES`].
+    pub fn with_max_reply_bytes(mut self, max: usize) -> Self {
+        self.max_reply_bytes = max;
+        self
     }
 
     /// How many TCP connections this host has opened to Redis so far.
     pub fn connections_opened(&self) -> u64 {
-        *self.opened.lock().unwrap()
+        self.opened.load(Ordering::Relaxed)
     }
 
+    /// A connection to `address`: a clone of its shared one (made first if needed) or, in
+    /// Spin-faithful mode, a new one.
     async fn open(&self, address: &str) -> Result<RedisConnection, Error> {
+        Ok(RedisConnection {
+            conn: self.connect(address).await?,
+            max_reply_bytes: self.max_reply_bytes,
+        })
+    }
+
+    /// The connection behind [`Self::open`].
+    async fn connect(&self, address: &str) -> Result<Conn, Error> {
         // Pooled and already connected: the hot path, a read lock and a clone.
         if self.mode == ConnectionMode::Pooled
-            && let Some(conn) = self.shared.read().unwrap().get(address)
+            && let Some(conn) = self
+                .shared
+                .read()
+                .unwrap()
+                .get(address)
+                .and_then(|c| c.get())
         {
-            return Ok(RedisConnection::Shared(conn.clone()));
+            return Ok(Conn::Shared(conn.clone()));
         }
         let client = redis::Client::open(address).map_err(|_| Error::InvalidAddress)?;
         match self.mode {
@@ -77,23 +168,28 @@ impl RedisPools {
                     .get_multiplexed_async_connection()
                     .await
                     .map_err(other)?;
-                *self.opened.lock().unwrap() += 1;
-                Ok(RedisConnection::Own(conn))
+                self.opened.fetch_add(1, Ordering::Relaxed);
+                Ok(Conn::Own(conn))
             }
             ConnectionMode::Pooled => {
-                let _connecting = self.connecting.lock().await;
-                if let Some(conn) = self.shared.read().unwrap().get(address) {
-                    return Ok(RedisConnection::Shared(conn.clone()));
-                }
-                let conn = ConnectionManager::new_with_config(client, reconnect_policy())
-                    .await
-                    .map_err(other)?;
-                *self.opened.lock().unwrap() += 1;
-                self.shared
+                let cell = self
+                    .shared
                     .write()
                     .unwrap()
-                    .insert(address.to_owned(), conn.clone());
-                Ok(RedisConnection::Shared(conn))
+                    .entry(address.to_owned())
+                    .or_default()
+                    .clone();
+                // A failed attempt leaves the cell empty: the next waiter tries in turn.
+                let conn = cell
+                    .get_or_try_init(|| async {
+                        let conn = ConnectionManager::new_with_config(client, reconnect_policy())
+                            .await
+                            .map_err(other)?;
+                        self.opened.fetch_add(1, Ordering::Relaxed);
+                        Ok::<_, Error>(conn)
+                    })
+                    .await?;
+                Ok(Conn::Shared(conn.clone()))
             }
         }
     }
@@ -110,11 +206,13 @@ fn reconnect_policy() -> ConnectionManagerConfig {
         .set_connection_timeout(std::time::Duration::from_secs(1))
 }
 
+/// A redis-rs error as `other`, with its text.
 fn other(e: redis::RedisError) -> Error {
     Error::Other(e.to_string())
 }
 
 impl Ctx {
+    /// The open connection behind `conn`.
     fn redis(&mut self, conn: &Resource<RedisConnection>) -> Result<&mut RedisConnection, Error> {
         self.table
             .get_mut(conn)
@@ -134,8 +232,12 @@ impl HostConnection for Ctx {
             return Err(Error::TooManyConnections);
         }
         let conn = self.services.redis.open(&address).await?;
+        let conn = self
+            .table
+            .push(conn)
+            .map_err(|_| Error::TooManyConnections)?;
         self.redis_connections += 1;
-        self.table.push(conn).map_err(|_| Error::TooManyConnections)
+        Ok(conn)
     }
 
     async fn publish(
@@ -192,19 +294,16 @@ impl HostConnection for Ctx {
         key: String,
         values: Vec<String>,
     ) -> Result<u32, Error> {
-        let cmd = redis::cmd("SADD").arg(key).arg(values).clone();
-        let result = match self.redis(&conn)? {
-            RedisConnection::Shared(c) => cmd.query_async(c).await,
-            RedisConnection::Own(c) => cmd.query_async(c).await,
-        };
         // Spin maps a client-side type error to `type-error`; anything else is `other`.
-        result.map_err(|e| {
-            if e.kind() == redis::ErrorKind::TypeError {
-                Error::TypeError
-            } else {
-                other(e)
-            }
-        })
+        self.redis(&conn)?
+            .query_with(redis::cmd("SADD").arg(key).arg(values), |e| {
+                if e.kind() == redis::ErrorKind::TypeError {
+                    Error::TypeError
+                } else {
+                    other(e)
+                }
+            })
+            .await
     }
 
     async fn smembers(
@@ -245,8 +344,10 @@ impl HostConnection for Ctx {
         flatten(value)
     }
 
+    /// Removes the connection, freeing its slot of the instance's table (as Spin's does).
     async fn drop(&mut self, conn: Resource<RedisConnection>) -> wasmtime::Result<()> {
         self.table.delete(conn)?;
+        self.redis_connections = self.redis_connections.saturating_sub(1);
         Ok(())
     }
 }
@@ -308,5 +409,167 @@ mod tests {
             "[RedisResult::Int64(1)]"
         );
         assert!(flatten(Value::Map(vec![])).is_err());
+    }
+}
+
+/// Behaviour against a real `redis-server` (and a listener that never answers).
+#[cfg(test)]
+mod server_tests {
+    use std::net::TcpListener;
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::allowed_hosts::AllowedHosts;
+    use crate::state::{ComponentConfig, Services};
+
+    /// A throwaway `redis-server` on a free loopback port, killed on drop.
+    struct RedisServer {
+        child: Child,
+        port: u16,
+    }
+
+    impl RedisServer {
+        /// Starts one and waits until it accepts connections.
+        fn start() -> Self {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("starting redis-server");
+            let server = RedisServer { child, port };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(Instant::now() < deadline, "redis-server did not start");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            server
+        }
+
+        /// Its `redis://` address.
+        fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+    }
+
+    impl Drop for RedisServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// An instance context whose component may reach any loopback Redis, using `redis`.
+    fn ctx(redis: RedisPools) -> Ctx {
+        let component = ComponentConfig {
+            id: "test".into(),
+            variables: Default::default(),
+            allowed_hosts: AllowedHosts::parse(["redis://127.0.0.1:*"]).unwrap(),
+            environment: Vec::new(),
+        };
+        let services = Services {
+            redis,
+            pg: Default::default(),
+        };
+        Ctx::new(Arc::new(component), Arc::new(services))
+    }
+
+    /// Another handle to the same table entry, for calls that take the handle by value.
+    fn again(conn: &Resource<RedisConnection>) -> Resource<RedisConnection> {
+        Resource::new_borrow(conn.rep())
+    }
+
+    /// A first connection to an address that never answers does not hold up a first connection
+    /// to a healthy one.
+    #[tokio::test]
+    async fn a_dead_address_does_not_delay_other_addresses() {
+        let server = RedisServer::start();
+        // Accepts TCP (the kernel completes the handshake) but never replies.
+        let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_url = format!("redis://{}", dead.local_addr().unwrap());
+        let pools = Arc::new(RedisPools::new(ConnectionMode::Pooled));
+        let stuck = tokio::spawn({
+            let pools = pools.clone();
+            async move { pools.open(&dead_url).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            !stuck.is_finished(),
+            "the dead address should still be connecting"
+        );
+        let healthy = tokio::time::timeout(Duration::from_secs(1), pools.open(&server.url())).await;
+        assert!(
+            matches!(healthy, Ok(Ok(_))),
+            "the healthy address waited for the dead one"
+        );
+        stuck.abort();
+    }
+
+    /// Dropping a connection frees its slot: an instance may open and drop any number of
+    /// connections, as in Spin, where `drop` removes the entry from its table.
+    #[tokio::test]
+    async fn dropping_a_connection_frees_its_slot() {
+        let server = RedisServer::start();
+        let mut ctx = ctx(RedisPools::new(ConnectionMode::Pooled));
+        let before = ctx.redis_connections;
+        let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
+        assert_eq!(ctx.redis_connections, before + 1);
+        HostConnection::drop(&mut ctx, conn).await.unwrap();
+        assert_eq!(ctx.redis_connections, before);
+        for _ in 0..=MAX_CONNECTIONS_PER_INSTANCE {
+            let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
+            HostConnection::drop(&mut ctx, conn).await.unwrap();
+        }
+        assert_eq!(ctx.redis_connections, before);
+    }
+
+    /// A reply larger than the cap is `other("reply too large ...")`, whatever the command, and
+    /// the connection stays usable.
+    #[tokio::test]
+    async fn replies_above_the_cap_are_an_error() {
+        let server = RedisServer::start();
+        for mode in [ConnectionMode::Pooled, ConnectionMode::SpinFaithful] {
+            let mut ctx = ctx(RedisPools::new(mode).with_max_reply_bytes(1024));
+            let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
+            let small = vec![b's'; 100];
+            ctx.set(again(&conn), "small".into(), small.clone())
+                .await
+                .unwrap();
+            ctx.set(again(&conn), "big".into(), vec![b'b'; 2048])
+                .await
+                .unwrap();
+            let too_large = |result: Result<_, Error>| match result {
+                Err(Error::Other(message)) => message.contains("reply too large"),
+                _ => false,
+            };
+            assert!(too_large(
+                ctx.get(again(&conn), "big".into()).await.map(|_| ())
+            ));
+            let get_big = vec![RedisParameter::Binary(b"big".to_vec())];
+            assert!(too_large(
+                ctx.execute(again(&conn), "GET".into(), get_big)
+                    .await
+                    .map(|_| ())
+            ));
+            // Many small values add up.
+            let mget = vec![RedisParameter::Binary(b"small".to_vec()); 20];
+            assert!(too_large(
+                ctx.execute(again(&conn), "MGET".into(), mget)
+                    .await
+                    .map(|_| ())
+            ));
+            assert_eq!(
+                ctx.get(again(&conn), "small".into()).await.unwrap(),
+                Some(small)
+            );
+            HostConnection::drop(&mut ctx, conn).await.unwrap();
+        }
     }
 }

@@ -11,7 +11,7 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Token bucket (seed 000 §4): `burst` is the capacity, `rate` the refill per second; a new
+-- Token bucket: `burst` is the capacity, `rate` the refill per second; a new
 -- bucket starts full. rate <= 0 disables the limit. Returns true when a token was taken.
 local function take_token(key, rate, burst, now)
   if rate <= 0 then return true end

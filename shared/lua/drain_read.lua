@@ -4,10 +4,12 @@
 --       entry is taken over, 5 max deliveries
 -- Reply: {OK, n, (id, order, user, shard, seq, created_ms) × n} | {CONFLICT} (lease lost)
 -- Entries delivered to a drainer that died are taken over first (XAUTOCLAIM), then new ones.
+-- Only the lease holder reads, so every run reads as the one consumer `drainer`: consumers
+-- never pile up in the group (the fence, not the consumer name, tells runs apart).
 -- An entry delivered more than max times, or malformed, goes to the dead-letter stream with
 -- its last error and is acknowledged: visible to the operator, never silently dropped.
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {CONFLICT} end
-local owner = string.match(ARGV[2], '^(.*)|')
+local owner = 'drainer'
 local count, max = tonumber(ARGV[3]), tonumber(ARGV[5])
 local ok = pcall(redis.call, 'XGROUP', 'CREATE', KEYS[1], 'drain', '0', 'MKSTREAM')
 local entries = redis.call('XAUTOCLAIM', KEYS[1], 'drain', owner, ARGV[4], '0-0', 'COUNT', count)[2]

@@ -16,6 +16,9 @@ out[#out + 1] = tonumber(redis.call('GET', KEYS[3]) or '0')
 out[#out + 1] = redis.call('XLEN', KEYS[7])
 out[#out + 1] = dead_orders(KEYS[7], ARGV[1])
 out[#out + 1] = redis.call('XLEN', KEYS[4])
-out[#out + 1] = redis.call('SCARD', KEYS[5])
-out[#out + 1] = redis.call('SCARD', KEYS[6])
+local admitted = redis.call('SCARD', KEYS[5])
+out[#out + 1] = admitted
+-- A lottery draw pops its winners out of the registrants: they still registered.
+local drawing = redis.call('HGET', KEYS[1], 'drawing') == '1'
+out[#out + 1] = redis.call('SCARD', KEYS[6]) + (drawing and admitted or 0)
 return out

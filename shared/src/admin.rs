@@ -30,17 +30,20 @@ pub fn upsert_event(
 ) -> Result<bool, ApiError> {
     config.validate()?;
     let k = EventKeys::new(event);
-    let r = ok_or_refusal(store.run(
-        &scripts::UPSERT_EVENT,
-        &[k.cfg()],
-        &with_prefix(&k, config.fields()),
-    )?)?;
-    // The scheduled jobs find events through the registry (a slot of its own: a second call).
+    // The scheduled jobs find events through the registry, a slot of its own (so a second
+    // call). Registered first: if the configuration write then fails, the jobs meet an entry
+    // without configuration and skip it; the other way round, a failure in between would leave
+    // a sellable event the drain never visits.
     store.run(
         &scripts::REGISTER_EVENT,
         &[crate::keys::REGISTRY.to_owned()],
         &[String::new(), event.as_str().to_owned()],
     )?;
+    let r = ok_or_refusal(store.run(
+        &scripts::UPSERT_EVENT,
+        &[k.cfg()],
+        &with_prefix(&k, config.fields()),
+    )?)?;
     Ok(r.int(1)? == 1)
 }
 
@@ -116,15 +119,23 @@ pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), 
     Ok(())
 }
 
-/// Runs the lottery draw; returns how many were admitted.
-pub fn draw(store: &impl Store, event: &EventId) -> Result<u64, ApiError> {
+/// Winners drawn per script call: small enough that no call blocks Redis for long.
+pub const DRAW_PAGE: u32 = 5_000;
+
+/// Runs the lottery draw, `page` winners per script call; returns how many were admitted.
+/// A draw cut short (a lost connection) resumes where it stopped when called again.
+pub fn draw(store: &impl Store, event: &EventId, page: u32) -> Result<u64, ApiError> {
     let k = EventKeys::new(event);
-    let r = ok_or_refusal(store.run(
-        &scripts::DRAW,
-        &[k.cfg(), k.admitted(), k.registrants()],
-        &[k.prefix().to_owned()],
-    )?)?;
-    Ok(r.int(1)? as u64)
+    loop {
+        let r = ok_or_refusal(store.run(
+            &scripts::DRAW,
+            &[k.cfg(), k.admitted(), k.registrants()],
+            &[k.prefix().to_owned(), page.max(1).to_string()],
+        )?)?;
+        if r.int(2)? == 1 {
+            return Ok(r.int(1)? as u64);
+        }
+    }
 }
 
 /// An event's state, for the operator.

@@ -27,7 +27,8 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// The drain's tuning: `drain_batch`, `drain_max_batches`, `drain_lease_ms`,
-/// `drain_reclaim_idle_ms`, `drain_max_deliveries`, and the test-only `fault_injection`.
+/// `drain_reclaim_idle_ms`, `drain_max_deliveries` (and, in the tests' build only,
+/// `fault_injection`).
 pub fn drain_options() -> crate::orders::DrainOptions {
     crate::orders::DrainOptions {
         owner: format!("drainer-{}", crate::ids::random_hex(6)),
@@ -36,10 +37,19 @@ pub fn drain_options() -> crate::orders::DrainOptions {
         lease_ms: get_or("drain_lease_ms", 30_000),
         reclaim_idle_ms: get_or("drain_reclaim_idle_ms", 30_000),
         max_deliveries: get_or("drain_max_deliveries", 5),
+        #[cfg(feature = "fault-injection")]
         fault: spin_sdk::variables::get("fault_injection")
             .ok()
             .filter(|f| !f.is_empty()),
+        #[cfg(not(feature = "fault-injection"))]
+        fault: None,
     }
+}
+
+/// Timeout release: expired orders handled per run, and units given back per event per run
+/// (`release_batch`).
+pub fn release_batch() -> i64 {
+    get_or("release_batch", 1_000)
 }
 
 /// The orders database.

@@ -15,6 +15,9 @@ pub struct ApiError {
     pub message: String,
     /// A header the status calls for: `retry-after` (425, 429, 503) or `allow` (405).
     pub header: Option<(&'static str, String)>,
+    /// What went wrong underneath (a dependency's own words): logged once by the edge that
+    /// renders the error, never sent to the client.
+    pub detail: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -36,7 +39,14 @@ impl ApiError {
             code,
             message: message.into(),
             header: None,
+            detail: None,
         }
+    }
+
+    /// Attaches what went wrong underneath, for the log.
+    pub fn with_detail(mut self, detail: impl std::fmt::Display) -> Self {
+        self.detail = Some(detail.to_string());
+        self
     }
 
     /// Tells the client when to try again (`Retry-After`, whole seconds, at least 1).
@@ -62,15 +72,20 @@ impl ApiError {
         e
     }
 
-    /// 500: our fault; the message is logged, the client gets a generic one.
+    /// 500: our fault (a script or data error, a bad variable); the client gets a generic
+    /// message, the detail goes to the log.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
-        eprintln!("internal error: {detail}");
-        Self::new(500, "internal", "internal error")
+        Self::new(500, "internal", "internal error").with_detail(detail)
     }
 
-    /// 503: a dependency is down.
+    /// 503: a dependency could not be reached or timed out; worth retrying in a second.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "unavailable", message).retry_after_ms(1_000)
+    }
+
+    /// What an operator's report shows for this error: the detail when there is one.
+    pub fn reason(&self) -> String {
+        self.detail.clone().unwrap_or_else(|| self.message.clone())
     }
 
     /// The JSON body.

@@ -71,7 +71,7 @@ pub struct EventConfig {
     /// First come or lottery.
     #[serde(default)]
     pub admission_mode: AdmissionMode,
-    /// Admission tokens per unit of stock (seed 003: 10 → 2,000,000 tokens for 200,000 items).
+    /// Admission tokens per unit of stock (10 → 2,000,000 tokens for 200,000 items).
     #[serde(default = "defaults::multiplier")]
     pub admission_multiplier: u32,
     /// Unpaid orders are released after this long.

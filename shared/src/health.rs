@@ -18,7 +18,7 @@ pub struct Probe {
     pub error: Option<String>,
 }
 
-/// The report `GET /api/health` renders.
+/// The detailed report, for operators (`GET /admin/health`).
 #[derive(Debug, Serialize)]
 pub struct Health {
     /// Both dependencies are fine.
@@ -27,6 +27,40 @@ pub struct Health {
     pub redis: Probe,
     /// Postgres, where orders land.
     pub postgres: Probe,
+}
+
+/// A dependency's state as anyone may see it: no latency, no error text (error texts can name
+/// hosts and, with `RUST_BACKTRACE` set, carry a host stack trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// It answered correctly.
+    Ok,
+    /// It did not.
+    Degraded,
+}
+
+/// The public report (`GET /api/health`).
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Both dependencies are fine.
+    pub ok: bool,
+    /// Redis, the hot path.
+    pub redis: State,
+    /// Postgres, where orders land.
+    pub postgres: State,
+}
+
+impl Health {
+    /// What the public may see of this report.
+    pub fn summary(&self) -> Summary {
+        let state = |p: &Probe| if p.ok { State::Ok } else { State::Degraded };
+        Summary {
+            ok: self.ok,
+            redis: state(&self.redis),
+            postgres: state(&self.postgres),
+        }
+    }
 }
 
 fn probe(f: impl FnOnce() -> Result<(), String>) -> Probe {

@@ -71,6 +71,10 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
 /// The JSON rendering of an error, with the header its status calls for (`Retry-After`,
 /// `Allow`, and `WWW-Authenticate: Bearer` on every 401, as RFC 6750 asks).
 pub fn error(e: &ApiError) -> Response {
+    // The one place a failure is logged: here, at the edge, with what went wrong underneath.
+    if let Some(detail) = &e.detail {
+        eprintln!("{} {}: {detail}", e.status, e.code);
+    }
     let mut resp = Response::builder();
     resp.status(e.status)
         .header("content-type", "application/json")
@@ -183,7 +187,6 @@ pub fn redis_nodes() -> Result<Nodes<spin_sdk::redis::Connection>, ApiError> {
 
 fn open_redis(url: &str) -> Result<spin_sdk::redis::Connection, ApiError> {
     spin_sdk::redis::Connection::open(url).map_err(|e| {
-        eprintln!("redis open: {e}");
-        ApiError::unavailable("the sale is busy; try again")
+        ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
     })
 }

@@ -1,8 +1,8 @@
 //! Identifiers and randomness: home shards, order ids, one-time tokens.
 
 /// 64-bit FNV-1a followed by SplitMix64's finalizer: FNV alone clusters sequential ids
-/// ("user1", "user2", …) into neighbouring values; the finalizer spreads them over all shards
-/// (seed 000 §8.1: uneven hashing strands stock).
+/// ("user1", "user2", …) into neighbouring values, and uneven hashing strands stock on busy
+/// shards; the finalizer spreads them over all shards.
 pub fn hash64(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
@@ -18,10 +18,16 @@ pub fn hash64(parts: &[&str]) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The shard a user buys from first: a hash of event and user, so a user's clicks always start
-/// at the same shard and users spread evenly.
+/// The hash `buy.lua` picks a user's home shard with (`home_hash % shards`): 31 bits of
+/// [`hash64`], because Lua numbers are doubles and 31 bits keep the modulo exact and even.
+pub fn home_hash(event: &str, user: &str) -> u64 {
+    hash64(&[event, user]) & 0x7fff_ffff
+}
+
+/// The shard a user buys from first, exactly as `buy.lua` computes it from [`home_hash`]: a
+/// user's clicks always start at the same shard and users spread evenly.
 pub fn home_shard(event: &str, user: &str, shards: u32) -> u32 {
-    (hash64(&[event, user]) % u64::from(shards.max(1))) as u32
+    (home_hash(event, user) % u64::from(shards.max(1))) as u32
 }
 
 /// `n` random bytes, hex-encoded (WASI's random source in a guest, the OS's natively).
@@ -47,7 +53,7 @@ mod tests {
 
     #[test]
     fn sequential_users_spread_evenly_over_shards() {
-        for shards in [8u32, 32] {
+        for shards in [7u32, 8, 32] {
             let mut counts = vec![0u32; shards as usize];
             let users = 64_000;
             for i in 0..users {

@@ -54,20 +54,20 @@ impl<S: Store> Nodes<S> {
     pub fn for_event(&self, event: &EventId) -> Result<&S, StoreError> {
         let urls: Vec<&str> = self.nodes.iter().map(|(u, _)| u.as_str()).collect();
         if urls.is_empty() {
-            return Err(StoreError("redis_url lists no node".into()));
+            return Err(StoreError::failed("redis_url lists no node"));
         }
         let i = index_for(event, &urls);
         self.nodes[i]
             .1
             .as_ref()
-            .map_err(|e| StoreError(format!("node {i} is down: {e}")))
+            .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
     }
 
     /// Every node, or why it is down (errors name nodes by place: URLs may carry passwords).
     pub fn all(&self) -> impl Iterator<Item = Result<&S, StoreError>> {
         self.nodes.iter().enumerate().map(|(i, (_, s))| {
             s.as_ref()
-                .map_err(|e| StoreError(format!("node {i} is down: {e}")))
+                .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
         })
     }
 }

@@ -4,6 +4,8 @@
 //! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
 //! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use spin_sdk::pg4::{self as pg, DbValue, ParameterValue as P};
 
@@ -36,10 +38,19 @@ impl From<pg::PgError> for DbError {
     }
 }
 
+/// Orders read per reconcile script call: small enough that no call blocks Redis for long.
+const RECONCILE_PAGE: u32 = 1_000;
+
+/// What a client hears when Postgres cannot be reached.
+pub const DB_UNAVAILABLE: &str = "orders database unavailable; try again";
+
 impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
-        eprintln!("{e}");
-        ApiError::unavailable("orders database unavailable; try again")
+        if e.connection {
+            ApiError::unavailable(DB_UNAVAILABLE).with_detail(e)
+        } else {
+            ApiError::internal(e)
+        }
     }
 }
 
@@ -105,8 +116,9 @@ pub struct DrainOptions {
     pub reclaim_idle_ms: u64,
     /// Deliveries before an entry goes to the dead-letter stream.
     pub max_deliveries: u32,
-    /// Test-only fault injection: `trap_after_commit` dies between commit and acknowledge,
-    /// `trap_in_transaction` between BEGIN and COMMIT.
+    /// Test-only fault injection (feature `fault-injection`, never in the product):
+    /// `trap_after_commit` dies between commit and acknowledge, `trap_in_transaction` between
+    /// BEGIN and COMMIT.
     pub fault: Option<String>,
 }
 
@@ -125,6 +137,8 @@ pub struct DrainReport {
     pub busy: Vec<String>,
     /// Redis nodes that could not be reached (their events wait for the next run).
     pub unreachable_nodes: usize,
+    /// Events whose drain failed this run, with the reason; the others were drained.
+    pub event_errors: BTreeMap<String, String>,
 }
 
 /// One order intent read from the stream.
@@ -166,22 +180,20 @@ pub fn drain(
         };
         for event in events {
             report.events += 1;
-            drain_event(store, db, &event, opts, now_ms, &mut report)?;
+            // One failing event must not hold back the others; a lost Postgres would fail
+            // them all, so that one ends the run.
+            match drain_event(store, db, &event, opts, now_ms, &mut report) {
+                Ok(()) => {}
+                Err(e) if e.message == DB_UNAVAILABLE => return Err(e),
+                Err(e) => {
+                    report
+                        .event_errors
+                        .insert(event.as_str().to_owned(), e.reason());
+                }
+            }
         }
     }
     Ok(report)
-}
-
-/// Every registered event on every node that can be reached.
-pub fn all_events(nodes: &Nodes<impl Store>) -> Result<Vec<EventId>, ApiError> {
-    let mut events = Vec::new();
-    for store in nodes.all() {
-        // A node that cannot be read is skipped (the error is logged by the conversion).
-        if let Ok(listed) = store.map_err(ApiError::from).and_then(registered_events) {
-            events.extend(listed);
-        }
-    }
-    Ok(events)
 }
 
 /// The events registered on one Redis node, for the scheduled jobs to walk.
@@ -293,6 +305,7 @@ fn drain_batches(
                     report,
                 )?,
             };
+        #[cfg(feature = "fault-injection")]
         if opts.fault.as_deref() == Some("trap_after_commit") {
             panic!("fault injection: drain dies between commit and acknowledge");
         }
@@ -389,7 +402,7 @@ fn write_batch(
     facts: &EventFacts,
     entries: &[Entry],
     now_ms: u64,
-    fault: Option<&str>,
+    #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))] fault: Option<&str>,
 ) -> Result<u64, StaleOrFailed> {
     let ev = event.as_str();
     transaction(db, || {
@@ -434,6 +447,7 @@ fn write_batch(
                 ],
             )
             .map_err(DbError::from)?;
+        #[cfg(feature = "fault-injection")]
         if fault == Some("trap_in_transaction") {
             panic!("fault injection: drain dies between BEGIN and COMMIT");
         }
@@ -565,8 +579,11 @@ pub struct ReleaseReport {
     pub expired: u64,
     /// Units given back to Redis shards.
     pub released: u64,
-    /// Expired orders whose event's Redis node is down: released by a later run.
+    /// Expired orders whose units could not go back this run (their event's Redis node is
+    /// down, say): released by a later run.
     pub waiting_for_redis: u64,
+    /// Events whose units could not go back this run, with the reason.
+    pub event_errors: BTreeMap<String, String>,
 }
 
 /// Expires unpaid orders past their deadline (compare-and-set, rows locked, ledger updated once
@@ -599,40 +616,127 @@ pub fn release_expired(
         )?;
         Ok::<_, DbError>(rows.rows.first().map_or(0, |r| int(r, 0)) as u64)
     })?;
+    // Up to `limit` per event, every event with units to give back: one event with many stuck
+    // rows (or on a Redis node that is down) never starves the others.
     let pending = db
         .query(
-            "SELECT event_id, order_id FROM orders WHERE status = 'expired' AND NOT released_in_redis
-             ORDER BY event_id LIMIT $1",
+            "SELECT e.event_id, o.order_id
+             FROM (SELECT DISTINCT event_id FROM orders
+                   WHERE status = 'expired' AND NOT released_in_redis) e
+             CROSS JOIN LATERAL (
+                 SELECT order_id FROM orders
+                 WHERE event_id = e.event_id AND status = 'expired' AND NOT released_in_redis
+                 ORDER BY expired_ms, order_id LIMIT $1) o",
             &[P::Int64(limit)],
         )
         .map_err(DbError::from)?;
-    let mut by_event: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut by_event: BTreeMap<String, Vec<String>> = Default::default();
     for row in &pending.rows {
         by_event.entry(text(row, 0)).or_default().push(text(row, 1));
     }
-    let (mut released, mut waiting_for_redis) = (0, 0);
-    for (event, orders) in by_event {
-        let event = EventId::parse(&event)?;
-        let store = match nodes.for_event(&event) {
-            Ok(store) => store,
-            Err(e) => {
-                eprintln!("timeout release, event {}: {e}", event.as_str());
-                waiting_for_redis += orders.len() as u64;
-                continue;
-            }
-        };
-        released += mirror(store, &event, "expired", &orders)?;
-        db.execute(
-            "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
-            &[P::ArrayStr(orders.into_iter().map(Some).collect())],
-        )
-        .map_err(DbError::from)?;
-    }
-    Ok(ReleaseReport {
+    let mut report = ReleaseReport {
         expired,
-        released,
-        waiting_for_redis,
-    })
+        ..ReleaseReport::default()
+    };
+    for (event, orders) in by_event {
+        let count = orders.len() as u64;
+        match give_back(nodes, db, &event, orders) {
+            Ok(released) => report.released += released,
+            Err(e) => {
+                report.waiting_for_redis += count;
+                report.event_errors.insert(event, e.reason());
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Gives the units of one event's expired orders back to its shards (once: the script flips
+/// each order's Redis status with the INCR), then records that in Postgres.
+fn give_back(
+    nodes: &Nodes<impl Store>,
+    db: &pg::Connection,
+    event: &str,
+    orders: Vec<String>,
+) -> Result<u64, ApiError> {
+    let event = EventId::parse(event)?;
+    let released = mirror(nodes.for_event(&event)?, &event, "expired", &orders)?;
+    db.execute(
+        "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
+        &[P::ArrayStr(orders.into_iter().map(Some).collect())],
+    )
+    .map_err(DbError::from)?;
+    Ok(released)
+}
+
+/// The books of several events (`POST /admin/jobs/reconcile`, the reconcile cron).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Reconciliations {
+    /// One entry per event reconciled.
+    pub events: Vec<Reconciliation>,
+    /// Events that could not be reconciled this run, with the reason; the others were.
+    pub event_errors: BTreeMap<String, String>,
+    /// Redis nodes that could not be reached (their events are not in `events`).
+    pub unreachable_nodes: usize,
+}
+
+impl Reconciliations {
+    /// Whether an operator needs to look: drift, ledger drift, dead letters or a failure.
+    pub fn needs_an_operator(&self) -> bool {
+        self.unreachable_nodes > 0
+            || !self.event_errors.is_empty()
+            || self.events.iter().any(|b| {
+                b.drift != 0 || b.dead_letters != 0 || b.ledger_drift.is_some_and(|d| d != 0)
+            })
+    }
+}
+
+/// Reconciles `events` (or every registered event on every node), each on its own: one that
+/// fails is reported and the others are still checked.
+pub fn reconcile_all(
+    nodes: &Nodes<impl Store>,
+    db: &pg::Connection,
+    events: Option<Vec<EventId>>,
+    repair: bool,
+) -> Result<Reconciliations, ApiError> {
+    let mut books = Reconciliations::default();
+    let asked = events.is_some();
+    let events = match events {
+        Some(events) => events,
+        None => {
+            let mut all = Vec::new();
+            for store in nodes.all() {
+                match store.map_err(ApiError::from).and_then(registered_events) {
+                    Ok(listed) => all.extend(listed),
+                    Err(_) => books.unreachable_nodes += 1,
+                }
+            }
+            all
+        }
+    };
+    for event in events {
+        match nodes
+            .for_event(&event)
+            .map_err(ApiError::from)
+            .and_then(|store| reconcile(store, db, &event, repair))
+        {
+            Ok(b) => books.events.push(b),
+            // Asked for by name, a missing event is the caller's 404; found in the registry,
+            // it is an event whose creation failed after registering it: nothing to check.
+            Err(e) if e.code == "event_not_found" => {
+                if asked {
+                    return Err(e);
+                }
+            }
+            Err(e) if e.message == DB_UNAVAILABLE => return Err(e),
+            Err(e) => {
+                books
+                    .event_errors
+                    .insert(event.as_str().to_owned(), e.reason());
+            }
+        }
+    }
+    Ok(books)
 }
 
 /// An event's books, Redis and Postgres side by side.
@@ -678,15 +782,22 @@ fn name_offenders(
     event: &EventId,
     out: &mut Reconciliation,
 ) -> Result<(), ApiError> {
-    let r = store.run(
-        &scripts::RECONCILE_ORDERS,
-        &[k.bought()],
-        &[k.prefix().to_owned()],
-    )?;
-    let n = r.int(1)? as usize;
+    // Paged (HSCAN): a large event's orders are read a page per script call.
     let mut redis_orders = std::collections::HashMap::new();
-    for i in 0..n {
-        redis_orders.insert(r.text(2 + 2 * i)?, r.text(3 + 2 * i)?);
+    let mut cursor = "0".to_owned();
+    loop {
+        let r = store.run(
+            &scripts::RECONCILE_ORDERS,
+            &[k.bought()],
+            &[k.prefix().to_owned(), cursor, RECONCILE_PAGE.to_string()],
+        )?;
+        cursor = r.text(1)?;
+        for i in 0..r.int(2)? as usize {
+            redis_orders.insert(r.text(3 + 2 * i)?, r.text(4 + 2 * i)?);
+        }
+        if cursor == "0" {
+            break;
+        }
     }
     let in_pg: std::collections::HashSet<String> = db
         .query(

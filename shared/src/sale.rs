@@ -13,8 +13,11 @@ use crate::store::{Replies, Store, StoreError};
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        eprintln!("{e}");
-        ApiError::unavailable("the sale is busy; try again")
+        if e.transient {
+            ApiError::unavailable("the sale is busy; try again").with_detail(e)
+        } else {
+            ApiError::internal(e)
+        }
     }
 }
 
@@ -187,8 +190,7 @@ pub fn buy(
 ) -> Result<Accepted, ApiError> {
     let k = EventKeys::new(event);
     let order_id = ids::new_order_id(now_ms);
-    // Lua numbers are doubles: 31 bits of the hash keep `hash % shards` exact and even.
-    let home_hash = ids::hash64(&[event.as_str(), user]) & 0x7fff_ffff;
+    let home_hash = ids::home_hash(event.as_str(), user);
     let r = ok_or_refusal(store.run(
         &scripts::BUY,
         &buy_keys(&k, user),

@@ -19,8 +19,60 @@ pub enum Reply {
 
 /// A failure to reach Redis or run a script (never a business outcome: those are reply codes).
 #[derive(Debug, thiserror::Error)]
-#[error("redis: {0}")]
-pub struct StoreError(pub String);
+#[error("redis: {message}")]
+pub struct StoreError {
+    /// Whether Redis could not be reached, timed out or was not ready (worth a retry), as
+    /// opposed to a script or reply that is wrong (our bug, or the data's).
+    pub transient: bool,
+    /// What happened.
+    pub message: String,
+}
+
+impl StoreError {
+    /// Redis could not be reached, timed out or is not ready to serve.
+    pub fn unreachable(message: impl Into<String>) -> Self {
+        StoreError {
+            transient: true,
+            message: message.into(),
+        }
+    }
+
+    /// A script failed or replied with what its caller does not expect.
+    pub fn failed(message: impl Into<String>) -> Self {
+        StoreError {
+            transient: false,
+            message: message.into(),
+        }
+    }
+
+    /// Sorts an error text from a Redis client: server errors that mean "not now" (loading,
+    /// busy with a script, read-only replica, out of memory, failing over) and I/O failures
+    /// are transient; anything else (`ERR` in a script, `WRONGTYPE`) is a failure.
+    pub fn from_message(message: impl Into<String>) -> Self {
+        const TRANSIENT: [&str; 14] = [
+            "LOADING",
+            "BUSY",
+            "READONLY",
+            "MASTERDOWN",
+            "TRYAGAIN",
+            "CLUSTERDOWN",
+            "OOM",
+            "os error",
+            "onnection",
+            "timed out",
+            "roken pipe",
+            "reset by peer",
+            "EOF",
+            "I/O",
+        ];
+        let message = message.into();
+        if TRANSIENT.iter().any(|t| message.contains(t)) {
+            Self::unreachable(message)
+        } else {
+            Self::failed(message)
+        }
+    }
+}
 
 /// Something that can run a script.
 pub trait Store {
@@ -51,8 +103,10 @@ impl Replies {
             Some(Reply::Bytes(b)) => std::str::from_utf8(b)
                 .ok()
                 .and_then(|s| s.parse().ok())
-                .ok_or_else(|| StoreError(format!("element {i} is not a number: {:?}", self.0))),
-            other => Err(StoreError(format!(
+                .ok_or_else(|| {
+                    StoreError::failed(format!("element {i} is not a number: {:?}", self.0))
+                }),
+            other => Err(StoreError::failed(format!(
                 "element {i} is not a number: {other:?}"
             ))),
         }
@@ -64,7 +118,9 @@ impl Replies {
             Some(Reply::Bytes(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
             Some(Reply::Status(s)) => Ok(s.clone()),
             Some(Reply::Int(v)) => Ok(v.to_string()),
-            other => Err(StoreError(format!("element {i} is not text: {other:?}"))),
+            other => Err(StoreError::failed(format!(
+                "element {i} is not text: {other:?}"
+            ))),
         }
     }
 
@@ -108,7 +164,11 @@ mod spin {
                 }
                 other => other,
             };
-            let values = result.map_err(|e| StoreError(format!("{}: {e}", script.name)))?;
+            let values = result.map_err(|e| match e {
+                Error::Other(msg) => StoreError::from_message(format!("{}: {msg}", script.name)),
+                Error::TooManyConnections => StoreError::unreachable("too many connections"),
+                e => StoreError::failed(format!("{}: {e}", script.name)),
+            })?;
             Ok(Replies(
                 values
                     .into_iter()

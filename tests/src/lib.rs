@@ -745,6 +745,40 @@ pub fn jwt_for(user: &str) -> String {
     seckill_shared::auth::sign_jwt(&claims, JWT_SECRET.as_bytes())
 }
 
+/// The product manifest with the jobs component swapped for the tests' `faulty-jobs` build
+/// (seckill-shared's `fault-injection` feature) and its `fault_injection` variable declared.
+/// Generated from `spin.toml` on every call, so the two never drift; returns its path relative
+/// to the repo root, for [`TestApp::start`].
+pub fn faulty_manifest() -> Result<&'static str> {
+    const PATH: &str = "target/test-manifests/faults.toml";
+    let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
+    let mut text = product.replace("source = \"target/", "source = \"../../target/");
+    for (from, to) in [
+        (
+            "[variables]\n",
+            "[variables]\nfault_injection = { default = \"\" }\n",
+        ),
+        ("/release/jobs.wasm\"", "/release/faulty_jobs.wasm\""),
+        (
+            "[component.jobs.variables]\n",
+            "[component.jobs.variables]\nfault_injection = \"{{ fault_injection }}\"\n",
+        ),
+    ] {
+        anyhow::ensure!(
+            text.matches(from).count() == 1,
+            "spin.toml changed: no {from:?}"
+        );
+        text = text.replace(from, to);
+    }
+    // Test processes run at once: write aside, then rename (atomic), never a half file.
+    let path = repo_root().join(PATH);
+    std::fs::create_dir_all(path.parent().expect("a directory"))?;
+    let aside = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&aside, text)?;
+    std::fs::rename(&aside, &path)?;
+    Ok(PATH)
+}
+
 /// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
 /// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.
 pub struct NativeStore<C>(pub std::sync::Mutex<C>);
@@ -789,7 +823,13 @@ impl<C: redis::ConnectionLike> Store for NativeStore<C> {
             Err(e) if is_noscript(&e.to_string()) => build(script.source).query(&mut *conn),
             other => other,
         }
-        .map_err(|e| StoreError(e.to_string()))?;
+        .map_err(|e| {
+            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                StoreError::unreachable(e.to_string())
+            } else {
+                StoreError::from_message(e.to_string())
+            }
+        })?;
         let mut out = Vec::new();
         to_reply(value, &mut out);
         Ok(Replies(out))

@@ -9,7 +9,7 @@ use anyhow::Result;
 use futures::{StreamExt, stream};
 use reqwest::Method;
 use seckill_tests::{
-    PgServer, RedisServer, TestApp, app_vars, events_per_node, jwt_for, over_nodes,
+    PgServer, RedisServer, TestApp, app_vars, events_per_node, faulty_manifest, jwt_for, over_nodes,
 };
 use serde_json::{Value, json};
 
@@ -260,7 +260,7 @@ async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
     let crashing = TestApp::start(
-        "spin.toml",
+        faulty_manifest()?,
         &vars(&redis, &pg, &[("fault_injection", "trap_after_commit")]),
     )
     .await?;
@@ -380,37 +380,56 @@ async fn duplicates_are_harmless_and_poison_goes_to_dead_letters() -> Result<()>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payment_racing_timeout_release_never_both() -> Result<()> {
     let (redis, pg, app) = start(&[]).await?;
-    let mut all = Vec::new();
+    let (mut all, mut paid) = (Vec::new(), 0);
     for round in 0..3 {
         let event = format!("race{round}");
-        let accepted = sell(&app, &event, 40, 40, json!({ "payment_timeout_s": 1 })).await?;
+        // 3 s to pay: the sale and the drain (on a busy machine) must fit before the deadlines.
+        let accepted = sell(&app, &event, 40, 40, json!({ "payment_timeout_s": 3 })).await?;
         drain_all(&app).await?;
-        // Fire payments and releases together around the deadline.
-        tokio::time::sleep(Duration::from_millis(900 + 40 * round)).await;
-        let pays = stream::iter(accepted.clone())
-            .map(|(user, order)| {
-                let app = &app;
-                let event = event.clone();
+        // Each payment is sent right at its order's deadline, half 50 ms before and half 50 ms
+        // after, while timeout release runs every 20 ms: both outcomes race at every deadline.
+        let db = pg.client().await?;
+        let mut deadlines = std::collections::HashMap::new();
+        for row in db
+            .query(
+                "SELECT order_id, pay_deadline_ms FROM orders WHERE event_id = $1",
+                &[&event],
+            )
+            .await?
+        {
+            deadlines.insert(row.get::<_, String>(0), row.get::<_, i64>(1));
+        }
+        let epoch_ms = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64)
+        };
+        let pays =
+            futures::future::join_all(accepted.iter().enumerate().map(|(i, (user, order))| {
+                let (app, event) = (&app, &event);
+                let at = deadlines[order] + if i % 2 == 0 { -50 } else { 50 };
                 async move {
+                    tokio::time::sleep(Duration::from_millis((at - epoch_ms()).max(0) as u64))
+                        .await;
                     app.call(
                         Method::POST,
                         &format!("/api/events/{event}/orders/{order}/pay"),
-                        Some(&jwt_for(&user)),
+                        Some(&jwt_for(user)),
                         None,
                     )
                     .await
                 }
-            })
-            .buffered(16) // in order: results are matched to orders below
-            .collect::<Vec<_>>();
-        let releases = stream::iter(0..6)
-            .map(|_| job(&app, "timeout-release"))
-            .buffer_unordered(3)
-            .collect::<Vec<_>>();
-        let (pays, _) = tokio::join!(pays, releases);
+            }));
+        let last = deadlines.values().max().copied().unwrap_or(0) + 300;
+        let releases = async {
+            while epoch_ms() < last {
+                let _ = job(&app, "timeout-release").await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let (pays, ()) = tokio::join!(pays, releases);
         tokio::time::sleep(Duration::from_millis(1_100)).await;
         job(&app, "timeout-release").await?;
-        let db = pg.client().await?;
         for ((user, order), pay) in accepted.iter().zip(&pays) {
             let (status, body) = pay.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
             let row = db
@@ -418,7 +437,10 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
                 .await?;
             let state: String = row.get(0);
             match *status {
-                200 => assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres"),
+                200 => {
+                    assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres");
+                    paid += 1;
+                }
                 409 => assert_eq!(
                     (body["error"]["code"].as_str(), state.as_str()),
                     (Some("order_expired"), "expired")
@@ -444,7 +466,11 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
         all.push(expired);
     }
     let _ = redis;
-    eprintln!("expired per round: {all:?}");
+    eprintln!("expired per round: {all:?}, paid in all: {paid}");
+    assert!(
+        paid > 0 && all.iter().sum::<i64>() > 0,
+        "the race had both outcomes: {paid} paid, {all:?} expired"
+    );
     Ok(())
 }
 
@@ -584,15 +610,13 @@ async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() ->
         assert_books(&app, &pg, event, 30, accepted).await?;
     }
     let (status, health) = app.get_json("/api/health").await?;
-    assert_eq!(
-        (status, &health["redis"]["ok"]),
-        (200, &json!(true)),
-        "{health}"
-    );
+    assert_eq!((status, &health["redis"]), (200, &json!("ok")), "{health}");
 
     // Node 2 dies: its event is unavailable, the others sell on, the jobs skip only node 2.
     drop(nodes.pop());
     let (_, health) = app.get_json("/api/health").await?;
+    assert_eq!(health["redis"], "degraded", "{health}");
+    let (_, health) = app.admin(Method::GET, "/admin/health", None).await?;
     assert_eq!(health["redis"]["ok"], false, "{health}");
     assert!(
         health["redis"]["error"]
@@ -640,7 +664,7 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
     let patient = [("drain_max_deliveries", "50")];
     let app = TestApp::start("spin.toml", &vars(&redis, &pg, &patient)).await?;
     let faulty = TestApp::start(
-        "spin.toml",
+        faulty_manifest()?,
         &vars(
             &redis,
             &pg,
@@ -823,5 +847,144 @@ async fn a_dead_lettered_order_is_drift_for_an_operator() -> Result<()> {
         (status["queued"].as_i64(), status["dead_letters"].as_i64()),
         (Some(0), Some(1))
     );
+    Ok(())
+}
+
+/// Only the lease holder reads the stream, so however often the drain runs, the consumer group
+/// keeps one consumer: runs do not pile up consumers (one a second per event, forever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
+    let (redis, pg, app) = start(&[]).await?;
+    let mut accepted = Vec::new();
+    for round in 0..3 {
+        let (status, _) = app
+            .admin(
+                Method::PUT,
+                "/admin/events/consumers",
+                Some(&json!({ "sku": "c", "stock": 30, "shards": 2,
+                    "start_ms": 0, "end_ms": 4_000_000_000_000u64 })),
+            )
+            .await?;
+        assert!(status == 200 || status == 201);
+        if round == 0 {
+            app.admin(Method::POST, "/admin/events/consumers/warmup", None)
+                .await?;
+        }
+        for i in 0..10 {
+            let user = format!("consumer-{round}-{i}");
+            let token = app
+                .admit_and_precheck("consumers", &user)
+                .await?
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let (status, body) = app.buy("consumers", &user, &token).await?;
+            assert_eq!(status, 202, "{body}");
+            accepted.push((user, body["order_id"].as_str().unwrap().to_owned()));
+        }
+        for _ in 0..3 {
+            job(&app, "drain").await?;
+        }
+    }
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let consumers: Vec<redis::Value> = redis::cmd("XINFO")
+        .arg("CONSUMERS")
+        .arg("{sk:consumers}:queue")
+        .arg("drain")
+        .query_async(&mut conn)
+        .await?;
+    assert_eq!(
+        consumers.len(),
+        1,
+        "9 drain runs, one consumer: {consumers:?}"
+    );
+    assert_books(&app, &pg, "consumers", 30, &accepted).await
+}
+
+/// Timeout release gives units back per event, up to `release_batch` each: an event with many
+/// expired orders whose Redis node is down must not starve the events after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stuck_event_does_not_starve_the_release_of_the_others() -> Result<()> {
+    let mut nodes = vec![RedisServer::start()?, RedisServer::start()?];
+    let pg = PgServer::start()?;
+    pg.migrate().await?;
+    let refs: Vec<&RedisServer> = nodes.iter().collect();
+    let mut v = vars(&nodes[0], &pg, &[("release_batch", "10")]);
+    over_nodes(&mut v, &refs);
+    let app = TestApp::start("spin.toml", &v).await?;
+    let per_node = events_per_node("starve", &refs, 1);
+    let (a, b) = (per_node[0][0].clone(), per_node[1][0].clone());
+    // The stuck event is the one the old query (ORDER BY event_id LIMIT n) always took first.
+    let (stuck, live, stuck_node) = if a < b { (a, b, 0) } else { (b, a, 1) };
+    // The stuck event sells first, so its orders are also the first to expire.
+    sell(&app, &stuck, 20, 20, json!({ "payment_timeout_s": 1 })).await?;
+    let live_sold = sell(&app, &live, 20, 20, json!({ "payment_timeout_s": 1 })).await?;
+    drain_all(&app).await?;
+    drop(nodes.remove(stuck_node));
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let mut waiting = 0;
+    for _ in 0..6 {
+        let (status, report) = job(&app, "timeout-release").await?;
+        assert_eq!(status, 200, "{report}");
+        waiting = report["waiting_for_redis"].as_u64().unwrap_or(0);
+        if let Some(errors) = report["event_errors"].as_object() {
+            assert!(errors.keys().all(|e| *e == stuck), "{report}");
+        }
+    }
+    assert_eq!(waiting, 10, "the stuck event waits, {} per run", 10);
+    assert_eq!(
+        app.status(&live).await?["stock_left"],
+        20,
+        "every unpaid unit of the live event is back on sale"
+    );
+    assert_books(&app, &pg, &live, 20, &live_sold).await
+}
+
+/// One event whose Redis data is broken fails alone: the drain and reconcile report it and
+/// still do every other event's work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_broken_event_fails_alone_in_the_jobs() -> Result<()> {
+    let (redis, pg, app) = start(&[]).await?;
+    let mut sold = Vec::new();
+    for event in ["broken-a", "broken-b", "broken-c"] {
+        sold.push((event, sell(&app, event, 10, 10, json!({})).await?));
+    }
+    // broken-b's queue is no longer a stream: every script touching it fails.
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    redis::pipe()
+        .cmd("DEL")
+        .arg("{sk:broken-b}:queue")
+        .cmd("SET")
+        .arg("{sk:broken-b}:queue")
+        .arg("not a stream")
+        .query_async::<()>(&mut conn)
+        .await?;
+    let (status, report) = job(&app, "drain").await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        report["event_errors"]
+            .as_object()
+            .map(|e| e.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["broken-b".to_owned()]),
+        "{report}"
+    );
+    assert!(
+        report["event_errors"]["broken-b"]
+            .as_str()
+            .is_some_and(|e| e.contains("WRONGTYPE")),
+        "the operator sees why: {report}"
+    );
+    drain_all(&app).await?;
+    let (status, books) = job(&app, "reconcile").await?;
+    assert_eq!(status, 200, "{books}");
+    assert_eq!(
+        books["event_errors"]
+            .as_object()
+            .map(|e| e.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["broken-b".to_owned()]),
+        "{books}"
+    );
+    assert_eq!(books["events"].as_array().map(Vec::len), Some(2), "{books}");
+    for (event, accepted) in [&sold[0], &sold[2]] {
+        assert_books(&app, &pg, event, 10, accepted).await?;
+    }
     Ok(())
 }

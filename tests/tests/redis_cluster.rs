@@ -500,9 +500,37 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         let admission = sale::issue_token(&store, &lucky, fan, ADMISSION_SECRET.as_bytes())?;
         assert_eq!(admission, Admission::Registered);
     }
-    assert_eq!(admin::draw(&store, &lucky)?, 10);
+    // The draw is paged (3 winners per script call here): the first page closes registration,
+    // registrants not drawn yet keep waiting, and the rest of the pages finish the draw.
+    let lk = EventKeys::new(&lucky);
+    let first = store.run(
+        &scripts::DRAW,
+        &[lk.cfg(), lk.admitted(), lk.registrants()],
+        &[lk.prefix().to_owned(), "3".into()],
+    )?;
     assert_eq!(
-        refused("second draw", admin::draw(&store, &lucky)),
+        (first.int(1)?, first.int(2)?),
+        (3, 0),
+        "one page of 3, not done"
+    );
+    let waiting = fans
+        .iter()
+        .find(|f| store.query::<i64>(&["SISMEMBER", &lk.registrants(), f]) == 1)
+        .expect("27 registrants are still waiting");
+    assert_eq!(
+        sale::issue_token(&store, &lucky, waiting, ADMISSION_SECRET.as_bytes())?,
+        Admission::Registered
+    );
+    assert_eq!(
+        refused(
+            "registration closed",
+            sale::issue_token(&store, &lucky, "latecomer", ADMISSION_SECRET.as_bytes())
+        ),
+        "not_selected"
+    );
+    assert_eq!(admin::draw(&store, &lucky, 3)?, 10);
+    assert_eq!(
+        refused("second draw", admin::draw(&store, &lucky, 3)),
         "conflict"
     );
     let mut winners = Vec::new();
@@ -603,8 +631,24 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         (books.int(1)?, books.int(2)?, books.int(3)?, books.int(4)?),
         (50, 1, 50, 50)
     );
-    let orders = store.run(&scripts::RECONCILE_ORDERS, &[k.bought()], &[prefix()])?;
-    assert_eq!(orders.int(1)?, 50, "every order with its status");
+    // Paged with HSCAN, 7 orders a call: every order comes back, with its status.
+    let (mut cursor, mut seen) = ("0".to_owned(), BTreeSet::new());
+    loop {
+        let page = store.run(
+            &scripts::RECONCILE_ORDERS,
+            &[k.bought()],
+            &[prefix(), cursor, "7".into()],
+        )?;
+        cursor = page.text(1)?;
+        for i in 0..page.int(2)? as usize {
+            assert_ne!(page.text(4 + 2 * i)?, "missing");
+            seen.insert(page.text(3 + 2 * i)?);
+        }
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 50, "every order with its status");
 
     // Every key written lives with its event: tagged, on the master owning the tag's slot.
     for port in cluster.ports() {

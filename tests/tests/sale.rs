@@ -914,3 +914,82 @@ async fn poll_lottery_switches_and_deny_lists() -> Result<()> {
     assert_eq!((status, code(&resp)), (403, "denied"));
     Ok(())
 }
+
+/// A buy takes its unit from the home shard the test kit computes (`ids::home_shard`), for a
+/// shard count that is not a power of two too: the tests' formula is production's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    let (event, shards) = ("seven", 7u32);
+    app.open_event(event, json!({ "stock": 70, "shards": shards }))
+        .await?;
+    for i in 0..12 {
+        let user = format!("seven-{i}");
+        let before: Vec<i64> =
+            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+        let token = app
+            .admit_and_precheck(event, &user)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let (status, body) = app.buy(event, &user, &token).await?;
+        assert_eq!(status, 202, "{body}");
+        let after: Vec<i64> =
+            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+        let home = seckill_shared::ids::home_shard(event, &user, shards) as usize;
+        assert_eq!(after[home], before[home] - 1, "{user}: home shard {home}");
+    }
+    Ok(())
+}
+
+/// Redis that cannot be reached is 503 with `Retry-After`; a script that fails on the data is
+/// our problem, 500 `internal`, with no retry advice and no detail for the client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_errors_are_500_and_an_unreachable_redis_is_503() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    app.open_event("corrupt", json!({ "stock": 10 })).await?;
+    let token = app
+        .admit_and_precheck("corrupt", "victim")
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    redis::pipe()
+        .cmd("DEL")
+        .arg("{sk:corrupt}:bought")
+        .cmd("SET")
+        .arg("{sk:corrupt}:bought")
+        .arg("not a hash")
+        .query_async::<()>(&mut conn)
+        .await?;
+    let resp = app
+        .http
+        .post(format!("{}/api/events/corrupt/buy", app.base_url))
+        .bearer_auth(jwt_for("victim"))
+        .json(&json!({ "purchase_token": token }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 500);
+    assert!(resp.headers().get("retry-after").is_none());
+    let body: Value = resp.json().await?;
+    assert_eq!(
+        body,
+        json!({ "error": { "code": "internal", "message": "internal error" } })
+    );
+
+    drop(conn);
+    drop(redis);
+    let resp = app
+        .http
+        .post(format!("{}/api/events/corrupt/buy", app.base_url))
+        .bearer_auth(jwt_for("victim"))
+        .json(&json!({ "purchase_token": token }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(
+        resp.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let body: Value = resp.json().await?;
+    assert_eq!(code(&body), "unavailable");
+    Ok(())
+}

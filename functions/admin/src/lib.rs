@@ -67,9 +67,10 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
                 json!({ "denied": list.users.len() + list.addrs.len() }),
             ))
         }
-        (Method::Post, "/draw") => {
-            Ok((200, json!({ "admitted": admin::draw(&redis()?, &event)? })))
-        }
+        (Method::Post, "/draw") => Ok((
+            200,
+            json!({ "admitted": admin::draw(&redis()?, &event, admin::DRAW_PAGE)? }),
+        )),
         (_, "" | "/") => Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
         (_, "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed("POST")),
         _ => Err(ApiError::not_found(format!("no admin route {rest}"))),

@@ -1,21 +1,34 @@
-//! `GET /api/health`: 200 when Redis and Postgres both answer, 503 otherwise, with the detail.
+//! Health of Redis and Postgres, pinged through the Spin interfaces: 200 when both answer, 503
+//! otherwise. `GET /api/health` is public and says only `ok` / `degraded` per dependency;
+//! `GET /admin/health` (operators' secret) adds latencies and the errors.
 
 use seckill_shared::health;
-use seckill_shared::http::{error, json, require_method};
+use seckill_shared::http::{error, json, operator, require_method};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
-/// Parse (only GET), apply (probe both dependencies), render.
+/// Serves both routes.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
     seckill_shared::http::serve(req, answer).await
 }
 
-/// The request, its body read within the limit.
+/// Parse (GET; the admin route needs the secret), apply (probe both), render.
 fn answer(req: Request) -> Response {
-    if let Err(e) = require_method(&req, Method::Get) {
+    let detailed = req.path().starts_with("/admin/");
+    let checked = if detailed {
+        operator(&req).and_then(|()| require_method(&req, Method::Get))
+    } else {
+        require_method(&req, Method::Get)
+    };
+    if let Err(e) = checked {
         return error(&e);
     }
     let report = health::check();
-    json(if report.ok { 200 } else { 503 }, &report)
+    let status = if report.ok { 200 } else { 503 };
+    if detailed {
+        json(status, &report)
+    } else {
+        json(status, &report.summary())
+    }
 }

@@ -10,7 +10,7 @@
 use seckill_shared::event::EventId;
 use seckill_shared::http::{operator, require_method};
 use seckill_shared::{ApiError, clock, config, http, orders};
-use serde_json::{Value, json};
+use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -44,22 +44,17 @@ fn run(req: &Request) -> Result<Value, ApiError> {
             &nodes,
             &db,
             clock::now_ms(),
-            1_000,
+            config::release_batch(),
         )?),
         "reconcile" => {
             let event = req
                 .query()
                 .split('&')
                 .find_map(|kv| kv.strip_prefix("event="));
-            let events = match event {
-                Some(id) => vec![EventId::parse(id)?],
-                None => orders::all_events(&nodes)?,
-            };
-            let books = events
-                .iter()
-                .map(|e| orders::reconcile(nodes.for_event(e)?, &db, e, true))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(json!({ "events": books }))
+            let events = event
+                .map(|id| EventId::parse(id).map(|e| vec![e]))
+                .transpose()?;
+            http::to_value(&orders::reconcile_all(&nodes, &db, events, true)?)
         }
         other => Err(ApiError::not_found(format!("no job `{other}`"))),
     }

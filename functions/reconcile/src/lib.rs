@@ -1,5 +1,6 @@
-//! Scheduled reconcile: every event's books across Redis and Postgres ([`orders::reconcile`]),
-//! repairing what is safe and logging any drift. Also `POST /admin/jobs/reconcile`.
+//! Scheduled reconciliation: checks every event's books across Redis and Postgres and repairs
+//! what is safe ([`orders::reconcile_all`]); logs the books that need an operator. Also
+//! `POST /admin/jobs/reconcile`.
 
 use seckill_shared::{config, http, orders};
 
@@ -10,22 +11,16 @@ impl seckill_cron::Guest for Reconcile {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
         let run = || -> Result<(), seckill_shared::ApiError> {
             let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
-            for event in orders::all_events(&nodes)? {
-                let books = orders::reconcile(nodes.for_event(&event)?, &db, &event, true)?;
-                if books.drift != 0
-                    || books.dead_letters != 0
-                    || books.ledger_drift.is_some_and(|d| d != 0)
-                {
-                    eprintln!(
-                        "reconcile {}: {}",
-                        event.as_str(),
-                        serde_json::to_string(&books).unwrap_or_default()
-                    );
-                }
+            let books = orders::reconcile_all(&nodes, &db, None, true)?;
+            if books.needs_an_operator() {
+                eprintln!(
+                    "reconcile: {}",
+                    serde_json::to_string(&books).unwrap_or_default()
+                );
             }
             Ok(())
         };
-        run().map_err(|e| seckill_cron::Error::Other(e.to_string()))
+        run().map_err(|e| seckill_cron::Error::Other(e.reason()))
     }
 }
 

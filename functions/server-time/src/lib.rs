@@ -1,5 +1,5 @@
 //! `GET /api/time`: the server's clock, so that every storefront counts down to the same instant
-//! (seed 000: the countdown must follow server time, never the client's clock).
+//! (the countdown must follow server time, never the client's clock, which anyone can change).
 
 use seckill_shared::http::{require_method, respond};
 use seckill_shared::{ApiError, clock};

@@ -13,7 +13,7 @@ impl seckill_cron::Guest for TimeoutRelease {
                 &http::redis_nodes()?,
                 &config::postgres()?,
                 clock::now_ms(),
-                1_000,
+                config::release_batch(),
             )
         };
         run()

@@ -1,0 +1,197 @@
+//! Connection pools and the `connection` resource, with transaction tracking and rollback on drop.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use anyhow::Context as _;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Config, NoTls};
+
+use crate::bindings::spin::spin::postgres::postgres as pg;
+
+/// Maximum connections in one connection string's pool (Spin's `CONNECTION_POOL_SIZE`).
+const CONNECTION_POOL_SIZE: usize = 64;
+
+/// The app-wide Postgres connection pools, one per connection string, created on first `open`
+/// (Spin keeps them the same way, per app, across requests).
+#[derive(Default)]
+pub struct PgPools {
+    /// Pools by connection string, exactly as the guest passed it.
+    pools: Mutex<HashMap<String, Pool>>,
+}
+
+impl PgPools {
+    /// Takes a client from `address`'s pool, creating the pool first if needed.
+    pub(super) async fn get_client(
+        &self,
+        address: &str,
+        config: &Config,
+    ) -> anyhow::Result<Object> {
+        let pool = self
+            .pool(address, config)
+            .context("establishing PostgreSQL connection pool")?;
+        Ok(pool.get().await?)
+    }
+
+    /// `address`'s pool. The lock is only held here, never across an `.await`.
+    fn pool(&self, address: &str, config: &Config) -> anyhow::Result<Pool> {
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pool) = pools.get(address) {
+            return Ok(pool.clone());
+        }
+        let pool = create_connection_pool(config.clone())?;
+        pools.insert(address.to_owned(), pool.clone());
+        Ok(pool)
+    }
+}
+
+/// Builds a pool for one connection string, configured as Spin configures it.
+fn create_connection_pool(config: Config) -> anyhow::Result<Pool> {
+    tracing::debug!("creating a Postgres connection pool");
+    let manager_config = ManagerConfig {
+        recycling_method: RecyclingMethod::Clean,
+    };
+    let manager = Manager::from_config(config, NoTls, manager_config);
+    Pool::builder(manager)
+        .max_size(CONNECTION_POOL_SIZE)
+        .build()
+        .context("building Postgres connection pool")
+}
+
+/// Refuses connection strings that insist on TLS, which this host cannot speak.
+pub(super) fn ensure_tls_not_required(config: &Config) -> Result<(), pg::Error> {
+    match config.get_ssl_mode() {
+        SslMode::Disable | SslMode::Prefer => Ok(()),
+        _ => Err(pg::Error::ConnectionFailed(
+            "TLS not supported by this host".into(),
+        )),
+    }
+}
+
+/// An open `connection` resource: a client checked out of its pool until the guest drops it.
+pub struct PgConnection {
+    /// The pooled client; dropping it returns it to the pool. `None` only while dropping.
+    client: Option<Object>,
+    /// A statement that may have opened a transaction block ran, and none that surely ends it
+    /// since (see [`TransactionState`]).
+    transaction: TransactionState,
+}
+
+impl PgConnection {
+    /// A connection around a client just taken from its pool.
+    pub(super) fn new(client: Object) -> Self {
+        PgConnection {
+            client: Some(client),
+            transaction: TransactionState::Idle,
+        }
+    }
+
+    /// The pooled client.
+    pub(super) fn client(&self) -> &Object {
+        self.client.as_ref().expect("present until dropped")
+    }
+
+    /// Notes that `statement` is about to run on this connection.
+    pub(super) fn will_run(&mut self, statement: &str) {
+        self.transaction = self.transaction.after(statement);
+    }
+}
+
+/// What the statements a guest ran say about the session's transaction block. Every statement
+/// goes through the extended protocol (one statement per message), so only `BEGIN` / `START
+/// TRANSACTION` open a block and only `COMMIT` / `ROLLBACK` / `END` / `ABORT` close it; anything
+/// unclear counts as open, which costs at most one needless `ROLLBACK`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    /// No transaction block can be open.
+    #[default]
+    Idle,
+    /// One may be open: roll it back before the connection is reused.
+    MaybeOpen,
+}
+
+impl TransactionState {
+    /// The state after `statement` ran (successfully or not).
+    pub fn after(self, statement: &str) -> Self {
+        let s = statement.trim().trim_end_matches(';').to_ascii_lowercase();
+        let first = s.split_whitespace().next().unwrap_or("");
+        let closes = matches!(first, "commit" | "rollback" | "end" | "abort")
+            && !s.contains(" to ")
+            && !s.contains("prepared")
+            && (s.contains("and no chain") || !s.contains("and chain"));
+        if closes {
+            TransactionState::Idle
+        } else if s.contains("begin") || s.contains("start") || s.contains("chain") {
+            TransactionState::MaybeOpen
+        } else {
+            self
+        }
+    }
+}
+
+/// No connection goes back to the pool inside a transaction (a deliberate difference: Spin's
+/// `Clean` recycling ends none, so a guest that stops between `BEGIN` and `COMMIT` would leave
+/// its transaction to the next request, whose autocommit statements would then never commit).
+/// A connection that may be in one is rolled back first, or discarded if that fails.
+impl Drop for PgConnection {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else {
+            return;
+        };
+        if self.transaction == TransactionState::Idle {
+            return; // back to the pool as is
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(e) = client.batch_execute("ROLLBACK").await {
+                        tracing::warn!(
+                            "discarding a Postgres connection left in a transaction: {e}"
+                        );
+                        drop(Object::take(client));
+                    }
+                });
+            }
+            Err(_) => drop(Object::take(client)),
+        }
+    }
+}
+
+/// Transaction tracking and TLS checks, which need no server.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `BEGIN` and friends open a block; only a statement that surely ends it closes it.
+    #[test]
+    fn transaction_state_follows_the_statements() {
+        use TransactionState::*;
+        let run = |stmts: &[&str]| stmts.iter().fold(Idle, |t, s| t.after(s));
+        assert_eq!(run(&["SELECT 1", "UPDATE t SET a = 1"]), Idle);
+        assert_eq!(run(&["BEGIN", "UPDATE t SET a = 1"]), MaybeOpen);
+        assert_eq!(run(&["  begin isolation level serializable"]), MaybeOpen);
+        assert_eq!(run(&["START TRANSACTION", "SELECT 1", "COMMIT"]), Idle);
+        assert_eq!(run(&["BEGIN", "ROLLBACK;"]), Idle);
+        assert_eq!(
+            run(&["BEGIN", "SAVEPOINT a", "ROLLBACK TO SAVEPOINT a"]),
+            MaybeOpen
+        );
+        assert_eq!(run(&["BEGIN", "COMMIT AND CHAIN"]), MaybeOpen);
+        assert_eq!(run(&["BEGIN", "COMMIT AND NO CHAIN"]), Idle);
+        assert_eq!(run(&["/* x */ BEGIN"]), MaybeOpen);
+    }
+
+    /// Only a connection string that requires TLS is refused.
+    #[test]
+    fn tls_is_refused_only_when_required() {
+        let check = |address: &str| ensure_tls_not_required(&address.parse().unwrap());
+        assert!(check("host=h user=u sslmode=disable").is_ok());
+        assert!(check("host=h user=u").is_ok());
+        let err = check("host=h user=u sslmode=require").unwrap_err();
+        assert_eq!(
+            format!("{err:?}"),
+            r#"Error::ConnectionFailed("TLS not supported by this host")"#
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! Creating an event is two script calls on two slots (the event's configuration and the
+//! registry the scheduled jobs walk). Whichever of them fails, no configured event may be left
+//! out of the registry: the drain would never visit its orders. Native, over a real Redis.
+
+use anyhow::Result;
+use seckill_shared::admin;
+use seckill_shared::event::{EventConfig, EventId};
+use seckill_shared::keys::{EventKeys, REGISTRY};
+use seckill_shared::scripts::Script;
+use seckill_shared::store::{Replies, Store, StoreError};
+use seckill_tests::{NativeStore, RedisServer};
+use serde_json::json;
+
+/// A real store whose connection is lost exactly when one script is about to run.
+struct LostOn<S> {
+    inner: S,
+    script: &'static str,
+}
+
+impl<S: Store> Store for LostOn<S> {
+    fn run(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Replies, StoreError> {
+        if script.name == self.script {
+            return Err(StoreError::unreachable("connection lost (injected)"));
+        }
+        self.inner.run(script, keys, args)
+    }
+}
+
+#[test]
+fn a_configured_event_is_always_registered() -> Result<()> {
+    let redis = RedisServer::start()?;
+    let config: EventConfig = serde_json::from_value(json!({
+        "sku": "sku", "stock": 5, "start_ms": 0, "end_ms": 4_000_000_000_000u64
+    }))?;
+    let mut conn = redis.client().get_connection()?;
+    for script in ["register_event", "upsert_event"] {
+        let event = EventId::parse(&format!("half-{script}"))?;
+        let store = LostOn {
+            inner: NativeStore::new(redis.client().get_connection()?),
+            script,
+        };
+        assert!(admin::upsert_event(&store, &event, &config).is_err());
+        let configured: bool = redis::cmd("EXISTS")
+            .arg(EventKeys::new(&event).cfg())
+            .query(&mut conn)?;
+        let registered: bool = redis::cmd("SISMEMBER")
+            .arg(REGISTRY)
+            .arg(event.as_str())
+            .query(&mut conn)?;
+        assert!(
+            registered || !configured,
+            "{script} failed: a configured event the jobs cannot find"
+        );
+        // And the retry completes the creation.
+        let store = NativeStore::new(redis.client().get_connection()?);
+        assert!(admin::upsert_event(&store, &event, &config)?);
+    }
+    Ok(())
+}
