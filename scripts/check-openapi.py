@@ -16,6 +16,8 @@ Exits non-zero, listing the first failures, when any exchange breaks a rule.
 """
 
 import json
+import multiprocessing
+import os
 import pathlib
 import sys
 from urllib.parse import parse_qs, urlsplit
@@ -59,14 +61,6 @@ def documented_method(paths, path):
     return None
 
 
-def request_errors(openapi, request):
-    errors = []
-    for cls in (V31RequestParametersValidator, V31RequestBodyValidator):
-        validator = cls(openapi.spec)
-        errors += [str(e) for e in validator.iter_errors(request)]
-    return errors
-
-
 def beyond_schema(node):
     """Every message listed under `x-refused-beyond-schema` anywhere in the document."""
     if isinstance(node, dict):
@@ -79,56 +73,89 @@ def beyond_schema(node):
     return set()
 
 
+DOCUMENT = ROOT / "api/openapi.yaml"
+STATE = {}
+
+
+def start_worker():
+    """Each worker process loads the document and its validators once."""
+    openapi = OpenAPI.from_file_path(str(DOCUMENT))
+    document = yaml.safe_load(DOCUMENT.read_text())
+    STATE.update(
+        openapi=openapi,
+        paths=document["paths"],
+        unstated=beyond_schema(document),
+        request_validators=[
+            cls(openapi.spec)
+            for cls in (V31RequestParametersValidator, V31RequestBodyValidator)
+        ],
+    )
+
+
+def request_errors(request):
+    return [str(e) for v in STATE["request_validators"] for e in v.iter_errors(request)]
+
+
+def problems_of(x):
+    """(where, problem) pairs for one exchange, by the three rules and the two conventions."""
+    path = urlsplit(x["path"]).path
+    known = documented_method(STATE["paths"], path)
+    if known is None:
+        if x["status"] != 404 or x["response"]:
+            return [(f'{x["method"]} {path} -> {x["status"]}', "undocumented path")]
+        return []  # an unmatched path: Spin's empty 404
+    if x["status"] == 405:
+        x = dict(x, method=known)  # the 405 documented by the path's own operations
+    request = request_of(x)
+    content_type = x.get("content_type") or ""
+    response = MockResponse(
+        x["response"].encode(),
+        status_code=x["status"],
+        content_type=content_type.split(";")[0].strip(),
+    )
+    where = f'{x["method"]} {x["path"]} -> {x["status"]}'
+    problems = [str(e) for e in STATE["openapi"].iter_response_errors(request, response)]
+    if 200 <= x["status"] < 300:
+        problems += [f"accepted request: {e}" for e in request_errors(request)]
+    elif x["status"] == 400 and x.get("request") is not None:
+        error = json.loads(x["response"]).get("error", {})
+        code, message = error.get("code", ""), error.get("message", "")
+        exempt = code == "event_not_found" or message in STATE["unstated"]
+        if not exempt and not request_errors(request):
+            problems.append(f"refused ({code}) but valid by the document: {x['request']}")
+    return [(where, p) for p in problems]
+
+
+def check(chunk):
+    return [found for x in chunk for found in problems_of(x)]
+
+
 def main():
     record = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "target/api-record")
-    openapi = OpenAPI.from_file_path(str(ROOT / "api/openapi.yaml"))
-    document = yaml.safe_load((ROOT / "api/openapi.yaml").read_text())
-    unstated = beyond_schema(document)
-    exchanges = [
-        json.loads(line)
+    lines = {
+        line
         for f in sorted(record.glob("*.jsonl"))
         for line in f.read_text().splitlines()
         if line.strip()
-    ]
-    if not exchanges:
+    }
+    if not lines:
         print(f"check-openapi: no exchanges recorded in {record}", file=sys.stderr)
         return 1
+    exchanges = [json.loads(line) for line in sorted(lines)]
+    # Every exchange is checked; identical ones once. The validator is slow (about 1 ms an
+    # exchange), so the work is spread over every core.
+    workers = os.cpu_count() or 1
+    chunks = [exchanges[i::workers * 8] for i in range(workers * 8)]
+    with multiprocessing.Pool(workers, initializer=start_worker) as pool:
+        found = [f for part in pool.map(check, chunks) for f in part]
     failures, seen = [], set()
-    for x in exchanges:
-        path = urlsplit(x["path"]).path
-        known = documented_method(document["paths"], path)
-        if known is None:
-            where = f'{x["method"]} {path} -> {x["status"]}: undocumented path'
-            if (x["status"] != 404 or x["response"]) and where not in seen:
-                seen.add(where)
-                failures.append(where)
-            continue  # an unmatched path: Spin's empty 404
-        if x["status"] == 405:
-            x = dict(x, method=known)  # the 405 documented by the path's own operations
-        request = request_of(x)
-        content_type = x.get("content_type") or ""
-        response = MockResponse(
-            x["response"].encode(),
-            status_code=x["status"],
-            content_type=content_type.split(";")[0].strip(),
-        )
-        where = f'{x["method"]} {x["path"]} -> {x["status"]}'
-        problems = [str(e) for e in openapi.iter_response_errors(request, response)]
-        if 200 <= x["status"] < 300:
-            problems += [f"accepted request: {e}" for e in request_errors(openapi, request)]
-        elif x["status"] == 400 and x.get("request") is not None:
-            error = json.loads(x["response"]).get("error", {})
-            code, message = error.get("code", ""), error.get("message", "")
-            exempt = code == "event_not_found" or message in unstated
-            if not exempt and not request_errors(openapi, request):
-                problems.append(f"refused ({code}) but valid by the document: {x['request']}")
-        for p in problems:
-            key = (where.split("?")[0], p[:200])
-            if key not in seen:
-                seen.add(key)
-                failures.append(f"{where}\n    {p}")
+    for where, problem in found:
+        key = (where.split("?")[0], problem[:200])
+        if key not in seen:
+            seen.add(key)
+            failures.append(f"{where}\n    {problem}")
     print(
-        f"check-openapi: {len(exchanges)} exchanges, {len(failures)} distinct failures",
+        f"check-openapi: {len(exchanges)} distinct exchanges, {len(failures)} distinct failures",
         file=sys.stderr,
     )
     for f in failures[:60]:

@@ -234,10 +234,12 @@ fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
         .arg(script.source)
         .query(&mut conn)?;
     let rand = "__rand_int__";
-    let keys = sale::buy_keys(&k, rand);
-    let mut command = vec!["EVALSHA", script.sha, "8"];
+    let keys = seckill_shared::scripts::buy::keys(&k, rand);
+    let args = ["__rand_int__", "t", "__rand_int__", "__rand_int__"];
+    let numkeys = keys.len().to_string();
+    let mut command = vec!["EVALSHA", script.sha, &numkeys];
     command.extend(keys.iter().map(String::as_str));
-    command.extend([k.prefix(), rand, "t", rand, rand]);
+    command.extend(args);
     let rps = redis_benchmark(
         redis,
         &["-n", &REQUESTS.to_string(), "-r", &KEYSPACE.to_string()],
@@ -730,62 +732,44 @@ async fn drain_backlog(
     pg.migrate().await?;
     let event = open_event(redis, "backlog", n as u64)?;
     let k = seckill_shared::keys::EventKeys::new(&event);
-    eprintln!("writing a backlog of {n} orders…");
-    let mut conn = redis.client().get_connection()?;
-    let now = seckill_shared::clock::now_ms();
-    for chunk in (0..n).collect::<Vec<_>>().chunks(2_000) {
-        let mut pipe = redis::pipe();
-        for &i in chunk {
-            let (id, user, shard, seq) = (
-                format!("{:012x}{:016x}", now, i),
-                format!("d{i}"),
-                i % 8,
-                i + 1,
-            );
-            pipe.cmd("HSET")
-                .arg(k.order(&id))
-                .arg(&[
-                    "user",
-                    &user,
-                    "shard",
-                    &shard.to_string(),
-                    "seq",
-                    &seq.to_string(),
-                    "status",
-                    "queued",
-                    "created_ms",
-                    &now.to_string(),
-                ])
-                .ignore();
-            pipe.cmd("HSET")
-                .arg(k.bought())
-                .arg(&user)
-                .arg(&id)
-                .ignore();
-            pipe.cmd("XADD")
-                .arg(k.queue())
-                .arg("*")
-                .arg(&[
-                    "order",
-                    &id,
-                    "user",
-                    &user,
-                    "shard",
-                    &shard.to_string(),
-                    "seq",
-                    &seq.to_string(),
-                    "created_ms",
-                    &now.to_string(),
-                ])
-                .ignore();
+    eprintln!("selling a backlog of {n} orders through the real scripts…");
+    // Through precheck.lua and buy.lua themselves (4 connections at once), so the backlog has
+    // exactly the data layout a sale leaves, whatever that layout becomes.
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let (k, event) = (&k, &event);
+                scope.spawn(move || -> Result<()> {
+                    let store = NativeStore::new(redis.client().get_connection()?);
+                    let now = seckill_shared::clock::now_ms();
+                    for i in (w..n).step_by(4) {
+                        let (user, token) = (format!("d{i}"), format!("t{i}"));
+                        let home = seckill_shared::ids::home_hash(event.as_str(), &user);
+                        let order = format!("{now:012x}{i:016x}");
+                        seckill_shared::scripts::precheck::run(
+                            &store,
+                            k,
+                            &user,
+                            "127.0.0.1",
+                            &token,
+                        )
+                        .and_then(|_| {
+                            seckill_shared::scripts::buy::run(
+                                &store, k, &user, &token, home, &order,
+                            )
+                        })
+                        .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join()
+                .map_err(|_| anyhow::anyhow!("a backlog writer panicked"))??;
         }
-        pipe.query::<()>(&mut conn)?;
-    }
-    let _: () = redis::cmd("SET").arg(k.seq()).arg(n).query(&mut conn)?;
-    for i in 0..8 {
-        let _: () = redis::cmd("SET").arg(k.stock(i)).arg(0).query(&mut conn)?;
-    }
-    let _: () = redis::cmd("DEL").arg(k.nonempty()).query(&mut conn)?;
+        Ok(())
+    })?;
     let host = HostProcess::start("spin.toml", vars, false)?;
     let start = std::time::Instant::now();
     let mut inserted = 0u64;

@@ -1,9 +1,10 @@
 -- buy: the whole purchase as one atomic step, so "accepted" and "enqueued" can never disagree.
 -- KEYS: 1 cfg, 2 purchase token of this user, 3 bought (hash user→order), 4 non-empty shards (set),
 --       5 order queue (stream), 6 order sequence (counter), 7 the event's buy bucket,
---       8 drained counter
--- ARGV: 1 tag prefix, 2 user, 3 purchase token, 4 hash of event+user (home shard = hash % shards),
---       5 new order id
+--       8 drained counter, 9 stock (hash shard→units), 10 order status (hash order→status),
+--       11 order shard (hash order→shard), 12 order sequence number (hash order→seq)
+-- ARGV: 1 user, 2 purchase token, 3 hash of event+user (home shard = hash % shards),
+--       4 new order id
 -- Reply: {OK, seq, shard, drained} | {BAD_TOKEN} | {ALREADY, order} | {LIMITED} | {SOLD_OUT} | closed codes
 --
 -- Invariant kept here and by warm-up/release: a shard is in the non-empty set iff its stock > 0.
@@ -15,35 +16,36 @@ local shut = closed(cfg, now)
 if shut then return shut end
 -- One per user, checked before stock is touched (repeat clicks must not burn units). First, so
 -- a buyer who lost a 202 and retries hears which order is theirs.
-local order = redis.call('HGET', KEYS[3], ARGV[2])
+local order = redis.call('HGET', KEYS[3], ARGV[1])
 if order then return {ALREADY, order} end
 -- Validate before changing anything: a bad token burns nothing.
-if redis.call('GET', KEYS[2]) ~= ARGV[3] then return {BAD_TOKEN} end
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {BAD_TOKEN} end
 if not take_token(KEYS[7], tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then return {LIMITED} end
 
-local prefix = ARGV[1]
-local shard = tostring(tonumber(ARGV[4]) % tonumber(cfg.shards))
-if tonumber(redis.call('GET', prefix .. 'stock:' .. shard) or '0') <= 0 then
+local stock = KEYS[9]
+local shard = tostring(tonumber(ARGV[3]) % tonumber(cfg.shards))
+if tonumber(redis.call('HGET', stock, shard) or '0') <= 0 then
   -- Home shard empty: take another that still has stock (at most 3 looks, never blind probing).
   shard = nil
   for _, s in ipairs(redis.call('SRANDMEMBER', KEYS[4], 3)) do
-    if tonumber(redis.call('GET', prefix .. 'stock:' .. s) or '0') > 0 then shard = s; break end
+    if tonumber(redis.call('HGET', stock, s) or '0') > 0 then shard = s; break end
   end
   if not shard then
     if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HSET', KEYS[1], 'soldout', '1') end
     return {SOLD_OUT}
   end
 end
-if redis.call('DECR', prefix .. 'stock:' .. shard) == 0 then
+if redis.call('HINCRBY', stock, shard, -1) == 0 then
   redis.call('SREM', KEYS[4], shard)
   if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HSET', KEYS[1], 'soldout', '1') end
 end
 local seq = redis.call('INCR', KEYS[6])
-local id = ARGV[5]
-redis.call('HSET', KEYS[3], ARGV[2], id)
-redis.call('HSET', prefix .. 'order:' .. id, 'user', ARGV[2], 'shard', shard, 'seq', seq,
-  'status', 'queued', 'created_ms', now)
-redis.call('XADD', KEYS[5], '*', 'order', id, 'user', ARGV[2], 'shard', shard, 'seq', seq,
+local id = ARGV[4]
+redis.call('HSET', KEYS[3], ARGV[1], id)
+redis.call('HSET', KEYS[10], id, 'queued')
+redis.call('HSET', KEYS[11], id, shard)
+redis.call('HSET', KEYS[12], id, seq)
+redis.call('XADD', KEYS[5], '*', 'order', id, 'user', ARGV[1], 'shard', shard, 'seq', seq,
   'created_ms', now)
 redis.call('DEL', KEYS[2])
 return {OK, seq, tonumber(shard), tonumber(redis.call('GET', KEYS[8]) or '0')}

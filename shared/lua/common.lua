@@ -1,9 +1,7 @@
--- Prepended to every script (see shared/build.rs): the reply codes and the helpers they share.
--- All keys of one event share the hash tag `{sk:<event>}`; scripts derive per-shard and
--- per-order keys from ARGV[1], that tag prefix, so they stay in the event's one slot.
-local OK, NOT_FOUND, PAUSED, TOO_EARLY, ENDED, SOLD_OUT = 0, 1, 2, 3, 4, 5
-local BAD_TOKEN, ALREADY, LIMITED, DENIED, ADMISSION_CLOSED = 6, 7, 8, 9, 10
-local REGISTERED, NOT_SELECTED, CONFLICT, NONE = 11, 12, 13, 14
+-- Prepended to every script, after the reply codes (see shared/build.rs): the helpers they
+-- share. Every key a script touches arrives in KEYS (Redis's rule for scripts: a cluster,
+-- Dragonfly and Upstash rely on it), and all keys of one event share the hash tag
+-- `{sk:<event>}`, so they stay in the event's one slot.
 
 -- Server time in ms: every script uses Redis's clock, never a client's.
 local function now_ms()
@@ -67,12 +65,12 @@ end
 
 -- Dead letters that are accepted orders (still `queued`): units sold that will never reach
 -- Postgres by themselves. Entries that never were orders do not count. Reads at most 10,000.
-local function dead_orders(dead, prefix)
+local function dead_orders(dead, order_status)
   local n = 0
   for _, e in ipairs(redis.call('XRANGE', dead, '-', '+', 'COUNT', 10000)) do
     local f = e[2]
     for i = 1, #f, 2 do
-      if f[i] == 'order' and redis.call('HGET', prefix .. 'order:' .. f[i + 1], 'status') == 'queued' then
+      if f[i] == 'order' and redis.call('HGET', order_status, f[i + 1]) == 'queued' then
         n = n + 1
       end
     end

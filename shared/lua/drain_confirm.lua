@@ -1,14 +1,13 @@
 -- drain: after the Postgres commit, mark orders confirmed and acknowledge their entries.
--- KEYS: 1 queue, 2 drained counter, 3 last errors
--- ARGV: 1 tag prefix, then (stream id, order id) pairs
+-- KEYS: 1 queue, 2 drained counter, 3 last errors, 4 order status (hash)
+-- ARGV: (stream id, order id) pairs
 -- Reply: {OK, newly confirmed}
 -- Idempotent: an order already past `queued` is not counted again, so a redelivered entry
 -- never moves the drained counter twice.
 local n = 0
-for i = 2, #ARGV, 2 do
-  local key = ARGV[1] .. 'order:' .. ARGV[i + 1]
-  if redis.call('HGET', key, 'status') == 'queued' then
-    redis.call('HSET', key, 'status', 'confirmed')
+for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[4], ARGV[i + 1]) == 'queued' then
+    redis.call('HSET', KEYS[4], ARGV[i + 1], 'confirmed')
     n = n + 1
   end
   redis.call('XACK', KEYS[1], 'drain', ARGV[i])

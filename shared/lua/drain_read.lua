@@ -1,18 +1,18 @@
 -- drain: read the next batch of order intents for the lease holder.
 -- KEYS: 1 queue (stream), 2 lease, 3 dead letters (stream), 4 last errors (hash id → error)
--- ARGV: 1 tag prefix, 2 lease value "owner|fence", 3 batch size, 4 idle ms before an unacked
---       entry is taken over, 5 max deliveries
+-- ARGV: 1 lease value "owner|fence", 2 batch size, 3 idle ms before an unacked entry is taken
+--       over, 4 max deliveries
 -- Reply: {OK, n, (id, order, user, shard, seq, created_ms) × n} | {CONFLICT} (lease lost)
 -- Entries delivered to a drainer that died are taken over first (XAUTOCLAIM), then new ones.
 -- Only the lease holder reads, so every run reads as the one consumer `drainer`: consumers
 -- never pile up in the group (the fence, not the consumer name, tells runs apart).
 -- An entry delivered more than max times, or malformed, goes to the dead-letter stream with
 -- its last error and is acknowledged: visible to the operator, never silently dropped.
-if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {CONFLICT} end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {CONFLICT} end
 local owner = 'drainer'
-local count, max = tonumber(ARGV[3]), tonumber(ARGV[5])
+local count, max = tonumber(ARGV[2]), tonumber(ARGV[4])
 local ok = pcall(redis.call, 'XGROUP', 'CREATE', KEYS[1], 'drain', '0', 'MKSTREAM')
-local entries = redis.call('XAUTOCLAIM', KEYS[1], 'drain', owner, ARGV[4], '0-0', 'COUNT', count)[2]
+local entries = redis.call('XAUTOCLAIM', KEYS[1], 'drain', owner, ARGV[3], '0-0', 'COUNT', count)[2]
 if #entries < count then
   local fresh = redis.call('XREADGROUP', 'GROUP', 'drain', owner, 'COUNT', count - #entries,
     'STREAMS', KEYS[1], '>')

@@ -1,14 +1,16 @@
 -- poll: a user's result, from Redis only. Read-only.
--- KEYS: 1 cfg, 2 bought (hash user→order), 3 drained counter
--- ARGV: 1 tag prefix, 2 user
+-- KEYS: 1 cfg, 2 bought (hash user→order), 3 drained counter, 4 order status (hash),
+--       5 order sequence number (hash)
+-- ARGV: 1 user
 -- Reply: {OK, order, status, seq, drained, drain_rate} | {NONE, soldout} | {NOT_FOUND}
-local order = redis.call('HGET', KEYS[2], ARGV[2])
+local order = redis.call('HGET', KEYS[2], ARGV[1])
 if not order then
   local cfg = hmget(KEYS[1], 'start_ms', 'soldout')
   if not cfg.start_ms then return {NOT_FOUND} end
   return {NONE, cfg.soldout == '1' and 1 or 0}
 end
-local o = redis.call('HMGET', ARGV[1] .. 'order:' .. order, 'status', 'seq')
+local status = redis.call('HGET', KEYS[4], order) or 'queued'
+local seq = tonumber(redis.call('HGET', KEYS[5], order) or '0')
 local drained = tonumber(redis.call('GET', KEYS[3]) or '0')
 local rate = tonumber(redis.call('HGET', KEYS[1], 'drain_rate') or '0')
-return {OK, order, o[1] or 'queued', tonumber(o[2] or '0'), drained, rate}
+return {OK, order, status, seq, drained, rate}

@@ -1,6 +1,7 @@
 -- reconcile: the Redis side of an event's books. Read-only.
--- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 dead letters
--- ARGV: 1 tag prefix
+-- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 dead letters, 6 stock (hash),
+--       7 order status (hash)
+-- ARGV: none
 -- Reply: {OK, initial stock, remaining in shards, accepted, drained, stream length, dead letters,
 --         dead orders} | {NOT_FOUND}
 -- Dead orders: dead letters that are accepted orders (their order is still `queued`): units
@@ -8,7 +9,7 @@
 local cfg = hmget(KEYS[1], 'stock', 'shards')
 if not cfg.stock then return {NOT_FOUND} end
 local left = 0
-for i = 0, tonumber(cfg.shards) - 1 do left = left + tonumber(redis.call('GET', ARGV[1] .. 'stock:' .. i) or '0') end
+for _, n in ipairs(redis.call('HVALS', KEYS[6])) do left = left + tonumber(n) end
 return {OK, tonumber(cfg.stock), left, tonumber(redis.call('GET', KEYS[2]) or '0'),
   tonumber(redis.call('GET', KEYS[3]) or '0'), redis.call('XLEN', KEYS[4]), redis.call('XLEN', KEYS[5]),
-  dead_orders(KEYS[5], ARGV[1])}
+  dead_orders(KEYS[5], KEYS[7])}

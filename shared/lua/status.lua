@@ -2,19 +2,19 @@
 -- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, dead letters,
 --  dead orders, stream length, admitted, registrants}
 -- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 admitted, 6 registrants,
---       7 dead letters
--- ARGV: 1 tag prefix
+--       7 dead letters, 8 stock (hash), 9 order status (hash)
+-- ARGV: none
 local cfg = redis.call('HGETALL', KEYS[1])
 if #cfg == 0 then return {NOT_FOUND} end
 local out = {OK, #cfg / 2}
 for _, v in ipairs(cfg) do out[#out + 1] = v end
 local shards = tonumber(redis.call('HGET', KEYS[1], 'shards'))
 out[#out + 1] = shards
-for i = 0, shards - 1 do out[#out + 1] = tonumber(redis.call('GET', ARGV[1] .. 'stock:' .. i) or '0') end
+for i = 0, shards - 1 do out[#out + 1] = tonumber(redis.call('HGET', KEYS[8], i) or '0') end
 out[#out + 1] = tonumber(redis.call('GET', KEYS[2]) or '0')
 out[#out + 1] = tonumber(redis.call('GET', KEYS[3]) or '0')
 out[#out + 1] = redis.call('XLEN', KEYS[7])
-out[#out + 1] = dead_orders(KEYS[7], ARGV[1])
+out[#out + 1] = dead_orders(KEYS[7], KEYS[9])
 out[#out + 1] = redis.call('XLEN', KEYS[4])
 local admitted = redis.call('SCARD', KEYS[5])
 out[#out + 1] = admitted

@@ -8,18 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::ApiError;
 use crate::event::{EventConfig, EventId, Switches};
 use crate::keys::EventKeys;
-use crate::sale::ok_or_refusal;
 use crate::scripts;
 use crate::store::Store;
-
-fn with_prefix(k: &EventKeys, fields: Vec<(&'static str, String)>) -> Vec<String> {
-    let mut args = vec![k.prefix().to_owned()];
-    for (f, v) in fields {
-        args.push(f.to_owned());
-        args.push(v);
-    }
-    args
-}
 
 /// Creates or updates an event. Stock and shards are frozen once warmed up. Returns whether it
 /// was created.
@@ -34,17 +24,8 @@ pub fn upsert_event(
     // call). Registered first: if the configuration write then fails, the jobs meet an entry
     // without configuration and skip it; the other way round, a failure in between would leave
     // a sellable event the drain never visits.
-    store.run(
-        &scripts::REGISTER_EVENT,
-        &[crate::keys::REGISTRY.to_owned()],
-        &[String::new(), event.as_str().to_owned()],
-    )?;
-    let r = ok_or_refusal(store.run(
-        &scripts::UPSERT_EVENT,
-        &[k.cfg()],
-        &with_prefix(&k, config.fields()),
-    )?)?;
-    Ok(r.int(1)? == 1)
+    scripts::register_event::run(store, event)?;
+    Ok(scripts::upsert_event::run(store, &k, config.fields())?)
 }
 
 /// The result of a warm-up.
@@ -58,16 +39,8 @@ pub struct Warmed {
 
 /// Writes the stock into its shards, once, before the sale.
 pub fn warm_up(store: &impl Store, event: &EventId) -> Result<Warmed, ApiError> {
-    let k = EventKeys::new(event);
-    let r = ok_or_refusal(store.run(
-        &scripts::WARMUP,
-        &[k.cfg(), k.nonempty()],
-        &[k.prefix().to_owned()],
-    )?)?;
-    Ok(Warmed {
-        stock: r.int(1)? as u64,
-        shards: r.int(2)? as u32,
-    })
+    let (stock, shards) = scripts::warmup::run(store, &EventKeys::new(event))?;
+    Ok(Warmed { stock, shards })
 }
 
 /// Applies live switches and limits.
@@ -76,13 +49,11 @@ pub fn set_switches(
     event: &EventId,
     switches: &Switches,
 ) -> Result<(), ApiError> {
-    let k = EventKeys::new(event);
-    ok_or_refusal(store.run(
-        &scripts::SET_FIELDS,
-        &[k.cfg()],
-        &with_prefix(&k, switches.fields()?),
-    )?)?;
-    Ok(())
+    Ok(scripts::set_fields::run(
+        store,
+        &EventKeys::new(event),
+        switches.fields()?,
+    )?)
 }
 
 /// Users and client addresses to keep out of an event.
@@ -107,16 +78,12 @@ pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), 
             "give 1-10000 users or addrs",
         ));
     }
-    let k = EventKeys::new(event);
-    let mut args = vec![k.prefix().to_owned(), list.users.len().to_string()];
-    args.extend(list.users.iter().cloned());
-    args.extend(list.addrs.iter().cloned());
-    ok_or_refusal(store.run(
-        &scripts::DENY,
-        &[k.cfg(), k.denied_users(), k.denied_addrs()],
-        &args,
-    )?)?;
-    Ok(())
+    Ok(scripts::deny::run(
+        store,
+        &EventKeys::new(event),
+        &list.users,
+        &list.addrs,
+    )?)
 }
 
 /// Winners drawn per script call: small enough that no call blocks Redis for long.
@@ -127,13 +94,9 @@ pub const DRAW_PAGE: u32 = 5_000;
 pub fn draw(store: &impl Store, event: &EventId, page: u32) -> Result<u64, ApiError> {
     let k = EventKeys::new(event);
     loop {
-        let r = ok_or_refusal(store.run(
-            &scripts::DRAW,
-            &[k.cfg(), k.admitted(), k.registrants()],
-            &[k.prefix().to_owned(), page.max(1).to_string()],
-        )?)?;
-        if r.int(2)? == 1 {
-            return Ok(r.int(1)? as u64);
+        let drawn = scripts::draw::run(store, &k, page)?;
+        if drawn.done {
+            return Ok(drawn.winners);
         }
     }
 }
@@ -165,44 +128,17 @@ pub struct EventStatus {
 
 /// Reads an event's state in one script.
 pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, ApiError> {
-    let k = EventKeys::new(event);
-    let r = ok_or_refusal(store.run(
-        &scripts::STATUS,
-        &[
-            k.cfg(),
-            k.seq(),
-            k.drained(),
-            k.queue(),
-            k.admitted(),
-            k.registrants(),
-            k.dead(),
-        ],
-        &[k.prefix().to_owned()],
-    )?)?;
-    let nfields = r.int(1)? as usize;
-    let mut config = BTreeMap::new();
-    for i in 0..nfields {
-        config.insert(r.text(2 + 2 * i)?, r.text(3 + 2 * i)?);
-    }
-    let mut at = 2 + 2 * nfields;
-    let shards = r.int(at)? as usize;
-    at += 1;
-    let stock_by_shard = (0..shards)
-        .map(|i| r.int(at + i))
-        .collect::<Result<Vec<_>, _>>()?;
-    at += shards;
-    let (sold, drained, dead_letters, dead_orders) =
-        (r.int(at)?, r.int(at + 1)?, r.int(at + 2)?, r.int(at + 3)?);
+    let raw = scripts::status::run(store, &EventKeys::new(event))?;
     Ok(EventStatus {
-        config,
-        stock_left: stock_by_shard.iter().sum(),
-        stock_by_shard,
-        sold,
-        drained,
-        queued: (sold - drained - dead_orders).max(0),
-        dead_letters,
-        stream_length: r.int(at + 4)?,
-        admitted: r.int(at + 5)?,
-        registrants: r.int(at + 6)?,
+        config: raw.config,
+        stock_left: raw.stock_by_shard.iter().sum(),
+        stock_by_shard: raw.stock_by_shard,
+        sold: raw.sold,
+        drained: raw.drained,
+        queued: (raw.sold - raw.drained - raw.dead_orders).max(0),
+        dead_letters: raw.dead_letters,
+        stream_length: raw.stream_length,
+        admitted: raw.admitted,
+        registrants: raw.registrants,
     })
 }

@@ -1,16 +1,19 @@
 //! The Redis key schema. Every key of an event starts with the hash tag `{sk:<event>}`, so one
-//! script can touch any of them atomically, on a single Redis or a Redis Cluster alike.
+//! script can touch any of them atomically, on a single Redis or a Redis Cluster alike. Every
+//! key a script touches is named here and passed in its KEYS (per-shard and per-order data live
+//! in hashes of the event, never in keys a script would have to build).
 //!
 //! | key | type | what |
 //! |---|---|---|
 //! | `{sk:E}:cfg` | hash | configuration, switches, `soldout`, `warmed`, `drawn` |
-//! | `{sk:E}:stock:<i>` | string | units left in shard i |
+//! | `{sk:E}:stock` | hash | shard index → units left |
 //! | `{sk:E}:nonempty` | set | shards whose stock > 0 |
 //! | `{sk:E}:admitted` / `:registrants` | set | users holding admission / registered for the lottery |
 //! | `{sk:E}:deny:users` / `:deny:addrs` | set | deny lists |
 //! | `{sk:E}:ptok:<user>` | string, TTL | the user's one-time purchase token |
 //! | `{sk:E}:bought` | hash | user → order id (one per user) |
-//! | `{sk:E}:order:<id>` | hash | user, shard, seq, status, created_ms |
+//! | `{sk:E}:orders:status` | hash | order id → `queued`, `confirmed`, `paid`, `expired` |
+//! | `{sk:E}:orders:shard` / `:orders:seq` | hash | order id → its shard / its place in the sale |
 //! | `{sk:E}:queue` | stream | order intents for the drain |
 //! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
 //! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
@@ -36,11 +39,6 @@ impl EventKeys {
         }
     }
 
-    /// `{sk:E}:`, passed to scripts as ARGV[1] to derive per-shard and per-order keys.
-    pub fn prefix(&self) -> &str {
-        &self.prefix
-    }
-
     fn key(&self, suffix: &str) -> String {
         format!("{}{suffix}", self.prefix)
     }
@@ -49,9 +47,9 @@ impl EventKeys {
     pub fn cfg(&self) -> String {
         self.key("cfg")
     }
-    /// Stock of shard `i`.
-    pub fn stock(&self, i: u32) -> String {
-        self.key(&format!("stock:{i}"))
+    /// Units left per shard (hash: shard index → units).
+    pub fn stock(&self) -> String {
+        self.key("stock")
     }
     /// Set of shards with stock.
     pub fn nonempty(&self) -> String {
@@ -81,9 +79,17 @@ impl EventKeys {
     pub fn bought(&self) -> String {
         self.key("bought")
     }
-    /// One order.
-    pub fn order(&self, id: &str) -> String {
-        self.key(&format!("order:{id}"))
+    /// Each order's status (hash: order id → status).
+    pub fn order_status(&self) -> String {
+        self.key("orders:status")
+    }
+    /// Each order's shard (hash: order id → shard index).
+    pub fn order_shard(&self) -> String {
+        self.key("orders:shard")
+    }
+    /// Each order's sequence number (hash: order id → seq).
+    pub fn order_seq(&self) -> String {
+        self.key("orders:seq")
     }
     /// Order intents waiting for the drain.
     pub fn queue(&self) -> String {
@@ -135,9 +141,9 @@ mod tests {
         let k = EventKeys::new(&EventId::parse("e1").unwrap());
         for key in [
             k.cfg(),
-            k.stock(3),
+            k.stock(),
             k.purchase_token("u"),
-            k.order("o"),
+            k.order_status(),
             k.queue(),
             k.buy_bucket(),
         ] {

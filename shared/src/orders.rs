@@ -11,10 +11,13 @@ use spin_sdk::pg4::{self as pg, DbValue, ParameterValue as P};
 
 use crate::ApiError;
 use crate::event::EventId;
-use crate::keys::{EventKeys, REGISTRY};
+use crate::keys::EventKeys;
 use crate::nodes::Nodes;
-use crate::scripts::{self, code};
-use crate::store::{Replies, Store};
+use crate::scripts;
+use crate::scripts::drain_claim::{Claim, Lease};
+use crate::scripts::drain_read::{self, Entry};
+use crate::scripts::set_order_status::Final;
+use crate::store::Store;
 
 /// A Postgres failure: `connection` when the database could not be reached (retry later),
 /// otherwise the statement failed (the data is at fault).
@@ -141,24 +144,6 @@ pub struct DrainReport {
     pub event_errors: BTreeMap<String, String>,
 }
 
-/// One order intent read from the stream.
-struct Entry {
-    id: String,
-    order: String,
-    user: String,
-    shard: i64,
-    seq: i64,
-    created_ms: i64,
-}
-
-/// The event facts the drain needs (from the lease claim).
-struct EventFacts {
-    fence: i64,
-    sku: String,
-    stock: i64,
-    payment_timeout_s: i64,
-}
-
 /// Drains every event's queue into Postgres: lease with fencing per event, batches written in
 /// one transaction each (multi-row insert `ON CONFLICT DO NOTHING`, one ledger update), then
 /// acknowledged and confirmed in Redis. Redelivery is harmless.
@@ -198,12 +183,10 @@ pub fn drain(
 
 /// The events registered on one Redis node, for the scheduled jobs to walk.
 pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, ApiError> {
-    let r = store.run(
-        &scripts::LIST_EVENTS,
-        &[REGISTRY.to_owned()],
-        &[String::new()],
-    )?;
-    (1..r.len()).map(|i| EventId::parse(&r.text(i)?)).collect()
+    scripts::list_events::run(store)?
+        .iter()
+        .map(|id| EventId::parse(id))
+        .collect()
 }
 
 fn drain_event(
@@ -219,11 +202,7 @@ fn drain_event(
     let result = drain_batches(store, db, event, &k, opts, now_ms, report, &mut lease);
     // Done (or failed): hand the lease back so the next run need not wait for it to expire.
     if let Some(lease) = lease {
-        store.run(
-            &scripts::DRAIN_RELEASE,
-            &[k.drain_lease()],
-            &[k.prefix().to_owned(), lease],
-        )?;
+        scripts::drain_release::run(store, &k, &lease)?;
     }
     result
 }
@@ -241,46 +220,24 @@ fn drain_batches(
 ) -> Result<(), ApiError> {
     for _ in 0..opts.max_batches {
         // Claim or renew the lease every batch: a slow batch cannot outlive it unnoticed.
-        let claim = store.run(
-            &scripts::DRAIN_CLAIM,
-            &[k.drain_lease(), k.drain_fence(), k.cfg()],
-            &[
-                k.prefix().to_owned(),
-                opts.owner.clone(),
-                opts.lease_ms.to_string(),
-            ],
-        )?;
-        match claim.code()? {
-            code::OK => {}
-            code::CONFLICT => {
+        let facts = match scripts::drain_claim::run(store, k, &opts.owner, opts.lease_ms)? {
+            Claim::Held(lease) => lease,
+            Claim::Busy => {
                 report.busy.push(event.as_str().to_owned());
                 return Ok(());
             }
-            _ => return Ok(()),
-        }
-        let facts = EventFacts {
-            fence: claim.int(1)?,
-            sku: claim.text(2)?,
-            stock: claim.int(3)?,
-            payment_timeout_s: claim.int(4)?,
+            Claim::NoEvent => return Ok(()),
         };
         let lease = format!("{}|{}", opts.owner, facts.fence);
         *held = Some(lease.clone());
-        let read = store.run(
-            &scripts::DRAIN_READ,
-            &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
-            &[
-                k.prefix().to_owned(),
-                lease,
-                opts.batch.to_string(),
-                opts.reclaim_idle_ms.to_string(),
-                opts.max_deliveries.to_string(),
-            ],
-        )?;
-        if read.code()? != code::OK {
+        let limits = drain_read::Limits {
+            batch: opts.batch,
+            reclaim_idle_ms: opts.reclaim_idle_ms,
+            max_deliveries: opts.max_deliveries,
+        };
+        let Some(entries) = drain_read::run(store, k, &lease, limits)? else {
             return Ok(()); // the lease moved on: the new holder drains
-        }
-        let entries = parse_entries(&read)?;
+        };
         if entries.is_empty() {
             return Ok(());
         }
@@ -309,39 +266,16 @@ fn drain_batches(
         if opts.fault.as_deref() == Some("trap_after_commit") {
             panic!("fault injection: drain dies between commit and acknowledge");
         }
-        let mut args = vec![k.prefix().to_owned()];
-        for e in &committed {
-            args.push(e.id.clone());
-            args.push(e.order.clone());
-        }
-        let confirmed = store.run(
-            &scripts::DRAIN_CONFIRM,
-            &[k.queue(), k.drained(), k.drain_errors()],
-            &args,
-        )?;
-        report.confirmed += confirmed.int(1)? as u64;
+        let pairs: Vec<(&str, &str)> = committed
+            .iter()
+            .map(|e| (e.id.as_str(), e.order.as_str()))
+            .collect();
+        report.confirmed += scripts::drain_confirm::run(store, k, &pairs)?;
         if entries.len() < opts.batch {
             return Ok(());
         }
     }
     Ok(())
-}
-
-fn parse_entries(r: &Replies) -> Result<Vec<Entry>, ApiError> {
-    let n = r.int(1)? as usize;
-    (0..n)
-        .map(|i| {
-            let at = 2 + i * 6;
-            Ok(Entry {
-                id: r.text(at)?,
-                order: r.text(at + 1)?,
-                user: r.text(at + 2)?,
-                shard: r.int(at + 3)?,
-                seq: r.int(at + 4)?,
-                created_ms: r.int(at + 5)?,
-            })
-        })
-        .collect()
 }
 
 /// Why a batch did not commit.
@@ -399,7 +333,7 @@ RETURNING n.n";
 fn write_batch(
     db: &pg::Connection,
     event: &EventId,
-    facts: &EventFacts,
+    facts: &Lease,
     entries: &[Entry],
     now_ms: u64,
     #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))] fault: Option<&str>,
@@ -462,14 +396,14 @@ fn isolate<'a>(
     db: &pg::Connection,
     k: &EventKeys,
     event: &EventId,
-    facts: &EventFacts,
+    facts: &Lease,
     entries: &'a [Entry],
     now_ms: u64,
     batch_error: &str,
     report: &mut DrainReport,
 ) -> Result<Vec<&'a Entry>, ApiError> {
     let mut committed = Vec::new();
-    let mut failed = vec![k.prefix().to_owned()];
+    let mut failed = Vec::new();
     for e in entries {
         match write_batch(db, event, facts, std::slice::from_ref(e), now_ms, None) {
             Ok(n) => {
@@ -480,13 +414,13 @@ fn isolate<'a>(
             Err(StaleOrFailed::Stale) => break,
             Err(err) => {
                 report.failed += 1;
-                failed.push(e.id.clone());
-                failed.push(format!("{err} (batch: {batch_error})"));
+                failed.push((e.id.as_str(), format!("{err} (batch: {batch_error})")));
             }
         }
     }
-    if failed.len() > 1 {
-        store.run(&scripts::DRAIN_FAILED, &[k.drain_errors()], &failed)?;
+    if !failed.is_empty() {
+        let failed: Vec<(&str, &str)> = failed.iter().map(|(id, e)| (*id, e.as_str())).collect();
+        scripts::drain_failed::run(store, k, &failed)?;
     }
     Ok(committed)
 }
@@ -547,7 +481,7 @@ pub fn pay(
             )),
         }
     })?;
-    mirror(store, event, "paid", &[order_id.to_owned()])?;
+    mirror(store, event, Final::Paid, &[order_id.to_owned()])?;
     Ok(Paid {
         order_id: order_id.to_owned(),
         status: "paid",
@@ -558,18 +492,15 @@ pub fn pay(
 fn mirror(
     store: &impl Store,
     event: &EventId,
-    status: &str,
+    status: Final,
     orders: &[String],
 ) -> Result<u64, ApiError> {
-    let k = EventKeys::new(event);
-    let mut args = vec![k.prefix().to_owned(), status.to_owned()];
-    args.extend(orders.iter().cloned());
-    let r = store.run(
-        &scripts::SET_ORDER_STATUS,
-        &[k.cfg(), k.nonempty(), k.drained()],
-        &args,
-    )?;
-    Ok(r.int(1)? as u64)
+    Ok(scripts::set_order_status::run(
+        store,
+        &EventKeys::new(event),
+        status,
+        orders,
+    )?)
 }
 
 /// What a timeout-release run did.
@@ -660,7 +591,7 @@ fn give_back(
     orders: Vec<String>,
 ) -> Result<u64, ApiError> {
     let event = EventId::parse(event)?;
-    let released = mirror(nodes.for_event(&event)?, &event, "expired", &orders)?;
+    let released = mirror(nodes.for_event(&event)?, &event, Final::Expired, &orders)?;
     db.execute(
         "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
         &[P::ArrayStr(orders.into_iter().map(Some).collect())],
@@ -786,15 +717,9 @@ fn name_offenders(
     let mut redis_orders = std::collections::HashMap::new();
     let mut cursor = "0".to_owned();
     loop {
-        let r = store.run(
-            &scripts::RECONCILE_ORDERS,
-            &[k.bought()],
-            &[k.prefix().to_owned(), cursor, RECONCILE_PAGE.to_string()],
-        )?;
-        cursor = r.text(1)?;
-        for i in 0..r.int(2)? as usize {
-            redis_orders.insert(r.text(3 + 2 * i)?, r.text(4 + 2 * i)?);
-        }
+        let page = scripts::reconcile_orders::run(store, k, &cursor, RECONCILE_PAGE)?;
+        redis_orders.extend(page.orders);
+        cursor = page.cursor;
         if cursor == "0" {
             break;
         }
@@ -833,21 +758,14 @@ pub fn reconcile(
     repair: bool,
 ) -> Result<Reconciliation, ApiError> {
     let k = EventKeys::new(event);
-    let r = store.run(
-        &scripts::RECONCILE_READ,
-        &[k.cfg(), k.seq(), k.drained(), k.queue(), k.dead()],
-        &[k.prefix().to_owned()],
-    )?;
-    if r.code()? != code::OK {
-        return Err(crate::sale::refusal(&r));
-    }
+    let books = scripts::reconcile_read::run(store, &k)?;
     let (initial, remaining, accepted, drained, dead, dead_orders) = (
-        r.int(1)?,
-        r.int(2)?,
-        r.int(3)?,
-        r.int(4)?,
-        r.int(6)?,
-        r.int(7)?,
+        books.initial_stock,
+        books.remaining,
+        books.accepted,
+        books.drained,
+        books.dead_letters,
+        books.dead_orders,
     );
     let ev = [s(event.as_str())];
     let held = db
@@ -898,7 +816,7 @@ pub fn reconcile(
         name_offenders(store, db, &k, event, &mut out)?;
     }
     if repair && !out.unreleased_orders.is_empty() {
-        mirror(store, event, "expired", &out.unreleased_orders)?;
+        mirror(store, event, Final::Expired, &out.unreleased_orders)?;
         db.execute(
             "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
             &[P::ArrayStr(

@@ -8,8 +8,8 @@ use crate::auth;
 use crate::event::EventId;
 use crate::ids;
 use crate::keys::EventKeys;
-use crate::scripts::{self, code};
-use crate::store::{Replies, Store, StoreError};
+use crate::scripts::{self, Refusal, ScriptError};
+use crate::store::{Store, StoreError};
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
@@ -21,55 +21,55 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// Turns a script's refusal into the error the client sees.
-pub fn refusal(r: &Replies) -> ApiError {
-    let c = r.code().unwrap_or(-1);
-    match c {
-        code::NOT_FOUND => ApiError::new(404, "event_not_found", "no such event"),
-        code::PAUSED => ApiError::new(
-            503,
-            "sale_paused",
-            "the sale is paused or not warmed up yet",
-        )
-        .retry_after_ms(5_000),
-        code::TOO_EARLY => {
-            let wait = r.int(1).unwrap_or(0).max(0) as u64;
-            ApiError::new(425, "too_early", format!("the sale starts in {wait} ms"))
-                .retry_after_ms(wait)
+/// The one table from a script's refusal to the error the client sees.
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotFound => ApiError::new(404, "event_not_found", "no such event"),
+            Refusal::Paused => ApiError::new(
+                503,
+                "sale_paused",
+                "the sale is paused or not warmed up yet",
+            )
+            .retry_after_ms(5_000),
+            Refusal::TooEarly { wait_ms } => {
+                ApiError::new(425, "too_early", format!("the sale starts in {wait_ms} ms"))
+                    .retry_after_ms(wait_ms)
+            }
+            Refusal::Ended => ApiError::new(410, "sale_ended", "the sale has ended"),
+            Refusal::SoldOut => ApiError::new(410, "sold_out", "sold out"),
+            Refusal::BadToken => ApiError::new(
+                403,
+                "bad_purchase_token",
+                "purchase token missing, used, expired or not yours: run precheck again",
+            ),
+            Refusal::Already { order_id } => ApiError::new(
+                409,
+                "already_bought",
+                format!("you already have order {order_id}"),
+            ),
+            Refusal::Limited => ApiError::new(429, "rate_limited", "too many requests; slow down")
+                .retry_after_ms(1_000),
+            Refusal::Denied => {
+                ApiError::new(403, "denied", "not allowed to take part in this sale")
+            }
+            Refusal::AdmissionClosed => ApiError::new(
+                410,
+                "admission_closed",
+                "all admission tokens are handed out",
+            ),
+            Refusal::NotSelected => ApiError::new(403, "not_selected", "not drawn in the lottery"),
+            Refusal::Conflict => ApiError::new(409, "conflict", "conflicts with the event's state"),
         }
-        code::ENDED => ApiError::new(410, "sale_ended", "the sale has ended"),
-        code::SOLD_OUT => ApiError::new(410, "sold_out", "sold out"),
-        code::BAD_TOKEN => ApiError::new(
-            403,
-            "bad_purchase_token",
-            "purchase token missing, used, expired or not yours: run precheck again",
-        ),
-        code::ALREADY => ApiError::new(
-            409,
-            "already_bought",
-            format!("you already have order {}", r.text(1).unwrap_or_default()),
-        ),
-        code::LIMITED => {
-            ApiError::new(429, "rate_limited", "too many requests; slow down").retry_after_ms(1_000)
-        }
-        code::DENIED => ApiError::new(403, "denied", "not allowed to take part in this sale"),
-        code::ADMISSION_CLOSED => ApiError::new(
-            410,
-            "admission_closed",
-            "all admission tokens are handed out",
-        ),
-        code::NOT_SELECTED => ApiError::new(403, "not_selected", "not drawn in the lottery"),
-        code::CONFLICT => ApiError::new(409, "conflict", "conflicts with the event's state"),
-        _ => ApiError::internal(format!("unexpected script reply {r:?}")),
     }
 }
 
-/// The reply when its code is OK, else the refusal it stands for.
-pub(crate) fn ok_or_refusal(r: Replies) -> Result<Replies, ApiError> {
-    if r.code()? == code::OK {
-        Ok(r)
-    } else {
-        Err(refusal(&r))
+impl From<ScriptError> for ApiError {
+    fn from(e: ScriptError) -> Self {
+        match e {
+            ScriptError::Store(e) => e.into(),
+            ScriptError::Refused(r) => r.into(),
+        }
     }
 }
 
@@ -93,18 +93,11 @@ pub fn issue_token(
     user: &str,
     admission_secret: &[u8],
 ) -> Result<Admission, ApiError> {
-    let k = EventKeys::new(event);
-    let r = store.run(
-        &scripts::ISSUE_TOKEN,
-        &[k.cfg(), k.admitted(), k.registrants()],
-        &[k.prefix().to_owned(), user.to_owned()],
-    )?;
-    match r.code()? {
-        code::OK => Ok(Admission::Admitted {
+    match scripts::issue_token::run(store, &EventKeys::new(event), user)? {
+        scripts::issue_token::Issued::Admitted => Ok(Admission::Admitted {
             admission_token: auth::admission_token(admission_secret, event.as_str(), user),
         }),
-        code::REGISTERED => Ok(Admission::Registered),
-        _ => Err(refusal(&r)),
+        scripts::issue_token::Issued::Registered => Ok(Admission::Registered),
     }
 }
 
@@ -128,28 +121,12 @@ pub fn precheck(
     admission_secret: &[u8],
 ) -> Result<PurchaseToken, ApiError> {
     auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
-    let k = EventKeys::new(event);
     let token = ids::new_purchase_token();
-    let r = ok_or_refusal(store.run(
-        &scripts::PRECHECK,
-        &[
-            k.cfg(),
-            k.denied_users(),
-            k.denied_addrs(),
-            k.bought(),
-            k.purchase_token(user),
-            k.user_bucket(user),
-        ],
-        &[
-            k.prefix().to_owned(),
-            user.to_owned(),
-            client_addr.to_owned(),
-            token.clone(),
-        ],
-    )?)?;
+    let expires_in_ms =
+        scripts::precheck::run(store, &EventKeys::new(event), user, client_addr, &token)?;
     Ok(PurchaseToken {
         purchase_token: token,
-        expires_in_ms: r.int(1)? as u64,
+        expires_in_ms,
     })
 }
 
@@ -166,20 +143,6 @@ pub struct Accepted {
     pub shard: u32,
 }
 
-/// The keys `lua/buy.lua` takes, in its order (the raw-Redis benchmark sends them too).
-pub fn buy_keys(k: &EventKeys, user: &str) -> [String; 8] {
-    [
-        k.cfg(),
-        k.purchase_token(user),
-        k.bought(),
-        k.nonempty(),
-        k.queue(),
-        k.seq(),
-        k.buy_bucket(),
-        k.drained(),
-    ]
-}
-
 /// buy: one script does it all (see `lua/buy.lua`).
 pub fn buy(
     store: &impl Store,
@@ -188,26 +151,21 @@ pub fn buy(
     purchase_token: &str,
     now_ms: u64,
 ) -> Result<Accepted, ApiError> {
-    let k = EventKeys::new(event);
     let order_id = ids::new_order_id(now_ms);
     let home_hash = ids::home_hash(event.as_str(), user);
-    let r = ok_or_refusal(store.run(
-        &scripts::BUY,
-        &buy_keys(&k, user),
-        &[
-            k.prefix().to_owned(),
-            user.to_owned(),
-            purchase_token.to_owned(),
-            home_hash.to_string(),
-            order_id.clone(),
-        ],
-    )?)?;
-    let (seq, drained) = (r.int(1)? as u64, r.int(3)? as u64);
+    let bought = scripts::buy::run(
+        store,
+        &EventKeys::new(event),
+        user,
+        purchase_token,
+        home_hash,
+        &order_id,
+    )?;
     Ok(Accepted {
         order_id,
         status: "queued",
-        position: seq.saturating_sub(drained).max(1),
-        shard: r.int(2)? as u32,
+        position: bought.seq.saturating_sub(bought.drained).max(1),
+        shard: bought.shard,
     })
 }
 
@@ -239,30 +197,28 @@ pub enum PollResult {
 
 /// poll: the user's result, from Redis only.
 pub fn poll(store: &impl Store, event: &EventId, user: &str) -> Result<PollResult, ApiError> {
-    let k = EventKeys::new(event);
-    let r = store.run(
-        &scripts::POLL,
-        &[k.cfg(), k.bought(), k.drained()],
-        &[k.prefix().to_owned(), user.to_owned()],
-    )?;
-    match r.code()? {
-        code::OK => {
-            let order_id = r.text(1)?;
-            let state = r.text(2)?;
-            if state != "queued" {
-                return Ok(PollResult::Order { order_id, state });
-            }
-            let (seq, drained, rate) =
-                (r.int(3)? as u64, r.int(4)? as u64, r.int(5)?.max(1) as u64);
+    match scripts::poll::run(store, &EventKeys::new(event), user)? {
+        scripts::poll::Polled::Order {
+            order_id, status, ..
+        } if status != "queued" => Ok(PollResult::Order {
+            order_id,
+            state: status,
+        }),
+        scripts::poll::Polled::Order {
+            order_id,
+            seq,
+            drained,
+            drain_rate,
+            ..
+        } => {
             let position = seq.saturating_sub(drained).max(1);
             Ok(PollResult::Queued {
                 order_id,
                 position,
-                estimated_wait_ms: position * 1000 / rate,
+                estimated_wait_ms: position * 1000 / drain_rate.max(1),
             })
         }
-        code::NONE if r.int(1)? == 1 => Ok(PollResult::SoldOut),
-        code::NONE => Ok(PollResult::None),
-        _ => Err(refusal(&r)),
+        scripts::poll::Polled::NoOrder { sold_out: true } => Ok(PollResult::SoldOut),
+        scripts::poll::Polled::NoOrder { sold_out: false } => Ok(PollResult::None),
     }
 }

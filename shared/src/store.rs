@@ -86,54 +86,9 @@ pub fn is_noscript(message: &str) -> bool {
     message.contains("NOSCRIPT") || message.contains("NoScriptError")
 }
 
-/// A script's reply.
+/// A script's reply, flat; read it with [`crate::scripts::Reader`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replies(pub Vec<Reply>);
-
-impl Replies {
-    /// The reply code (first element).
-    pub fn code(&self) -> Result<i64, StoreError> {
-        self.int(0)
-    }
-
-    /// Element `i` as an integer.
-    pub fn int(&self, i: usize) -> Result<i64, StoreError> {
-        match self.0.get(i) {
-            Some(Reply::Int(v)) => Ok(*v),
-            Some(Reply::Bytes(b)) => std::str::from_utf8(b)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| {
-                    StoreError::failed(format!("element {i} is not a number: {:?}", self.0))
-                }),
-            other => Err(StoreError::failed(format!(
-                "element {i} is not a number: {other:?}"
-            ))),
-        }
-    }
-
-    /// Element `i` as text.
-    pub fn text(&self, i: usize) -> Result<String, StoreError> {
-        match self.0.get(i) {
-            Some(Reply::Bytes(b)) => Ok(String::from_utf8_lossy(b).into_owned()),
-            Some(Reply::Status(s)) => Ok(s.clone()),
-            Some(Reply::Int(v)) => Ok(v.to_string()),
-            other => Err(StoreError::failed(format!(
-                "element {i} is not text: {other:?}"
-            ))),
-        }
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 #[cfg(feature = "spin")]
 mod spin {

@@ -22,6 +22,9 @@ use seckill_shared::admin::{self, DenyList};
 use seckill_shared::event::{EventConfig, EventId, Switches};
 use seckill_shared::keys::EventKeys;
 use seckill_shared::sale::{self, Admission, PollResult};
+use seckill_shared::scripts::drain_claim::Claim;
+use seckill_shared::scripts::drain_read;
+use seckill_shared::scripts::set_order_status::Final;
 use seckill_shared::scripts::{self, Script};
 use seckill_shared::store::{Replies, Store, StoreError};
 use seckill_shared::{ApiError, clock};
@@ -478,8 +481,8 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         let k = EventKeys::new(event);
         assert_eq!(store.query::<i64>(&["HLEN", &k.bought()]), STOCK as i64);
         for ((e, user), order) in orders.iter().filter(|((e, _), _)| *e == event.as_str()) {
-            let owner_of_order: String = store.query(&["HGET", &k.order(order), "user"]);
-            assert_eq!(&owner_of_order, user, "order {order} of {e}");
+            let status: String = store.query(&["HGET", &k.order_status(), order]);
+            assert_eq!(status, "queued", "order {order} of {e}");
             let bought: String = store.query(&["HGET", &k.bought(), user]);
             assert_eq!(&bought, order);
         }
@@ -503,14 +506,10 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     // The draw is paged (3 winners per script call here): the first page closes registration,
     // registrants not drawn yet keep waiting, and the rest of the pages finish the draw.
     let lk = EventKeys::new(&lucky);
-    let first = store.run(
-        &scripts::DRAW,
-        &[lk.cfg(), lk.admitted(), lk.registrants()],
-        &[lk.prefix().to_owned(), "3".into()],
-    )?;
+    let first = scripts::draw::run(&store, &lk, 3)?;
     assert_eq!(
-        (first.int(1)?, first.int(2)?),
-        (3, 0),
+        (first.winners, first.done),
+        (3, false),
         "one page of 3, not done"
     );
     let waiting = fans
@@ -566,84 +565,53 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     // The order pipeline's scripts (drain, state mirror, reconcile) on the same cluster.
     let registry = seckill_shared::keys::REGISTRY.to_owned();
     owner.insert("registry".into(), cluster.owner(&registry)?);
-    let listed = store.run(&scripts::LIST_EVENTS, &[registry], &[String::new()])?;
+    let listed = scripts::list_events::run(&store)?;
     assert_eq!(
-        listed.len() - 1,
+        listed.len(),
         events.len() + 1,
         "every event (and the lottery) is registered"
     );
     let k = EventKeys::new(&events[0]);
-    let prefix = || k.prefix().to_owned();
-    let claim = store.run(
-        &scripts::DRAIN_CLAIM,
-        &[k.drain_lease(), k.drain_fence(), k.cfg()],
-        &[prefix(), "tester".into(), "5000".into()],
-    )?;
-    assert_eq!(claim.code()?, 0);
-    let lease = format!("tester|{}", claim.int(1)?);
-    let read = store.run(
-        &scripts::DRAIN_READ,
-        &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
-        &[
-            prefix(),
-            lease.clone(),
-            "100".into(),
-            "60000".into(),
-            "5".into(),
-        ],
-    )?;
-    let n = read.int(1)? as usize;
-    assert_eq!(n, 50, "every accepted order is in the queue");
-    let mut confirm = vec![prefix()];
-    for i in 0..n {
-        confirm.push(read.text(2 + i * 6)?);
-        confirm.push(read.text(3 + i * 6)?);
-    }
-    store.run(
-        &scripts::DRAIN_FAILED,
-        &[k.drain_errors()],
-        &[prefix(), confirm[1].clone(), "test".into()],
-    )?;
-    let done = store.run(
-        &scripts::DRAIN_CONFIRM,
-        &[k.queue(), k.drained(), k.drain_errors()],
-        &confirm,
-    )?;
-    assert_eq!(done.int(1)?, 50);
-    let released = store.run(
-        &scripts::DRAIN_RELEASE,
-        &[k.drain_lease()],
-        &[prefix(), lease],
-    )?;
-    assert_eq!(released.int(1)?, 1);
-    let expired = store.run(
-        &scripts::SET_ORDER_STATUS,
-        &[k.cfg(), k.nonempty(), k.drained()],
-        &[prefix(), "expired".into(), confirm[2].clone()],
-    )?;
-    assert_eq!(expired.int(1)?, 1, "one unit back in its shard");
-    let books = store.run(
-        &scripts::RECONCILE_READ,
-        &[k.cfg(), k.seq(), k.drained(), k.queue(), k.dead()],
-        &[prefix()],
-    )?;
+    let Claim::Held(lease) = scripts::drain_claim::run(&store, &k, "tester", 5_000)? else {
+        bail!("the lease is free");
+    };
+    let lease = format!("tester|{}", lease.fence);
+    let limits = drain_read::Limits {
+        batch: 100,
+        reclaim_idle_ms: 60_000,
+        max_deliveries: 5,
+    };
+    let entries = drain_read::run(&store, &k, &lease, limits)?.context("the lease is ours")?;
+    assert_eq!(entries.len(), 50, "every accepted order is in the queue");
+    let confirm: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.order.as_str()))
+        .collect();
+    scripts::drain_failed::run(&store, &k, &[(confirm[0].0, "test")])?;
+    assert_eq!(scripts::drain_confirm::run(&store, &k, &confirm)?, 50);
+    assert!(scripts::drain_release::run(&store, &k, &lease)?);
+    let expired =
+        scripts::set_order_status::run(&store, &k, Final::Expired, &[confirm[0].1.to_owned()])?;
+    assert_eq!(expired, 1, "one unit back in its shard");
+    let books = scripts::reconcile_read::run(&store, &k)?;
     assert_eq!(
-        (books.int(1)?, books.int(2)?, books.int(3)?, books.int(4)?),
+        (
+            books.initial_stock,
+            books.remaining,
+            books.accepted,
+            books.drained
+        ),
         (50, 1, 50, 50)
     );
     // Paged with HSCAN, 7 orders a call: every order comes back, with its status.
     let (mut cursor, mut seen) = ("0".to_owned(), BTreeSet::new());
     loop {
-        let page = store.run(
-            &scripts::RECONCILE_ORDERS,
-            &[k.bought()],
-            &[prefix(), cursor, "7".into()],
-        )?;
-        cursor = page.text(1)?;
-        for i in 0..page.int(2)? as usize {
-            assert_ne!(page.text(4 + 2 * i)?, "missing");
-            seen.insert(page.text(3 + 2 * i)?);
+        let page = scripts::reconcile_orders::run(&store, &k, &cursor, 7)?;
+        for (order, status) in page.orders {
+            assert_ne!(status, "missing");
+            seen.insert(order);
         }
+        cursor = page.cursor;
         if cursor == "0" {
             break;
         }

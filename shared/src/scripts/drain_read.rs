@@ -1,0 +1,75 @@
+//! `lua/drain_read.lua`: the next batch of order intents for the lease holder (entries of a
+//! drainer that died first); poison goes to the dead letters.
+
+use super::{DRAIN_READ, ScriptError, call, code};
+use crate::keys::EventKeys;
+use crate::store::Store;
+
+/// One order intent from the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The stream entry id.
+    pub id: String,
+    /// The order id.
+    pub order: String,
+    /// The buyer.
+    pub user: String,
+    /// The shard the unit came from.
+    pub shard: i64,
+    /// The order's place in the sale.
+    pub seq: i64,
+    /// When the buy was accepted (Redis's clock, ms).
+    pub created_ms: i64,
+}
+
+/// The drain's tuning that the read needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Entries per batch.
+    pub batch: usize,
+    /// An entry delivered but unacknowledged this long is taken over.
+    pub reclaim_idle_ms: u64,
+    /// Deliveries before an entry goes to the dead letters.
+    pub max_deliveries: u32,
+}
+
+/// Runs it with the lease value `owner|fence`; `None` when the lease moved on.
+pub fn run(
+    store: &impl Store,
+    k: &EventKeys,
+    lease: &str,
+    limits: Limits,
+) -> Result<Option<Vec<Entry>>, ScriptError> {
+    let (c, mut r) = call(
+        store,
+        &DRAIN_READ,
+        &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
+        &[
+            lease.to_owned(),
+            limits.batch.to_string(),
+            limits.reclaim_idle_ms.to_string(),
+            limits.max_deliveries.to_string(),
+        ],
+    )?;
+    match c {
+        code::OK => {}
+        code::CONFLICT => {
+            r.finish()?;
+            return Ok(None);
+        }
+        c => return Err(ScriptError::Refused(r.refusal(c)?)),
+    }
+    let mut entries = Vec::new();
+    for _ in 0..r.next_u64()? {
+        entries.push(Entry {
+            id: r.next_text()?,
+            order: r.next_text()?,
+            user: r.next_text()?,
+            shard: r.next_int()?,
+            seq: r.next_int()?,
+            created_ms: r.next_int()?,
+        });
+    }
+    r.finish()?;
+    Ok(Some(entries))
+}

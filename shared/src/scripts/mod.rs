@@ -1,0 +1,230 @@
+//! Every Lua script, in one place, each with a typed face. Sources live in `shared/lua/`;
+//! `build.rs` prepends the reply codes (from `codes.in`, the one table) and `common.lua`, and
+//! computes each SHA1 at build time. One module per script, mini-redis style: its keys (every
+//! key the script touches arrives in KEYS), its arguments, and its reply read front to back
+//! through a [`Reader`] — no index arithmetic anywhere.
+
+pub mod buy;
+pub mod deny;
+pub mod drain_claim;
+pub mod drain_confirm;
+pub mod drain_failed;
+pub mod drain_read;
+pub mod drain_release;
+pub mod draw;
+pub mod issue_token;
+pub mod list_events;
+pub mod poll;
+pub mod precheck;
+pub mod reconcile_orders;
+pub mod reconcile_read;
+pub mod register_event;
+pub mod set_fields;
+pub mod set_order_status;
+pub mod status;
+pub mod upsert_event;
+pub mod warmup;
+
+use crate::store::{Replies, Reply, Store, StoreError};
+
+/// A Lua script and its SHA1, ready for EVALSHA.
+#[derive(Debug)]
+pub struct Script {
+    /// File name without `.lua`.
+    pub name: &'static str,
+    /// Full source (reply codes, common helpers, body).
+    pub source: &'static str,
+    /// SHA1 of `source`, hex.
+    pub sha: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/scripts.rs"));
+
+/// Reply codes, the first element of every script's reply (generated from `codes.in`, which
+/// also gives Lua its constants).
+pub mod code {
+    include!(concat!(env!("OUT_DIR"), "/codes.rs"));
+}
+
+/// Why a script said no: the refusals scripts answer, with their details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No such event.
+    NotFound,
+    /// Switched off, or not warmed up yet.
+    Paused,
+    /// Before the start.
+    TooEarly {
+        /// Until the start.
+        wait_ms: u64,
+    },
+    /// After the end.
+    Ended,
+    /// Every shard is empty.
+    SoldOut,
+    /// Purchase token missing, wrong, used or expired.
+    BadToken,
+    /// The user already has an order.
+    Already {
+        /// That order.
+        order_id: String,
+    },
+    /// A token bucket is empty.
+    Limited,
+    /// On a deny list.
+    Denied,
+    /// Every admission token is handed out.
+    AdmissionClosed,
+    /// Lottery: not drawn, or registration closed.
+    NotSelected,
+    /// The change conflicts with the event's state.
+    Conflict,
+}
+
+/// A script run that did not end the way its caller wanted.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// Redis could not run it, or it replied with something its module does not expect.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The script said no.
+    #[error("refused: {0:?}")]
+    Refused(Refusal),
+}
+
+/// A script's reply, read front to back; [`Reader::finish`] checks nothing is left over.
+#[derive(Debug)]
+pub struct Reader {
+    script: &'static str,
+    items: std::vec::IntoIter<Reply>,
+    at: usize,
+}
+
+impl Reader {
+    /// A reader over `replies` of `script`.
+    pub fn new(script: &'static str, replies: Replies) -> Self {
+        Reader {
+            script,
+            items: replies.0.into_iter(),
+            at: 0,
+        }
+    }
+
+    fn bad(&self, what: &str, got: &Option<Reply>) -> StoreError {
+        StoreError::failed(format!(
+            "{}: element {} is not {what}: {got:?}",
+            self.script, self.at
+        ))
+    }
+
+    fn next(&mut self) -> Option<Reply> {
+        self.at += 1;
+        self.items.next()
+    }
+
+    /// The next element, an integer (Lua number, or a string of one).
+    pub fn next_int(&mut self) -> Result<i64, StoreError> {
+        let item = self.next();
+        match &item {
+            Some(Reply::Int(v)) => Ok(*v),
+            Some(Reply::Bytes(b)) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| self.bad("a number", &item)),
+            _ => Err(self.bad("a number", &item)),
+        }
+    }
+
+    /// The next element, a non-negative integer.
+    pub fn next_u64(&mut self) -> Result<u64, StoreError> {
+        let v = self.next_int()?;
+        u64::try_from(v).map_err(|_| self.bad("a non-negative number", &Some(Reply::Int(v))))
+    }
+
+    /// The next element, text.
+    pub fn next_text(&mut self) -> Result<String, StoreError> {
+        let item = self.next();
+        match item {
+            Some(Reply::Bytes(b)) => Ok(String::from_utf8_lossy(&b).into_owned()),
+            Some(Reply::Status(s)) => Ok(s),
+            Some(Reply::Int(v)) => Ok(v.to_string()),
+            other => Err(self.bad("text", &other)),
+        }
+    }
+
+    /// Whether elements are left.
+    pub fn has_more(&self) -> bool {
+        self.items.len() > 0
+    }
+
+    /// Ends the read: every element must have been taken.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        match self.next() {
+            None => Ok(()),
+            extra => Err(self.bad("the end of the reply", &extra)),
+        }
+    }
+
+    /// The refusal `code` stands for, with its details; the reply must end there.
+    pub fn refusal(mut self, code: i64) -> Result<Refusal, StoreError> {
+        let refusal = match code {
+            code::NOT_FOUND => Refusal::NotFound,
+            code::PAUSED => Refusal::Paused,
+            code::TOO_EARLY => Refusal::TooEarly {
+                wait_ms: self.next_int()?.max(0) as u64,
+            },
+            code::ENDED => Refusal::Ended,
+            code::SOLD_OUT => Refusal::SoldOut,
+            code::BAD_TOKEN => Refusal::BadToken,
+            code::ALREADY => Refusal::Already {
+                order_id: self.next_text()?,
+            },
+            code::LIMITED => Refusal::Limited,
+            code::DENIED => Refusal::Denied,
+            code::ADMISSION_CLOSED => Refusal::AdmissionClosed,
+            code::NOT_SELECTED => Refusal::NotSelected,
+            code::CONFLICT => Refusal::Conflict,
+            other => {
+                return Err(StoreError::failed(format!(
+                    "{}: unexpected reply code {other}",
+                    self.script
+                )));
+            }
+        };
+        self.finish()?;
+        Ok(refusal)
+    }
+}
+
+/// Runs `script` and reads its reply code: the code and a reader positioned after it.
+fn call(
+    store: &impl Store,
+    script: &'static Script,
+    keys: &[String],
+    args: &[String],
+) -> Result<(i64, Reader), StoreError> {
+    let mut reader = Reader::new(script.name, store.run(script, keys, args)?);
+    let code = reader.next_int()?;
+    Ok((code, reader))
+}
+
+/// Runs a script whose one success is `OK`: the reader after the code, or the refusal.
+fn call_ok(
+    store: &impl Store,
+    script: &'static Script,
+    keys: &[String],
+    args: &[String],
+) -> Result<Reader, ScriptError> {
+    match call(store, script, keys, args)? {
+        (code::OK, reader) => Ok(reader),
+        (code, reader) => Err(ScriptError::Refused(reader.refusal(code)?)),
+    }
+}
+
+/// Field/value pairs as script arguments.
+fn pairs(fields: Vec<(&'static str, String)>) -> Vec<String> {
+    fields
+        .into_iter()
+        .flat_map(|(f, v)| [f.to_owned(), v])
+        .collect()
+}

@@ -1,0 +1,71 @@
+//! `lua/status.lua`: an event's state for the operator, in one read-only call.
+
+use std::collections::BTreeMap;
+
+use super::{STATUS, ScriptError, call_ok};
+use crate::keys::EventKeys;
+use crate::store::Store;
+
+/// The raw state, as Redis holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Raw {
+    /// The configuration hash.
+    pub config: BTreeMap<String, String>,
+    /// Units left per shard.
+    pub stock_by_shard: Vec<i64>,
+    /// Orders accepted.
+    pub sold: i64,
+    /// Orders drained.
+    pub drained: i64,
+    /// Entries in the dead-letter stream.
+    pub dead_letters: i64,
+    /// Dead letters that are sold orders.
+    pub dead_orders: i64,
+    /// Entries the order stream holds.
+    pub stream_length: i64,
+    /// Admitted users.
+    pub admitted: i64,
+    /// Lottery registrants.
+    pub registrants: i64,
+}
+
+/// Runs it.
+pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
+    let mut r = call_ok(
+        store,
+        &STATUS,
+        &[
+            k.cfg(),
+            k.seq(),
+            k.drained(),
+            k.queue(),
+            k.admitted(),
+            k.registrants(),
+            k.dead(),
+            k.stock(),
+            k.order_status(),
+        ],
+        &[],
+    )?;
+    let mut config = BTreeMap::new();
+    for _ in 0..r.next_u64()? {
+        config.insert(r.next_text()?, r.next_text()?);
+    }
+    let mut stock_by_shard = Vec::new();
+    for _ in 0..r.next_u64()? {
+        stock_by_shard.push(r.next_int()?);
+    }
+    let raw = Raw {
+        config,
+        stock_by_shard,
+        sold: r.next_int()?,
+        drained: r.next_int()?,
+        dead_letters: r.next_int()?,
+        dead_orders: r.next_int()?,
+        stream_length: r.next_int()?,
+        admitted: r.next_int()?,
+        registrants: r.next_int()?,
+    };
+    r.finish()?;
+    Ok(raw)
+}
