@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ApiError;
+use crate::Error;
 use crate::event::{EventConfig, EventId, Switches};
 use crate::keys::EventKeys;
 use crate::scripts;
@@ -17,7 +17,7 @@ pub fn upsert_event(
     store: &impl Store,
     event: &EventId,
     config: &EventConfig,
-) -> Result<bool, ApiError> {
+) -> Result<bool, Error> {
     config.validate()?;
     let k = EventKeys::new(event);
     // The scheduled jobs find events through the registry, a slot of its own (so a second
@@ -38,17 +38,13 @@ pub struct Warmed {
 }
 
 /// Writes the stock into its shards, once, before the sale.
-pub fn warm_up(store: &impl Store, event: &EventId) -> Result<Warmed, ApiError> {
+pub fn warm_up(store: &impl Store, event: &EventId) -> Result<Warmed, Error> {
     let (stock, shards) = scripts::warmup::run(store, &EventKeys::new(event))?;
     Ok(Warmed { stock, shards })
 }
 
 /// Applies live switches and limits.
-pub fn set_switches(
-    store: &impl Store,
-    event: &EventId,
-    switches: &Switches,
-) -> Result<(), ApiError> {
+pub fn set_switches(store: &impl Store, event: &EventId, switches: &Switches) -> Result<(), Error> {
     Ok(scripts::set_fields::run(
         store,
         &EventKeys::new(event),
@@ -69,11 +65,11 @@ pub struct DenyList {
 }
 
 /// Adds to an event's deny lists.
-pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), ApiError> {
+pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), Error> {
     if list.users.is_empty() && list.addrs.is_empty()
         || list.users.len() + list.addrs.len() > 10_000
     {
-        return Err(ApiError::bad_request(
+        return Err(Error::invalid(
             "invalid_deny_list",
             "give 1-10000 users or addrs",
         ));
@@ -91,7 +87,7 @@ pub const DRAW_PAGE: u32 = 5_000;
 
 /// Runs the lottery draw, `page` winners per script call; returns how many were admitted.
 /// A draw cut short (a lost connection) resumes where it stopped when called again.
-pub fn draw(store: &impl Store, event: &EventId, page: u32) -> Result<u64, ApiError> {
+pub fn draw(store: &impl Store, event: &EventId, page: u32) -> Result<u64, Error> {
     let k = EventKeys::new(event);
     loop {
         let drawn = scripts::draw::run(store, &k, page)?;
@@ -127,7 +123,7 @@ pub struct EventStatus {
 }
 
 /// Reads an event's state in one script.
-pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, ApiError> {
+pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, Error> {
     let raw = scripts::status::run(store, &EventKeys::new(event))?;
     Ok(EventStatus {
         config: raw.config,

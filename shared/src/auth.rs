@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::ApiError;
+use crate::Error;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -29,8 +29,8 @@ pub struct Claims {
     pub nbf: Option<u64>,
 }
 
-fn unauthorized(message: &str) -> ApiError {
-    ApiError::new(401, "unauthorized", message)
+fn unauthorized(message: &str) -> Error {
+    Error::refused("unauthorized", message)
 }
 
 fn mac(secret: &[u8]) -> HmacSha256 {
@@ -48,7 +48,7 @@ pub fn sign_jwt(claims: &Claims, secret: &[u8]) -> String {
 }
 
 /// Verifies an HS256 JWT and returns its claims. Only HS256 is accepted (never `none`).
-pub fn verify_jwt(token: &str, secret: &[u8], now_s: u64) -> Result<Claims, ApiError> {
+pub fn verify_jwt(token: &str, secret: &[u8], now_s: u64) -> Result<Claims, Error> {
     let mut parts = token.split('.');
     let (Some(raw_header), Some(payload), Some(signature), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -94,7 +94,7 @@ pub fn verify_jwt(token: &str, secret: &[u8], now_s: u64) -> Result<Claims, ApiE
 }
 
 /// User ids become parts of Redis keys: printable ASCII, no spaces, at most 128 bytes.
-pub fn check_user_id(user: &str) -> Result<(), ApiError> {
+pub fn check_user_id(user: &str) -> Result<(), Error> {
     let ok = !user.is_empty() && user.len() <= 128 && user.bytes().all(|b| b.is_ascii_graphic());
     if ok {
         Ok(())
@@ -118,19 +118,8 @@ pub fn admission_token(secret: &[u8], event: &str, user: &str) -> String {
 }
 
 /// Checks an admission token without Redis: only we can have made it, for this user and event.
-pub fn verify_admission(
-    secret: &[u8],
-    event: &str,
-    user: &str,
-    token: &str,
-) -> Result<(), ApiError> {
-    let not_admitted = || {
-        ApiError::new(
-            403,
-            "not_admitted",
-            "no valid admission token for this event",
-        )
-    };
+pub fn verify_admission(secret: &[u8], event: &str, user: &str, token: &str) -> Result<(), Error> {
+    let not_admitted = || Error::refused("not_admitted", "no valid admission token for this event");
     let sig = token.strip_prefix("a1.").ok_or_else(not_admitted)?;
     let sig = B64.decode(sig).map_err(|_| not_admitted())?;
     admission_mac(secret, event, user)
@@ -139,7 +128,7 @@ pub fn verify_admission(
 }
 
 /// Compares an operator's bearer secret in constant time (hashing first hides the length too).
-pub fn check_admin(presented: Option<&str>, expected: &str) -> Result<(), ApiError> {
+pub fn check_admin(presented: Option<&str>, expected: &str) -> Result<(), Error> {
     let presented = presented.ok_or_else(|| unauthorized("admin token required"))?;
     let a = Sha256::digest(presented.as_bytes());
     let b = Sha256::digest(expected.as_bytes());
@@ -166,9 +155,12 @@ mod tests {
     fn jwt_round_trip_and_refusals() {
         let t = sign_jwt(&claims("u1", Some(2_000)), b"k");
         assert_eq!(verify_jwt(&t, b"k", 1_000).unwrap().sub, "u1");
-        assert_eq!(verify_jwt(&t, b"other", 1_000).unwrap_err().status, 401);
         assert_eq!(
-            verify_jwt(&t, b"k", 2_000).unwrap_err().message,
+            verify_jwt(&t, b"other", 1_000).unwrap_err().code(),
+            "unauthorized"
+        );
+        assert_eq!(
+            verify_jwt(&t, b"k", 2_000).unwrap_err().reason(),
             "token expired"
         );
         // Tampered payload keeps the old signature.
@@ -180,7 +172,7 @@ mod tests {
             parts[2]
         );
         assert_eq!(
-            verify_jwt(&forged, b"k", 1_000).unwrap_err().message,
+            verify_jwt(&forged, b"k", 1_000).unwrap_err().reason(),
             "bad signature"
         );
         // alg=none is never accepted.
@@ -190,7 +182,7 @@ mod tests {
         assert_eq!(
             verify_jwt(&sign_jwt(&claims("u1", None), b"k"), b"k", 1)
                 .unwrap_err()
-                .message,
+                .reason(),
             "token has no expiry"
         );
         let bad_sub = sign_jwt(&claims("has space", Some(2_000)), b"k");
@@ -203,8 +195,8 @@ mod tests {
         assert_eq!(t, admission_token(b"s", "e1", "u1"));
         assert!(verify_admission(b"s", "e1", "u1", &t).is_ok());
         assert_eq!(
-            verify_admission(b"s", "e1", "u2", &t).unwrap_err().status,
-            403
+            verify_admission(b"s", "e1", "u2", &t).unwrap_err().code(),
+            "not_admitted"
         );
         assert!(verify_admission(b"s", "e2", "u1", &t).is_err());
         assert!(verify_admission(b"x", "e1", "u1", &t).is_err());

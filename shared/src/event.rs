@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ApiError;
+use crate::Error;
 
 /// An event id: 1–64 of `[A-Za-z0-9_-]`, safe inside Redis keys and URLs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -10,7 +10,7 @@ pub struct EventId(String);
 
 impl EventId {
     /// Validates an id from a URL.
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, Error> {
         let ok = !raw.is_empty()
             && raw.len() <= 64
             && raw
@@ -19,7 +19,7 @@ impl EventId {
         if ok {
             Ok(EventId(raw.to_owned()))
         } else {
-            Err(ApiError::bad_request(
+            Err(Error::invalid(
                 "bad_event_id",
                 "event ids are 1-64 of [A-Za-z0-9_-]",
             ))
@@ -127,11 +127,11 @@ mod defaults {
     }
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("invalid_config", message)
+fn invalid(message: impl Into<String>) -> Error {
+    Error::invalid("invalid_config", message)
 }
 
-fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), ApiError> {
+fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
     // 0 disables the limit; otherwise at least one token per 1000 s keeps bucket TTLs sane.
     if !rate.is_finite() || rate < 0.0 || (rate > 0.0 && rate < 0.001) || rate > 1e9 {
         return Err(invalid(format!(
@@ -148,7 +148,7 @@ fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), ApiError> {
 
 impl EventConfig {
     /// Checks every field; nothing invalid reaches Redis.
-    pub fn validate(&self) -> Result<(), ApiError> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.sku.is_empty() || self.sku.len() > 128 {
             return Err(invalid("sku must be 1-128 characters"));
         }
@@ -231,7 +231,7 @@ pub struct Switches {
 
 impl Switches {
     /// Checks and returns the fields to set; an empty change is refused.
-    pub fn fields(&self) -> Result<Vec<(&'static str, String)>, ApiError> {
+    pub fn fields(&self) -> Result<Vec<(&'static str, String)>, Error> {
         let mut f = Vec::new();
         if let Some(v) = self.enabled {
             f.push(("enabled", if v { "1" } else { "0" }.to_owned()));

@@ -7,9 +7,8 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use spin_sdk::pg4::{self as pg, DbValue, ParameterValue as P};
 
-use crate::ApiError;
+use crate::Error;
 use crate::event::EventId;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
@@ -17,70 +16,45 @@ use crate::scripts;
 use crate::scripts::drain_claim::{Claim, Lease};
 use crate::scripts::drain_read::{self, Entry};
 use crate::scripts::set_order_status::Final;
+use crate::sql::{Cell, DbError, Param as P, Sql};
 use crate::store::Store;
-
-/// A Postgres failure: `connection` when the database could not be reached (retry later),
-/// otherwise the statement failed (the data is at fault).
-#[derive(Debug, thiserror::Error)]
-#[error("postgres: {message}")]
-pub struct DbError {
-    /// Whether the database was unreachable.
-    pub connection: bool,
-    /// What happened.
-    pub message: String,
-}
-
-impl From<pg::PgError> for DbError {
-    fn from(e: pg::PgError) -> Self {
-        let connection = matches!(e, pg::PgError::ConnectionFailed(_))
-            || matches!(&e, pg::PgError::QueryFailed(pg::QueryError::Text(t)) if t.contains("connection") || t.contains("closed"));
-        DbError {
-            connection,
-            message: format!("{e:?}"),
-        }
-    }
-}
 
 /// Orders read per reconcile script call: small enough that no call blocks Redis for long.
 const RECONCILE_PAGE: u32 = 1_000;
 
+/// Whether `e` says Postgres is gone: then every other event's work would fail too.
+fn postgres_lost(e: &Error) -> bool {
+    matches!(e, Error::Unavailable { message, .. } if message == DB_UNAVAILABLE)
+}
+
 /// What a client hears when Postgres cannot be reached.
 pub const DB_UNAVAILABLE: &str = "orders database unavailable; try again";
 
-impl From<DbError> for ApiError {
+impl From<DbError> for Error {
     fn from(e: DbError) -> Self {
         if e.connection {
-            ApiError::unavailable(DB_UNAVAILABLE).with_detail(e)
+            Error::unavailable(DB_UNAVAILABLE, e)
         } else {
-            ApiError::internal(e)
+            Error::bug(e)
         }
     }
-}
-
-/// Opens the orders database, in a clean session: a pooled connection may come back from an
-/// earlier request still inside its transaction (Spin's pool ends none), and an autocommit
-/// statement run inside it would never commit. `ROLLBACK` outside a transaction only warns.
-pub fn open_db(url: &str) -> Result<pg::Connection, DbError> {
-    let db = pg::Connection::open(url).map_err(DbError::from)?;
-    db.execute("ROLLBACK", &[]).map_err(DbError::from)?;
-    Ok(db)
 }
 
 fn s(v: &str) -> P {
     P::Str(v.to_owned())
 }
 
-fn int(row: &[DbValue], i: usize) -> i64 {
+fn int(row: &[Cell], i: usize) -> i64 {
     match row.get(i) {
-        Some(DbValue::Int64(v)) => *v,
-        Some(DbValue::Int32(v)) => i64::from(*v),
+        Some(Cell::Int64(v)) => *v,
+        Some(Cell::Int32(v)) => i64::from(*v),
         _ => 0,
     }
 }
 
-fn text(row: &[DbValue], i: usize) -> String {
+fn text(row: &[Cell], i: usize) -> String {
     match row.get(i) {
-        Some(DbValue::Str(v)) => v.clone(),
+        Some(Cell::Str(v)) => v.clone(),
         _ => String::new(),
     }
 }
@@ -88,13 +62,13 @@ fn text(row: &[DbValue], i: usize) -> String {
 /// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
 /// that fails is an error.
 fn transaction<T, E: From<DbError>>(
-    db: &pg::Connection,
+    db: &impl Sql,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    db.execute("BEGIN", &[]).map_err(DbError::from)?;
+    db.execute("BEGIN", &[])?;
     match f() {
         Ok(v) => {
-            db.execute("COMMIT", &[]).map_err(DbError::from)?;
+            db.execute("COMMIT", &[])?;
             Ok(v)
         }
         Err(e) => {
@@ -149,15 +123,15 @@ pub struct DrainReport {
 /// acknowledged and confirmed in Redis. Redelivery is harmless.
 pub fn drain(
     nodes: &Nodes<impl Store>,
-    db: &pg::Connection,
+    db: &impl Sql,
     opts: &DrainOptions,
     now_ms: u64,
-) -> Result<DrainReport, ApiError> {
+) -> Result<DrainReport, Error> {
     let mut report = DrainReport::default();
     for store in nodes.all() {
         // A node that is down, or fails its first call, holds up only its own events.
         let Ok((store, events)) = store
-            .map_err(ApiError::from)
+            .map_err(Error::from)
             .and_then(|s| Ok((s, registered_events(s)?)))
         else {
             report.unreachable_nodes += 1;
@@ -169,7 +143,7 @@ pub fn drain(
             // them all, so that one ends the run.
             match drain_event(store, db, &event, opts, now_ms, &mut report) {
                 Ok(()) => {}
-                Err(e) if e.message == DB_UNAVAILABLE => return Err(e),
+                Err(e) if postgres_lost(&e) => return Err(e),
                 Err(e) => {
                     report
                         .event_errors
@@ -182,7 +156,7 @@ pub fn drain(
 }
 
 /// The events registered on one Redis node, for the scheduled jobs to walk.
-pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, ApiError> {
+pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, Error> {
     scripts::list_events::run(store)?
         .iter()
         .map(|id| EventId::parse(id))
@@ -191,12 +165,12 @@ pub fn registered_events(store: &impl Store) -> Result<Vec<EventId>, ApiError> {
 
 fn drain_event(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &EventId,
     opts: &DrainOptions,
     now_ms: u64,
     report: &mut DrainReport,
-) -> Result<(), ApiError> {
+) -> Result<(), Error> {
     let k = EventKeys::new(event);
     let mut lease = None;
     let result = drain_batches(store, db, event, &k, opts, now_ms, report, &mut lease);
@@ -210,14 +184,14 @@ fn drain_event(
 #[allow(clippy::too_many_arguments)]
 fn drain_batches(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &EventId,
     k: &EventKeys,
     opts: &DrainOptions,
     now_ms: u64,
     report: &mut DrainReport,
     held: &mut Option<String>,
-) -> Result<(), ApiError> {
+) -> Result<(), Error> {
     for _ in 0..opts.max_batches {
         // Claim or renew the lease every batch: a slow batch cannot outlive it unnoticed.
         let facts = match scripts::drain_claim::run(store, k, &opts.owner, opts.lease_ms)? {
@@ -307,11 +281,11 @@ impl From<DbError> for StaleOrFailed {
     }
 }
 
-impl From<StaleOrFailed> for ApiError {
+impl From<StaleOrFailed> for Error {
     fn from(e: StaleOrFailed) -> Self {
         match e {
             StaleOrFailed::Db(e) => e.into(),
-            StaleOrFailed::Stale => ApiError::unavailable("drain lease lost"),
+            StaleOrFailed::Stale => Error::unavailable("drain lease lost", "a newer fence wrote"),
         }
     }
 }
@@ -331,7 +305,7 @@ FROM n WHERE event_id = $1
 RETURNING n.n";
 
 fn write_batch(
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &EventId,
     facts: &Lease,
     entries: &[Entry],
@@ -340,14 +314,12 @@ fn write_batch(
 ) -> Result<u64, StaleOrFailed> {
     let ev = event.as_str();
     transaction(db, || {
-        let fenced = db
-            .execute(
-                "INSERT INTO drain_fences (event_id, fence) VALUES ($1, $2)
+        let fenced = db.execute(
+            "INSERT INTO drain_fences (event_id, fence) VALUES ($1, $2)
              ON CONFLICT (event_id) DO UPDATE SET fence = EXCLUDED.fence
              WHERE drain_fences.fence <= EXCLUDED.fence",
-                &[s(ev), P::Int64(facts.fence)],
-            )
-            .map_err(DbError::from)?;
+            &[s(ev), P::Int64(facts.fence)],
+        )?;
         if fenced == 0 {
             return Err(StaleOrFailed::Stale);
         }
@@ -355,32 +327,26 @@ fn write_batch(
             "INSERT INTO events (event_id, sku, initial_stock, payment_timeout_s) VALUES ($1, $2, $3, $4)
              ON CONFLICT DO NOTHING",
             &[s(ev), s(&facts.sku), P::Int64(facts.stock), P::Int64(facts.payment_timeout_s)],
-        ).map_err(DbError::from)?;
+        )?;
         db.execute(
             "INSERT INTO stock_ledger (event_id, available) VALUES ($1, $2) ON CONFLICT DO NOTHING",
             &[s(ev), P::Int64(facts.stock)],
-        )
-        .map_err(DbError::from)?;
-        let col = |f: &dyn Fn(&Entry) -> String| {
-            P::ArrayStr(entries.iter().map(|e| Some(f(e))).collect())
-        };
-        let nums =
-            |f: &dyn Fn(&Entry) -> i64| P::ArrayInt64(entries.iter().map(|e| Some(f(e))).collect());
-        let rows = db
-            .query(
-                INSERT_BATCH,
-                &[
-                    s(ev),
-                    col(&|e| e.order.clone()),
-                    col(&|e| e.user.clone()),
-                    nums(&|e| e.shard),
-                    nums(&|e| e.seq),
-                    P::Int64(now_ms as i64),
-                    P::Int64(facts.payment_timeout_s),
-                    nums(&|e| e.created_ms),
-                ],
-            )
-            .map_err(DbError::from)?;
+        )?;
+        let col = |f: &dyn Fn(&Entry) -> String| P::ArrayStr(entries.iter().map(f).collect());
+        let nums = |f: &dyn Fn(&Entry) -> i64| P::ArrayInt64(entries.iter().map(f).collect());
+        let rows = db.query(
+            INSERT_BATCH,
+            &[
+                s(ev),
+                col(&|e| e.order.clone()),
+                col(&|e| e.user.clone()),
+                nums(&|e| e.shard),
+                nums(&|e| e.seq),
+                P::Int64(now_ms as i64),
+                P::Int64(facts.payment_timeout_s),
+                nums(&|e| e.created_ms),
+            ],
+        )?;
         #[cfg(feature = "fault-injection")]
         if fault == Some("trap_in_transaction") {
             panic!("fault injection: drain dies between BEGIN and COMMIT");
@@ -393,7 +359,7 @@ fn write_batch(
 #[allow(clippy::too_many_arguments)]
 fn isolate<'a>(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     k: &EventKeys,
     event: &EventId,
     facts: &Lease,
@@ -401,7 +367,7 @@ fn isolate<'a>(
     now_ms: u64,
     batch_error: &str,
     report: &mut DrainReport,
-) -> Result<Vec<&'a Entry>, ApiError> {
+) -> Result<Vec<&'a Entry>, Error> {
     let mut committed = Vec::new();
     let mut failed = Vec::new();
     for e in entries {
@@ -438,44 +404,38 @@ pub struct Paid {
 /// order that expired (or whose deadline passed) is refused with 409: never paid and released.
 pub fn pay(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &EventId,
     user: &str,
     order_id: &str,
     now_ms: u64,
-) -> Result<Paid, ApiError> {
+) -> Result<Paid, Error> {
     let key = [s(order_id), s(event.as_str()), s(user)];
     let mut params = key.to_vec();
     params.push(P::Int64(now_ms as i64));
     // One transaction, committed before the answer: a 200 means the payment is in Postgres.
     transaction(db, || {
-        let updated = db
-            .execute(
-                "UPDATE orders SET status = 'paid', paid_ms = $4
+        let updated = db.execute(
+            "UPDATE orders SET status = 'paid', paid_ms = $4
                  WHERE order_id = $1 AND event_id = $2 AND user_id = $3
                    AND status = 'pending_payment' AND pay_deadline_ms > $4",
-                &params,
-            )
-            .map_err(DbError::from)?;
+            &params,
+        )?;
         if updated > 0 {
             return Ok(());
         }
-        let rows = db
-            .query(
-                "SELECT status FROM orders WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
-                &key,
-            )
-            .map_err(DbError::from)?;
+        let rows = db.query(
+            "SELECT status FROM orders WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
+            &key,
+        )?;
         match rows.rows.first().map(|r| text(r, 0)).as_deref() {
             Some("paid") => Ok(()),
-            Some("pending_payment" | "expired") => Err(ApiError::new(
-                409,
+            Some("pending_payment" | "expired") => Err(Error::refused(
                 "order_expired",
                 "the payment window has closed",
             )),
-            Some(other) => Err(ApiError::new(409, "conflict", format!("order is {other}"))),
-            None => Err(ApiError::new(
-                404,
+            Some(other) => Err(Error::refused("conflict", format!("order is {other}"))),
+            None => Err(Error::refused(
                 "order_not_found",
                 "no such order of yours (a new order takes a moment to be confirmed)",
             )),
@@ -494,7 +454,7 @@ fn mirror(
     event: &EventId,
     status: Final,
     orders: &[String],
-) -> Result<u64, ApiError> {
+) -> Result<u64, Error> {
     Ok(scripts::set_order_status::run(
         store,
         &EventKeys::new(event),
@@ -522,10 +482,10 @@ pub struct ReleaseReport {
 /// and retried until Postgres records it as done).
 pub fn release_expired(
     nodes: &Nodes<impl Store>,
-    db: &pg::Connection,
+    db: &impl Sql,
     now_ms: u64,
     limit: i64,
-) -> Result<ReleaseReport, ApiError> {
+) -> Result<ReleaseReport, Error> {
     let expired = transaction(db, || {
         let rows = db.query(
             "WITH due AS (
@@ -549,18 +509,16 @@ pub fn release_expired(
     })?;
     // Up to `limit` per event, every event with units to give back: one event with many stuck
     // rows (or on a Redis node that is down) never starves the others.
-    let pending = db
-        .query(
-            "SELECT e.event_id, o.order_id
+    let pending = db.query(
+        "SELECT e.event_id, o.order_id
              FROM (SELECT DISTINCT event_id FROM orders
                    WHERE status = 'expired' AND NOT released_in_redis) e
              CROSS JOIN LATERAL (
                  SELECT order_id FROM orders
                  WHERE event_id = e.event_id AND status = 'expired' AND NOT released_in_redis
                  ORDER BY expired_ms, order_id LIMIT $1) o",
-            &[P::Int64(limit)],
-        )
-        .map_err(DbError::from)?;
+        &[P::Int64(limit)],
+    )?;
     let mut by_event: BTreeMap<String, Vec<String>> = Default::default();
     for row in &pending.rows {
         by_event.entry(text(row, 0)).or_default().push(text(row, 1));
@@ -586,17 +544,16 @@ pub fn release_expired(
 /// each order's Redis status with the INCR), then records that in Postgres.
 fn give_back(
     nodes: &Nodes<impl Store>,
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &str,
     orders: Vec<String>,
-) -> Result<u64, ApiError> {
+) -> Result<u64, Error> {
     let event = EventId::parse(event)?;
     let released = mirror(nodes.for_event(&event)?, &event, Final::Expired, &orders)?;
     db.execute(
         "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
-        &[P::ArrayStr(orders.into_iter().map(Some).collect())],
-    )
-    .map_err(DbError::from)?;
+        &[P::ArrayStr(orders)],
+    )?;
     Ok(released)
 }
 
@@ -626,10 +583,10 @@ impl Reconciliations {
 /// fails is reported and the others are still checked.
 pub fn reconcile_all(
     nodes: &Nodes<impl Store>,
-    db: &pg::Connection,
+    db: &impl Sql,
     events: Option<Vec<EventId>>,
     repair: bool,
-) -> Result<Reconciliations, ApiError> {
+) -> Result<Reconciliations, Error> {
     let mut books = Reconciliations::default();
     let asked = events.is_some();
     let events = match events {
@@ -637,7 +594,7 @@ pub fn reconcile_all(
         None => {
             let mut all = Vec::new();
             for store in nodes.all() {
-                match store.map_err(ApiError::from).and_then(registered_events) {
+                match store.map_err(Error::from).and_then(registered_events) {
                     Ok(listed) => all.extend(listed),
                     Err(_) => books.unreachable_nodes += 1,
                 }
@@ -648,18 +605,18 @@ pub fn reconcile_all(
     for event in events {
         match nodes
             .for_event(&event)
-            .map_err(ApiError::from)
+            .map_err(Error::from)
             .and_then(|store| reconcile(store, db, &event, repair))
         {
             Ok(b) => books.events.push(b),
             // Asked for by name, a missing event is the caller's 404; found in the registry,
             // it is an event whose creation failed after registering it: nothing to check.
-            Err(e) if e.code == "event_not_found" => {
+            Err(e) if e.code() == "event_not_found" => {
                 if asked {
                     return Err(e);
                 }
             }
-            Err(e) if e.message == DB_UNAVAILABLE => return Err(e),
+            Err(e) if postgres_lost(&e) => return Err(e),
             Err(e) => {
                 books
                     .event_errors
@@ -708,11 +665,11 @@ pub struct Reconciliation {
 /// Compares the order sets of Redis and Postgres to name what the drift consists of.
 fn name_offenders(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     k: &EventKeys,
     event: &EventId,
     out: &mut Reconciliation,
-) -> Result<(), ApiError> {
+) -> Result<(), Error> {
     // Paged (HSCAN): a large event's orders are read a page per script call.
     let mut redis_orders = std::collections::HashMap::new();
     let mut cursor = "0".to_owned();
@@ -728,8 +685,7 @@ fn name_offenders(
         .query(
             "SELECT order_id FROM orders WHERE event_id = $1",
             &[s(event.as_str())],
-        )
-        .map_err(DbError::from)?
+        )?
         .rows
         .iter()
         .map(|r| text(r, 0))
@@ -753,10 +709,10 @@ fn name_offenders(
 /// never reached Redis (safe: the release is idempotent).
 pub fn reconcile(
     store: &impl Store,
-    db: &pg::Connection,
+    db: &impl Sql,
     event: &EventId,
     repair: bool,
-) -> Result<Reconciliation, ApiError> {
+) -> Result<Reconciliation, Error> {
     let k = EventKeys::new(event);
     let books = scripts::reconcile_read::run(store, &k)?;
     let (initial, remaining, accepted, drained, dead, dead_orders) = (
@@ -768,28 +724,24 @@ pub fn reconcile(
         books.dead_orders,
     );
     let ev = [s(event.as_str())];
-    let held = db
-        .query(
-            "SELECT count(*) FILTER (WHERE status IN ('pending_payment', 'paid'))::bigint,
+    let held = db.query(
+        "SELECT count(*) FILTER (WHERE status IN ('pending_payment', 'paid'))::bigint,
                     count(*) FILTER (WHERE status = 'expired' AND NOT released_in_redis)::bigint
              FROM orders WHERE event_id = $1",
-            &ev,
-        )
-        .map_err(DbError::from)?;
+        &ev,
+    )?;
     let row = held.rows.first().cloned().unwrap_or_default();
     let (held, awaiting) = (int(&row, 0), int(&row, 1));
-    let ledger = db
-        .query(
-            "SELECT available + held FROM stock_ledger WHERE event_id = $1",
-            &ev,
-        )
-        .map_err(DbError::from)?;
+    let ledger = db.query(
+        "SELECT available + held FROM stock_ledger WHERE event_id = $1",
+        &ev,
+    )?;
     let unreleased: Vec<String> = db
         .query(
             "SELECT order_id FROM orders WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
             &ev,
         )
-        .map_err(DbError::from)?
+        ?
         .rows
         .iter()
         .map(|r| text(r, 0))
@@ -819,11 +771,8 @@ pub fn reconcile(
         mirror(store, event, Final::Expired, &out.unreleased_orders)?;
         db.execute(
             "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
-            &[P::ArrayStr(
-                out.unreleased_orders.iter().cloned().map(Some).collect(),
-            )],
-        )
-        .map_err(DbError::from)?;
+            &[P::ArrayStr(out.unreleased_orders.clone())],
+        )?;
         out.repaired = true;
     }
     Ok(out)

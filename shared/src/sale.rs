@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::ApiError;
+use crate::Error;
 use crate::auth;
 use crate::event::EventId;
 use crate::ids;
@@ -11,60 +11,55 @@ use crate::keys::EventKeys;
 use crate::scripts::{self, Refusal, ScriptError};
 use crate::store::{Store, StoreError};
 
-impl From<StoreError> for ApiError {
+impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         if e.transient {
-            ApiError::unavailable("the sale is busy; try again").with_detail(e)
+            Error::unavailable("the sale is busy; try again", e)
         } else {
-            ApiError::internal(e)
+            Error::bug(e)
         }
     }
 }
 
-/// The one table from a script's refusal to the error the client sees.
-impl From<Refusal> for ApiError {
+/// A script's refusal in the domain's words (the edge gives each code its HTTP status).
+impl From<Refusal> for Error {
     fn from(r: Refusal) -> Self {
         match r {
-            Refusal::NotFound => ApiError::new(404, "event_not_found", "no such event"),
-            Refusal::Paused => ApiError::new(
-                503,
+            Refusal::NotFound => Error::refused("event_not_found", "no such event"),
+            Refusal::Paused => Error::refused_for(
                 "sale_paused",
                 "the sale is paused or not warmed up yet",
-            )
-            .retry_after_ms(5_000),
-            Refusal::TooEarly { wait_ms } => {
-                ApiError::new(425, "too_early", format!("the sale starts in {wait_ms} ms"))
-                    .retry_after_ms(wait_ms)
-            }
-            Refusal::Ended => ApiError::new(410, "sale_ended", "the sale has ended"),
-            Refusal::SoldOut => ApiError::new(410, "sold_out", "sold out"),
-            Refusal::BadToken => ApiError::new(
-                403,
+                5_000,
+            ),
+            Refusal::TooEarly { wait_ms } => Error::refused_for(
+                "too_early",
+                format!("the sale starts in {wait_ms} ms"),
+                wait_ms,
+            ),
+            Refusal::Ended => Error::refused("sale_ended", "the sale has ended"),
+            Refusal::SoldOut => Error::refused("sold_out", "sold out"),
+            Refusal::BadToken => Error::refused(
                 "bad_purchase_token",
                 "purchase token missing, used, expired or not yours: run precheck again",
             ),
-            Refusal::Already { order_id } => ApiError::new(
-                409,
+            Refusal::Already { order_id } => Error::refused(
                 "already_bought",
                 format!("you already have order {order_id}"),
             ),
-            Refusal::Limited => ApiError::new(429, "rate_limited", "too many requests; slow down")
-                .retry_after_ms(1_000),
-            Refusal::Denied => {
-                ApiError::new(403, "denied", "not allowed to take part in this sale")
+            Refusal::Limited => {
+                Error::refused_for("rate_limited", "too many requests; slow down", 1_000)
             }
-            Refusal::AdmissionClosed => ApiError::new(
-                410,
-                "admission_closed",
-                "all admission tokens are handed out",
-            ),
-            Refusal::NotSelected => ApiError::new(403, "not_selected", "not drawn in the lottery"),
-            Refusal::Conflict => ApiError::new(409, "conflict", "conflicts with the event's state"),
+            Refusal::Denied => Error::refused("denied", "not allowed to take part in this sale"),
+            Refusal::AdmissionClosed => {
+                Error::refused("admission_closed", "all admission tokens are handed out")
+            }
+            Refusal::NotSelected => Error::refused("not_selected", "not drawn in the lottery"),
+            Refusal::Conflict => Error::refused("conflict", "conflicts with the event's state"),
         }
     }
 }
 
-impl From<ScriptError> for ApiError {
+impl From<ScriptError> for Error {
     fn from(e: ScriptError) -> Self {
         match e {
             ScriptError::Store(e) => e.into(),
@@ -92,7 +87,7 @@ pub fn issue_token(
     event: &EventId,
     user: &str,
     admission_secret: &[u8],
-) -> Result<Admission, ApiError> {
+) -> Result<Admission, Error> {
     match scripts::issue_token::run(store, &EventKeys::new(event), user)? {
         scripts::issue_token::Issued::Admitted => Ok(Admission::Admitted {
             admission_token: auth::admission_token(admission_secret, event.as_str(), user),
@@ -119,7 +114,7 @@ pub fn precheck(
     client_addr: &str,
     admission_token: &str,
     admission_secret: &[u8],
-) -> Result<PurchaseToken, ApiError> {
+) -> Result<PurchaseToken, Error> {
     auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
     let token = ids::new_purchase_token();
     let expires_in_ms =
@@ -150,7 +145,7 @@ pub fn buy(
     user: &str,
     purchase_token: &str,
     now_ms: u64,
-) -> Result<Accepted, ApiError> {
+) -> Result<Accepted, Error> {
     let order_id = ids::new_order_id(now_ms);
     let home_hash = ids::home_hash(event.as_str(), user);
     let bought = scripts::buy::run(
@@ -196,7 +191,7 @@ pub enum PollResult {
 }
 
 /// poll: the user's result, from Redis only.
-pub fn poll(store: &impl Store, event: &EventId, user: &str) -> Result<PollResult, ApiError> {
+pub fn poll(store: &impl Store, event: &EventId, user: &str) -> Result<PollResult, Error> {
     match scripts::poll::run(store, &EventKeys::new(event), user)? {
         scripts::poll::Polled::Order {
             order_id, status, ..

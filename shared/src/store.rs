@@ -1,6 +1,6 @@
-//! Running the scripts: one EVALSHA per operation, EVAL only when Redis answers NOSCRIPT (after
-//! a restart or a failover). The [`Store`] trait lets the same domain code run over Spin's Redis
-//! interface in a guest and over redis-rs natively (benchmarks, cluster tests).
+//! The Redis port: running a script, one EVALSHA per operation, EVAL only when Redis answers
+//! NOSCRIPT (after a restart or a failover). Spin's Redis interface implements it in the guests
+//! (`seckill-spin`), redis-rs natively (`seckill-native`).
 
 use crate::scripts::Script;
 
@@ -89,52 +89,3 @@ pub fn is_noscript(message: &str) -> bool {
 /// A script's reply, flat; read it with [`crate::scripts::Reader`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replies(pub Vec<Reply>);
-
-#[cfg(feature = "spin")]
-mod spin {
-    use spin_sdk::redis::{Connection, Error, RedisParameter, RedisResult};
-
-    use super::{Replies, Reply, Store, StoreError, is_noscript};
-    use crate::scripts::Script;
-
-    impl Store for Connection {
-        fn run(
-            &self,
-            script: &Script,
-            keys: &[String],
-            args: &[String],
-        ) -> Result<Replies, StoreError> {
-            let mut params = Vec::with_capacity(2 + keys.len() + args.len());
-            params.push(RedisParameter::Binary(script.sha.as_bytes().to_vec()));
-            params.push(RedisParameter::Int64(keys.len() as i64));
-            params.extend(
-                keys.iter()
-                    .chain(args)
-                    .map(|s| RedisParameter::Binary(s.as_bytes().to_vec())),
-            );
-            let result = match self.execute("EVALSHA", &params) {
-                Err(Error::Other(msg)) if is_noscript(&msg) => {
-                    params[0] = RedisParameter::Binary(script.source.as_bytes().to_vec());
-                    self.execute("EVAL", &params)
-                }
-                other => other,
-            };
-            let values = result.map_err(|e| match e {
-                Error::Other(msg) => StoreError::from_message(format!("{}: {msg}", script.name)),
-                Error::TooManyConnections => StoreError::unreachable("too many connections"),
-                e => StoreError::failed(format!("{}: {e}", script.name)),
-            })?;
-            Ok(Replies(
-                values
-                    .into_iter()
-                    .map(|v| match v {
-                        RedisResult::Nil => Reply::Nil,
-                        RedisResult::Int64(i) => Reply::Int(i),
-                        RedisResult::Binary(b) => Reply::Bytes(b),
-                        RedisResult::Status(s) => Reply::Status(s),
-                    })
-                    .collect(),
-            ))
-        }
-    }
-}

@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
-use seckill_shared::scripts::Script;
-use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
 
 /// The repository root (where `spin.toml` lives).
 pub fn repo_root() -> PathBuf {
@@ -294,34 +292,18 @@ impl PgServer {
         self.wait_ready()
     }
 
-    /// Applies `migrations/*.sql` in order, as `scripts/migrate.sh` does.
+    /// Applies `migrations/*.sql` with `scripts/migrate.sh`, the same runner the local stack uses.
     pub async fn migrate(&self) -> Result<()> {
-        let client = self.client().await?;
-        client
-            .batch_execute("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_ms bigint NOT NULL)")
-            .await?;
-        let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("migrations"))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "sql"))
-            .collect();
-        files.sort();
-        for f in files {
-            let version = f.file_stem().unwrap().to_string_lossy().into_owned();
-            let done = client
-                .query_opt(
-                    "SELECT 1 FROM schema_migrations WHERE version = $1",
-                    &[&version],
-                )
-                .await?;
-            if done.is_none() {
-                let sql = std::fs::read_to_string(&f)?;
-                client
-                    .batch_execute(&format!(
-                        "BEGIN; {sql}; INSERT INTO schema_migrations VALUES ('{version}', 0); COMMIT;"
-                    ))
-                    .await?;
-            }
-        }
+        let url = self.url();
+        let status = tokio::task::spawn_blocking(move || {
+            Command::new("bash")
+                .arg(repo_root().join("scripts/migrate.sh"))
+                .arg(url)
+                .stdout(Stdio::null())
+                .status()
+        })
+        .await??;
+        anyhow::ensure!(status.success(), "scripts/migrate.sh failed: {status}");
         Ok(())
     }
 }
@@ -777,61 +759,4 @@ pub fn faulty_manifest() -> Result<&'static str> {
     std::fs::write(&aside, text)?;
     std::fs::rename(&aside, &path)?;
     Ok(PATH)
-}
-
-/// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
-/// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.
-pub struct NativeStore<C>(pub std::sync::Mutex<C>);
-
-impl<C: redis::ConnectionLike> NativeStore<C> {
-    /// Wraps a connection.
-    pub fn new(conn: C) -> Self {
-        NativeStore(std::sync::Mutex::new(conn))
-    }
-}
-
-fn to_reply(v: redis::Value, out: &mut Vec<Reply>) {
-    match v {
-        redis::Value::Nil => out.push(Reply::Nil),
-        redis::Value::Int(i) => out.push(Reply::Int(i)),
-        redis::Value::BulkString(b) => out.push(Reply::Bytes(b)),
-        redis::Value::SimpleString(s) => out.push(Reply::Status(s)),
-        redis::Value::Okay => out.push(Reply::Status("OK".into())),
-        redis::Value::Array(items) => items.into_iter().for_each(|i| to_reply(i, out)),
-        other => out.push(Reply::Status(format!("{other:?}"))),
-    }
-}
-
-impl<C: redis::ConnectionLike> Store for NativeStore<C> {
-    fn run(
-        &self,
-        script: &Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<Replies, StoreError> {
-        let mut conn = self.0.lock().unwrap();
-        let build = |first: &str| {
-            let mut cmd = redis::cmd(if first == script.sha {
-                "EVALSHA"
-            } else {
-                "EVAL"
-            });
-            cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
-            cmd
-        };
-        let value = match build(script.sha).query::<redis::Value>(&mut *conn) {
-            Err(e) if is_noscript(&e.to_string()) => build(script.source).query(&mut *conn),
-            other => other,
-        }
-        .map_err(|e| {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                StoreError::unreachable(e.to_string())
-            } else {
-                StoreError::from_message(e.to_string())
-            }
-        })?;
-        let mut out = Vec::new();
-        to_reply(value, &mut out);
-        Ok(Replies(out))
-    }
 }

@@ -3,12 +3,13 @@
 //! out of the registry: the drain would never visit its orders. Native, over a real Redis.
 
 use anyhow::Result;
+use seckill_native::NativeStore;
 use seckill_shared::admin;
 use seckill_shared::event::{EventConfig, EventId};
 use seckill_shared::keys::{EventKeys, REGISTRY};
 use seckill_shared::scripts::Script;
 use seckill_shared::store::{Replies, Store, StoreError};
-use seckill_tests::{NativeStore, RedisServer};
+use seckill_tests::RedisServer;
 use serde_json::json;
 
 /// A real store whose connection is lost exactly when one script is about to run.

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use redis::cluster::{ClusterClient, ClusterConnection};
+use seckill_native::NativeStore;
 use seckill_shared::admin::{self, DenyList};
 use seckill_shared::event::{EventConfig, EventId, Switches};
 use seckill_shared::keys::EventKeys;
@@ -27,8 +28,8 @@ use seckill_shared::scripts::drain_read;
 use seckill_shared::scripts::set_order_status::Final;
 use seckill_shared::scripts::{self, Script};
 use seckill_shared::store::{Replies, Store, StoreError};
-use seckill_shared::{ApiError, clock};
-use seckill_tests::{ADMISSION_SECRET, NativeStore, free_port, repo_root};
+use seckill_shared::{Error, clock};
+use seckill_tests::{ADMISSION_SECRET, free_port, repo_root};
 use serde_json::json;
 
 const STOCK: u64 = 50;
@@ -246,7 +247,7 @@ fn admit(store: &Strict, event: &EventId, user: &str) -> String {
 }
 
 /// precheck with the user's admission token (a deterministic HMAC: the one issue-token gave).
-fn precheck(store: &Strict, event: &EventId, user: &str, addr: &str) -> Result<String, ApiError> {
+fn precheck(store: &Strict, event: &EventId, user: &str, addr: &str) -> Result<String, Error> {
     let admission =
         seckill_shared::auth::admission_token(ADMISSION_SECRET.as_bytes(), event.as_str(), user);
     sale::precheck(
@@ -261,10 +262,10 @@ fn precheck(store: &Strict, event: &EventId, user: &str, addr: &str) -> Result<S
 }
 
 /// The code of a refusal (a success fails the test).
-fn refused<T: Debug>(what: &str, result: Result<T, ApiError>) -> &'static str {
+fn refused<T: Debug>(what: &str, result: Result<T, Error>) -> &'static str {
     match result {
         Ok(v) => panic!("{what}: expected a refusal, got {v:?}"),
-        Err(e) => e.code,
+        Err(e) => e.code(),
     }
 }
 
@@ -421,10 +422,10 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
             ];
             for e in again.into_iter().map(|r| r.expect_err("a second purchase")) {
                 if last {
-                    assert_eq!(e.code, "sold_out", "{e}");
+                    assert_eq!(e.code(), "sold_out", "{e}");
                 } else {
-                    assert_eq!(e.code, "already_bought", "{e}");
-                    assert!(e.message.contains(&accepted.order_id), "{e}");
+                    assert_eq!(e.code(), "already_bought", "{e}");
+                    assert!(e.reason().contains(&accepted.order_id), "{e}");
                 }
             }
             orders.insert((event.as_str(), user.as_str()), accepted.order_id);

@@ -9,10 +9,10 @@
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
 
-use seckill_shared::ApiError;
 use seckill_shared::admin::{self, DenyList};
 use seckill_shared::event::{EventConfig, Switches};
-use seckill_shared::http::{self, event_id, json_body, operator};
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{self, event_id, json_body, operator};
 use serde_json::json;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -20,7 +20,7 @@ use spin_sdk::http_component;
 /// Authenticate, route, apply, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_shared::http::serve(req, answer).await
+    seckill_spin::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -2,9 +2,10 @@
 //! EVALSHA does everything (see `shared/lua/buy.lua`); 202 means the unit is yours and the
 //! order is queued for Postgres.
 
-use seckill_shared::http::{self, buyer, event_id, json_body, require_method};
+use seckill_shared::clock;
 use seckill_shared::sale::{self, Accepted};
-use seckill_shared::{ApiError, clock};
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{self, buyer, event_id, json_body, require_method};
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -20,7 +21,7 @@ struct Body {
 /// Parse, apply ([`sale::buy`]), render 202.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_shared::http::serve(req, answer).await
+    seckill_spin::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.
@@ -33,11 +34,11 @@ fn buy(req: &Request) -> Result<Accepted, ApiError> {
     let user = buyer(req)?;
     let event = event_id(req)?;
     let body: Body = json_body(req)?;
-    sale::buy(
+    Ok(sale::buy(
         &http::redis_for(&event)?,
         &event,
         &user,
         &body.purchase_token,
         clock::now_ms(),
-    )
+    )?)
 }

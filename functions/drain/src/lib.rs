@@ -1,24 +1,26 @@
 //! Scheduled drain: order intents from the Redis streams into Postgres ([`orders::drain`]).
 //! The same work is reachable as `POST /admin/jobs/drain` (`functions/jobs`).
 
-use seckill_shared::{clock, config, http, orders};
+use seckill_shared::{clock, orders};
+use seckill_spin::error::ApiError;
+use seckill_spin::{config, http};
 
 /// The exported component.
 struct Drain;
 
 impl seckill_cron::Guest for Drain {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
-        let run = || {
-            orders::drain(
+        let run = || -> Result<_, ApiError> {
+            Ok(orders::drain(
                 &http::redis_nodes()?,
                 &config::postgres()?,
                 &config::drain_options(),
                 clock::now_ms(),
-            )
+            )?)
         };
         run()
             .map(drop)
-            .map_err(|e| seckill_cron::Error::Other(e.to_string()))
+            .map_err(|e| seckill_cron::Error::Other(e.reason()))
     }
 }
 

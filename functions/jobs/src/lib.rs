@@ -8,8 +8,10 @@
 //! | `POST /admin/jobs/reconcile?event=<id>` | [`orders::reconcile`] with repair, one event or all |
 
 use seckill_shared::event::EventId;
-use seckill_shared::http::{operator, require_method};
-use seckill_shared::{ApiError, clock, config, http, orders};
+use seckill_shared::{clock, orders};
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{operator, require_method};
+use seckill_spin::{config, http};
 use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -17,7 +19,7 @@ use spin_sdk::http_component;
 /// Authenticate, run the job, render its report.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_shared::http::serve(req, answer).await
+    seckill_spin::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -2,16 +2,18 @@
 //! compare-and-set from `pending_payment` before the deadline; an expired order gets 409 and
 //! nothing is sold twice ([`orders::pay`]).
 
-use seckill_shared::http::{self, buyer, event_id, path_param, require_method};
+use seckill_shared::clock;
 use seckill_shared::orders::{self, Paid};
-use seckill_shared::{ApiError, clock, config};
+use seckill_spin::config;
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{self, buyer, event_id, path_param, require_method};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse, apply, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_shared::http::serve(req, answer).await
+    seckill_spin::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.
@@ -27,12 +29,12 @@ fn pay(req: &Request) -> Result<Paid, ApiError> {
     if order.is_empty() || order.len() > 64 || !order.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ApiError::bad_request("bad_order_id", "order ids are hex"));
     }
-    orders::pay(
+    Ok(orders::pay(
         &http::redis_for(&event)?,
         &config::postgres()?,
         &event,
         &user,
         order,
         clock::now_ms(),
-    )
+    )?)
 }

@@ -2,9 +2,10 @@
 //! the sale window, deny lists, one-per-user and the user's rate limit, and returns a one-time
 //! purchase token for buy.
 
-use seckill_shared::http::{self, buyer, client_addr, event_id, json_body, require_method};
 use seckill_shared::sale::{self, PurchaseToken};
-use seckill_shared::{ApiError, config};
+use seckill_spin::config;
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{self, buyer, client_addr, event_id, json_body, require_method};
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -20,7 +21,7 @@ struct Body {
 /// Parse, apply ([`sale::precheck`]), render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_shared::http::serve(req, answer).await
+    seckill_spin::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.
@@ -34,12 +35,12 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let event = event_id(req)?;
     let body: Body = json_body(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
-    sale::precheck(
+    Ok(sale::precheck(
         &http::redis_for(&event)?,
         &event,
         &user,
         &client_addr(req),
         &body.admission_token,
         secret.as_bytes(),
-    )
+    )?)
 }

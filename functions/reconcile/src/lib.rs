@@ -2,14 +2,16 @@
 //! what is safe ([`orders::reconcile_all`]); logs the books that need an operator. Also
 //! `POST /admin/jobs/reconcile`.
 
-use seckill_shared::{config, http, orders};
+use seckill_shared::orders;
+use seckill_spin::error::ApiError;
+use seckill_spin::{config, http};
 
 /// The exported component.
 struct Reconcile;
 
 impl seckill_cron::Guest for Reconcile {
     fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
-        let run = || -> Result<(), seckill_shared::ApiError> {
+        let run = || -> Result<(), ApiError> {
             let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
             let books = orders::reconcile_all(&nodes, &db, None, true)?;
             if books.needs_an_operator() {

@@ -1,6 +1,9 @@
 //! The Spin variables the functions read, in one place.
 
-use crate::ApiError;
+use crate::error::ApiError;
+use seckill_shared::orders::DrainOptions;
+
+use crate::postgres::SpinPg;
 
 /// Redis URL (`redis://host:port` or `rediss://user:pass@host:port`).
 pub const REDIS_URL: &str = "redis_url";
@@ -29,9 +32,9 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// The drain's tuning: `drain_batch`, `drain_max_batches`, `drain_lease_ms`,
 /// `drain_reclaim_idle_ms`, `drain_max_deliveries` (and, in the tests' build only,
 /// `fault_injection`).
-pub fn drain_options() -> crate::orders::DrainOptions {
-    crate::orders::DrainOptions {
-        owner: format!("drainer-{}", crate::ids::random_hex(6)),
+pub fn drain_options() -> DrainOptions {
+    DrainOptions {
+        owner: format!("drainer-{}", seckill_shared::ids::random_hex(6)),
         batch: get_or("drain_batch", 500),
         max_batches: get_or("drain_max_batches", 200),
         lease_ms: get_or("drain_lease_ms", 30_000),
@@ -53,6 +56,6 @@ pub fn release_batch() -> i64 {
 }
 
 /// The orders database.
-pub fn postgres() -> Result<spin_sdk::pg4::Connection, ApiError> {
-    Ok(crate::orders::open_db(&get(PG_URL)?)?)
+pub fn postgres() -> Result<SpinPg, ApiError> {
+    Ok(SpinPg::open(&get(PG_URL)?).map_err(seckill_shared::Error::from)?)
 }

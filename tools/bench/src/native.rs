@@ -11,9 +11,10 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use seckill_native::NativeStore;
 use seckill_shared::event::EventId;
-use seckill_shared::{ApiError, auth, clock, sale};
-use seckill_tests::NativeStore;
+use seckill_shared::{auth, clock, sale};
+use seckill_spin::error::ApiError;
 
 /// Settings of the native server.
 #[derive(clap::Args, Clone)]
@@ -66,11 +67,12 @@ async fn buy(
 ) -> Response<Full<Bytes>> {
     let result = async {
         let path = req.uri().path().to_owned();
+        let domain = |e: seckill_shared::Error| ApiError::from(e);
         let event = path
             .strip_prefix("/api/events/")
             .and_then(|p| p.strip_suffix("/buy"))
             .ok_or_else(|| ApiError::not_found("no route"))?;
-        let event = EventId::parse(event)?;
+        let event = EventId::parse(event).map_err(domain)?;
         let bearer = req
             .headers()
             .get("authorization")
@@ -78,7 +80,9 @@ async fn buy(
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or_else(|| ApiError::new(401, "unauthorized", "bearer token required"))?
             .to_owned();
-        let user = auth::verify_jwt(&bearer, secret.as_bytes(), clock::now_ms() / 1000)?.sub;
+        let user = auth::verify_jwt(&bearer, secret.as_bytes(), clock::now_ms() / 1000)
+            .map_err(domain)?
+            .sub;
         let body = req
             .into_body()
             .collect()
@@ -99,6 +103,7 @@ async fn buy(
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?
+        .map_err(domain)
     }
     .await;
     match result {

@@ -4,7 +4,9 @@
 use serde::Serialize;
 use spin_sdk::{pg4, redis};
 
-use crate::{clock, config};
+use seckill_shared::clock;
+
+use crate::config;
 
 /// One dependency's state.
 #[derive(Debug, Serialize)]
@@ -79,7 +81,7 @@ pub fn check() -> Health {
     let redis = probe(|| {
         let urls = config::get(config::REDIS_URL).map_err(|e| e.message)?;
         // Errors name a node by its place in the list: URLs may carry passwords.
-        for (i, url) in crate::nodes::parse(&urls).into_iter().enumerate() {
+        for (i, url) in seckill_shared::nodes::parse(&urls).into_iter().enumerate() {
             let conn = redis::Connection::open(url).map_err(|e| format!("node {i}: open: {e}"))?;
             match conn
                 .execute("PING", &[])

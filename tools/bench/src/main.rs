@@ -14,9 +14,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use load::{Call, Report, closed_loop, once, open_loop};
+use seckill_native::NativeStore;
 use seckill_shared::event::{EventConfig, EventId};
 use seckill_shared::{admin, auth, sale};
-use seckill_tests::{NativeStore, PgServer, RedisServer, free_port, jwt_for, repo_root};
+use seckill_tests::{PgServer, RedisServer, free_port, jwt_for, repo_root};
 use serde_json::json;
 
 /// seckill's benchmarks and the simulated sale.

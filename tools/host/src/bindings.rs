@@ -3,7 +3,7 @@
 /// The Spin 3.6 interfaces our guests import: Redis, variables, Postgres.
 pub mod spin {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "seckill:host/spin-imports",
         imports: { default: async },
         with: {
@@ -16,7 +16,7 @@ pub mod spin {
 /// The world of spin-trigger-cron: a component that exports `handle-cron-event`.
 pub mod cron {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "fermyon:spin-cron/spin-cron",
         exports: { default: async },
     });

@@ -5,9 +5,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 
-use crate::event::EventId;
-use crate::nodes::{self, Nodes};
-use crate::{ApiError, auth, clock, config};
+use seckill_shared::event::EventId;
+use seckill_shared::nodes::{self, Nodes};
+use seckill_shared::{auth, clock};
+
+use crate::config;
+use crate::error::ApiError;
+use crate::redis::SpinRedis;
 
 /// Bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -121,7 +125,7 @@ pub fn path_param<'a>(req: &'a Request, name: &str) -> Result<&'a str, ApiError>
 
 /// The `:event_id` of the route, validated.
 pub fn event_id(req: &Request) -> Result<EventId, ApiError> {
-    EventId::parse(path_param(req, "event_id")?)
+    Ok(EventId::parse(path_param(req, "event_id")?)?)
 }
 
 /// The bearer token of the `Authorization` header (the scheme name is case-insensitive).
@@ -141,7 +145,10 @@ pub fn buyer(req: &Request) -> Result<String, ApiError> {
 
 /// Checks the operator's bearer secret.
 pub fn operator(req: &Request) -> Result<(), ApiError> {
-    auth::check_admin(bearer(req), &config::get(config::ADMIN_TOKEN)?)
+    Ok(auth::check_admin(
+        bearer(req),
+        &config::get(config::ADMIN_TOKEN)?,
+    )?)
 }
 
 /// The client's IP address (Spin's `spin-client-addr`, without the port).
@@ -167,9 +174,9 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
 }
 
-/// A connection to the Redis node that holds `event` (see [`crate::nodes`]): one variable
+/// A connection to the Redis node that holds `event` (see [`seckill_shared::nodes`]): one variable
 /// read and one `open`, however many nodes there are.
-pub fn redis_for(event: &EventId) -> Result<spin_sdk::redis::Connection, ApiError> {
+pub fn redis_for(event: &EventId) -> Result<SpinRedis, ApiError> {
     let urls = config::get(config::REDIS_URL)?;
     let urls = nodes::parse(&urls);
     let url = urls
@@ -179,14 +186,15 @@ pub fn redis_for(event: &EventId) -> Result<spin_sdk::redis::Connection, ApiErro
 }
 
 /// A connection to every Redis node, for the jobs that walk all events.
-pub fn redis_nodes() -> Result<Nodes<spin_sdk::redis::Connection>, ApiError> {
-    Ok(Nodes::open(&config::get(config::REDIS_URL)?, |url| {
-        spin_sdk::redis::Connection::open(url)
-    }))
+pub fn redis_nodes() -> Result<Nodes<SpinRedis>, ApiError> {
+    Ok(Nodes::open(
+        &config::get(config::REDIS_URL)?,
+        SpinRedis::open,
+    ))
 }
 
-fn open_redis(url: &str) -> Result<spin_sdk::redis::Connection, ApiError> {
-    spin_sdk::redis::Connection::open(url).map_err(|e| {
+fn open_redis(url: &str) -> Result<SpinRedis, ApiError> {
+    SpinRedis::open(url).map_err(|e| {
         ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
     })
 }

@@ -1,0 +1,141 @@
+//! Native adapters of the domain's two ports, so the domain runs outside WASM exactly as the
+//! guests run it: [`NativeStore`] (redis-rs, single node or cluster) and [`NativePg`] (the
+//! `postgres` crate, blocking, like Spin's interface).
+
+use std::sync::Mutex;
+
+use seckill_shared::scripts::Script;
+use seckill_shared::sql::{Cell, DbError, Param, Rows, Sql};
+use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
+
+/// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
+/// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.
+pub struct NativeStore<C>(pub Mutex<C>);
+
+impl<C: redis::ConnectionLike> NativeStore<C> {
+    /// Wraps a connection.
+    pub fn new(conn: C) -> Self {
+        NativeStore(Mutex::new(conn))
+    }
+}
+
+fn to_reply(v: redis::Value, out: &mut Vec<Reply>) {
+    match v {
+        redis::Value::Nil => out.push(Reply::Nil),
+        redis::Value::Int(i) => out.push(Reply::Int(i)),
+        redis::Value::BulkString(b) => out.push(Reply::Bytes(b)),
+        redis::Value::SimpleString(s) => out.push(Reply::Status(s)),
+        redis::Value::Okay => out.push(Reply::Status("OK".into())),
+        redis::Value::Array(items) => items.into_iter().for_each(|i| to_reply(i, out)),
+        other => out.push(Reply::Status(format!("{other:?}"))),
+    }
+}
+
+impl<C: redis::ConnectionLike> Store for NativeStore<C> {
+    fn run(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Replies, StoreError> {
+        let mut conn = self.0.lock().unwrap();
+        let build = |first: &str| {
+            let mut cmd = redis::cmd(if first == script.sha {
+                "EVALSHA"
+            } else {
+                "EVAL"
+            });
+            cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
+            cmd
+        };
+        let value = match build(script.sha).query::<redis::Value>(&mut *conn) {
+            Err(e) if is_noscript(&e.to_string()) => build(script.source).query(&mut *conn),
+            other => other,
+        }
+        .map_err(|e| {
+            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                StoreError::unreachable(e.to_string())
+            } else {
+                StoreError::from_message(e.to_string())
+            }
+        })?;
+        let mut out = Vec::new();
+        to_reply(value, &mut out);
+        Ok(Replies(out))
+    }
+}
+
+/// The orders database over the `postgres` crate. Blocking: call it outside an async runtime
+/// (or from `spawn_blocking`).
+pub struct NativePg(Mutex<postgres::Client>);
+
+impl NativePg {
+    /// Connects to `url` (a `postgres://` URL; no TLS: tests and tools on loopback).
+    pub fn connect(url: &str) -> Result<Self, DbError> {
+        let client = postgres::Client::connect(url, postgres::NoTls).map_err(db_error)?;
+        Ok(NativePg(Mutex::new(client)))
+    }
+}
+
+/// An error of the `postgres` crate, sorted like the Spin adapter sorts Spin's.
+fn db_error(e: postgres::Error) -> DbError {
+    DbError {
+        connection: e.is_closed()
+            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()),
+        message: e.to_string(),
+    }
+}
+
+fn params(params: &[Param]) -> Vec<Box<dyn postgres::types::ToSql + Sync>> {
+    params
+        .iter()
+        .map(|p| -> Box<dyn postgres::types::ToSql + Sync> {
+            match p {
+                Param::Int64(v) => Box::new(*v),
+                Param::Str(v) => Box::new(v.clone()),
+                Param::ArrayStr(v) => Box::new(v.clone()),
+                Param::ArrayInt64(v) => Box::new(v.clone()),
+            }
+        })
+        .collect()
+}
+
+fn cell(row: &postgres::Row, i: usize) -> Cell {
+    use postgres::types::Type;
+    let ty = row.columns()[i].type_().clone();
+    let read = |r: Result<Option<Cell>, postgres::Error>| r.ok().flatten().unwrap_or(Cell::Null);
+    match ty {
+        Type::INT8 => read(row.try_get::<_, Option<i64>>(i).map(|v| v.map(Cell::Int64))),
+        Type::INT4 => read(row.try_get::<_, Option<i32>>(i).map(|v| v.map(Cell::Int32))),
+        Type::TEXT | Type::VARCHAR => read(
+            row.try_get::<_, Option<String>>(i)
+                .map(|v| v.map(Cell::Str)),
+        ),
+        Type::BOOL => read(row.try_get::<_, Option<bool>>(i).map(|v| v.map(Cell::Bool))),
+        _ => Cell::Other,
+    }
+}
+
+impl Sql for NativePg {
+    fn execute(&self, statement: &str, p: &[Param]) -> Result<u64, DbError> {
+        let owned = params(p);
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            owned.iter().map(|b| b.as_ref()).collect();
+        let mut client = self.0.lock().expect("no panic holds the client");
+        client.execute(statement, &refs).map_err(db_error)
+    }
+
+    fn query(&self, statement: &str, p: &[Param]) -> Result<Rows, DbError> {
+        let owned = params(p);
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            owned.iter().map(|b| b.as_ref()).collect();
+        let mut client = self.0.lock().expect("no panic holds the client");
+        let rows = client.query(statement, &refs).map_err(db_error)?;
+        Ok(Rows {
+            rows: rows
+                .iter()
+                .map(|row| (0..row.len()).map(|i| cell(row, i)).collect())
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,12 @@
+//! The Spin edge of seckill: everything that knows Spin, so the domain (`seckill-shared`)
+//! does not. A function parses its request here ([`http`]), calls one domain operation over
+//! the adapters here ([`redis::SpinRedis`], [`postgres::SpinPg`]), and renders the outcome
+//! here ([`error::ApiError`], with the one table from domain code to HTTP status); [`config`]
+//! reads the Spin variables, [`health`] probes both dependencies.
+
+pub mod config;
+pub mod error;
+pub mod health;
+pub mod http;
+pub mod postgres;
+pub mod redis;

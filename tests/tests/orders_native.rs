@@ -1,0 +1,179 @@
+//! The order pipeline without WASM: drain, pay, timeout release and reconcile straight from the
+//! domain (`seckill-shared`) over the native adapters (`seckill-native`), against a real Redis
+//! and a real PostgreSQL. Fast checks of the hardest logic; the end-to-end versions through the
+//! host and the `.wasm` files are in `orders.rs`.
+
+use anyhow::{Context, Result};
+use seckill_native::{NativePg, NativeStore};
+use seckill_shared::event::{EventConfig, EventId};
+use seckill_shared::nodes::Nodes;
+use seckill_shared::orders::{self, DrainOptions};
+use seckill_shared::{admin, auth, clock, sale};
+use seckill_tests::{PgServer, RedisServer};
+use serde_json::json;
+
+/// The admission key of these tests.
+const SECRET: &[u8] = b"native-admission-secret";
+
+/// A Redis and a migrated Postgres.
+fn servers() -> Result<(RedisServer, PgServer)> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(pg.migrate())?;
+    Ok((redis, pg))
+}
+
+/// Opens `event` with `stock` units (paying takes `payment_timeout_s`) and sells to `users`
+/// buyers through the real scripts; returns the accepted (user, order id) pairs.
+fn sell(
+    store: &NativeStore<redis::Connection>,
+    event: &EventId,
+    stock: u64,
+    users: usize,
+    payment_timeout_s: u32,
+) -> Result<Vec<(String, String)>> {
+    let now = clock::now_ms();
+    let config: EventConfig = serde_json::from_value(json!({
+        "sku": "native", "stock": stock, "shards": 4, "start_ms": now - 1_000,
+        "end_ms": now + 3_600_000, "user_rate": 0, "payment_timeout_s": payment_timeout_s,
+    }))?;
+    admin::upsert_event(store, event, &config)?;
+    admin::warm_up(store, event)?;
+    let mut accepted = Vec::new();
+    for i in 0..users {
+        let user = format!("{}-u{i}", event.as_str());
+        let admission = auth::admission_token(SECRET, event.as_str(), &user);
+        let Ok(token) = sale::precheck(store, event, &user, "127.0.0.1", &admission, SECRET) else {
+            continue; // sold out
+        };
+        if let Ok(bought) = sale::buy(store, event, &user, &token.purchase_token, clock::now_ms()) {
+            accepted.push((user, bought.order_id));
+        }
+    }
+    Ok(accepted)
+}
+
+/// The drain's tuning for these tests.
+fn drain_options() -> DrainOptions {
+    DrainOptions {
+        owner: "native-test".into(),
+        batch: 7,
+        max_batches: 100,
+        lease_ms: 5_000,
+        reclaim_idle_ms: 1_000,
+        max_deliveries: 3,
+        fault: None,
+    }
+}
+
+/// Counts the event's orders in Postgres with `status`.
+fn count(pg: &PgServer, event: &EventId, status: &str) -> Result<i64> {
+    let mut client = postgres::Client::connect(&pg.url(), postgres::NoTls)?;
+    Ok(client
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = $1 AND status = $2",
+            &[&event.as_str(), &status],
+        )?
+        .get(0))
+}
+
+#[test]
+fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
+    let (redis, pg) = servers()?;
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let nodes = Nodes::open(&redis.url(), |url| {
+        redis::Client::open(url)?
+            .get_connection()
+            .map(NativeStore::new)
+    });
+    let db = NativePg::connect(&pg.url())?;
+    let event = EventId::parse("native")?;
+    let accepted = sell(&store, &event, 30, 40, 60)?;
+    assert_eq!(accepted.len(), 30, "exactly the stock is sold");
+
+    // The drain lands every order once, in batches of 7; a second run finds nothing.
+    let report = orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    assert_eq!((report.inserted, report.confirmed), (30, 30), "{report:?}");
+    let again = orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    assert_eq!((again.inserted, again.confirmed), (0, 0), "{again:?}");
+
+    // Ten pay, twice each: the second answer is the same, nothing moves twice.
+    let now = clock::now_ms();
+    for (user, order) in &accepted[..10] {
+        for _ in 0..2 {
+            let paid = orders::pay(&store, &db, &event, user, order, now)?;
+            assert_eq!(paid.status, "paid");
+        }
+    }
+
+    // Past the deadline the other twenty expire and their units go back, exactly once.
+    let later = now + 61_000;
+    let released = orders::release_expired(&nodes, &db, later, 1_000)?;
+    assert_eq!(
+        (released.expired, released.released),
+        (20, 20),
+        "{released:?}"
+    );
+    let again = orders::release_expired(&nodes, &db, later, 1_000)?;
+    assert_eq!((again.expired, again.released), (0, 0), "{again:?}");
+    let (user, order) = &accepted[20];
+    let late = orders::pay(&store, &db, &event, user, order, later).err();
+    assert_eq!(late.map(|e| e.code()), Some("order_expired"));
+
+    assert_eq!(
+        (count(&pg, &event, "paid")?, count(&pg, &event, "expired")?),
+        (10, 20)
+    );
+    let status = admin::status(&store, &event)?;
+    assert_eq!(
+        status.stock_left, 20,
+        "the expired units are for sale again"
+    );
+    let books = orders::reconcile(&store, &db, &event, true)?;
+    assert_eq!((books.drift, books.ledger_drift), (0, Some(0)), "{books:?}");
+    Ok(())
+}
+
+#[test]
+fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
+    let (redis, pg) = servers()?;
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let nodes = Nodes::open(&redis.url(), |url| {
+        redis::Client::open(url)?
+            .get_connection()
+            .map(NativeStore::new)
+    });
+    let db = NativePg::connect(&pg.url())?;
+    let event = EventId::parse("deadline")?;
+    let accepted = sell(&store, &event, 10, 10, 1)?;
+    orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    let mut client = postgres::Client::connect(&pg.url(), postgres::NoTls)?;
+    let deadline: i64 = client
+        .query_one(
+            "SELECT max(pay_deadline_ms) FROM orders WHERE event_id = $1",
+            &[&event.as_str()],
+        )?
+        .get(0);
+    // Half pay a millisecond before their deadline, then the release runs a millisecond after
+    // every deadline, then the other half try to pay: each order ends paid xor expired.
+    let at = u64::try_from(deadline).context("a deadline")?;
+    for (user, order) in &accepted[..5] {
+        orders::pay(&store, &db, &event, user, order, at - 1_001)?;
+    }
+    let released = orders::release_expired(&nodes, &db, at + 1, 1_000)?;
+    assert_eq!(released.expired, 5, "{released:?}");
+    for (user, order) in &accepted[5..] {
+        let refused = orders::pay(&store, &db, &event, user, order, at - 1_001).err();
+        assert_eq!(refused.map(|e| e.code()), Some("order_expired"));
+    }
+    assert_eq!(
+        (count(&pg, &event, "paid")?, count(&pg, &event, "expired")?),
+        (5, 5)
+    );
+    let books = orders::reconcile(&store, &db, &event, true)?;
+    assert_eq!(books.drift, 0, "{books:?}");
+    assert_eq!(admin::status(&store, &event)?.stock_left, 5);
+    Ok(())
+}
