@@ -25,7 +25,7 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
   log "adding the wasm32-wasip2 target"
   if ! timeout 300 rustup target add wasm32-wasip2 >/dev/null 2>&1; then
     log "rustup cannot download the target here: building it from Debian packages instead"
-    bash "$ROOT/scripts/wasm-toolchain.sh" --route debian --no-verify
+    bash "$ROOT/scripts/wasm-toolchain.sh" --no-verify
   fi
 fi
 

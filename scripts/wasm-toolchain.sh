@@ -1,71 +1,39 @@
 #!/usr/bin/env bash
-# Vendored into seckill from the team's tested toolchain recipe; scripts/setup.sh calls it with
-# --route auto (rustup when it can download, Debian packages + crate registry when not).
-# setup-wasm-toolchain.sh -- idempotent setup of a Rust toolchain that builds
-# WebAssembly *components* (target wasm32-wasip2) for Spin (spin-sdk needs a
-# recent rustc), on Debian 12 (bookworm) x86_64.
+# The route scripts/setup.sh takes when `rustup target add wasm32-wasip2` cannot download: a
+# Rust toolchain that builds WebAssembly components (wasm32-wasip2) from Debian packages and the
+# crate registry only, on Debian 12 (bookworm) x86_64. Vendored from the team's tested recipe and
+# cut to this one route (setup.sh does the rustup route itself).
 #
-# Two routes, chosen automatically (or forced with --route):
+#   rustc-web, cargo-web, rust-web-src (bookworm-security); lld-<N> (N = rustc-web's LLVM) for
+#   wasm-ld; wasi-libc from *trixie* (arch: all .deb, only unpacked into $PREFIX, dpkg is not
+#   touched): bookworm's wasi-libc (2022, p1 only) links, but std::fs fails with ENOTCAPABLE on
+#   wasm32-wasip2. std/core/alloc for the target are compiled once from rust-web-src with
+#   `cargo -Zbuild-std` (RUSTC_BOOTSTRAP=1, only here) into a private sysroot laid out like a
+#   rustup toolchain; wasm-component-ld is copied from the local rustup toolchain if it has one,
+#   else `cargo install`ed from the crate registry. Project builds then need no -Z flags.
 #
-#   rustup  `rustup target add wasm32-wasip2` on the rustup toolchain "stable"
-#           (needs rustup's download server).  rustup's rustc component already
-#           ships wasm-component-ld + rust-lld, so nothing else is needed.
+# The result: $PREFIX/toolchain (bin/cargo, bin/rustc, lib/rustlib/...), rustup toolchain
+# "$NAME" linked to it when rustup exists, and $PREFIX/bin/cargo-wasm, a wrapper that works with
+# or without rustup (scripts/lib.sh uses it):
+#   cargo-wasm build --target wasm32-wasip2 --release -p <crate>
 #
-#   debian  No rustup downloads.  Uses only Debian packages + the crate registry:
-#             rustc-web, cargo-web, rust-web-src  (1.96, bookworm-security)
-#             lld-<N> (N = LLVM major of rustc-web, 22 today) -> wasm-ld
-#             wasi-libc 0.0~git20241209 from *trixie* (arch: all .deb, only
-#               unpacked into $PREFIX, dpkg is not touched): it has a
-#               wasm32-wasip2 build.  bookworm's wasi-libc (2022, p1 only)
-#               links, but std::fs fails with ENOTCAPABLE on wasm32-wasip2
-#               and std::net does not link; it is only a last-resort fallback.
-#           std/core/alloc/... for the wasm target(s) are compiled ONCE from
-#           rust-web-src with `cargo -Zbuild-std` (RUSTC_BOOTSTRAP=1, only
-#           here) into a private sysroot laid out exactly like a rustup
-#           toolchain.  The linker wasm-component-ld is copied from the local
-#           rustup stable toolchain if it has one (no download), else
-#           `cargo install`ed from the crate registry (0.5.22 = what rustc 1.96 bundles).
-#           Afterwards project builds need no -Z flags, no RUSTC_BOOTSTRAP
-#           and no RUSTFLAGS.
-#
-# Either way the result is
-#   $PREFIX/toolchain            a complete toolchain dir (bin/cargo, bin/rustc,
-#                                lib/rustlib/...), a symlink to the active route
-#   rustup toolchain "$NAME"     (default "wasm") linked to $PREFIX/toolchain
-#   $PREFIX/bin/cargo-wasm       wrapper that works with or without rustup
-# so that any of these build a Spin component:
-#   cargo +wasm build --target wasm32-wasip2 --release -p <crate>
-#   cargo wasm  build --target wasm32-wasip2 --release -p <crate>   (cargo-wasm on PATH)
-#   RUSTUP_TOOLCHAIN=wasm cargo build --target wasm32-wasip2 --release -p <crate>
-# The default rustup toolchain (stable) is left alone for native builds.
-#
-# Usage:
-#   setup-wasm-toolchain.sh [--route auto|rustup|debian] [--with-wasm-tools]
-#                           [--with-wasmtime] [--no-verify] [--force-std]
+# Usage: wasm-toolchain.sh [--no-verify]   (verify builds and, with wasmtime, runs a probe)
 # Environment (all optional):
 #   WASM_TOOLCHAIN_PREFIX   install prefix              (default /opt/wasm-toolchain)
 #   WASM_TOOLCHAIN_NAME     rustup toolchain name       (default wasm)
-#   WASM_TOOLCHAIN_ROUTE    auto|rustup|debian          (default auto)
-#   WASM_TARGETS            space separated targets     (default "wasm32-wasip2";
-#                           "wasm32-wasip2 wasm32-wasip1" also works)
-#   WASM_RUSTUP_TOOLCHAIN   rustup toolchain to extend  (default stable)
-#   WASM_TOOLCHAIN_BINDIR   where to symlink cargo-wasm/wasm-tools/wasmtime
-#                           (default /usr/local/bin when root, "" = don't)
-#   RUSTUP_TIMEOUT          seconds allowed for each rustup download (default 300)
-#   WASM_COMPONENT_LD_FROM  auto|rustup|cargo  where the debian route gets
-#                           wasm-component-ld (default auto: rustup's bundled
-#                           copy if present, else cargo install)
-#   WASI_LIBC_SOURCE        trixie|bookworm (default trixie, see above)
-#   WASM_COMPONENT_LD_VERSION / WASM_TOOLS_VERSION / WASMTIME_VERSION  pins
+#   WASM_TARGETS            space separated targets     (default "wasm32-wasip2")
+#   WASM_RUSTUP_TOOLCHAIN   rustup toolchain whose wasm-component-ld is copied (default stable)
+#   WASM_TOOLCHAIN_BINDIR   where to symlink cargo-wasm (default /usr/local/bin when root)
+#   WASM_COMPONENT_LD_FROM  auto|rustup|cargo           (default auto: rustup's copy if present)
+#   WASI_LIBC_SOURCE        trixie|bookworm             (default trixie, see above)
+#   WASM_COMPONENT_LD_VERSION                           (pin for the crate-registry route)
 set -euo pipefail
 
 # ----------------------------------------------------------------- settings --
 PREFIX=${WASM_TOOLCHAIN_PREFIX:-/opt/wasm-toolchain}
 NAME=${WASM_TOOLCHAIN_NAME:-wasm}
-ROUTE=${WASM_TOOLCHAIN_ROUTE:-auto}
 TARGETS=${WASM_TARGETS:-wasm32-wasip2}
 RUSTUP_BASE=${WASM_RUSTUP_TOOLCHAIN:-stable}
-RUSTUP_TIMEOUT=${RUSTUP_TIMEOUT:-300}
 MIN_RUST=1.94.0
 WCLD_VERSION=${WASM_COMPONENT_LD_VERSION:-0.5.22}   # = the one rustc 1.96 bundles (WASI 0.2.6 adapter)
 WCLD_FROM=${WASM_COMPONENT_LD_FROM:-auto}
@@ -80,26 +48,18 @@ apt_mirror() {
 DEBIAN_MIRROR=${WASM_DEBIAN_MIRROR:-$(apt_mirror)}
 WASI_LIBC_DEB=${WASI_LIBC_DEB:-pool/main/w/wasi-libc/wasi-libc_0.0~git20241209.574b88d-2_all.deb}
 WASI_LIBC_SHA256=${WASI_LIBC_SHA256:-b7716260051d289248b7667f81fa2792c125d888ff51da3fa09c6272cc0bd11d}
-WASM_TOOLS_VERSION=${WASM_TOOLS_VERSION:-1.263.0}
-WASMTIME_VERSION=${WASMTIME_VERSION:-48.0.8}   # newest that builds with rustc 1.95/1.96
 STD_RECIPE_REV=1        # bump to force a std rebuild when the recipe below changes
 if [ "$(id -u)" = 0 ]; then BINDIR=${WASM_TOOLCHAIN_BINDIR-/usr/local/bin}; else BINDIR=${WASM_TOOLCHAIN_BINDIR-}; fi
 
-WITH_WASM_TOOLS=0 WITH_WASMTIME=0 VERIFY=1 FORCE_STD=0
+VERIFY=1 FORCE_STD=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --route) ROUTE=$2; shift ;;
-    --route=*) ROUTE=${1#*=} ;;
-    --with-wasm-tools) WITH_WASM_TOOLS=1 ;;
-    --with-wasmtime) WITH_WASMTIME=1 ;;
     --no-verify) VERIFY=0 ;;
-    --force-std) FORCE_STD=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
 done
-case "$ROUTE" in auto|rustup|debian) ;; *) echo "bad --route $ROUTE" >&2; exit 2 ;; esac
 
 log() { printf '[setup-wasm-toolchain] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -116,38 +76,6 @@ TC="$PREFIX/toolchain"
 point_toolchain() {
   if [ -e "$TC" ] && [ ! -L "$TC" ]; then die "$TC exists and is not a symlink; remove it"; fi
   if [ "$(readlink "$TC" 2>/dev/null || true)" != "$1" ]; then ln -sfn "$1" "$TC"; fi
-}
-
-# ------------------------------------------------------------ route: rustup --
-try_rustup() {
-  command -v rustup >/dev/null 2>&1 || { log "rustup not found"; return 1; }
-  if ! rustup run "$RUSTUP_BASE" rustc -vV >/dev/null 2>&1; then
-    log "rustup toolchain $RUSTUP_BASE missing; trying to install it"
-    timeout "$RUSTUP_TIMEOUT" rustup toolchain install "$RUSTUP_BASE" --profile minimal || return 1
-  fi
-  local rel; rel=$(rustup run "$RUSTUP_BASE" rustc -vV | sed -n 's/^release: //p')
-  if ! version_ge "$rel" "$MIN_RUST"; then
-    log "rustup $RUSTUP_BASE is rustc $rel (< $MIN_RUST); trying 'rustup update $RUSTUP_BASE'"
-    timeout "$RUSTUP_TIMEOUT" rustup update "$RUSTUP_BASE" --no-self-update || return 1
-    rel=$(rustup run "$RUSTUP_BASE" rustc -vV | sed -n 's/^release: //p')
-    version_ge "$rel" "$MIN_RUST" || return 1
-  fi
-  local t out
-  for t in $TARGETS; do
-    if rustup target list --toolchain "$RUSTUP_BASE" --installed 2>/dev/null | grep -qx "$t"; then continue; fi
-    log "rustup target add --toolchain $RUSTUP_BASE $t (timeout ${RUSTUP_TIMEOUT}s)"
-    if ! out=$(RUST_BACKTRACE=0 timeout "$RUSTUP_TIMEOUT" rustup target add --toolchain "$RUSTUP_BASE" "$t" 2>&1); then
-      printf '%s\n' "$out" | sed -n '/Stack backtrace/q; /^$/d; s/^/    rustup: /p' >&2
-      log "rustup could not download the $t standard library"
-      return 1
-    fi
-  done
-  local sysroot; sysroot=$(rustup run "$RUSTUP_BASE" rustc --print sysroot)
-  [ -x "$sysroot/lib/rustlib/$(rustup run "$RUSTUP_BASE" rustc -vV | sed -n 's/^host: //p')/bin/wasm-component-ld" ] \
-    || log "warning: $sysroot has no bundled wasm-component-ld (rustc < 1.82?)"
-  point_toolchain "$sysroot"
-  echo rustup > "$PREFIX/route"
-  log "route rustup: $TC -> $sysroot (rustc $rel)"
 }
 
 # ------------------------------------------------------------ route: debian --
@@ -514,17 +442,9 @@ EOF
 }
 
 # -------------------------------------------------------------------- main --
-log "prefix $PREFIX, toolchain name '$NAME', targets: $TARGETS, route: $ROUTE"
-case "$ROUTE" in
-  rustup) try_rustup || die "rustup route failed" ;;
-  debian) setup_debian ;;
-  auto)
-    if try_rustup; then :; else log "falling back to the Debian route"; setup_debian; fi ;;
-esac
+log "prefix $PREFIX, toolchain name '$NAME', targets: $TARGETS"
+setup_debian
 link_rustup_toolchain
-write_wrappers
-[ $WITH_WASM_TOOLS = 1 ] && tool_install wasm-tools "$WASM_TOOLS_VERSION" wasm-tools
-[ $WITH_WASMTIME = 1 ] && tool_install wasmtime-cli "$WASMTIME_VERSION" wasmtime
 write_wrappers
 [ $VERIFY = 1 ] && verify
 log "done (route: $(cat "$PREFIX/route")). Build a component with:"

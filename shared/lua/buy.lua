@@ -1,8 +1,7 @@
 -- buy: the whole purchase as one atomic step, so "accepted" and "enqueued" can never disagree.
 -- KEYS: 1 cfg, 2 purchase token of this user, 3 bought (hash user→order), 4 non-empty shards (set),
 --       5 order queue (stream), 6 order sequence (counter), 7 the event's buy bucket,
---       8 drained counter, 9 stock (hash shard→units), 10 order status (hash order→status),
---       11 order shard (hash order→shard), 12 order sequence number (hash order→seq)
+--       8 drained counter, 9 stock (hash shard→units), 10 orders (hash order→status|shard|seq)
 -- ARGV: 1 user, 2 purchase token, 3 hash of event+user (home shard = hash % shards),
 --       4 new order id
 -- Reply: {OK, seq, shard, drained} | {BAD_TOKEN} | {ALREADY, order} | {LIMITED} | {SOLD_OUT} | closed codes
@@ -42,9 +41,7 @@ end
 local seq = redis.call('INCR', KEYS[6])
 local id = ARGV[4]
 redis.call('HSET', KEYS[3], ARGV[1], id)
-redis.call('HSET', KEYS[10], id, 'queued')
-redis.call('HSET', KEYS[11], id, shard)
-redis.call('HSET', KEYS[12], id, seq)
+redis.call('HSET', KEYS[10], id, 'queued|' .. shard .. '|' .. seq)
 redis.call('XADD', KEYS[5], '*', 'order', id, 'user', ARGV[1], 'shard', shard, 'seq', seq,
   'created_ms', now)
 redis.call('DEL', KEYS[2])

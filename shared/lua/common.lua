@@ -63,14 +63,28 @@ local function trim_acknowledged(queue)
   if keep_from then redis.call('XTRIM', queue, 'MINID', keep_from) end
 end
 
+-- An order's state, one field of the event's orders hash: "status|shard|seq" (one HSET per buy).
+local function order_get(orders, id)
+  local v = redis.call('HGET', orders, id)
+  if not v then return nil end
+  local status, shard, seq = string.match(v, '^(%a+)|(%d+)|(%d+)$')
+  return {status = status, shard = shard, seq = seq}
+end
+
+-- Moves an order (read with order_get) to `status`, keeping its shard and place.
+local function order_set_status(orders, id, o, status)
+  redis.call('HSET', orders, id, status .. '|' .. o.shard .. '|' .. o.seq)
+end
+
 -- Dead letters that are accepted orders (still `queued`): units sold that will never reach
 -- Postgres by themselves. Entries that never were orders do not count. Reads at most 10,000.
-local function dead_orders(dead, order_status)
+local function dead_orders(dead, orders)
   local n = 0
   for _, e in ipairs(redis.call('XRANGE', dead, '-', '+', 'COUNT', 10000)) do
     local f = e[2]
     for i = 1, #f, 2 do
-      if f[i] == 'order' and redis.call('HGET', order_status, f[i + 1]) == 'queued' then
+      local o = f[i] == 'order' and order_get(orders, f[i + 1])
+      if o and o.status == 'queued' then
         n = n + 1
       end
     end

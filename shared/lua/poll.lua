@@ -1,6 +1,5 @@
 -- poll: a user's result, from Redis only. Read-only.
--- KEYS: 1 cfg, 2 bought (hash user→order), 3 drained counter, 4 order status (hash),
---       5 order sequence number (hash)
+-- KEYS: 1 cfg, 2 bought (hash user→order), 3 drained counter, 4 orders (hash)
 -- ARGV: 1 user
 -- Reply: {OK, order, status, seq, drained, drain_rate} | {NONE, soldout} | {NOT_FOUND}
 local order = redis.call('HGET', KEYS[2], ARGV[1])
@@ -9,8 +8,8 @@ if not order then
   if not cfg.start_ms then return {NOT_FOUND} end
   return {NONE, cfg.soldout == '1' and 1 or 0}
 end
-local status = redis.call('HGET', KEYS[4], order) or 'queued'
-local seq = tonumber(redis.call('HGET', KEYS[5], order) or '0')
+local o = order_get(KEYS[4], order) or {status = 'queued', seq = '0'}
+local status, seq = o.status, tonumber(o.seq)
 local drained = tonumber(redis.call('GET', KEYS[3]) or '0')
 local rate = tonumber(redis.call('HGET', KEYS[1], 'drain_rate') or '0')
 return {OK, order, status, seq, drained, rate}

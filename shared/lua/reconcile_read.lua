@@ -1,6 +1,6 @@
 -- reconcile: the Redis side of an event's books. Read-only.
 -- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 dead letters, 6 stock (hash),
---       7 order status (hash)
+--       7 orders (hash)
 -- ARGV: none
 -- Reply: {OK, initial stock, remaining in shards, accepted, drained, stream length, dead letters,
 --         dead orders} | {NOT_FOUND}

@@ -3,23 +3,22 @@
 -- Order states form a small machine: queued → confirmed → paid | expired, and queued → paid |
 -- expired (drained but not yet confirmed). `paid` and `expired` are final: nothing replaces them,
 -- so a late or replayed `expired` can never put a paid unit back on sale.
--- KEYS: 1 cfg, 2 non-empty shards, 3 drained counter, 4 stock (hash), 5 order status (hash),
---       6 order shard (hash)
+-- KEYS: 1 cfg, 2 non-empty shards, 3 drained counter, 4 stock (hash), 5 orders (hash)
 -- ARGV: 1 status (paid | expired), then order ids
 -- Reply: {OK, units released}
 local released = 0
 for i = 2, #ARGV do
   local id = ARGV[i]
-  local status = redis.call('HGET', KEYS[5], id)
+  local o = order_get(KEYS[5], id)
+  local status = o and o.status
   if status == 'queued' or status == 'confirmed' then
     -- Still `queued` means the drain committed it to Postgres (pay and release only see rows
     -- there) but died before confirming: count it as drained now, exactly once.
     if status == 'queued' then redis.call('INCR', KEYS[3]) end
-    redis.call('HSET', KEYS[5], id, ARGV[1])
+    order_set_status(KEYS[5], id, o, ARGV[1])
     if ARGV[1] == 'expired' then
-      local shard = redis.call('HGET', KEYS[6], id)
-      redis.call('HINCRBY', KEYS[4], shard, 1)
-      redis.call('SADD', KEYS[2], shard)
+      redis.call('HINCRBY', KEYS[4], o.shard, 1)
+      redis.call('SADD', KEYS[2], o.shard)
       redis.call('HSET', KEYS[1], 'soldout', '0')
       released = released + 1
     end

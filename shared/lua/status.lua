@@ -2,7 +2,7 @@
 -- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, dead letters,
 --  dead orders, stream length, admitted, registrants}
 -- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 admitted, 6 registrants,
---       7 dead letters, 8 stock (hash), 9 order status (hash)
+--       7 dead letters, 8 stock (hash), 9 orders (hash)
 -- ARGV: none
 local cfg = redis.call('HGETALL', KEYS[1])
 if #cfg == 0 then return {NOT_FOUND} end

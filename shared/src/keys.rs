@@ -12,8 +12,7 @@
 //! | `{sk:E}:deny:users` / `:deny:addrs` | set | deny lists |
 //! | `{sk:E}:ptok:<user>` | string, TTL | the user's one-time purchase token |
 //! | `{sk:E}:bought` | hash | user → order id (one per user) |
-//! | `{sk:E}:orders:status` | hash | order id → `queued`, `confirmed`, `paid`, `expired` |
-//! | `{sk:E}:orders:shard` / `:orders:seq` | hash | order id → its shard / its place in the sale |
+//! | `{sk:E}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
 //! | `{sk:E}:queue` | stream | order intents for the drain |
 //! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
 //! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
@@ -79,17 +78,10 @@ impl EventKeys {
     pub fn bought(&self) -> String {
         self.key("bought")
     }
-    /// Each order's status (hash: order id → status).
-    pub fn order_status(&self) -> String {
-        self.key("orders:status")
-    }
-    /// Each order's shard (hash: order id → shard index).
-    pub fn order_shard(&self) -> String {
-        self.key("orders:shard")
-    }
-    /// Each order's sequence number (hash: order id → seq).
-    pub fn order_seq(&self) -> String {
-        self.key("orders:seq")
+    /// Every order's state (hash: order id → `status|shard|seq`, one field so a buy writes it
+    /// in one command).
+    pub fn orders(&self) -> String {
+        self.key("orders")
     }
     /// Order intents waiting for the drain.
     pub fn queue(&self) -> String {
@@ -143,7 +135,7 @@ mod tests {
             k.cfg(),
             k.stock(),
             k.purchase_token("u"),
-            k.order_status(),
+            k.orders(),
             k.queue(),
             k.buy_bucket(),
         ] {

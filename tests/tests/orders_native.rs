@@ -25,6 +25,27 @@ fn servers() -> Result<(RedisServer, PgServer)> {
     Ok((redis, pg))
 }
 
+/// A store, the node list the jobs walk (one node), and the orders database.
+type Native = (
+    NativeStore<redis::Connection>,
+    Nodes<NativeStore<redis::Connection>>,
+    NativePg,
+);
+
+/// Connects the domain's two ports to the servers.
+fn connect(redis: &RedisServer, pg: &PgServer) -> Result<Native> {
+    let nodes = Nodes::open(&redis.url(), |url| {
+        redis::Client::open(url)?
+            .get_connection()
+            .map(NativeStore::new)
+    });
+    Ok((
+        NativeStore::new(redis.client().get_connection()?),
+        nodes,
+        NativePg::connect(&pg.url())?,
+    ))
+}
+
 /// Opens `event` with `stock` units (paying takes `payment_timeout_s`) and sells to `users`
 /// buyers through the real scripts; returns the accepted (user, order id) pairs.
 fn sell(
@@ -82,13 +103,7 @@ fn count(pg: &PgServer, event: &EventId, status: &str) -> Result<i64> {
 #[test]
 fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
     let (redis, pg) = servers()?;
-    let store = NativeStore::new(redis.client().get_connection()?);
-    let nodes = Nodes::open(&redis.url(), |url| {
-        redis::Client::open(url)?
-            .get_connection()
-            .map(NativeStore::new)
-    });
-    let db = NativePg::connect(&pg.url())?;
+    let (store, nodes, db) = connect(&redis, &pg)?;
     let event = EventId::parse("native")?;
     let accepted = sell(&store, &event, 30, 40, 60)?;
     assert_eq!(accepted.len(), 30, "exactly the stock is sold");
@@ -139,13 +154,7 @@ fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
 #[test]
 fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
     let (redis, pg) = servers()?;
-    let store = NativeStore::new(redis.client().get_connection()?);
-    let nodes = Nodes::open(&redis.url(), |url| {
-        redis::Client::open(url)?
-            .get_connection()
-            .map(NativeStore::new)
-    });
-    let db = NativePg::connect(&pg.url())?;
+    let (store, nodes, db) = connect(&redis, &pg)?;
     let event = EventId::parse("deadline")?;
     let accepted = sell(&store, &event, 10, 10, 1)?;
     orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;

@@ -960,6 +960,13 @@ async fn data_errors_are_500_and_an_unreachable_redis_is_503() -> Result<()> {
         .admit_and_precheck("corrupt", "victim")
         .await?
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let buy = || {
+        app.http
+            .post(format!("{}/api/events/corrupt/buy", app.base_url))
+            .bearer_auth(jwt_for("victim"))
+            .json(&json!({ "purchase_token": token }))
+            .send()
+    };
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     redis::pipe()
         .cmd("DEL")
@@ -969,13 +976,7 @@ async fn data_errors_are_500_and_an_unreachable_redis_is_503() -> Result<()> {
         .arg("not a hash")
         .query_async::<()>(&mut conn)
         .await?;
-    let resp = app
-        .http
-        .post(format!("{}/api/events/corrupt/buy", app.base_url))
-        .bearer_auth(jwt_for("victim"))
-        .json(&json!({ "purchase_token": token }))
-        .send()
-        .await?;
+    let resp = buy().await?;
     assert_eq!(resp.status(), 500);
     assert!(resp.headers().get("retry-after").is_none());
     let body: Value = resp.json().await?;
@@ -986,13 +987,7 @@ async fn data_errors_are_500_and_an_unreachable_redis_is_503() -> Result<()> {
 
     drop(conn);
     drop(redis);
-    let resp = app
-        .http
-        .post(format!("{}/api/events/corrupt/buy", app.base_url))
-        .bearer_auth(jwt_for("victim"))
-        .json(&json!({ "purchase_token": token }))
-        .send()
-        .await?;
+    let resp = buy().await?;
     assert_eq!(resp.status(), 503);
     assert_eq!(
         resp.headers().get("retry-after").map(|v| v.as_bytes()),

@@ -306,6 +306,16 @@ async fn as_user(
     app.call(method, path, Some(&jwt_for(user)), body).await
 }
 
+/// Polls `user`'s result for `event`, which must answer 200.
+async fn poll(app: &TestApp, event: &str, user: &str, what: &str) -> Result<Value> {
+    let path = format!("/api/events/{event}/orders/me");
+    expect(
+        what,
+        as_user(app, user, Method::GET, &path, None).await?,
+        &[200],
+    )
+}
+
 /// Runs a job (`drain`, `timeout-release`, `reconcile`) and returns its report.
 async fn job(app: &TestApp, name: &str) -> Result<Value> {
     let answer = app
@@ -450,24 +460,8 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
         app.buy("keys", "keys-u3", &tokens[3]).await?,
         &[410],
     )?;
-    let polled = as_user(
-        app,
-        "keys-u0",
-        Method::GET,
-        "/api/events/keys/orders/me",
-        None,
-    )
-    .await?;
-    expect("poll keys-u0", polled, &[200])?;
-    let polled = as_user(
-        app,
-        "keys-u4",
-        Method::GET,
-        "/api/events/keys/orders/me",
-        None,
-    )
-    .await?;
-    expect("poll keys-u4 (no order)", polled, &[200])?;
+    poll(app, "keys", "keys-u0", "poll keys-u0").await?;
+    poll(app, "keys", "keys-u4", "poll keys-u4 (no order)").await?;
 
     // An event whose one order is left unpaid past a 1 s payment window.
     app.open_event(
@@ -557,30 +551,14 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
     )
     .await?;
     expect("pay keys-u0", paid, &[200])?;
-    let polled = as_user(
-        app,
-        "keys-u0",
-        Method::GET,
-        "/api/events/keys/orders/me",
-        None,
-    )
-    .await?;
-    expect("poll a paid order", polled, &[200])?;
+    poll(app, "keys", "keys-u0", "poll a paid order").await?;
     tokio::time::sleep(Duration::from_millis(1_300).saturating_sub(late_bought.elapsed())).await;
     let released = job(app, "timeout-release").await?;
     ensure!(
         released["released"].as_u64() >= Some(1),
         "nothing released: {released}"
     );
-    let polled = as_user(
-        app,
-        "late-u0",
-        Method::GET,
-        "/api/events/keys-late/orders/me",
-        None,
-    )
-    .await?;
-    expect("poll an expired order", polled, &[200])?;
+    poll(app, "keys-late", "late-u0", "poll an expired order").await?;
 
     // The books: every event's state, reconcile (the dead order is drift: it names offenders).
     for event in ["keys", "keys-late", "keys-lottery"] {

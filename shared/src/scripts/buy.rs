@@ -29,9 +29,7 @@ pub fn keys(k: &EventKeys, user: &str) -> Vec<String> {
         k.buy_bucket(),
         k.drained(),
         k.stock(),
-        k.order_status(),
-        k.order_shard(),
-        k.order_seq(),
+        k.orders(),
     ]
 }
 

@@ -18,7 +18,7 @@ pub fn run(
     let mut r = call_ok(
         store,
         &DRAIN_CONFIRM,
-        &[k.queue(), k.drained(), k.drain_errors(), k.order_status()],
+        &[k.queue(), k.drained(), k.drain_errors(), k.orders()],
         &args,
     )?;
     let confirmed = r.next_u64()?;

@@ -32,13 +32,7 @@ pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Polled, Scri
     let (c, mut r) = call(
         store,
         &POLL,
-        &[
-            k.cfg(),
-            k.bought(),
-            k.drained(),
-            k.order_status(),
-            k.order_seq(),
-        ],
+        &[k.cfg(), k.bought(), k.drained(), k.orders()],
         &[user.to_owned()],
     )?;
     let polled = match c {

@@ -24,7 +24,7 @@ pub fn run(
     let mut r = call_ok(
         store,
         &RECONCILE_ORDERS,
-        &[k.bought(), k.order_status()],
+        &[k.bought(), k.orders()],
         &[cursor.to_owned(), count.to_string()],
     )?;
     let cursor = r.next_text()?;

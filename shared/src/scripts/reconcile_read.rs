@@ -35,7 +35,7 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Books, ScriptError> {
             k.queue(),
             k.dead(),
             k.stock(),
-            k.order_status(),
+            k.orders(),
         ],
         &[],
     )?;

@@ -36,14 +36,7 @@ pub fn run(
     let mut r = call_ok(
         store,
         &SET_ORDER_STATUS,
-        &[
-            k.cfg(),
-            k.nonempty(),
-            k.drained(),
-            k.stock(),
-            k.order_status(),
-            k.order_shard(),
-        ],
+        &[k.cfg(), k.nonempty(), k.drained(), k.stock(), k.orders()],
         &args,
     )?;
     let released = r.next_u64()?;

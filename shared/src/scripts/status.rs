@@ -43,7 +43,7 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
             k.registrants(),
             k.dead(),
             k.stock(),
-            k.order_status(),
+            k.orders(),
         ],
         &[],
     )?;
