@@ -21,20 +21,26 @@ if order then return {ALREADY, order} end
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {BAD_TOKEN} end
 if not take_token(KEYS[7], tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then return {LIMITED} end
 
+-- Take a unit from the home shard in one command; a shard that goes below zero was empty and is
+-- put back at once (all inside this script: nobody sees it).
 local stock = KEYS[9]
 local shard = tostring(tonumber(ARGV[3]) % tonumber(cfg.shards))
-if tonumber(redis.call('HGET', stock, shard) or '0') <= 0 then
+local left = redis.call('HINCRBY', stock, shard, -1)
+if left < 0 then
+  redis.call('HINCRBY', stock, shard, 1)
   -- Home shard empty: take another that still has stock (at most 3 looks, never blind probing).
   shard = nil
   for _, s in ipairs(redis.call('SRANDMEMBER', KEYS[4], 3)) do
-    if tonumber(redis.call('HGET', stock, s) or '0') > 0 then shard = s; break end
+    left = redis.call('HINCRBY', stock, s, -1)
+    if left >= 0 then shard = s; break end
+    redis.call('HINCRBY', stock, s, 1)
   end
   if not shard then
     if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HSET', KEYS[1], 'soldout', '1') end
     return {SOLD_OUT}
   end
 end
-if redis.call('HINCRBY', stock, shard, -1) == 0 then
+if left == 0 then
   redis.call('SREM', KEYS[4], shard)
   if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HSET', KEYS[1], 'soldout', '1') end
 end
