@@ -380,7 +380,7 @@ pub struct TestApp {
     /// A client with keep-alive.
     pub http: reqwest::Client,
     server: tokio::task::JoinHandle<()>,
-    /// Whether this is the product manifest, whose exchanges `api/openapi.yaml` describes (the
+    /// Whether this is a product manifest, whose exchanges `api/openapi.yaml` describes (the
     /// test manifests' components are not part of the API).
     records: bool,
 }
@@ -432,7 +432,7 @@ impl TestApp {
                 .pool_max_idle_per_host(64)
                 .build()?,
             server,
-            records: manifest == "spin.toml",
+            records: manifest == "spin.toml" || manifest == "spin.http.toml",
         })
     }
 

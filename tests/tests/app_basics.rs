@@ -149,3 +149,55 @@ fn no_product_component_carries_fault_injection() -> Result<()> {
     );
     Ok(())
 }
+
+/// Platforms without the cron plugin (SpinKube, Akamai Functions, Fermyon Cloud) get
+/// `spin.http.toml`: exactly what `scripts/manifests.py` makes of `spin.toml` (so the two never
+/// drift), HTTP triggers only, and it serves a whole sale whose orders the jobs route drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cron_free_manifest_is_derived_and_serves_a_sale() -> Result<()> {
+    let root = seckill_tests::repo_root();
+    let check = std::process::Command::new("python3")
+        .arg(root.join("scripts/manifests.py"))
+        .arg("--check")
+        .status()?;
+    assert!(
+        check.success(),
+        "spin.http.toml is stale: run scripts/manifests.py"
+    );
+    let manifest = std::fs::read_to_string(root.join("spin.http.toml"))?;
+    assert!(!manifest.contains("[[trigger.cron]]"));
+
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start("spin.http.toml", &app_vars(&redis, &pg)).await?;
+    let ids: Vec<&str> = app.app.component_ids().collect();
+    assert!(!ids.contains(&"drain") && ids.contains(&"jobs"), "{ids:?}");
+    app.open_event("http-only", serde_json::json!({ "stock": 3 }))
+        .await?;
+    let token = app
+        .admit_and_precheck("http-only", "carol")
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let (status, body) = app.buy("http-only", "carol", &token).await?;
+    assert_eq!(status, 202, "{body}");
+    let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(
+        (status, &report["inserted"]),
+        (200, &serde_json::json!(1)),
+        "{report}"
+    );
+    let (status, polled) = app
+        .call(
+            Method::GET,
+            "/api/events/http-only/orders/me",
+            Some(&seckill_tests::jwt_for("carol")),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        (status, &polled["state"]),
+        (200, &serde_json::json!("confirmed")),
+        "{polled}"
+    );
+    Ok(())
+}
