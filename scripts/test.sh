@@ -8,7 +8,7 @@ bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 log "building the wasm components"
 build_wasm
-packages=(-p seckill-host -p seckill-shared -p seckill-tests)
+packages=(-p seckill-host -p seckill-shared -p seckill-spin -p seckill-native -p seckill-tests)
 export SECKILL_API_RECORD="$ROOT/target/api-record"
 rm -rf "$SECKILL_API_RECORD"
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -21,8 +21,19 @@ impl SpinPg {
 /// Spin's error, sorted: a connection that failed or closed is worth a retry; anything else is
 /// the statement's (or the data's) fault.
 fn db_error(e: pg::PgError) -> DbError {
+    // Spin words a lost connection in the text of a query failure (`Error { kind: Closed, .. }`,
+    // "error communicating with the server", …): match it without regard to case.
+    const LOST: [&str; 6] = [
+        "connection",
+        "closed",
+        "communicating",
+        "refused",
+        "timed out",
+        "reset",
+    ];
     let connection = matches!(e, pg::PgError::ConnectionFailed(_))
-        || matches!(&e, pg::PgError::QueryFailed(pg::QueryError::Text(t)) if t.contains("connection") || t.contains("closed"));
+        || matches!(&e, pg::PgError::QueryFailed(pg::QueryError::Text(t))
+            if LOST.iter().any(|w| t.to_ascii_lowercase().contains(w)));
     DbError {
         connection,
         message: format!("{e:?}"),
@@ -65,5 +76,25 @@ impl Sql for SpinPg {
                 .map(|row| row.into_iter().map(cell).collect())
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_connection_is_worth_a_retry_whatever_spin_calls_it() {
+        let text = |t: &str| pg::PgError::QueryFailed(pg::QueryError::Text(t.to_owned()));
+        for lost in [
+            "Error { kind: Closed, cause: None }",
+            "error communicating with the server: Connection reset by peer (os error 104)",
+            "Connection refused (os error 111)",
+        ] {
+            assert!(db_error(text(lost)).connection, "{lost}");
+        }
+        let data =
+            text("db error: ERROR: null value in column \"sku\" violates not-null constraint");
+        assert!(!db_error(data).connection);
     }
 }
