@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up what is missing, builds every component, runs the whole suite, then
-# checks every request and response the suite exchanged against api/openapi.yaml.
+# checks every request and response the suite exchanged against api/openapi.yaml, then runs the
+# Terraform checks (skipped, saying so, where Terraform is missing).
 # The tests start their own redis-server and PostgreSQL on free loopback ports.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -18,3 +19,5 @@ else
 fi
 log "checking the recorded exchanges against api/openapi.yaml"
 python3 "$ROOT/scripts/check-openapi.py" "$SECKILL_API_RECORD"
+log "Terraform checks"
+bash "$ROOT/scripts/terraform-checks.sh"

@@ -1,0 +1,84 @@
+# Offline: the module has no provider.
+
+variables {
+  redis_endpoints   = [{ host = "redis-1.cache.example.com", port = 6379 }]
+  redis_password    = "p@ss/word"
+  postgres          = { host = "db.example.com", database = "seckill", user = "app" }
+  postgres_password = "s3cret&?"
+  jwt_secret        = "jwt-secret-jwt-secret-jwt-secret-00"
+  admission_secret  = "admission-secret-admission-secret-0"
+  admin_token       = "admin-token-admin-token-admin-token-"
+}
+
+run "one_node_over_tls" {
+  command = plan
+
+  assert {
+    condition     = output.spin_variables.redis_url == "rediss://default:p%40ss%2Fword@redis-1.cache.example.com:6379"
+    error_message = "Redis URL: rediss://, the password URL-encoded"
+  }
+  assert {
+    condition     = output.spin_variables.redis_host == "redis-1.cache.example.com:6379"
+    error_message = "redis_host is the node's host:port"
+  }
+  assert {
+    condition     = output.spin_variables.pg_url == "postgres://app:s3cret%26%3F@db.example.com:5432/seckill?sslmode=require"
+    error_message = "Postgres URL: TLS required, the password URL-encoded"
+  }
+  assert {
+    condition     = output.environment["SPIN_VARIABLE_ADMIN_TOKEN"] == var.admin_token
+    error_message = "every variable is offered as SPIN_VARIABLE_<NAME>"
+  }
+  assert {
+    condition     = length(output.environment) == 7
+    error_message = "the seven variables spin.toml needs from a deployment"
+  }
+  assert {
+    condition     = output.allowed_outbound_hosts == ["rediss://redis-1.cache.example.com:6379", "postgres://db.example.com:5432"]
+    error_message = "the hosts the manifest must allow"
+  }
+}
+
+run "several_nodes_share_a_pattern" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.cache.example.com", port = 6379 },
+    ]
+    redis_host_pattern = "*.cache.example.com:6379"
+  }
+
+  assert {
+    condition     = length(split(",", output.spin_variables.redis_url)) == 2
+    error_message = "every node in redis_url, comma-separated"
+  }
+  assert {
+    condition     = output.spin_variables.redis_host == "*.cache.example.com:6379"
+    error_message = "one pattern reaches every node"
+  }
+}
+
+run "several_nodes_need_a_pattern" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.cache.example.com", port = 6379 },
+    ]
+  }
+
+  expect_failures = [output.spin_variables]
+}
+
+run "short_secrets_are_refused" {
+  command = plan
+
+  variables {
+    admin_token = "short"
+  }
+
+  expect_failures = [var.admin_token]
+}

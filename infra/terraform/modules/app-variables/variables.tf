@@ -1,0 +1,83 @@
+variable "redis_endpoints" {
+  description = "The Redis nodes (TLS), each event lives on one of them: host and port of each."
+  type = list(object({
+    host = string
+    port = number
+  }))
+  validation {
+    condition     = length(var.redis_endpoints) > 0
+    error_message = "Give at least one Redis endpoint."
+  }
+}
+
+variable "redis_host_pattern" {
+  description = "What allowed_outbound_hosts lets the functions reach, as host:port. Needed only when the nodes do not share one host:port (e.g. \"*.cache.example.com:6379\")."
+  type        = string
+  default     = null
+}
+
+variable "redis_username" {
+  description = "The Redis ACL user."
+  type        = string
+  default     = "default"
+}
+
+variable "redis_password" {
+  description = "The Redis password (the same on every node)."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.redis_password) > 0
+    error_message = "A managed Redis needs a password."
+  }
+}
+
+variable "postgres" {
+  description = "The orders database: host, port, database and user."
+  type = object({
+    host     = string
+    port     = optional(number, 5432)
+    database = string
+    user     = string
+  })
+}
+
+variable "postgres_password" {
+  description = "The orders database password."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.postgres_password) > 0
+    error_message = "The orders database needs a password."
+  }
+}
+
+variable "jwt_secret" {
+  description = "HS256 key of the shop's login tokens (buyers are whoever its tokens say)."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.jwt_secret) >= 32
+    error_message = "Use at least 32 characters for jwt_secret."
+  }
+}
+
+variable "admission_secret" {
+  description = "HMAC key of admission tokens."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.admission_secret) >= 32
+    error_message = "Use at least 32 characters for admission_secret."
+  }
+}
+
+variable "admin_token" {
+  description = "The operators' bearer secret."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.admin_token) >= 32
+    error_message = "Use at least 32 characters for admin_token."
+  }
+}
