@@ -2,6 +2,15 @@
 //! carries a stable `code` (`snake_case`) clients may switch on; the Spin edge maps each code to
 //! its HTTP status in one table (`seckill_spin::error`).
 
+/// A dependency of the domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The sale's Redis (a node of it).
+    Redis,
+    /// The orders database.
+    Postgres,
+}
+
 /// Why an operation did not happen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -26,6 +35,8 @@ pub enum Error {
     /// Redis or Postgres could not be reached, timed out or was not ready: try again.
     #[error("unavailable: {message} ({detail})")]
     Unavailable {
+        /// Which one.
+        dependency: Dependency,
         /// For humans.
         message: String,
         /// The dependency's own words, for the log.
@@ -66,9 +77,14 @@ impl Error {
         }
     }
 
-    /// A dependency is down; `detail` is its own account.
-    pub fn unavailable(message: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+    /// `dependency` is down; `detail` is its own account.
+    pub fn unavailable(
+        dependency: Dependency,
+        message: impl Into<String>,
+        detail: impl std::fmt::Display,
+    ) -> Self {
         Error::Unavailable {
+            dependency,
             message: message.into(),
             detail: detail.to_string(),
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::Error;
+use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
@@ -24,16 +24,23 @@ const RECONCILE_PAGE: u32 = 1_000;
 
 /// Whether `e` says Postgres is gone: then every other event's work would fail too.
 fn postgres_lost(e: &Error) -> bool {
-    matches!(e, Error::Unavailable { message, .. } if message == DB_UNAVAILABLE)
+    matches!(
+        e,
+        Error::Unavailable {
+            dependency: Dependency::Postgres,
+            ..
+        }
+    )
 }
-
-/// What a client hears when Postgres cannot be reached.
-pub const DB_UNAVAILABLE: &str = "orders database unavailable; try again";
 
 impl From<DbError> for Error {
     fn from(e: DbError) -> Self {
         if e.connection {
-            Error::unavailable(DB_UNAVAILABLE, e)
+            Error::unavailable(
+                Dependency::Postgres,
+                "orders database unavailable; try again",
+                e,
+            )
         } else {
             Error::bug(e)
         }
@@ -285,7 +292,9 @@ impl From<StaleOrFailed> for Error {
     fn from(e: StaleOrFailed) -> Self {
         match e {
             StaleOrFailed::Db(e) => e.into(),
-            StaleOrFailed::Stale => Error::unavailable("drain lease lost", "a newer fence wrote"),
+            StaleOrFailed::Stale => {
+                Error::unavailable(Dependency::Redis, "drain lease lost", "a newer fence wrote")
+            }
         }
     }
 }

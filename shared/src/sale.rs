@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::Error;
 use crate::auth;
+use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::ids;
 use crate::keys::EventKeys;
@@ -14,7 +14,7 @@ use crate::store::{Store, StoreError};
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         if e.transient {
-            Error::unavailable("the sale is busy; try again", e)
+            Error::unavailable(Dependency::Redis, "the sale is busy; try again", e)
         } else {
             Error::bug(e)
         }

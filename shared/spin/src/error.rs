@@ -56,9 +56,9 @@ impl From<Error> for ApiError {
                     None => e,
                 }
             }
-            Error::Unavailable { message, detail } => {
-                ApiError::unavailable(message).with_detail(detail)
-            }
+            Error::Unavailable {
+                message, detail, ..
+            } => ApiError::unavailable(message).with_detail(detail),
             Error::Bug { detail } => ApiError::internal(detail),
         }
     }
@@ -147,6 +147,7 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use seckill_shared::error::Dependency;
 
     #[test]
     fn every_domain_code_has_its_documented_status() {
@@ -164,7 +165,8 @@ mod tests {
         }
         let paused: ApiError = Error::refused_for("sale_paused", "paused", 5_000).into();
         assert_eq!(paused.header, Some(("retry-after", "5".to_owned())));
-        let down: ApiError = Error::unavailable("busy", "connection refused").into();
+        let down: ApiError =
+            Error::unavailable(Dependency::Redis, "busy", "connection refused").into();
         assert_eq!(
             (down.status, down.detail.as_deref()),
             (503, Some("connection refused"))

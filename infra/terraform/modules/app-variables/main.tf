@@ -23,8 +23,8 @@ locals {
     redis_host       = local.redis_host
     pg_url           = local.pg_url
     pg_host          = local.pg_host
-    jwt_secret       = var.jwt_secret
-    admission_secret = var.admission_secret
-    admin_token      = var.admin_token
+    jwt_secret       = var.secrets.jwt_secret
+    admission_secret = var.secrets.admission_secret
+    admin_token      = var.secrets.admin_token
   }
 }

@@ -52,32 +52,16 @@ variable "postgres_password" {
   }
 }
 
-variable "jwt_secret" {
-  description = "HS256 key of the shop's login tokens (buyers are whoever its tokens say)."
-  type        = string
-  sensitive   = true
+variable "secrets" {
+  description = "The app's three secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens), admin_token (the operators' bearer secret)."
+  type = object({
+    jwt_secret       = string
+    admission_secret = string
+    admin_token      = string
+  })
+  sensitive = true
   validation {
-    condition     = length(var.jwt_secret) >= 32
-    error_message = "Use at least 32 characters for jwt_secret."
-  }
-}
-
-variable "admission_secret" {
-  description = "HMAC key of admission tokens."
-  type        = string
-  sensitive   = true
-  validation {
-    condition     = length(var.admission_secret) >= 32
-    error_message = "Use at least 32 characters for admission_secret."
-  }
-}
-
-variable "admin_token" {
-  description = "The operators' bearer secret."
-  type        = string
-  sensitive   = true
-  validation {
-    condition     = length(var.admin_token) >= 32
-    error_message = "Use at least 32 characters for admin_token."
+    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
+    error_message = "Use at least 32 characters for each secret."
   }
 }

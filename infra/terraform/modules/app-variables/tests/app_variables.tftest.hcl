@@ -5,9 +5,11 @@ variables {
   redis_password    = "p@ss/word"
   postgres          = { host = "db.example.com", database = "seckill", user = "app" }
   postgres_password = "s3cret&?"
-  jwt_secret        = "jwt-secret-jwt-secret-jwt-secret-00"
-  admission_secret  = "admission-secret-admission-secret-0"
-  admin_token       = "admin-token-admin-token-admin-token-"
+  secrets = {
+    jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+    admission_secret = "admission-secret-admission-secret-0"
+    admin_token      = "admin-token-admin-token-admin-token-"
+  }
 }
 
 run "one_node_over_tls" {
@@ -26,7 +28,7 @@ run "one_node_over_tls" {
     error_message = "Postgres URL: TLS required, the password URL-encoded"
   }
   assert {
-    condition     = output.environment["SPIN_VARIABLE_ADMIN_TOKEN"] == var.admin_token
+    condition     = output.environment["SPIN_VARIABLE_ADMIN_TOKEN"] == var.secrets.admin_token
     error_message = "every variable is offered as SPIN_VARIABLE_<NAME>"
   }
   assert {
@@ -77,8 +79,12 @@ run "short_secrets_are_refused" {
   command = plan
 
   variables {
-    admin_token = "short"
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      admin_token      = "short"
+    }
   }
 
-  expect_failures = [var.admin_token]
+  expect_failures = [var.secrets]
 }
