@@ -4,7 +4,9 @@
 spin.toml is for self-hosted Spin with the spin-trigger-cron plugin. SpinKube, Akamai Functions
 and Fermyon Cloud take HTTP triggers only, so spin.http.toml is the same app without the cron
 triggers and the components only they use; the scheduled work stays reachable at
-POST /admin/jobs/{drain,timeout-release,reconcile} for the platform's scheduler.
+POST /admin/jobs/{drain,timeout-release,reconcile} for the platform's scheduler, and the
+poll-carried drain is on (`poll_drain_ms` defaults to 1000 instead of 0): with no scheduler
+finer than a minute, the buyers waiting in the queue carry the drain.
 
   scripts/manifests.py           rewrite spin.http.toml
   scripts/manifests.py --check   exit 1 when spin.http.toml is not what spin.toml gives
@@ -18,7 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEADER = (
     "# Generated from spin.toml by scripts/manifests.py: do not edit. The same app with HTTP\n"
     "# triggers only, for platforms without the cron plugin (SpinKube, Akamai Functions, Fermyon\n"
-    "# Cloud); their scheduler calls POST /admin/jobs/{drain,timeout-release,reconcile}.\n"
+    "# Cloud); their scheduler calls POST /admin/jobs/{drain,timeout-release,reconcile}, and the\n"
+    "# buyers' polls carry the drain in between (poll_drain_ms = 1000).\n"
 )
 
 
@@ -34,7 +37,11 @@ def http_only(text):
         headers = re.findall(r"^\[component\.([A-Za-z0-9_-]+)[\].]", p, re.M)
         return p not in cron and not any(h in only_cron for h in headers)
 
-    return HEADER + "\n" + "\n\n".join(p for p in paragraphs if keep(p)).rstrip("\n") + "\n"
+    text = "\n\n".join(p for p in paragraphs if keep(p)).rstrip("\n") + "\n"
+    poll_drain = 'poll_drain_ms = { default = "0" }'
+    if poll_drain not in text:
+        sys.exit(f"spin.toml has no `{poll_drain}` to turn on")
+    return HEADER + "\n" + text.replace(poll_drain, 'poll_drain_ms = { default = "1000" }')
 
 
 def main():

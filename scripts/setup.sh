@@ -44,3 +44,4 @@ if ! python3 -c 'import openapi_core, yaml' >/dev/null 2>&1; then
     python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
       'openapi-core==0.23.1' 'PyYAML>=6'
 fi
+python3 -c 'import hcl2' >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore 'python-hcl2==8.1.4' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'python-hcl2==8.1.4' || log "python-hcl2 unavailable: tests/terraform/check_roots.py will be skipped"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets up what is missing, builds every component, runs the whole suite, then
-# checks every request and response the suite exchanged against api/openapi.yaml, then runs the
-# Terraform checks (skipped, saying so, where Terraform is missing).
+# runs the sale and order tests a second time over spin.http.toml, then checks every request
+# and response the suite exchanged against api/openapi.yaml, then runs the Terraform checks
+# (skipped, saying so, where Terraform is missing).
 # The tests start their own redis-server and PostgreSQL on free loopback ports.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -16,6 +17,16 @@ if command -v cargo-nextest >/dev/null 2>&1; then
   cargo nextest run --release --no-fail-fast "${packages[@]}" "$@"
 else
   cargo test --release --no-fail-fast "${packages[@]}" "$@"
+fi
+# The sale tests again over the manifest every platform accepts (HTTP triggers only).
+log "the sale and order tests over spin.http.toml"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  SECKILL_MANIFEST=spin.http.toml cargo nextest run --release --no-fail-fast -p seckill-tests \
+    -E 'binary(sale) | binary(orders) | binary(app_basics) | binary(script_keys)' "$@"
+else
+  for t in sale orders app_basics script_keys; do
+    SECKILL_MANIFEST=spin.http.toml cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@"
+  done
 fi
 log "checking the recorded exchanges against api/openapi.yaml"
 python3 "$ROOT/scripts/check-openapi.py" "$SECKILL_API_RECORD"

@@ -127,15 +127,27 @@ pub fn verify_admission(secret: &[u8], event: &str, user: &str, token: &str) -> 
         .map_err(|_| not_admitted())
 }
 
-/// Compares an operator's bearer secret in constant time (hashing first hides the length too).
+/// Compares an operator's bearer secret in constant time.
 pub fn check_admin(presented: Option<&str>, expected: &str) -> Result<(), Error> {
     let presented = presented.ok_or_else(|| unauthorized("admin token required"))?;
+    check_secret(presented, expected).map_err(|()| unauthorized("bad admin token"))
+}
+
+/// Compares a scheduler's job key (`?key=`, for schedulers that cannot send a header) in
+/// constant time; an empty `expected` (no `job_key` set) accepts nothing.
+pub fn check_job_key(presented: &str, expected: &str) -> Result<(), Error> {
+    check_secret(presented, expected).map_err(|()| unauthorized("bad job key"))
+}
+
+/// Constant-time equality of two secrets (hashing first hides the length too); nothing equals
+/// an empty secret.
+fn check_secret(presented: &str, expected: &str) -> Result<(), ()> {
     let a = Sha256::digest(presented.as_bytes());
     let b = Sha256::digest(expected.as_bytes());
     if bool::from(a.ct_eq(&b)) && !expected.is_empty() {
         Ok(())
     } else {
-        Err(unauthorized("bad admin token"))
+        Err(())
     }
 }
 
@@ -209,5 +221,11 @@ mod tests {
         assert!(check_admin(Some("sekreT"), "sekret").is_err());
         assert!(check_admin(None, "sekret").is_err());
         assert!(check_admin(Some(""), "").is_err());
+        assert!(check_job_key("k3y", "k3y").is_ok());
+        assert!(check_job_key("k3y", "k3Y").is_err());
+        assert!(
+            check_job_key("", "").is_err(),
+            "no job_key set: no key works"
+        );
     }
 }

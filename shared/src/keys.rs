@@ -18,9 +18,10 @@
 //! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
 //! | `{sk:E}:drain:lease` / `:drain:fence` | string, TTL / counter | the drain lease and its fencing tokens |
 //! | `{sk:E}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
+//! | `{sk:E}:drain:nudge` | string, TTL | a poll elected to drain (one per `poll_drain_ms`) |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own) |
 //!
-//! Only purchase tokens and rate buckets expire; nothing a sale depends on does.
+//! Only purchase tokens, rate buckets and the drain's lease and nudge expire; nothing a sale depends on does.
 
 use crate::event::EventId;
 
@@ -110,6 +111,10 @@ impl EventKeys {
     /// The drain's fencing-token counter.
     pub fn drain_fence(&self) -> String {
         self.key("drain:fence")
+    }
+    /// Set by the poll elected to drain the event; its TTL spaces the poll-carried drains.
+    pub fn drain_nudge(&self) -> String {
+        self.key("drain:nudge")
     }
     /// Dead letters.
     pub fn dead(&self) -> String {

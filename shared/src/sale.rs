@@ -190,30 +190,55 @@ pub enum PollResult {
     None,
 }
 
-/// poll: the user's result, from Redis only.
-pub fn poll(store: &impl Store, event: &EventId, user: &str) -> Result<PollResult, Error> {
-    match scripts::poll::run(store, &EventKeys::new(event), user)? {
-        scripts::poll::Polled::Order {
-            order_id, status, ..
-        } if status != "queued" => Ok(PollResult::Order {
-            order_id,
-            state: status,
-        }),
-        scripts::poll::Polled::Order {
-            order_id,
-            seq,
-            drained,
-            drain_rate,
-            ..
-        } => {
-            let position = seq.saturating_sub(drained).max(1);
-            Ok(PollResult::Queued {
+/// What a poll found, and whether it was elected to drain.
+#[derive(Debug, Clone)]
+pub struct Polled {
+    /// The answer for the buyer.
+    pub result: PollResult,
+    /// This poll should drain the event once it has answered ([`crate::orders::catch_up`]):
+    /// its order is still queued and no other poll was elected in the last `nudge_ms`.
+    pub drain_due: bool,
+}
+
+/// poll: the user's result, from Redis only. Where no scheduler drains every second, the
+/// buyers waiting in the queue carry the drain: `nudge_ms > 0` elects at most one of their
+/// polls per event every `nudge_ms` to drain after answering.
+pub fn poll(
+    store: &impl Store,
+    event: &EventId,
+    user: &str,
+    nudge_ms: u64,
+) -> Result<Polled, Error> {
+    use scripts::poll::Polled as P;
+    let (result, drain_due) =
+        match scripts::poll::run(store, &EventKeys::new(event), user, nudge_ms)? {
+            P::Order {
+                order_id, status, ..
+            } if status != "queued" => (
+                PollResult::Order {
+                    order_id,
+                    state: status,
+                },
+                false,
+            ),
+            P::Order {
                 order_id,
-                position,
-                estimated_wait_ms: position * 1000 / drain_rate.max(1),
-            })
-        }
-        scripts::poll::Polled::NoOrder { sold_out: true } => Ok(PollResult::SoldOut),
-        scripts::poll::Polled::NoOrder { sold_out: false } => Ok(PollResult::None),
-    }
+                seq,
+                drained,
+                drain_rate,
+                drain_due,
+                ..
+            } => {
+                let position = seq.saturating_sub(drained).max(1);
+                let queued = PollResult::Queued {
+                    order_id,
+                    position,
+                    estimated_wait_ms: position * 1000 / drain_rate.max(1),
+                };
+                (queued, drain_due)
+            }
+            P::NoOrder { sold_out: true } => (PollResult::SoldOut, false),
+            P::NoOrder { sold_out: false } => (PollResult::None, false),
+        };
+    Ok(Polled { result, drain_due })
 }

@@ -66,6 +66,8 @@ pub struct RedisServer {
     /// Its data directory.
     pub dir: tempfile::TempDir,
     extra: Vec<String>,
+    /// Its TLS port on 127.0.0.1, when started with [`RedisServer::start_tls`].
+    pub tls_port: Option<u16>,
 }
 
 impl RedisServer {
@@ -84,7 +86,45 @@ impl RedisServer {
             port,
             dir,
             extra,
+            tls_port: None,
         })
+    }
+
+    /// A server that also listens with TLS (certificate from `ca`, no client certificates),
+    /// as managed Redis does. The plain port stays open for the tests' own assertions.
+    pub fn start_tls(ca: &TestCa) -> Result<Self> {
+        let tls_port = free_port();
+        let (cert, key, ca_file) = (
+            ca.path("server.pem"),
+            ca.path("server.key"),
+            ca.path("ca.pem"),
+        );
+        let mut server = Self::start_with(&[
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--tls-port",
+            &tls_port.to_string(),
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &ca_file,
+            "--tls-auth-clients",
+            "no",
+        ])?;
+        server.tls_port = Some(tls_port);
+        Ok(server)
+    }
+
+    /// `rediss://<name>:<tls port>` (`name` as the certificate must match it).
+    pub fn tls_url(&self, name: &str) -> String {
+        format!(
+            "rediss://{name}:{}",
+            self.tls_port.expect("started with TLS")
+        )
     }
 
     /// `redis://127.0.0.1:<port>`.
@@ -220,6 +260,16 @@ fn as_postgres(cmd: &mut Command) -> &mut Command {
 impl PgServer {
     /// Runs `initdb` and starts the server.
     pub fn start() -> Result<Self> {
+        Self::launch(None)
+    }
+
+    /// A server with `ssl = on` and a certificate from `ca` (plain connections still work, for
+    /// the tests' own assertions; `pg_stat_ssl` tells which the app used).
+    pub fn start_tls(ca: &TestCa) -> Result<Self> {
+        Self::launch(Some(ca))
+    }
+
+    fn launch(tls: Option<&TestCa>) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         if let Some((uid, gid)) = postgres_user() {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid))?;
@@ -243,6 +293,26 @@ impl PgServer {
             .context("running initdb")?;
         if !out.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        if let Some(ca) = tls {
+            use std::io::Write as _;
+            use std::os::unix::fs::PermissionsExt as _;
+            for (from, to) in [("server.pem", "server.crt"), ("server.key", "server.key")] {
+                let target = data.join(to);
+                std::fs::copy(ca.path(from), &target)?;
+                // Postgres refuses a key others can read, and runs as `postgres`.
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600))?;
+                if let Some((uid, gid)) = postgres_user() {
+                    std::os::unix::fs::chown(&target, Some(uid), Some(gid))?;
+                }
+            }
+            let mut conf = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("postgresql.conf"))?;
+            writeln!(
+                conf,
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'"
+            )?;
         }
         let port = free_port();
         let child = spawn_postgres(&data, port, dir.path())?;
@@ -397,6 +467,25 @@ impl TestApp {
         vars: &[(&str, String)],
         mode: ConnectionMode,
     ) -> Result<Self> {
+        Self::launch(manifest, vars, mode, seckill_host::tls::TlsTrust::system()).await
+    }
+
+    /// Like [`TestApp::start_with`], trusting `trust` for outbound TLS.
+    pub async fn start_trusting(
+        manifest: &str,
+        vars: &[(&str, String)],
+        mode: ConnectionMode,
+        trust: seckill_host::tls::TlsTrust,
+    ) -> Result<Self> {
+        Self::launch(manifest, vars, mode, trust).await
+    }
+
+    async fn launch(
+        manifest: &str,
+        vars: &[(&str, String)],
+        mode: ConnectionMode,
+        tls: seckill_host::tls::TlsTrust,
+    ) -> Result<Self> {
         // The host's warnings and errors show up in a failing test's output.
         let _ = tracing_subscriber::fmt()
             .with_env_filter("warn")
@@ -413,6 +502,7 @@ impl TestApp {
             connection_mode: mode,
             providers,
             max_instances: Some(200),
+            tls,
             ..Options::default()
         };
         let path = repo_root().join(manifest);
@@ -672,7 +762,24 @@ pub const ADMISSION_SECRET: &str = "test-admission-secret";
 /// See [`JWT_SECRET`].
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 
-/// The variables `spin.toml` needs, pointing at these servers.
+/// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
+/// the one `SECKILL_MANIFEST` names. The test command runs the manifest-bound tests a second
+/// time over `spin.http.toml`, the manifest every platform accepts.
+pub fn product_manifest() -> &'static str {
+    static MANIFEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MANIFEST.get_or_init(|| {
+        let m = std::env::var("SECKILL_MANIFEST").unwrap_or_else(|_| "spin.toml".into());
+        assert!(
+            m == "spin.toml" || m == "spin.http.toml",
+            "SECKILL_MANIFEST must be spin.toml or spin.http.toml, not {m}"
+        );
+        m
+    })
+}
+
+/// The variables the product manifests need, pointing at these servers. The tests drive the
+/// drain themselves, so the poll-carried drain is off (`poll_drain_ms` 0) unless a test turns
+/// it on.
 pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String)> {
     vec![
         ("redis_url", redis.url()),
@@ -682,6 +789,7 @@ pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String
         ("jwt_secret", JWT_SECRET.into()),
         ("admission_secret", ADMISSION_SECRET.into()),
         ("admin_token", ADMIN_TOKEN.into()),
+        ("poll_drain_ms", "0".into()),
     ]
 }
 
@@ -759,4 +867,44 @@ pub fn faulty_manifest() -> Result<&'static str> {
     std::fs::write(&aside, text)?;
     std::fs::rename(&aside, &path)?;
     Ok(PATH)
+}
+
+/// A certificate authority of the test's own and a server certificate it signed, for
+/// `localhost` only (so `127.0.0.1` fails the host-name check), written as PEM files.
+pub struct TestCa {
+    dir: tempfile::TempDir,
+}
+
+impl TestCa {
+    /// Makes `ca.pem`, `server.pem` and `server.key`.
+    pub fn new() -> Result<Self> {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+        let ca_key = KeyPair::generate()?;
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "seckill test CA");
+        let ca_cert = ca.self_signed(&ca_key)?;
+        let server_key = KeyPair::generate()?;
+        let server = CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(
+            &server_key,
+            &ca_cert,
+            &ca_key,
+        )?;
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("ca.pem"), ca_cert.pem())?;
+        std::fs::write(dir.path().join("server.pem"), server.pem())?;
+        std::fs::write(dir.path().join("server.key"), server_key.serialize_pem())?;
+        Ok(TestCa { dir })
+    }
+
+    /// The path of one of its files, as a string for command lines.
+    pub fn path(&self, file: &str) -> String {
+        self.dir.path().join(file).display().to_string()
+    }
+
+    /// The host's trust: the system's roots plus this CA, as `--tls-ca` gives it.
+    pub fn trust(&self) -> Result<seckill_host::tls::TlsTrust> {
+        seckill_host::tls::TlsTrust::with_extra_ca(Path::new(&self.path("ca.pem")))
+    }
 }

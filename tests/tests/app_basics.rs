@@ -6,7 +6,7 @@ use reqwest::Method;
 use seckill_tests::{PgServer, RedisServer, TestApp, app_vars};
 
 async fn app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
-    TestApp::start("spin.toml", &app_vars(redis, pg)).await
+    TestApp::start(seckill_tests::product_manifest(), &app_vars(redis, pg)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -85,6 +85,7 @@ fn drain_options() -> DrainOptions {
         lease_ms: 5_000,
         reclaim_idle_ms: 1_000,
         max_deliveries: 3,
+        until: None,
         fault: None,
     }
 }

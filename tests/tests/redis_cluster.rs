@@ -443,7 +443,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     // queue is still their place in the sale.
     for (u, user) in users.iter().enumerate() {
         for event in &events {
-            let polled = sale::poll(&store, event, user)?;
+            let polled = sale::poll(&store, event, user, 0)?.result;
             match orders.get(&(event.as_str(), user.as_str())) {
                 Some(order) => assert!(
                     matches!(&polled, PollResult::Queued { order_id, position, .. }

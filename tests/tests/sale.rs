@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 async fn start() -> Result<(RedisServer, PgServer, TestApp)> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
-    let app = TestApp::start("spin.toml", &app_vars(&redis, &pg)).await?;
+    let app = TestApp::start(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
     Ok((redis, pg, app))
 }
 

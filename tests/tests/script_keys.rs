@@ -683,7 +683,7 @@ async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
         ("drain_reclaim_idle_ms", "200".to_owned()),
         ("drain_max_deliveries", "2".to_owned()),
     ]);
-    let app = TestApp::start("spin.toml", &vars).await?;
+    let app = TestApp::start(seckill_tests::product_manifest(), &vars).await?;
 
     let monitor = FullMonitor::start(&redis)?;
     let mut driven = drive_the_sale(&app).await;

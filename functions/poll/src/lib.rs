@@ -1,26 +1,60 @@
 //! `GET /api/events/{event_id}/orders/me`: the buyer's result, from Redis only (never Postgres),
 //! cheap enough for everyone in the queue to poll every 1–3 s.
+//!
+//! Where no scheduler drains every second (`poll_drain_ms` > 0: the cron-free manifest), the
+//! queue carries its own drain: at most one poll per event every `poll_drain_ms` is elected
+//! by the poll script and, once its answer is sent, drains the event for up to that long.
+//! The answer never waits on Postgres; Postgres sees at most one drainer per event.
 
-use seckill_shared::sale::{self, PollResult};
+use std::time::{Duration, Instant};
+
+use seckill_shared::event::EventId;
+use seckill_shared::sale::{self, Polled};
+use seckill_shared::{clock, orders};
 use seckill_spin::error::ApiError;
 use seckill_spin::http::{self, buyer, event_id, require_method};
-use spin_sdk::http::{IncomingRequest, Method, Request, Response};
+use seckill_spin::{config, redis::SpinRedis};
+use spin_sdk::http::{IncomingRequest, Method, Request, ResponseOutparam};
 use spin_sdk::http_component;
 
-/// Parse, apply ([`sale::poll`]), render.
+/// Parse, apply ([`sale::poll`]), render; then, if elected, drain ([`orders::catch_up`]).
 #[http_component]
-async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+async fn handle(req: IncomingRequest, out: ResponseOutparam) {
+    let mut elected = None;
+    let response = http::serve(req, |req| match poll(&req) {
+        Ok((store, event, polled)) => {
+            if polled.drain_due {
+                elected = Some((store, event));
+            }
+            http::respond(200, Ok(polled.result))
+        }
+        Err(e) => http::error(&e),
+    })
+    .await;
+    http::send(out, response).await;
+    if let Some((store, event)) = elected {
+        drain(&store, &event);
+    }
 }
 
-/// The request, its body read within the limit.
-fn answer(req: Request) -> Response {
-    http::respond(200, poll(&req))
-}
-
-fn poll(req: &Request) -> Result<PollResult, ApiError> {
+/// The buyer's result, with the connection and event for the drain it may be elected to.
+fn poll(req: &Request) -> Result<(SpinRedis, EventId, Polled), ApiError> {
     require_method(req, Method::Get)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
-    Ok(sale::poll(&http::redis_for(&event)?, &event, &user)?)
+    let store = http::redis_for(&event)?;
+    let polled = sale::poll(&store, &event, &user, config::poll_drain_ms())?;
+    Ok((store, event, polled))
+}
+
+/// The poll-carried drain, bounded by `poll_drain_ms`. The buyer has their answer already:
+/// a failure here is only logged, and the next elected poll (or the scheduler) goes on.
+fn drain(store: &SpinRedis, event: &EventId) {
+    let mut opts = config::drain_options();
+    opts.until = Some(Instant::now() + Duration::from_millis(config::poll_drain_ms()));
+    let result = config::postgres()
+        .and_then(|db| Ok(orders::catch_up(store, &db, event, &opts, clock::now_ms())?));
+    if let Err(e) = result {
+        eprintln!("poll-carried drain of {}: {e}", event.as_str());
+    }
 }

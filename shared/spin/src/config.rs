@@ -40,6 +40,7 @@ pub fn drain_options() -> DrainOptions {
         lease_ms: get_or("drain_lease_ms", 30_000),
         reclaim_idle_ms: get_or("drain_reclaim_idle_ms", 30_000),
         max_deliveries: get_or("drain_max_deliveries", 5),
+        until: None,
         #[cfg(feature = "fault-injection")]
         fault: spin_sdk::variables::get("fault_injection")
             .ok()
@@ -47,6 +48,12 @@ pub fn drain_options() -> DrainOptions {
         #[cfg(not(feature = "fault-injection"))]
         fault: None,
     }
+}
+
+/// How often one poll per event is elected to drain after answering (`poll_drain_ms`; 0, the
+/// default of `spin.toml` whose cron drains every second, turns the poll-carried drain off).
+pub fn poll_drain_ms() -> u64 {
+    get_or("poll_drain_ms", 0)
 }
 
 /// Timeout release: expired orders handled per run, and units given back per event per run

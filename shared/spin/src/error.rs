@@ -26,7 +26,7 @@ pub struct ApiError {
 pub fn status_of(code: &str) -> u16 {
     match code {
         "malformed_json" | "bad_event_id" | "invalid_config" | "invalid_deny_list"
-        | "bad_order_id" | "unreadable_body" => 400,
+        | "bad_order_id" | "unreadable_body" | "bad_query" => 400,
         "unauthorized" => 401,
         "not_admitted" | "denied" | "not_selected" | "bad_purchase_token" => 403,
         "event_not_found" | "order_not_found" | "not_found" => 404,

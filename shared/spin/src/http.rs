@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use spin_sdk::http::{IncomingRequest, Method, Request, Response};
+use spin_sdk::http::{
+    IncomingRequest, Method, OutgoingResponse, Request, Response, ResponseOutparam,
+};
 
 use seckill_shared::event::EventId;
 use seckill_shared::nodes::{self, Nodes};
@@ -23,6 +25,22 @@ pub async fn serve(req: IncomingRequest, f: impl FnOnce(Request) -> Response) ->
     match read_request(req).await {
         Ok(req) => f(req),
         Err(e) => error(&e),
+    }
+}
+
+/// Sends `response` and finishes its body: the client has the whole answer, while the guest
+/// may go on working. Spin runs a guest to its end after the response
+/// (`crates/trigger-http/src/wasi.rs` spawns the handler in a task of its own), so work done
+/// after this costs the client nothing.
+pub async fn send(out: ResponseOutparam, mut response: Response) {
+    let body = std::mem::take(response.body_mut());
+    match OutgoingResponse::try_from(response) {
+        Ok(head) => {
+            if let Err(e) = out.set_with_body(head, body).await {
+                eprintln!("sending the response: {e}");
+            }
+        }
+        Err(e) => eprintln!("building the response: {e}"),
     }
 }
 

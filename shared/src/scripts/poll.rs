@@ -1,4 +1,5 @@
-//! `lua/poll.lua`: a user's result, from Redis only (read-only).
+//! `lua/poll.lua`: a user's result, from Redis only; and, at most once per `nudge_ms`, whether
+//! this poll is elected to drain the event (see [`crate::sale::poll`]).
 
 use super::{POLL, ScriptError, call, code};
 use crate::keys::EventKeys;
@@ -19,6 +20,8 @@ pub enum Polled {
         drained: u64,
         /// The operator's expected drain rate (orders/s; 0 when unset).
         drain_rate: u64,
+        /// This poll is elected to drain the event (its order is still queued).
+        drain_due: bool,
     },
     /// No order.
     NoOrder {
@@ -27,13 +30,24 @@ pub enum Polled {
     },
 }
 
-/// Runs it for `user`.
-pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Polled, ScriptError> {
+/// Runs it for `user`; `nudge_ms` spaces the poll-carried drains (0: never elect).
+pub fn run(
+    store: &impl Store,
+    k: &EventKeys,
+    user: &str,
+    nudge_ms: u64,
+) -> Result<Polled, ScriptError> {
     let (c, mut r) = call(
         store,
         &POLL,
-        &[k.cfg(), k.bought(), k.drained(), k.orders()],
-        &[user.to_owned()],
+        &[
+            k.cfg(),
+            k.bought(),
+            k.drained(),
+            k.orders(),
+            k.drain_nudge(),
+        ],
+        &[user.to_owned(), nudge_ms.to_string()],
     )?;
     let polled = match c {
         code::OK => Polled::Order {
@@ -42,6 +56,7 @@ pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Polled, Scri
             seq: r.next_u64()?,
             drained: r.next_u64()?,
             drain_rate: r.next_u64()?,
+            drain_due: r.next_int()? == 1,
         },
         code::NONE => Polled::NoOrder {
             sold_out: r.next_int()? == 1,

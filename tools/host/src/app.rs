@@ -30,6 +30,8 @@ pub struct Options {
     /// Largest request body passed to a guest; larger ones get a JSON 413 (a deliberate
     /// difference: Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
     pub max_request_body: Option<u64>,
+    /// The roots `rediss://` and Postgres TLS trust: the system's, plus an operator's CA.
+    pub tls: crate::tls::TlsTrust,
 }
 
 /// The default request body limit: far above any body this API takes, far below what would
@@ -210,8 +212,9 @@ impl App {
         }
 
         let services = Services {
-            redis: crate::redis::RedisPools::new(options.connection_mode),
-            pg: Default::default(),
+            redis: crate::redis::RedisPools::new(options.connection_mode)
+                .with_trust(options.tls.clone()),
+            pg: crate::postgres::PgPools::new(&options.tls),
         };
         Ok(App {
             engine,

@@ -2,7 +2,8 @@
 //!
 //! The host is split by interface, like wasmtime's own crates: [`manifest`] and [`app`] load and
 //! check `spin.toml`; [`http_trigger`] and [`cron_trigger`] run components; [`redis`],
-//! [`postgres`], [`variables`] and [`outbound_http`] implement what the guests import.
+//! [`postgres`], [`variables`] and [`outbound_http`] implement what the guests import; [`tls`]
+//! is the trust behind `rediss://` and Postgres TLS.
 
 pub mod allowed_hosts;
 pub mod app;
@@ -16,6 +17,7 @@ pub mod postgres;
 pub mod redis;
 pub mod routes;
 pub mod state;
+pub mod tls;
 pub mod variables;
 
 pub use app::{App, Options};

@@ -73,6 +73,10 @@ struct AppArgs {
     /// Largest request body passed to a guest, in bytes; larger ones get a JSON 413.
     #[arg(long, default_value_t = seckill_host::app::DEFAULT_MAX_REQUEST_BODY)]
     max_request_body: u64,
+    /// A PEM bundle of CA certificates to trust for `rediss://` and Postgres TLS, besides the
+    /// system's (e.g. Amazon's RDS bundle). Real Spin 3.x reads only the system's store.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
 }
 
 impl AppArgs {
@@ -92,6 +96,10 @@ impl AppArgs {
             providers: Providers::default().with_dotenv(&env_file)?,
             max_instances: None,
             max_request_body: Some(self.max_request_body),
+            tls: match &self.tls_ca {
+                Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
+                None => seckill_host::tls::TlsTrust::system(),
+            },
         };
         App::load(&self.manifest, options)
     }

@@ -20,6 +20,7 @@ use crate::bindings::spin::fermyon::spin::redis::{
     Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
 };
 use crate::state::{ConnectionMode, Ctx};
+use crate::tls::TlsTrust;
 
 /// Spin's per-instance connection table capacity.
 const MAX_CONNECTIONS_PER_INSTANCE: u32 = 1024;
@@ -109,6 +110,8 @@ pub struct RedisPools {
     opened: AtomicU64,
     /// The largest reply accepted (see [`MAX_REPLY_BYTES`]).
     max_reply_bytes: usize,
+    /// The roots `rediss://` trusts.
+    trust: TlsTrust,
 }
 
 impl Default for RedisPools {
@@ -125,7 +128,14 @@ impl RedisPools {
             shared: RwLock::default(),
             opened: AtomicU64::new(0),
             max_reply_bytes: MAX_REPLY_BYTES,
+            trust: TlsTrust::default(),
         }
+    }
+
+    /// The same pools, trusting `trust` for `rediss://` (the system's roots by default).
+    pub fn with_trust(mut self, trust: TlsTrust) -> Self {
+        self.trust = trust;
+        self
     }
 
     /// The same pools, refusing replies above `max` bytes instead of [`MAX_REPLY_BYTES`].
@@ -161,7 +171,10 @@ impl RedisPools {
         {
             return Ok(Conn::Shared(conn.clone()));
         }
-        let client = redis::Client::open(address).map_err(|_| Error::InvalidAddress)?;
+        let client = self
+            .trust
+            .redis_client(address)
+            .map_err(|_| Error::InvalidAddress)?;
         match self.mode {
             ConnectionMode::SpinFaithful => {
                 let conn = client

@@ -7,9 +7,16 @@ terraform {
 }
 
 locals {
-  redis_userinfo = "${urlencode(var.redis_username)}:${urlencode(var.redis_password)}"
-  redis_addrs    = [for e in var.redis_endpoints : "${e.host}:${e.port}"]
-  redis_url      = join(",", [for a in local.redis_addrs : "rediss://${local.redis_userinfo}@${a}"])
+  redis_addrs = [for e in var.redis_endpoints : "${e.host}:${e.port}"]
+  # One password per node: redis_passwords, else redis_password on every node.
+  redis_passwords = var.redis_passwords != null ? var.redis_passwords : [for a in local.redis_addrs : var.redis_password]
+  redis_passwords_ok = (
+    length(local.redis_passwords) == length(local.redis_addrs) &&
+    alltrue([for p in local.redis_passwords : p != null])
+  )
+  redis_url = local.redis_passwords_ok ? join(",", [
+    for i, a in local.redis_addrs : "rediss://${urlencode(var.redis_username)}:${urlencode(local.redis_passwords[i])}@${a}"
+  ]) : null
   # One value must let the functions reach every node (allowed_outbound_hosts takes a pattern).
   redis_host = var.redis_host_pattern != null ? var.redis_host_pattern : (
     length(distinct(local.redis_addrs)) == 1 ? local.redis_addrs[0] : null

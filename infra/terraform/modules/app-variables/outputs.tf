@@ -7,6 +7,18 @@ output "spin_variables" {
     condition     = local.redis_host != null
     error_message = "The Redis nodes have different host:port: set redis_host_pattern to one that matches them all (allowed_outbound_hosts takes a single pattern per scheme)."
   }
+  precondition {
+    condition     = local.redis_passwords_ok
+    error_message = "Give redis_password, or redis_passwords with one password per Redis endpoint."
+  }
+}
+
+output "hosts" {
+  description = "The non-secret variables allowed_outbound_hosts uses (redis_host, pg_host): built from the same endpoints as redis_url and pg_url, so a root can pass them in the clear (spin_variables checks that redis_host is set)."
+  value = {
+    redis_host = local.redis_host
+    pg_host    = local.pg_host
+  }
 }
 
 output "environment" {

@@ -23,11 +23,23 @@ variable "redis_username" {
 }
 
 variable "redis_password" {
-  description = "The Redis password (the same on every node)."
+  description = "The Redis password, the same on every node (or give redis_passwords)."
   type        = string
+  default     = null
   sensitive   = true
   validation {
-    condition     = length(var.redis_password) > 0
+    condition     = var.redis_password == null ? true : length(var.redis_password) > 0
+    error_message = "A managed Redis needs a password."
+  }
+}
+
+variable "redis_passwords" {
+  description = "One password per node, in redis_endpoints order, where the nodes' passwords differ (e.g. several Upstash databases). Takes precedence over redis_password."
+  type        = list(string)
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.redis_passwords == null ? true : alltrue([for p in var.redis_passwords : length(p) > 0])
     error_message = "A managed Redis needs a password."
   }
 }

@@ -6,7 +6,7 @@ use tokio_postgres::Config;
 use tokio_postgres::config::Host as PgHost;
 use wasmtime::component::Resource;
 
-use super::client::{PgConnection, ensure_tls_not_required};
+use super::client::PgConnection;
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
 use crate::bindings::spin::spin::postgres::postgres::{self as pg, ParameterValue, RowSet};
@@ -89,7 +89,6 @@ impl pg::HostConnection for Ctx {
     /// Checks `address` against `allowed_outbound_hosts`, then takes a client from its pool.
     async fn open(&mut self, address: String) -> Result<Resource<PgConnection>, pg::Error> {
         let config = self.ensure_pg_address_allowed(&address)?;
-        ensure_tls_not_required(&config)?;
         let client = self
             .services
             .pg

@@ -88,3 +88,46 @@ run "short_secrets_are_refused" {
 
   expect_failures = [var.secrets]
 }
+
+run "one_password_per_node" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.upstash.io", port = 6379 },
+      { host = "b.upstash.io", port = 6379 },
+    ]
+    redis_host_pattern = "*.upstash.io:6379"
+    redis_password     = null
+    redis_passwords    = ["pw-a", "pw/b"]
+  }
+
+  assert {
+    condition     = output.spin_variables.redis_url == "rediss://default:pw-a@a.upstash.io:6379,rediss://default:pw%2Fb@b.upstash.io:6379"
+    error_message = "each node carries its own password"
+  }
+  assert {
+    condition     = output.hosts == { redis_host = "*.upstash.io:6379", pg_host = "db.example.com:5432" }
+    error_message = "the hosts output carries what allowed_outbound_hosts uses, in the clear"
+  }
+  assert {
+    condition     = !issensitive(output.hosts) && issensitive(output.spin_variables)
+    error_message = "hosts are public, the variables are not"
+  }
+}
+
+run "a_password_for_every_node" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.upstash.io", port = 6379 },
+      { host = "b.upstash.io", port = 6379 },
+    ]
+    redis_host_pattern = "*.upstash.io:6379"
+    redis_password     = null
+    redis_passwords    = ["only-one"]
+  }
+
+  expect_failures = [output.spin_variables]
+}

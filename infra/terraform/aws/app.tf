@@ -1,0 +1,266 @@
+# The Spin app: an Auto Scaling group of EC2 instances in the private subnets, each running
+# `spin up -f spin.toml` with the spin-trigger-cron plugin, behind an Application Load Balancer.
+#
+# Why instances and not EKS + SpinKube or Lambda: spin.toml's [[trigger.cron]] (the drain every
+# second, timeout release every 5 s, reconcile every minute) runs only on self-hosted Spin with
+# the cron plugin; SpinKube's shim, Akamai Functions and Fermyon Cloud reject custom triggers and
+# their schedulers fire once a minute at best. Instances keep the one-second drain, need no
+# cluster to operate, and scale horizontally: every instance runs the cron jobs, and the drain's
+# per-event lease in Redis (with fencing tokens in Postgres) makes parallel drainers safe.
+#
+# Rollout: a new artifact or setting makes a new launch template version; the group's instance
+# refresh replaces instances a few at a time. Each new instance applies pending migrations before
+# it serves (under a Postgres advisory lock, so simultaneous boots wait for each other); old
+# instances keep serving meanwhile, so migrations must stay backward compatible.
+
+locals {
+  partition  = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
+  spin_url   = var.spin_download_url != null ? var.spin_download_url : "https://github.com/spinframework/spin/releases/download/${var.spin_version}/spin-${var.spin_version}-linux-${var.instance_arch}.tar.gz"
+  rds_ca_url = var.rds_ca_bundle_url != null ? var.rds_ca_bundle_url : "https://truststore.pki.rds.amazonaws.com/${var.region}/${var.region}-bundle.pem"
+
+  artifact_s3  = startswith(var.app_artifact_url, "s3://")
+  artifact_arn = local.artifact_s3 ? "arn:${local.partition}:s3:::${trimprefix(var.app_artifact_url, "s3://")}" : null
+
+  # /etc/seckill/boot.env: settings of the boot script and the service, and the non-secret Spin
+  # variables. Secrets appear here only as Secrets Manager ARNs.
+  boot_env = merge(
+    {
+      SECKILL_REGION              = var.region
+      SECKILL_APP_PORT            = tostring(var.app_port)
+      SECKILL_SPIN_URL            = local.spin_url
+      SECKILL_SPIN_SHA256         = var.spin_sha256
+      SECKILL_CRON_PLUGIN_URL     = var.cron_plugin_url
+      SECKILL_APP_ARTIFACT_URL    = var.app_artifact_url
+      SECKILL_APP_ARTIFACT_SHA256 = var.app_artifact_sha256
+      SECKILL_RDS_CA_URL          = local.rds_ca_url
+      SECKILL_SECRET_ARNS         = join(" ", [for k in local.spin_secret_names : "${k}=${aws_secretsmanager_secret.spin[k].arn}"])
+    },
+    { for k, v in local.spin_public_variables : "SPIN_VARIABLE_${upper(k)}" => v },
+  )
+
+  user_data = join("\n", [
+    "#!/bin/bash",
+    "set -euo pipefail",
+    "install -d -m 0755 /etc/seckill",
+    "cat >/etc/seckill/boot.env <<'SECKILL_BOOT_ENV'",
+    join("\n", [for k, v in local.boot_env : "${k}=\"${v}\""]),
+    "SECKILL_BOOT_ENV",
+    "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
+    trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
+    "SECKILL_MIGRATE",
+    file("${path.module}/files/boot.sh"),
+  ])
+}
+
+# --- Instance role: read the app's secrets (and the artifact, when it is on S3) -----------------
+
+resource "aws_iam_role" "app" {
+  name_prefix = "${var.name}-app-"
+  assume_role_policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "ec2.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+    }]
+  })
+}
+
+resource "aws_iam_role_policy" "app" {
+  name = "seckill-app"
+  role = aws_iam_role.app.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = concat(
+      [{
+        Sid      = "SpinSecrets"
+        Effect   = "Allow"
+        Action   = ["secretsmanager:GetSecretValue"]
+        Resource = [for s in aws_secretsmanager_secret.spin : s.arn]
+      }],
+      var.secrets_kms_key_id == null ? [] : [{
+        Sid      = "SpinSecretsKey"
+        Effect   = "Allow"
+        Action   = ["kms:Decrypt"]
+        Resource = [var.secrets_kms_key_id]
+      }],
+      local.artifact_s3 ? [{
+        Sid      = "AppArtifact"
+        Effect   = "Allow"
+        Action   = ["s3:GetObject"]
+        Resource = [local.artifact_arn]
+      }] : [],
+    )
+  })
+}
+
+resource "aws_iam_role_policy_attachment" "ssm" {
+  count      = var.ssm_access ? 1 : 0
+  role       = aws_iam_role.app.name
+  policy_arn = "arn:${local.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+}
+
+resource "aws_iam_instance_profile" "app" {
+  name_prefix = "${var.name}-app-"
+  role        = aws_iam_role.app.name
+}
+
+# --- Instances ------------------------------------------------------------------------------
+
+resource "aws_launch_template" "app" {
+  name_prefix            = "${var.name}-app-"
+  image_id               = var.ami_id
+  instance_type          = var.instance_type
+  update_default_version = true
+  vpc_security_group_ids = [aws_security_group.app.id]
+  user_data              = base64encode(local.user_data)
+
+  iam_instance_profile {
+    arn = aws_iam_instance_profile.app.arn
+  }
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required" # IMDSv2 only
+    http_put_response_hop_limit = 1
+  }
+
+  block_device_mappings {
+    device_name = var.root_device_name
+    ebs {
+      volume_size           = var.root_volume_gib
+      volume_type           = "gp3"
+      encrypted             = true
+      delete_on_termination = true
+    }
+  }
+
+  monitoring {
+    enabled = true
+  }
+
+  tag_specifications {
+    resource_type = "instance"
+    tags          = merge({ Name = "${var.name}-app", Application = var.name }, var.tags)
+  }
+
+  lifecycle {
+    precondition {
+      condition     = alltrue([for v in values(local.boot_env) : !can(regex("[\"$`\\\\\\n]", v))])
+      error_message = "Settings passed to the instances cannot contain quotes, $, backticks, backslashes or newlines."
+    }
+    precondition {
+      condition     = length(base64encode(local.user_data)) <= 25600
+      error_message = "user_data is over EC2's 16 KiB limit."
+    }
+  }
+}
+
+resource "aws_autoscaling_group" "app" {
+  name_prefix               = "${var.name}-app-"
+  vpc_zone_identifier       = [for s in aws_subnet.private : s.id]
+  min_size                  = var.instances.min
+  desired_capacity          = var.instances.desired
+  max_size                  = var.instances.max
+  health_check_type         = "ELB"
+  health_check_grace_period = 600 # packages, Spin, the artifact, migrations
+  target_group_arns         = [aws_lb_target_group.app.arn]
+
+  launch_template {
+    id      = aws_launch_template.app.id
+    version = aws_launch_template.app.latest_version
+  }
+
+  instance_refresh {
+    strategy = "Rolling"
+    preferences {
+      min_healthy_percentage = 50
+    }
+  }
+
+  tag {
+    key                 = "Name"
+    value               = "${var.name}-app"
+    propagate_at_launch = true
+  }
+
+  depends_on = [aws_route.private_nat, aws_secretsmanager_secret_version.spin]
+}
+
+resource "aws_autoscaling_policy" "cpu" {
+  name                   = "${var.name}-cpu"
+  autoscaling_group_name = aws_autoscaling_group.app.name
+  policy_type            = "TargetTrackingScaling"
+
+  target_tracking_configuration {
+    predefined_metric_specification {
+      predefined_metric_type = "ASGAverageCPUUtilization"
+    }
+    target_value = var.cpu_target_percent
+  }
+}
+
+# --- Load balancer --------------------------------------------------------------------------
+
+resource "aws_lb" "app" {
+  name                       = "${var.name}-app"
+  load_balancer_type         = "application"
+  internal                   = var.lb_internal
+  subnets                    = [for s in aws_subnet.public : s.id]
+  security_groups            = [aws_security_group.lb.id]
+  idle_timeout               = var.lb_idle_timeout
+  drop_invalid_header_fields = true
+}
+
+resource "aws_lb_target_group" "app" {
+  name_prefix          = "sk-"
+  port                 = var.app_port
+  protocol             = "HTTP"
+  vpc_id               = aws_vpc.main.id
+  deregistration_delay = 30
+
+  health_check {
+    path                = var.health_check_path
+    matcher             = "200"
+    interval            = 10
+    healthy_threshold   = 2
+    unhealthy_threshold = 3
+  }
+
+  lifecycle { create_before_destroy = true }
+}
+
+resource "aws_lb_listener" "https" {
+  count             = local.https ? 1 : 0
+  load_balancer_arn = aws_lb.app.arn
+  port              = 443
+  protocol          = "HTTPS"
+  ssl_policy        = var.ssl_policy
+  certificate_arn   = var.certificate_arn
+
+  default_action {
+    type             = "forward"
+    target_group_arn = aws_lb_target_group.app.arn
+  }
+}
+
+# Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one.
+resource "aws_lb_listener" "http" {
+  load_balancer_arn = aws_lb.app.arn
+  port              = 80
+  protocol          = "HTTP"
+
+  default_action {
+    type             = local.https ? "redirect" : "forward"
+    target_group_arn = local.https ? null : aws_lb_target_group.app.arn
+
+    dynamic "redirect" {
+      for_each = local.https ? [1] : []
+      content {
+        port        = "443"
+        protocol    = "HTTPS"
+        status_code = "HTTP_301"
+      }
+    }
+  }
+}

@@ -1,0 +1,90 @@
+# Security groups, one per tier, with every rule listed here (one resource per direction, driven
+# by a map, so the tests can check them all at once):
+#   clients -> LB listeners (80, and 443 with a certificate): the only ingress from outside;
+#   LB -> app port; app -> Redis port; app -> Postgres port; app -> HTTPS (boot-time downloads,
+#   Secrets Manager). Redis and Postgres accept only the app's group and open nothing outward.
+# Terraform removes the default allow-all egress rule of each group it creates.
+
+resource "aws_security_group" "lb" {
+  name_prefix = "${var.name}-lb-"
+  description = "seckill load balancer"
+  vpc_id      = aws_vpc.main.id
+  tags        = { Name = "${var.name}-lb" }
+  lifecycle { create_before_destroy = true }
+}
+
+resource "aws_security_group" "app" {
+  name_prefix = "${var.name}-app-"
+  description = "seckill Spin instances"
+  vpc_id      = aws_vpc.main.id
+  tags        = { Name = "${var.name}-app" }
+  lifecycle { create_before_destroy = true }
+}
+
+resource "aws_security_group" "redis" {
+  name_prefix = "${var.name}-redis-"
+  description = "seckill Redis"
+  vpc_id      = aws_vpc.main.id
+  tags        = { Name = "${var.name}-redis" }
+  lifecycle { create_before_destroy = true }
+}
+
+resource "aws_security_group" "postgres" {
+  name_prefix = "${var.name}-postgres-"
+  description = "seckill PostgreSQL"
+  vpc_id      = aws_vpc.main.id
+  tags        = { Name = "${var.name}-postgres" }
+  lifecycle { create_before_destroy = true }
+}
+
+locals {
+  https          = var.certificate_arn != null
+  listener_ports = local.https ? [80, 443] : [80]
+
+  # key => { group, port, and either a CIDR or a source/destination group }
+  ingress_rules = merge(
+    {
+      for pair in setproduct(local.listener_ports, var.lb_ingress_cidrs) :
+      "lb-${pair[0]}-${pair[1]}" => { group = aws_security_group.lb.id, port = pair[0], cidr = pair[1], peer = null, description = "clients to the listener" }
+    },
+    {
+      "app-from-lb"       = { group = aws_security_group.app.id, port = var.app_port, cidr = null, peer = aws_security_group.lb.id, description = "load balancer to spin up" }
+      "redis-from-app"    = { group = aws_security_group.redis.id, port = var.redis_port, cidr = null, peer = aws_security_group.app.id, description = "app to Redis (TLS)" }
+      "postgres-from-app" = { group = aws_security_group.postgres.id, port = var.postgres_port, cidr = null, peer = aws_security_group.app.id, description = "app to Postgres (TLS)" }
+    },
+  )
+
+  egress_rules = merge(
+    {
+      "lb-to-app"       = { group = aws_security_group.lb.id, port = var.app_port, cidr = null, peer = aws_security_group.app.id, description = "load balancer to spin up" }
+      "app-to-redis"    = { group = aws_security_group.app.id, port = var.redis_port, cidr = null, peer = aws_security_group.redis.id, description = "app to Redis (TLS)" }
+      "app-to-postgres" = { group = aws_security_group.app.id, port = var.postgres_port, cidr = null, peer = aws_security_group.postgres.id, description = "app to Postgres (TLS)" }
+    },
+    {
+      for c in var.app_egress_cidrs :
+      "app-https-${c}" => { group = aws_security_group.app.id, port = 443, cidr = c, peer = null, description = "packages, Spin, the artifact, Secrets Manager" }
+    },
+  )
+}
+
+resource "aws_vpc_security_group_ingress_rule" "this" {
+  for_each                     = local.ingress_rules
+  security_group_id            = each.value.group
+  description                  = each.value.description
+  ip_protocol                  = "tcp"
+  from_port                    = each.value.port
+  to_port                      = each.value.port
+  cidr_ipv4                    = each.value.cidr
+  referenced_security_group_id = each.value.peer
+}
+
+resource "aws_vpc_security_group_egress_rule" "this" {
+  for_each                     = local.egress_rules
+  security_group_id            = each.value.group
+  description                  = each.value.description
+  ip_protocol                  = "tcp"
+  from_port                    = each.value.port
+  to_port                      = each.value.port
+  cidr_ipv4                    = each.value.cidr
+  referenced_security_group_id = each.value.peer
+}

@@ -1,0 +1,60 @@
+# The app's Spin variables (spin.toml [variables]), computed by the shared module from the same
+# endpoints the resources above expose: redis_url (rediss://, every node) and redis_host come
+# from one list, pg_url (sslmode=require) and pg_host from one address, so allowed_outbound_hosts
+# always admits what the URLs name.
+#
+# What holds a secret (spin.toml `secret = true`: the URLs carry passwords, and the three keys)
+# goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
+# user_data. The rest (the hosts, tuning overrides) is passed in the clear.
+
+module "app_variables" {
+  source = "../modules/app-variables"
+
+  redis_endpoints    = local.redis_endpoints
+  redis_host_pattern = local.redis_host_pattern
+  redis_username     = local.redis_user
+  redis_password     = var.redis_password
+  postgres = {
+    host     = aws_db_instance.postgres.address
+    port     = var.postgres_port
+    database = var.postgres_database
+    user     = var.postgres_username
+  }
+  postgres_password = var.postgres_password
+  secrets           = var.secrets
+}
+
+locals {
+  # spin.toml's secret variables: delivered through Secrets Manager.
+  spin_secret_variables = {
+    redis_url        = module.app_variables.spin_variables.redis_url
+    pg_url           = module.app_variables.spin_variables.pg_url
+    jwt_secret       = module.app_variables.spin_variables.jwt_secret
+    admission_secret = module.app_variables.spin_variables.admission_secret
+    admin_token      = module.app_variables.spin_variables.admin_token
+  }
+  # Names only (not sensitive): what for_each and user_data may carry.
+  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"]
+
+  # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
+  spin_host_variables = {
+    redis_host = module.app_variables.hosts.redis_host
+    pg_host    = module.app_variables.hosts.pg_host
+  }
+  # The non-secret variables (SPIN_VARIABLE_* in the service's environment file).
+  spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
+}
+
+resource "aws_secretsmanager_secret" "spin" {
+  for_each                = toset(local.spin_secret_names)
+  name                    = "${var.name}/spin/${each.key}"
+  description             = "seckill Spin variable ${each.key} (SPIN_VARIABLE_${upper(each.key)})"
+  kms_key_id              = var.secrets_kms_key_id
+  recovery_window_in_days = var.secret_recovery_window_days
+}
+
+resource "aws_secretsmanager_secret_version" "spin" {
+  for_each      = aws_secretsmanager_secret.spin
+  secret_id     = each.value.id
+  secret_string = local.spin_secret_variables[each.key]
+}

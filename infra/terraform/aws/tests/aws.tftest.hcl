@@ -1,0 +1,391 @@
+# Offline: the aws provider is mocked (its binary still comes from the local mirror, for the
+# schema). `command = apply` on a mock provider creates nothing; it fills computed attributes
+# with the defaults below (or random strings), so endpoints and ARNs are known to the asserts.
+
+mock_provider "aws" {
+  mock_resource "aws_memorydb_cluster" {
+    defaults = {
+      arn              = "arn:aws:memorydb:us-east-1:123456789012:cluster/seckill-redis-0"
+      cluster_endpoint = [{ address = "clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com", port = 6379 }]
+    }
+  }
+  mock_resource "aws_elasticache_replication_group" {
+    defaults = {
+      arn                      = "arn:aws:elasticache:us-east-1:123456789012:replicationgroup:seckill-redis-0"
+      primary_endpoint_address = "master.seckill-redis-0.abc123.use1.cache.amazonaws.com"
+    }
+  }
+  mock_resource "aws_db_instance" {
+    defaults = {
+      address = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com"
+      arn     = "arn:aws:rds:us-east-1:123456789012:db:seckill-postgres"
+    }
+  }
+  mock_resource "aws_lb" {
+    defaults = {
+      arn      = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/seckill-app/0123456789abcdef"
+      dns_name = "seckill-app-123456789.us-east-1.elb.amazonaws.com"
+    }
+  }
+  mock_resource "aws_lb_target_group" {
+    defaults = {
+      arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/sk-app/0123456789abcdef"
+    }
+  }
+  mock_resource "aws_secretsmanager_secret" {
+    defaults = {
+      arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:seckill/spin/secret-AbCdEf"
+    }
+  }
+  mock_resource "aws_iam_role" {
+    defaults = {
+      arn = "arn:aws:iam::123456789012:role/seckill-app"
+    }
+  }
+  mock_resource "aws_iam_instance_profile" {
+    defaults = {
+      arn = "arn:aws:iam::123456789012:instance-profile/seckill-app"
+    }
+  }
+  mock_resource "aws_launch_template" {
+    defaults = {
+      id             = "lt-0123456789abcdef0"
+      latest_version = 1
+    }
+  }
+}
+
+variables {
+  region           = "us-east-1"
+  ami_id           = "ami-0123456789abcdef0"
+  app_artifact_url = "https://artifacts.example.com/seckill/seckill-0.1.0.tar.gz"
+
+  redis_password    = "test-redis-password-0123456789"
+  postgres_password = "test-postgres-password-0123"
+  secrets = {
+    jwt_secret       = "test-jwt-secret-test-jwt-secret-0000"
+    admission_secret = "test-admission-secret-test-admission"
+    admin_token      = "test-admin-token-test-admin-token-00"
+  }
+}
+
+run "memorydb_by_default" {
+  command = apply
+
+  assert {
+    condition     = length(aws_memorydb_cluster.redis) == 1 && length(aws_elasticache_replication_group.redis) == 0
+    error_message = "MemoryDB (the durable transaction log) is the default Redis"
+  }
+  assert {
+    condition     = aws_memorydb_cluster.redis[0].tls_enabled == true
+    error_message = "MemoryDB with TLS"
+  }
+  assert {
+    condition     = aws_memorydb_cluster.redis[0].num_shards == 1 && aws_memorydb_cluster.redis[0].num_replicas_per_shard == 0
+    error_message = "one shard per node (Spin does not follow MOVED), no replica the endpoint could hand out"
+  }
+  assert {
+    condition     = aws_memorydb_user.app[0].authentication_mode[0].type == "password" && aws_memorydb_user.app[0].user_name == "seckill-app"
+    error_message = "the app's own ACL user, with a password"
+  }
+  assert {
+    condition     = startswith(aws_secretsmanager_secret_version.spin["redis_url"].secret_string, "rediss://seckill-app:test-redis-password-0123456789@clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379")
+    error_message = "SPIN_VARIABLE_REDIS_URL: rediss://, the ACL user, the cluster endpoint with its port"
+  }
+  assert {
+    condition     = aws_secretsmanager_secret_version.spin["pg_url"].secret_string == "postgres://seckill:test-postgres-password-0123@seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432/seckill?sslmode=require"
+    error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
+  }
+  assert {
+    condition     = output.spin_variables == { redis_host = "clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432" }
+    error_message = "redis_host and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port)"
+  }
+  assert {
+    condition     = output.allowed_outbound_hosts == ["rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", "postgres://seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432"]
+    error_message = "the hosts spin.toml lets the functions reach"
+  }
+  assert {
+    condition     = output.spin_environment["SPIN_VARIABLE_REDIS_HOST"] == output.spin_variables.redis_host && startswith(output.spin_environment["SPIN_VARIABLE_REDIS_URL"], "rediss://")
+    error_message = "SPIN_VARIABLE_* environment offered as an output"
+  }
+  assert {
+    condition     = output.redis_engine == "memorydb" && output.manifest == "spin.toml"
+    error_message = "outputs name the Redis engine and the manifest (with the cron trigger)"
+  }
+}
+
+run "postgres_forces_tls_and_stays_private" {
+  command = apply
+
+  assert {
+    condition     = anytrue([for p in aws_db_parameter_group.postgres.parameter : p.name == "rds.force_ssl" && p.value == "1"])
+    error_message = "the parameter group sets rds.force_ssl = 1"
+  }
+  assert {
+    condition     = aws_db_instance.postgres.parameter_group_name == aws_db_parameter_group.postgres.name
+    error_message = "the instance uses that parameter group"
+  }
+  assert {
+    condition     = aws_db_parameter_group.postgres.family == "postgres16"
+    error_message = "the family follows the engine version"
+  }
+  assert {
+    condition     = aws_db_instance.postgres.storage_encrypted && !aws_db_instance.postgres.publicly_accessible && aws_db_instance.postgres.multi_az
+    error_message = "encrypted, private, Multi-AZ"
+  }
+  assert {
+    condition     = aws_db_instance.postgres.deletion_protection && !aws_db_instance.postgres.skip_final_snapshot
+    error_message = "deletion protection and a final snapshot by default"
+  }
+  assert {
+    condition     = alltrue([for s in aws_db_subnet_group.postgres.subnet_ids : contains([for p in aws_subnet.private : p.id], s)])
+    error_message = "Postgres lives in the private subnets"
+  }
+}
+
+run "only_the_listener_is_open_to_the_world" {
+  command = apply
+
+  assert {
+    condition = alltrue([
+      for k, r in aws_vpc_security_group_ingress_rule.this :
+      r.cidr_ipv4 == null || (r.security_group_id == aws_security_group.lb.id && contains([80, 443], r.from_port) && r.from_port == r.to_port)
+    ])
+    error_message = "no ingress from an address range except to the load balancer's listener ports"
+  }
+  assert {
+    condition     = aws_vpc_security_group_ingress_rule.this["redis-from-app"].referenced_security_group_id == aws_security_group.app.id && aws_vpc_security_group_ingress_rule.this["redis-from-app"].from_port == 6379
+    error_message = "Redis accepts the app's group on the Redis port"
+  }
+  assert {
+    condition     = aws_vpc_security_group_ingress_rule.this["postgres-from-app"].referenced_security_group_id == aws_security_group.app.id && aws_vpc_security_group_ingress_rule.this["postgres-from-app"].from_port == 5432
+    error_message = "Postgres accepts the app's group on 5432"
+  }
+  assert {
+    condition     = aws_vpc_security_group_ingress_rule.this["app-from-lb"].referenced_security_group_id == aws_security_group.lb.id && aws_vpc_security_group_ingress_rule.this["app-from-lb"].from_port == 3000
+    error_message = "the app accepts the load balancer on the app port"
+  }
+  assert {
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1
+    error_message = "without a certificate, only port 80 is open"
+  }
+  assert {
+    condition     = length(aws_lb_listener.https) == 0 && aws_lb_listener.http.default_action[0].type == "forward"
+    error_message = "without a certificate, HTTP forwards"
+  }
+  assert {
+    condition     = alltrue([for s in aws_autoscaling_group.app.vpc_zone_identifier : contains([for p in aws_subnet.private : p.id], s)])
+    error_message = "the instances live in the private subnets"
+  }
+}
+
+run "https_with_a_certificate" {
+  command = apply
+
+  variables {
+    certificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+  }
+
+  assert {
+    condition     = length(aws_lb_listener.https) == 1 && aws_lb_listener.https[0].port == 443 && aws_lb_listener.https[0].protocol == "HTTPS"
+    error_message = "an HTTPS listener with the certificate"
+  }
+  assert {
+    condition     = aws_lb_listener.http.default_action[0].type == "redirect" && aws_lb_listener.http.default_action[0].redirect[0].protocol == "HTTPS"
+    error_message = "HTTP redirects to HTTPS"
+  }
+  assert {
+    condition     = startswith(output.app_url, "https://")
+    error_message = "the app URL is https"
+  }
+  assert {
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 2
+    error_message = "80 (redirect) and 443"
+  }
+}
+
+run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
+  command = apply
+
+  assert {
+    condition = alltrue([
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.redis_password, var.postgres_password] :
+      !strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "no secret in user_data"
+  }
+  assert {
+    condition = alltrue([
+      for s in ["spin up -f spin.toml", "trigger-cron.json", "pg_advisory_lock", "update-ca-trust", "secretsmanager get-secret-value", "SPIN_VARIABLE_REDIS_HOST=\"clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379\"", "https://truststore.pki.rds.amazonaws.com/us-east-1/us-east-1-bundle.pem"] :
+      strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "user_data installs the cron plugin and the RDS CA, reads secrets, migrates under a lock, runs spin.toml"
+  }
+  assert {
+    condition     = aws_launch_template.app.metadata_options[0].http_tokens == "required"
+    error_message = "IMDSv2 only"
+  }
+  assert {
+    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 5
+    error_message = "the instances may read the five secret variables, and nothing else"
+  }
+  assert {
+    condition     = length(jsondecode(aws_iam_role_policy.app.policy).Statement) == 1
+    error_message = "no S3 permission for an https artifact"
+  }
+}
+
+run "artifact_on_s3" {
+  command = plan
+
+  variables {
+    app_artifact_url = "s3://seckill-artifacts/releases/seckill-0.1.0.tar.gz"
+  }
+
+  assert {
+    condition     = local.artifact_arn == "arn:aws:s3:::seckill-artifacts/releases/seckill-0.1.0.tar.gz"
+    error_message = "the instances may read that one object"
+  }
+}
+
+run "secrets_are_sensitive" {
+  command = apply
+
+  assert {
+    condition     = issensitive(output.spin_environment)
+    error_message = "the SPIN_VARIABLE_* environment output is sensitive"
+  }
+  assert {
+    condition     = alltrue([for k, v in aws_secretsmanager_secret_version.spin : issensitive(v.secret_string)])
+    error_message = "every secret value is sensitive"
+  }
+  assert {
+    condition     = issensitive(var.redis_password) && issensitive(var.postgres_password) && issensitive(var.secrets)
+    error_message = "password and secret inputs are sensitive"
+  }
+  assert {
+    condition     = !issensitive(output.spin_variables) && !issensitive(output.app_url)
+    error_message = "the non-secret outputs stay readable"
+  }
+  assert {
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"])
+    error_message = "every variable spin.toml marks secret goes to Secrets Manager"
+  }
+}
+
+run "elasticache_when_asked" {
+  command = apply
+
+  variables {
+    redis_engine = "elasticache"
+  }
+
+  assert {
+    condition     = length(aws_elasticache_replication_group.redis) == 1 && length(aws_memorydb_cluster.redis) == 0
+    error_message = "ElastiCache replaces MemoryDB"
+  }
+  assert {
+    condition     = aws_elasticache_replication_group.redis[0].transit_encryption_enabled && aws_elasticache_replication_group.redis[0].auth_token == var.redis_password
+    error_message = "TLS in transit and an AUTH token"
+  }
+  assert {
+    condition     = aws_elasticache_replication_group.redis[0].cluster_mode == "disabled" && aws_elasticache_replication_group.redis[0].num_cache_clusters == 2 && aws_elasticache_replication_group.redis[0].automatic_failover_enabled
+    error_message = "one shard, a replica and automatic failover"
+  }
+  assert {
+    condition     = aws_secretsmanager_secret_version.spin["redis_url"].secret_string == "rediss://default:test-redis-password-0123456789@master.seckill-redis-0.abc123.use1.cache.amazonaws.com:6379"
+    error_message = "rediss:// to the primary endpoint as the default user"
+  }
+}
+
+run "several_redis_nodes" {
+  command = apply
+
+  variables {
+    redis_nodes = 3
+  }
+
+  assert {
+    condition     = length(aws_memorydb_cluster.redis) == 3 && alltrue([for c in aws_memorydb_cluster.redis : c.num_shards == 1])
+    error_message = "three independent one-shard clusters"
+  }
+  assert {
+    condition     = length(split(",", aws_secretsmanager_secret_version.spin["redis_url"].secret_string)) == 3
+    error_message = "redis_url lists every node"
+  }
+  assert {
+    condition     = output.spin_variables.redis_host == "*.memorydb.us-east-1.amazonaws.com:6379"
+    error_message = "one allowed_outbound_hosts pattern covers every node, with the port"
+  }
+}
+
+run "nat_per_zone" {
+  command = plan
+
+  variables {
+    availability_zones = ["us-east-1a", "us-east-1b", "us-east-1c"]
+    nat_gateways       = "per_zone"
+  }
+
+  assert {
+    condition     = length(aws_nat_gateway.main) == 3 && length(aws_subnet.private) == 3
+    error_message = "one NAT gateway per zone"
+  }
+  assert {
+    condition     = aws_subnet.private["us-east-1c"].cidr_block == "10.40.160.0/20" && aws_subnet.public["us-east-1c"].cidr_block == "10.40.2.0/24"
+    error_message = "ranges carved from vpc_cidr"
+  }
+}
+
+run "rejects_an_unknown_redis_engine" {
+  command = plan
+  variables {
+    redis_engine = "redis-cluster"
+  }
+  expect_failures = [var.redis_engine]
+}
+
+run "rejects_a_bad_ami" {
+  command = plan
+  variables {
+    ami_id = "ubuntu-latest"
+  }
+  expect_failures = [var.ami_id]
+}
+
+run "rejects_a_weak_redis_password" {
+  command = plan
+  variables {
+    redis_password = "short"
+  }
+  expect_failures = [var.redis_password]
+}
+
+run "rejects_subnets_that_do_not_match_the_zones" {
+  command = plan
+  variables {
+    availability_zones   = ["us-east-1a", "us-east-1b"]
+    private_subnet_cidrs = ["10.40.128.0/20"]
+  }
+  expect_failures = [var.private_subnet_cidrs]
+}
+
+run "rejects_overriding_a_connection_variable" {
+  command = plan
+  variables {
+    spin_variable_overrides = { redis_url = "redis://127.0.0.1:6379" }
+  }
+  expect_failures = [var.spin_variable_overrides]
+}
+
+run "rejects_short_app_secrets" {
+  command = plan
+  variables {
+    secrets = {
+      jwt_secret       = "short"
+      admission_secret = "test-admission-secret-test-admission"
+      admin_token      = "test-admin-token-test-admin-token-00"
+    }
+  }
+  expect_failures = [var.secrets]
+}

@@ -1,0 +1,496 @@
+# ---------------------------------------------------------------------------------------------
+# General
+# ---------------------------------------------------------------------------------------------
+
+variable "name" {
+  description = "Prefix of every resource name (lower case letters, digits, hyphens)."
+  type        = string
+  default     = "seckill"
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,19}$", var.name))
+    error_message = "name: 2 to 20 characters, lower case letters, digits and hyphens, starting with a letter (it prefixes MemoryDB, RDS and ALB names, which are short)."
+  }
+}
+
+variable "region" {
+  description = "The AWS region."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "tags" {
+  description = "Tags added to every resource."
+  type        = map(string)
+  default     = {}
+}
+
+variable "offline_checks" {
+  description = "Skip the provider's credential, account, metadata and region checks: for `plan` and `terraform test` without an AWS account. Leave false for real deployments."
+  type        = bool
+  default     = false
+}
+
+# ---------------------------------------------------------------------------------------------
+# Network
+# ---------------------------------------------------------------------------------------------
+
+variable "availability_zones" {
+  description = "The zones to spread subnets over (at least two: RDS Multi-AZ and the ALB need them). Default: <region>a and <region>b."
+  type        = list(string)
+  default     = null
+  validation {
+    condition     = var.availability_zones == null ? true : length(var.availability_zones) >= 2
+    error_message = "Give at least two availability zones."
+  }
+}
+
+variable "vpc_cidr" {
+  description = "The VPC's IPv4 range."
+  type        = string
+  default     = "10.40.0.0/16"
+  validation {
+    condition     = can(cidrnetmask(var.vpc_cidr))
+    error_message = "vpc_cidr must be an IPv4 CIDR block, e.g. 10.40.0.0/16."
+  }
+}
+
+variable "public_subnet_cidrs" {
+  description = "One range per zone for the public subnets (ALB, NAT). Default: /24s carved from vpc_cidr."
+  type        = list(string)
+  default     = null
+  validation {
+    condition = var.public_subnet_cidrs == null ? true : (
+      alltrue([for c in var.public_subnet_cidrs : can(cidrnetmask(c))]) &&
+      length(var.public_subnet_cidrs) == length(coalesce(var.availability_zones, ["a", "b"]))
+    )
+    error_message = "public_subnet_cidrs: one IPv4 CIDR block per availability zone."
+  }
+}
+
+variable "private_subnet_cidrs" {
+  description = "One range per zone for the private subnets (instances, Redis, Postgres). Default: /20s carved from vpc_cidr."
+  type        = list(string)
+  default     = null
+  validation {
+    condition = var.private_subnet_cidrs == null ? true : (
+      alltrue([for c in var.private_subnet_cidrs : can(cidrnetmask(c))]) &&
+      length(var.private_subnet_cidrs) == length(coalesce(var.availability_zones, ["a", "b"]))
+    )
+    error_message = "private_subnet_cidrs: one IPv4 CIDR block per availability zone."
+  }
+}
+
+variable "nat_gateways" {
+  description = "\"single\": one NAT gateway for all zones (the instances need the internet only at boot: packages, Spin, the app artifact, Secrets Manager); \"per_zone\": one per zone, so a zone outage never blocks booting instances elsewhere."
+  type        = string
+  default     = "single"
+  validation {
+    condition     = contains(["single", "per_zone"], var.nat_gateways)
+    error_message = "nat_gateways is \"single\" or \"per_zone\"."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------
+# Redis
+# ---------------------------------------------------------------------------------------------
+
+variable "redis_engine" {
+  description = "\"memorydb\" (default: a durable multi-AZ transaction log, an acknowledged write survives a node loss) or \"elasticache\" (replication group: asynchronous replicas, a failover can lose acknowledged writes, i.e. accepted orders)."
+  type        = string
+  default     = "memorydb"
+  validation {
+    condition     = contains(["memorydb", "elasticache"], var.redis_engine)
+    error_message = "redis_engine is \"memorydb\" or \"elasticache\"."
+  }
+}
+
+variable "redis_nodes" {
+  description = "How many independent Redis nodes (each a one-shard cluster or replication group). Each event lives wholly on one node; the app spreads events over the comma-separated redis_url list (ARCHITECTURE.md, scale-out)."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.redis_nodes >= 1 && var.redis_nodes <= 16 && floor(var.redis_nodes) == var.redis_nodes
+    error_message = "redis_nodes: a whole number from 1 to 16."
+  }
+}
+
+variable "redis_node_type" {
+  description = "Node type. Default: db.r7g.large (MemoryDB) or cache.r7g.large (ElastiCache)."
+  type        = string
+  default     = null
+}
+
+variable "redis_engine_family" {
+  description = "\"redis\" or \"valkey\" (both MemoryDB and ElastiCache offer either)."
+  type        = string
+  default     = "redis"
+  validation {
+    condition     = contains(["redis", "valkey"], var.redis_engine_family)
+    error_message = "redis_engine_family is \"redis\" or \"valkey\"."
+  }
+}
+
+variable "redis_engine_version" {
+  description = "Engine version (the app needs Lua scripting and streams: 6.2 or newer)."
+  type        = string
+  default     = "7.1"
+}
+
+variable "redis_port" {
+  description = "Redis port."
+  type        = number
+  default     = 6379
+}
+
+variable "memorydb_replicas_per_shard" {
+  description = "MemoryDB replicas per shard. 0 by default: the transaction log already makes writes durable across zones (a lost node is replaced and replays the log: minutes without that node, no accepted order lost). Spin's Redis client does not follow the cluster protocol, and a replica answers MOVED to a client that the cluster endpoint sent to it; raise this only with that in mind."
+  type        = number
+  default     = 0
+  validation {
+    condition     = var.memorydb_replicas_per_shard >= 0 && var.memorydb_replicas_per_shard <= 5
+    error_message = "memorydb_replicas_per_shard: 0 to 5."
+  }
+}
+
+variable "elasticache_replicas" {
+  description = "ElastiCache replicas per node (1 or more enables automatic failover and Multi-AZ; the primary endpoint follows the failover). Replication is asynchronous."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.elasticache_replicas >= 0 && var.elasticache_replicas <= 5
+    error_message = "elasticache_replicas: 0 to 5."
+  }
+}
+
+variable "redis_username" {
+  description = "The MemoryDB ACL user the app connects as (user names are unique per account and region). Default: <name>-app. ElastiCache with an AUTH token always uses \"default\"."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.redis_username == null ? true : (can(regex("^[a-z][a-z0-9-]{0,39}$", var.redis_username)) && var.redis_username != "default")
+    error_message = "redis_username: lower case letters, digits and hyphens, not \"default\"."
+  }
+}
+
+variable "redis_acl_access_string" {
+  description = "The MemoryDB user's ACL rules."
+  type        = string
+  default     = "on ~* &* +@all"
+}
+
+variable "redis_password" {
+  description = "The Redis password (MemoryDB user password or ElastiCache AUTH token): 16 to 128 printable characters without spaces, quotes, slashes or @."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.redis_password) >= 16 && length(var.redis_password) <= 128 && can(regex("^[!#-.0-?A-~]+$", var.redis_password))
+    error_message = "redis_password: 16 to 128 printable ASCII characters, none of space, \", / or @ (what both MemoryDB and ElastiCache accept)."
+  }
+}
+
+variable "redis_snapshot_retention_days" {
+  description = "Daily snapshots kept (0 turns them off)."
+  type        = number
+  default     = 7
+}
+
+variable "redis_host_pattern" {
+  description = "With several Redis nodes, the allowed_outbound_hosts pattern that covers them all (host:port). Default: *.memorydb.<region>.amazonaws.com:<port> or *.cache.amazonaws.com:<port>."
+  type        = string
+  default     = null
+}
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------------------------
+
+variable "postgres_engine_version" {
+  description = "RDS PostgreSQL version (a major version such as \"16\" lets RDS pick the minor)."
+  type        = string
+  default     = "16"
+}
+
+variable "postgres_instance_class" {
+  description = "RDS instance class."
+  type        = string
+  default     = "db.r7g.large"
+}
+
+variable "postgres_allocated_storage" {
+  description = "Initial storage (GiB)."
+  type        = number
+  default     = 100
+}
+
+variable "postgres_max_allocated_storage" {
+  description = "Storage autoscaling ceiling (GiB)."
+  type        = number
+  default     = 1000
+}
+
+variable "postgres_multi_az" {
+  description = "A synchronous standby in another zone."
+  type        = bool
+  default     = true
+}
+
+variable "postgres_port" {
+  description = "Postgres port."
+  type        = number
+  default     = 5432
+}
+
+variable "postgres_database" {
+  description = "Database name."
+  type        = string
+  default     = "seckill"
+}
+
+variable "postgres_username" {
+  description = "The master user, which the app and the migrations use."
+  type        = string
+  default     = "seckill"
+}
+
+variable "postgres_password" {
+  description = "The master user's password (8 to 128 printable characters without /, \", @ or space: what RDS accepts)."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.postgres_password) >= 8 && length(var.postgres_password) <= 128 && can(regex("^[!#-.0-?A-~]+$", var.postgres_password))
+    error_message = "postgres_password: 8 to 128 printable ASCII characters, none of space, \", / or @."
+  }
+}
+
+variable "postgres_backup_retention_days" {
+  description = "Automated backups kept (days)."
+  type        = number
+  default     = 7
+}
+
+variable "postgres_ca_cert_identifier" {
+  description = "The RDS server certificate authority. The instances trust it through rds_ca_bundle_url."
+  type        = string
+  default     = "rds-ca-rsa2048-g1"
+}
+
+variable "rds_ca_bundle_url" {
+  description = "Where the instances fetch the RDS CA bundle that goes into their trust store (real Spin verifies Postgres certificates against the system store). Default: the region's bundle on truststore.pki.rds.amazonaws.com."
+  type        = string
+  default     = null
+}
+
+variable "deletion_protection" {
+  description = "Protect the database (and keep a final snapshot) against `terraform destroy`."
+  type        = bool
+  default     = true
+}
+
+# ---------------------------------------------------------------------------------------------
+# The app
+# ---------------------------------------------------------------------------------------------
+
+variable "ami_id" {
+  description = "The instances' image: Amazon Linux 2023 or Debian/Ubuntu, matching instance_arch (no data source looks it up, so plans run offline)."
+  type        = string
+  validation {
+    condition     = can(regex("^ami-[0-9a-f]{8,17}$", var.ami_id))
+    error_message = "ami_id must look like ami-0123456789abcdef0."
+  }
+}
+
+variable "instance_type" {
+  description = "EC2 instance type of the Spin hosts."
+  type        = string
+  default     = "c7i.large"
+}
+
+variable "instance_arch" {
+  description = "\"amd64\" or \"aarch64\": which Spin build to install (must match instance_type and ami_id)."
+  type        = string
+  default     = "amd64"
+  validation {
+    condition     = contains(["amd64", "aarch64"], var.instance_arch)
+    error_message = "instance_arch is \"amd64\" or \"aarch64\"."
+  }
+}
+
+variable "instances" {
+  description = "Auto Scaling group sizes."
+  type = object({
+    min     = number
+    desired = number
+    max     = number
+  })
+  default = { min = 2, desired = 2, max = 6 }
+  validation {
+    condition     = var.instances.min >= 1 && var.instances.min <= var.instances.desired && var.instances.desired <= var.instances.max
+    error_message = "instances: 1 <= min <= desired <= max."
+  }
+}
+
+variable "cpu_target_percent" {
+  description = "Target-tracking scaling on average CPU."
+  type        = number
+  default     = 60
+}
+
+variable "app_port" {
+  description = "Where `spin up` listens on each instance."
+  type        = number
+  default     = 3000
+}
+
+variable "health_check_path" {
+  description = "The ALB's target check. /api/time answers without touching Redis or Postgres, so a managed-service outage does not make the group replace every instance; /api/health checks both."
+  type        = string
+  default     = "/api/time"
+}
+
+variable "spin_version" {
+  description = "The Spin release installed on the instances."
+  type        = string
+  default     = "v3.6.3"
+}
+
+variable "spin_download_url" {
+  description = "Override the Spin release tarball URL. Default: the spinframework/spin GitHub release for spin_version and instance_arch."
+  type        = string
+  default     = null
+}
+
+variable "spin_sha256" {
+  description = "The Spin tarball's SHA-256, checked at boot when given."
+  type        = string
+  default     = ""
+}
+
+variable "cron_plugin_url" {
+  description = "The spin-trigger-cron plugin manifest (spin.toml's [[trigger.cron]] runs only with it)."
+  type        = string
+  default     = "https://github.com/spinframework/spin-trigger-cron/releases/download/canary/trigger-cron.json"
+}
+
+variable "app_artifact_url" {
+  description = "The built app: a .tar.gz holding spin.toml, target/wasm32-wasip2/release/*.wasm and migrations/ (DEPLOY.md shows how to make it), at an https:// or s3:// URL. Changing it rolls the instances."
+  type        = string
+  validation {
+    condition     = can(regex("^(https://|s3://[a-z0-9][a-z0-9.-]+/).+", var.app_artifact_url))
+    error_message = "app_artifact_url must be an https:// or s3://bucket/key URL."
+  }
+}
+
+variable "app_artifact_sha256" {
+  description = "The artifact's SHA-256, checked at boot when given."
+  type        = string
+  default     = ""
+}
+
+variable "spin_variable_overrides" {
+  description = "Non-secret tuning variables of spin.toml (drain_batch, release_batch, ...), passed as SPIN_VARIABLE_*; the connection variables and secrets come from the resources here."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition = alltrue([
+      for k in keys(var.spin_variable_overrides) :
+      can(regex("^[a-z][a-z0-9_]*$", k)) && !contains(["redis_url", "redis_host", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"], k)
+    ])
+    error_message = "spin_variable_overrides takes spin.toml's tuning variables by name; the connection variables and the secrets are set by this configuration."
+  }
+}
+
+variable "ssm_access" {
+  description = "Attach AmazonSSMManagedInstanceCore to the instance role: shell access through Session Manager, no SSH port."
+  type        = bool
+  default     = true
+}
+
+variable "root_device_name" {
+  description = "The AMI's root device (Amazon Linux and Debian: /dev/xvda; Ubuntu: /dev/sda1)."
+  type        = string
+  default     = "/dev/xvda"
+}
+
+variable "root_volume_gib" {
+  description = "Instance root volume size."
+  type        = number
+  default     = 20
+}
+
+# ---------------------------------------------------------------------------------------------
+# Load balancer
+# ---------------------------------------------------------------------------------------------
+
+variable "certificate_arn" {
+  description = "ACM certificate for the HTTPS listener. Given: HTTPS on 443 and HTTP redirects to it. Null: plain HTTP on 80 only (for a first try; never for a real sale)."
+  type        = string
+  default     = null
+}
+
+variable "ssl_policy" {
+  description = "The HTTPS listener's TLS policy."
+  type        = string
+  default     = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+}
+
+variable "lb_ingress_cidrs" {
+  description = "Who may reach the load balancer's listeners (the only ingress open beyond the VPC)."
+  type        = list(string)
+  default     = ["0.0.0.0/0"]
+  validation {
+    condition     = alltrue([for c in var.lb_ingress_cidrs : can(cidrnetmask(c))])
+    error_message = "lb_ingress_cidrs: IPv4 CIDR blocks."
+  }
+}
+
+variable "app_egress_cidrs" {
+  description = "Where the instances may open HTTPS connections (packages, Spin, the artifact, Secrets Manager)."
+  type        = list(string)
+  default     = ["0.0.0.0/0"]
+}
+
+variable "lb_internal" {
+  description = "An internal load balancer (behind a CDN or another proxy in the VPC)."
+  type        = bool
+  default     = false
+}
+
+variable "lb_idle_timeout" {
+  description = "ALB idle timeout (seconds): above the longest admin job request (POST /admin/jobs/*?for_ms=...)."
+  type        = number
+  default     = 90
+}
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+# ---------------------------------------------------------------------------------------------
+
+variable "secrets" {
+  description = "The app's three secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens), admin_token (the operators' bearer secret). At least 32 characters each."
+  type = object({
+    jwt_secret       = string
+    admission_secret = string
+    admin_token      = string
+  })
+  sensitive = true
+  validation {
+    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
+    error_message = "Use at least 32 characters for each secret."
+  }
+}
+
+variable "secrets_kms_key_id" {
+  description = "KMS key for the Secrets Manager secrets (null: the account's aws/secretsmanager key)."
+  type        = string
+  default     = null
+}
+
+variable "secret_recovery_window_days" {
+  description = "Days a deleted secret can be restored (0 deletes at once, 7 to 30 otherwise)."
+  type        = number
+  default     = 7
+  validation {
+    condition     = var.secret_recovery_window_days == 0 || (var.secret_recovery_window_days >= 7 && var.secret_recovery_window_days <= 30)
+    error_message = "secret_recovery_window_days is 0 or from 7 to 30."
+  }
+}

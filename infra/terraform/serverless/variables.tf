@@ -1,0 +1,173 @@
+# --- Accounts ---------------------------------------------------------------------------------
+
+variable "upstash_email" {
+  description = "The Upstash account's e-mail (API access)."
+  type        = string
+}
+
+variable "upstash_api_key" {
+  description = "An Upstash management API key."
+  type        = string
+  sensitive   = true
+}
+
+variable "neon_api_key" {
+  description = "A Neon API key."
+  type        = string
+  sensitive   = true
+}
+
+variable "akamai_access_token" {
+  description = "An Akamai Functions personal access token (SPIN_AKA_ACCESS_TOKEN for `spin aka login`); null when the machine running Terraform is already logged in. Unused for Fermyon Cloud (log in with `spin cloud login` first)."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+# --- Where the app runs -----------------------------------------------------------------------
+
+variable "platform" {
+  description = "\"akamai\" (spin aka deploy, with spin aka cron schedules) or \"fermyon\" (spin cloud deploy: the `spin deploy` default)."
+  type        = string
+  default     = "akamai"
+  validation {
+    condition     = contains(["akamai", "fermyon"], var.platform)
+    error_message = "platform is \"akamai\" or \"fermyon\"."
+  }
+}
+
+variable "app_name" {
+  description = "The app's name on the platform."
+  type        = string
+  default     = "seckill"
+}
+
+variable "akamai_app_id" {
+  description = "Deploy to this existing Akamai Functions app (otherwise the app named app_name is linked, or created)."
+  type        = string
+  default     = null
+}
+
+variable "app_dir" {
+  description = "The repository checkout holding the manifest, the built .wasm files and migrations/ (build first: cargo build --target wasm32-wasip2 --release). Default: this repository."
+  type        = string
+  default     = null
+}
+
+variable "manifest" {
+  description = "The manifest to deploy: the cron-free one (these platforms reject custom triggers)."
+  type        = string
+  default     = "spin.http.toml"
+  validation {
+    condition     = var.manifest != "spin.toml"
+    error_message = "spin.toml has [[trigger.cron]], which Akamai Functions and Fermyon Cloud reject: deploy spin.http.toml."
+  }
+}
+
+variable "spin_variable_overrides" {
+  description = "Non-secret tuning variables of the manifest (drain_batch, poll_drain_ms, ...)."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition = alltrue([
+      for k in keys(var.spin_variable_overrides) :
+      can(regex("^[a-z][a-z0-9_]*$", k)) && !contains(["redis_url", "redis_host", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"], k)
+    ])
+    error_message = "spin_variable_overrides takes the manifest's tuning variables by name; the connection variables and the secrets are set by this configuration."
+  }
+}
+
+# --- The scheduler (Akamai) -------------------------------------------------------------------
+
+variable "akamai_drain_for_ms" {
+  description = "How long each scheduled drain / timeout-release request keeps working (GET /admin/jobs/<job>?for_ms=N&key=…; the app caps it at 60000). Keep it under the platform's longest request."
+  type        = number
+  default     = 30000
+  validation {
+    condition     = var.akamai_drain_for_ms >= 0 && var.akamai_drain_for_ms <= 60000
+    error_message = "akamai_drain_for_ms: 0 to 60000."
+  }
+}
+
+variable "job_key" {
+  description = "Akamai only: the key `spin aka cron` puts in the job routes' URL (?key=), since it can send no header. It runs the idempotent jobs and nothing else; at least 32 characters."
+  type        = string
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.job_key == null ? var.platform != "akamai" : length(var.job_key) >= 32
+    error_message = "job_key: at least 32 characters, and required on Akamai (its cron authenticates with it)."
+  }
+}
+
+variable "akamai_cron_schedule" {
+  description = "How often `spin aka cron` calls the job routes (5 minutes is the finest Akamai allows; no lists or ranges)."
+  type        = string
+  default     = "*/5 * * * *"
+}
+
+# --- Redis (Upstash) --------------------------------------------------------------------------
+
+variable "redis_databases" {
+  description = "How many Upstash databases: each event lives on one, the app spreads events over them (redis_url lists them all). One database takes about 10,000 commands/s on the free and pay-as-you-go plans, and a buy is one EVALSHA."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.redis_databases >= 1 && var.redis_databases <= 16 && floor(var.redis_databases) == var.redis_databases
+    error_message = "redis_databases: a whole number from 1 to 16."
+  }
+}
+
+variable "upstash_primary_region" {
+  description = "Where the Upstash databases' primary lives: near the functions' main region and Neon's."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "redis_host_pattern" {
+  description = "With several databases, the allowed_outbound_hosts pattern (host:port) that covers them all."
+  type        = string
+  default     = "*.upstash.io:6379"
+}
+
+# --- Postgres (Neon) --------------------------------------------------------------------------
+
+variable "neon_region" {
+  description = "The Neon region."
+  type        = string
+  default     = "aws-us-east-1"
+}
+
+variable "neon_pg_version" {
+  description = "Postgres major version."
+  type        = number
+  default     = 16
+}
+
+variable "postgres_database" {
+  description = "Database name."
+  type        = string
+  default     = "seckill"
+}
+
+variable "postgres_role" {
+  description = "The role the app and the migrations use."
+  type        = string
+  default     = "seckill"
+}
+
+# --- Secrets ----------------------------------------------------------------------------------
+
+variable "secrets" {
+  description = "The app's three secrets: jwt_secret, admission_secret, admin_token (at least 32 characters each)."
+  type = object({
+    jwt_secret       = string
+    admission_secret = string
+    admin_token      = string
+  })
+  sensitive = true
+  validation {
+    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
+    error_message = "Use at least 32 characters for each secret."
+  }
+}

@@ -1,0 +1,250 @@
+module "app_variables" {
+  source = "../modules/app-variables"
+
+  redis_endpoints    = var.redis_endpoints
+  redis_host_pattern = var.redis_host_pattern
+  redis_username     = var.redis_username
+  redis_password     = var.redis_password
+  redis_passwords    = var.redis_passwords
+  postgres           = var.postgres
+  postgres_password  = var.postgres_password
+  secrets            = var.secrets
+}
+
+locals {
+  # The manifest's secret variables: into the Secret, referenced by the SpinApp.
+  spin_secret_variables = {
+    redis_url        = module.app_variables.spin_variables.redis_url
+    pg_url           = module.app_variables.spin_variables.pg_url
+    jwt_secret       = module.app_variables.spin_variables.jwt_secret
+    admission_secret = module.app_variables.spin_variables.admission_secret
+    admin_token      = module.app_variables.spin_variables.admin_token
+  }
+  # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
+  spin_host_variables = {
+    redis_host = module.app_variables.hosts.redis_host
+    pg_host    = module.app_variables.hosts.pg_host
+  }
+  spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
+
+  secret_name = "${var.app_name}-variables"
+  # The Service the SpinKube operator creates for the SpinApp (port 80).
+  app_service_url = "http://${var.app_name}.${var.namespace}.svc.cluster.local"
+
+  migrations_dir  = "${path.module}/../../../migrations"
+  migration_files = fileset(local.migrations_dir, "*.sql")
+  migrations_hash = substr(sha256(join("", concat(
+    [for f in local.migration_files : filesha256("${local.migrations_dir}/${f}")],
+    [filesha256("${path.module}/../files/migrate-locked.sh")],
+  ))), 0, 10)
+}
+
+resource "kubernetes_namespace_v1" "app" {
+  metadata {
+    name = var.namespace
+  }
+}
+
+resource "kubernetes_secret_v1" "spin" {
+  metadata {
+    name      = local.secret_name
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+  }
+  type = "Opaque"
+  data = merge(local.spin_secret_variables, {
+    # The ticker's header file (curl -H @file): the admin token never reaches a command line.
+    authorization = "Authorization: Bearer ${var.secrets.admin_token}"
+  })
+}
+
+# --- Schema: a Job per set of migrations, applied under a Postgres advisory lock ----------------
+
+resource "kubernetes_config_map_v1" "migrations" {
+  metadata {
+    name      = "${var.app_name}-migrations-${local.migrations_hash}"
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+  }
+  data = merge(
+    { for f in local.migration_files : f => file("${local.migrations_dir}/${f}") },
+    { "migrate-locked.sh" = file("${path.module}/../files/migrate-locked.sh") },
+  )
+}
+
+resource "kubernetes_job_v1" "migrate" {
+  metadata {
+    name      = "${var.app_name}-migrate-${local.migrations_hash}"
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+  }
+  spec {
+    backoff_limit = 6
+    template {
+      metadata {
+        labels = { app = "${var.app_name}-migrate" }
+      }
+      spec {
+        restart_policy = "Never"
+        container {
+          name    = "migrate"
+          image   = var.migrate_image
+          command = ["sh", "/seckill/migrate-locked.sh", "/seckill"]
+          env {
+            name = "PG_URL"
+            value_from {
+              secret_key_ref {
+                name = kubernetes_secret_v1.spin.metadata[0].name
+                key  = "pg_url"
+              }
+            }
+          }
+          volume_mount {
+            name       = "migrations"
+            mount_path = "/seckill"
+            read_only  = true
+          }
+          security_context {
+            run_as_non_root            = true
+            run_as_user                = 70
+            allow_privilege_escalation = false
+            read_only_root_filesystem  = false # mktemp in /tmp
+          }
+        }
+        volume {
+          name = "migrations"
+          config_map {
+            name = kubernetes_config_map_v1.migrations.metadata[0].name
+          }
+        }
+      }
+    }
+  }
+  wait_for_completion = true
+  timeouts {
+    create = "10m"
+  }
+}
+
+# --- The app: a SpinApp of the cron-free manifest -----------------------------------------------
+
+resource "kubernetes_manifest" "spinapp" {
+  manifest = {
+    apiVersion = "core.spinkube.dev/v1alpha1"
+    kind       = "SpinApp"
+    metadata = {
+      name      = var.app_name
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+    }
+    spec = {
+      image    = var.image
+      executor = var.executor
+      replicas = var.replicas
+      variables = concat(
+        [
+          for name in sort(keys(local.spin_secret_variables)) : {
+            name      = name
+            valueFrom = { secretKeyRef = { name = kubernetes_secret_v1.spin.metadata[0].name, key = name } }
+          }
+        ],
+        [for name, value in local.spin_public_variables : { name = name, value = value }],
+      )
+    }
+  }
+
+  depends_on = [kubernetes_job_v1.migrate]
+}
+
+# --- The scheduler: a ticker that keeps the drain and the timeout release running -----------------
+# A CronJob fires once a minute at best; the drain runs every second under spin.toml's cron. The
+# ticker calls POST /admin/jobs/drain?for_ms=N (the app drains for N ms), then one timeout-release
+# pass, then again at once; reconcile every reconcile_every_s. The drain's lease in Redis makes a
+# second ticker (or a rollout overlap) harmless.
+
+locals {
+  ticker_script = <<-EOT
+    set -u
+    last_reconcile=0
+    call() { # call <path> <max seconds>
+      if ! curl -sS --fail-with-body -m "$2" -X POST -H @/run/seckill/authorization "$APP_URL$1"; then
+        echo "ticker: POST $1 failed" >&2
+        sleep 1
+      fi
+      echo
+    }
+    while :; do
+      call "/admin/jobs/drain?for_ms=$DRAIN_FOR_MS" $((DRAIN_FOR_MS / 1000 + 30))
+      call "/admin/jobs/timeout-release" 60
+      now=$(date +%s)
+      if [ $((now - last_reconcile)) -ge "$RECONCILE_EVERY_S" ]; then
+        call "/admin/jobs/reconcile" 120
+        last_reconcile=$now
+      fi
+    done
+  EOT
+}
+
+resource "kubernetes_deployment_v1" "ticker" {
+  metadata {
+    name      = "${var.app_name}-ticker"
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+    labels    = { app = "${var.app_name}-ticker" }
+  }
+  spec {
+    replicas = 1
+    selector {
+      match_labels = { app = "${var.app_name}-ticker" }
+    }
+    template {
+      metadata {
+        labels = { app = "${var.app_name}-ticker" }
+      }
+      spec {
+        container {
+          name    = "ticker"
+          image   = var.ticker_image
+          command = ["/bin/sh", "-c", local.ticker_script]
+          env {
+            name  = "APP_URL"
+            value = local.app_service_url
+          }
+          env {
+            name  = "DRAIN_FOR_MS"
+            value = tostring(var.drain_for_ms)
+          }
+          env {
+            name  = "RECONCILE_EVERY_S"
+            value = tostring(var.reconcile_every_s)
+          }
+          volume_mount {
+            name       = "authorization"
+            mount_path = "/run/seckill"
+            read_only  = true
+          }
+          resources {
+            requests = { cpu = "10m", memory = "16Mi" }
+            limits   = { memory = "64Mi" }
+          }
+          security_context {
+            run_as_non_root            = true
+            run_as_user                = 100
+            allow_privilege_escalation = false
+            read_only_root_filesystem  = true
+            capabilities {
+              drop = ["ALL"]
+            }
+          }
+        }
+        volume {
+          name = "authorization"
+          secret {
+            secret_name = kubernetes_secret_v1.spin.metadata[0].name
+            items {
+              key  = "authorization"
+              path = "authorization"
+            }
+          }
+        }
+      }
+    }
+  }
+
+  depends_on = [kubernetes_manifest.spinapp]
+}

@@ -1,0 +1,30 @@
+output "manifest" {
+  description = "The manifest behind the image (HTTP triggers only)."
+  value       = "spin.http.toml"
+}
+
+output "app_service_url" {
+  description = "The SpinApp's Service inside the cluster (expose it with an Ingress or Gateway of your own)."
+  value       = local.app_service_url
+}
+
+output "secret_name" {
+  description = "The Secret holding the secret Spin variables."
+  value       = kubernetes_secret_v1.spin.metadata[0].name
+}
+
+output "spin_variables" {
+  description = "The non-secret variables set on the SpinApp (redis_host, pg_host, tuning overrides)."
+  value       = local.spin_public_variables
+}
+
+output "spin_environment" {
+  description = "Every variable as SPIN_VARIABLE_<NAME> (e.g. to run `spin up -f spin.http.toml` against the same services)."
+  value       = { for k, v in merge(local.spin_public_variables, local.spin_secret_variables) : "SPIN_VARIABLE_${upper(k)}" => v }
+  sensitive   = true
+}
+
+output "allowed_outbound_hosts" {
+  description = "What the manifest's allowed_outbound_hosts entries resolve to."
+  value       = module.app_variables.allowed_outbound_hosts
+}

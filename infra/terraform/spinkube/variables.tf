@@ -1,0 +1,159 @@
+# --- Cluster ----------------------------------------------------------------------------------
+
+variable "kubeconfig_path" {
+  description = "The kubeconfig of a cluster with the SpinKube operator, its CRDs and containerd-shim-spin installed."
+  type        = string
+  default     = "~/.kube/config"
+}
+
+variable "kube_context" {
+  description = "The kubeconfig context (null: the current one)."
+  type        = string
+  default     = null
+}
+
+variable "namespace" {
+  description = "The namespace (created by this root)."
+  type        = string
+  default     = "seckill"
+}
+
+# --- The app ----------------------------------------------------------------------------------
+
+variable "app_name" {
+  description = "The SpinApp's name (also its Service's)."
+  type        = string
+  default     = "seckill"
+}
+
+variable "image" {
+  description = "The app's OCI reference, pushed from the cron-free manifest: spin registry push -f spin.http.toml <ref>."
+  type        = string
+  validation {
+    condition     = length(var.image) > 0 && !strcontains(var.image, " ")
+    error_message = "image is an OCI reference such as ghcr.io/acme/seckill:0.1.0."
+  }
+}
+
+variable "executor" {
+  description = "The SpinAppExecutor (installed with SpinKube)."
+  type        = string
+  default     = "containerd-shim-spin"
+}
+
+variable "replicas" {
+  description = "SpinApp replicas."
+  type        = number
+  default     = 3
+}
+
+variable "spin_variable_overrides" {
+  description = "Non-secret tuning variables of the manifest (drain_batch, poll_drain_ms, ...)."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition = alltrue([
+      for k in keys(var.spin_variable_overrides) :
+      can(regex("^[a-z][a-z0-9_]*$", k)) && !contains(["redis_url", "redis_host", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"], k)
+    ])
+    error_message = "spin_variable_overrides takes the manifest's tuning variables by name; the connection variables and the secrets are set by this configuration."
+  }
+}
+
+# --- Managed Redis and Postgres ---------------------------------------------------------------
+
+variable "redis_endpoints" {
+  description = "The managed Redis nodes (TLS), host and port each; each event lives on one of them."
+  type = list(object({
+    host = string
+    port = number
+  }))
+}
+
+variable "redis_host_pattern" {
+  description = "With several nodes that do not share host:port, the allowed_outbound_hosts pattern (host:port) that covers them all."
+  type        = string
+  default     = null
+}
+
+variable "redis_username" {
+  description = "The Redis ACL user."
+  type        = string
+  default     = "default"
+}
+
+variable "redis_password" {
+  description = "The Redis password (the same on every node; or give redis_passwords)."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "redis_passwords" {
+  description = "One password per node, in redis_endpoints order (e.g. several Upstash databases)."
+  type        = list(string)
+  default     = null
+  sensitive   = true
+}
+
+variable "postgres" {
+  description = "The managed Postgres: host, port, database, user. Its certificate must chain to a public CA (Spin verifies it against the shim's trust store)."
+  type = object({
+    host     = string
+    port     = optional(number, 5432)
+    database = string
+    user     = string
+  })
+}
+
+variable "postgres_password" {
+  description = "The Postgres password."
+  type        = string
+  sensitive   = true
+}
+
+variable "migrate_image" {
+  description = "Image of the migration Job (needs psql >= 10 and /bin/sh)."
+  type        = string
+  default     = "postgres:16-alpine"
+}
+
+# --- The ticker -------------------------------------------------------------------------------
+
+variable "ticker_image" {
+  description = "Image of the ticker (needs curl >= 7.76 and /bin/sh)."
+  type        = string
+  default     = "curlimages/curl:8.11.1"
+}
+
+variable "drain_for_ms" {
+  description = "How long each drain call keeps draining (POST /admin/jobs/drain?for_ms=N, at most 60000). The ticker calls again right after, so orders wait for a drain at most about one drain pass."
+  type        = number
+  default     = 10000
+  validation {
+    condition     = var.drain_for_ms >= 1000 && var.drain_for_ms <= 60000
+    error_message = "drain_for_ms: 1000 to 60000."
+  }
+}
+
+variable "reconcile_every_s" {
+  description = "How often the ticker calls POST /admin/jobs/reconcile (spin.toml's cron runs it every minute)."
+  type        = number
+  default     = 60
+}
+
+# --- Secrets ----------------------------------------------------------------------------------
+
+variable "secrets" {
+  description = "The app's three secrets: jwt_secret, admission_secret, admin_token (at least 32 characters each)."
+  type = object({
+    jwt_secret       = string
+    admission_secret = string
+    admin_token      = string
+  })
+  sensitive = true
+  validation {
+    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
+    error_message = "Use at least 32 characters for each secret."
+  }
+}

@@ -1,0 +1,620 @@
+#!/usr/bin/env python3
+"""Checks every Terraform root under infra/terraform/ (aws, serverless, spinkube) against the
+app's manifests, by parsing the .tf files (python-hcl2) and spin.toml / spin.http.toml (tomllib).
+
+Only the AWS root can be initialised here (its provider is in the local mirror); the serverless
+and SpinKube roots use providers that cannot be installed, so this parse is what checks their
+wiring. For each root:
+
+  module      it calls modules/app-variables, whose URLs and hosts come from one list of
+              endpoints (checked in the module's own HCL too);
+  supplied    every variable a deployment must set is delivered: `required = true`, no default,
+              used by allowed_outbound_hosts, or a default that names the local stack (loopback);
+  from module each delivered connection variable and secret is the module's output of that name,
+              so redis_host / pg_host come from the endpoints the URLs are built from;
+  secret      every `secret = true` variable travels as a secret (Secrets Manager, a Kubernetes
+              Secret, a deploy command's environment), never through user_data, a command line
+              or a workload spec in the clear;
+  sensitive   every input that holds a password, token or key, and every output that carries
+              secret material, is `sensitive = true`;
+  hosts       with example endpoints of the root's services, the manifests' allowed_outbound_hosts
+              (rendered with the redis_host / pg_host the root passes) parse as real Spin parses
+              them (rediss:// needs an explicit port) and admit every URL in redis_url and pg_url,
+              in every component of both manifests; the root's multi-node host patterns too.
+
+A self-check then breaks copies of the roots in a temporary directory, one defect at a time, and
+expects each defect to be reported: the checks are known to be able to fail.
+
+Prints one line per check and closes with `check_roots: N passed, N failed`.
+Usage: python3 tests/terraform/check_roots.py [--repo DIR] [--no-self-check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+try:
+    import hcl2
+except ImportError:  # pragma: no cover - reported, not hidden
+    print("check_roots: python-hcl2 is not installed (python3 -m pip install python-hcl2)", file=sys.stderr)
+    sys.exit(2)
+
+ROOTS = ("aws", "serverless", "spinkube")
+MANIFESTS = ("spin.toml", "spin.http.toml")
+MODULE_SOURCE = "../modules/app-variables"
+
+# Example endpoints of each root's services: what a node host really looks like there.
+SAMPLE_NODES = {
+    "aws": {
+        "memorydb": "clustercfg.seckill-redis-{i}.abc123.memorydb.us-east-1.amazonaws.com",
+        "elasticache": "master.seckill-redis-{i}.abc123.use1.cache.amazonaws.com",
+    },
+    "serverless": {"upstash": "usw1-seckill-{i}-31337.upstash.io"},
+    "spinkube": {"managed": "redis-{i}.example.net"},
+}
+SAMPLE_PG_HOST = {
+    "aws": "seckill-postgres.abc123.us-east-1.rds.amazonaws.com",
+    "serverless": "ep-cool-darkness-123456.us-east-1.aws.neon.tech",
+    "spinkube": "db.example.net",
+}
+SAMPLE_PORT = {"aws": 6379, "serverless": 6379, "spinkube": 6380}
+
+SECRETISH_INPUT = re.compile(r"(^|_)(password|passwords|secrets|api_key|token|access_token|auth_token|private_key)$")
+SECRET_ATTRS = re.compile(r"\.(password|passwords|database_password|rest_token|read_only_rest_token|connection_uri|auth_token|secret_string)\b")
+SECRET_MODULE_OUTPUTS = ("module.app_variables.spin_variables", "module.app_variables.environment")
+# Places that must never carry a secret value in the clear.
+CLEAR_SINKS = {"user_data", "command", "args"}
+CLEAR_RESOURCES = {"kubernetes_manifest", "kubernetes_deployment_v1", "kubernetes_deployment", "aws_launch_template", "aws_instance"}
+SECRET_SINK_TYPES = {"aws_secretsmanager_secret_version", "kubernetes_secret_v1", "kubernetes_secret", "terraform_data"}
+
+
+# ---------------------------------------------------------------------------------------------
+# HCL helpers (python-hcl2 keeps quotes around strings and ${...} around expressions)
+# ---------------------------------------------------------------------------------------------
+
+def unq(s):
+    if isinstance(s, str) and len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        return s[1:-1]
+    return s
+
+
+def expr(s) -> str:
+    """The expression text of a parsed value: `${x}` alone becomes `x`, a template stays one."""
+    if isinstance(s, str):
+        s = unq(s)
+        if s.startswith("${") and s.endswith("}"):
+            depth = 0
+            for i, c in enumerate(s[1:], start=1):
+                depth += c == "{"
+                depth -= c == "}"
+                if depth == 0:
+                    return s[2:-1] if i == len(s) - 1 else s
+        return s
+    return json.dumps(s)
+
+
+def clean(value):
+    """Strips python-hcl2's quoting from keys and the block markers."""
+    if isinstance(value, dict):
+        return {unq(k): clean(v) for k, v in value.items() if k != "__is_block__"}
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    return value
+
+
+@dataclass
+class Root:
+    name: str
+    path: Path
+    text: str = ""
+    variables: dict = field(default_factory=dict)
+    locals: dict = field(default_factory=dict)
+    modules: dict = field(default_factory=dict)
+    resources: dict = field(default_factory=dict)  # (type, name) -> body
+    outputs: dict = field(default_factory=dict)
+
+
+def load_root(path: Path) -> Root:
+    root = Root(path.name, path)
+    for tf in sorted(path.glob("*.tf")):
+        text = tf.read_text()
+        root.text += text + "\n"
+        with tf.open() as f:
+            doc = clean(hcl2.load(f))
+        for block in doc.get("variable", []):
+            root.variables.update(block)
+        for block in doc.get("locals", []):
+            root.locals.update(block)
+        for block in doc.get("module", []):
+            root.modules.update(block)
+        for block in doc.get("output", []):
+            root.outputs.update(block)
+        for block in doc.get("resource", []):
+            for rtype, named in block.items():
+                for rname, body in named.items():
+                    root.resources[(rtype, rname)] = body
+    return root
+
+
+def refs_of(value) -> str:
+    """The text to search for references in; `keys(local.X)` only names X's keys."""
+    text = json.dumps(value)
+    return re.sub(r"keys\(local\.(\w+)\)", r"KEYS_OF(\1)", text)
+
+
+def local_closure(root: Root, value, seen=None) -> str:
+    """The value's text with every local it uses expanded (transitively)."""
+    seen = set() if seen is None else seen
+    text = refs_of(value)
+    parts = [text]
+    for name in re.findall(r"\blocal\.(\w+)", text):
+        if name in seen or name not in root.locals:
+            continue
+        seen.add(name)
+        parts.append(f"<local.{name}>" + local_closure(root, root.locals[name], seen))
+    return "\n".join(parts)
+
+
+def sensitive_vars(root: Root) -> set:
+    return {n for n, v in root.variables.items() if v.get("sensitive") is True}
+
+
+def secret_material(root: Root, text: str) -> list:
+    """What secret material the text refers to."""
+    found = []
+    if re.search(r"\blocal\.spin_secret_variables\b", text):
+        found.append("local.spin_secret_variables")
+    for out in SECRET_MODULE_OUTPUTS:
+        if out in text:
+            found.append(out)
+    for v in sensitive_vars(root):
+        if re.search(rf"\bvar\.{re.escape(v)}\b", text):
+            found.append(f"var.{v}")
+    for m in SECRET_ATTRS.finditer(text):
+        found.append(m.group(0).lstrip("."))
+    return found
+
+
+def dict_literal(root: Root, name: str):
+    value = root.locals.get(name)
+    return value if isinstance(value, dict) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Real Spin's allowed_outbound_hosts (crates/outbound-networking-config/src/allowed_hosts.rs)
+# ---------------------------------------------------------------------------------------------
+
+WELL_KNOWN_PORTS = {"postgres": 5432, "mysql": 3306, "redis": 6379, "mqtt": 1883, "http": 80, "https": 443}
+
+
+class AllowedHost:
+    def __init__(self, text: str):
+        text = text.strip()
+        if "://" not in text:
+            raise ValueError(f"{text!r} does not contain a scheme")
+        scheme, rest = text.split("://", 1)
+        host, port = rest.rsplit(":", 1) if ":" in rest else (rest, "")
+        if "/" in port:
+            port, path = port.split("/", 1)
+            if path:
+                raise ValueError(f"{text!r} has a path")
+        if scheme != "*" and not scheme.isalpha():
+            raise ValueError(f"scheme {scheme!r} contains non alphabetic character")
+        self.scheme = scheme
+        host = host.strip()
+        if host == "*":
+            self.host = ("any", None)
+        else:
+            try:
+                self.host = ("cidr", ipaddress.ip_network(host, strict=False))
+            except ValueError:
+                if host.startswith("*."):
+                    if "*" in host[2:]:
+                        raise ValueError(f"invalid allowed host {host}: wildcards are allowed only as prefixes")
+                    self.host = ("suffix", host[1:])
+                elif "*" in host:
+                    raise ValueError(f"invalid allowed host {host}: wildcards are allowed only as subdomains")
+                else:
+                    self.host = ("exact", host.rstrip("/"))
+        if port == "":
+            if scheme not in WELL_KNOWN_PORTS:
+                raise ValueError(f"{text!r}: no port was provided and the scheme {scheme!r} does not have a known default port number")
+            self.ports = [(WELL_KNOWN_PORTS[scheme], WELL_KNOWN_PORTS[scheme] + 1)]
+        elif port == "*":
+            self.ports = None
+        elif ".." in port:
+            a, b = port.split("..", 1)
+            self.ports = [(int(a), int(b))]
+        else:
+            self.ports = [(int(port), int(port) + 1)]
+
+    def allows(self, url: str) -> bool:
+        u = urlsplit(url)
+        scheme, host, port = u.scheme, u.hostname or "", u.port
+        if self.scheme != "*" and self.scheme != scheme:
+            return False
+        kind, h = self.host
+        if kind == "suffix" and not host.endswith(h):
+            return False
+        if kind == "exact" and host != h:
+            return False
+        if kind == "cidr":
+            try:
+                if ipaddress.ip_address(host) not in h:
+                    return False
+            except ValueError:
+                return False
+        if self.ports is None:
+            return True
+        port = port if port is not None else WELL_KNOWN_PORTS.get(scheme)
+        return port is not None and any(a <= port < b for a, b in self.ports)
+
+
+def render(template: str, values: dict) -> str:
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: values[m.group(1)], template)
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+# ---------------------------------------------------------------------------------------------
+
+class Report:
+    def __init__(self, quiet=False):
+        self.passed = 0
+        self.failed = 0
+        self.quiet = quiet
+        self.failures: list[str] = []
+
+    def check(self, name: str, problems: list):
+        if problems:
+            self.failed += 1
+            self.failures.extend(f"{name}: {p}" for p in problems)
+            if not self.quiet:
+                print(f"FAIL {name}")
+                for p in problems:
+                    print(f"     - {p}")
+        else:
+            self.passed += 1
+            if not self.quiet:
+                print(f"ok   {name}")
+
+
+def load_manifests(repo: Path):
+    manifests = {}
+    for m in MANIFESTS:
+        with (repo / m).open("rb") as f:
+            manifests[m] = tomllib.load(f)
+    return manifests
+
+
+def deployment_variables(manifests) -> dict:
+    """Variables a deployment must set, with why."""
+    need = {}
+    for mname, man in manifests.items():
+        for name, decl in man.get("variables", {}).items():
+            if decl.get("required"):
+                need.setdefault(name, f"required = true in {mname}")
+            elif "default" not in decl:
+                need.setdefault(name, f"no default in {mname}")
+            elif re.search(r"127\.0\.0\.1|localhost|\[::1\]", str(decl["default"])):
+                need.setdefault(name, f"its default in {mname} names the local stack")
+        for comp in man.get("component", {}).values():
+            for tmpl in comp.get("allowed_outbound_hosts", []):
+                for v in re.findall(r"\{\{\s*(\w+)\s*\}\}", tmpl):
+                    need.setdefault(v, f"allowed_outbound_hosts uses it in {mname}")
+    return need
+
+
+def check_module(repo: Path, report: Report):
+    mod = load_root(repo / "infra/terraform/modules/app-variables")
+    loc = {k: expr(v) for k, v in mod.locals.items() if not isinstance(v, dict)}
+    sv = mod.locals.get("spin_variables", {})
+    problems = []
+    want = {
+        "redis_addrs": (r'"\$\{e\.host\}:\$\{e\.port\}"', "each node as host:port, the port written out (rediss:// has no default port)"),
+        "redis_url": (r"^(?=.*local\.redis_addrs)(?=.*\"rediss://)", "redis_url: rediss:// over local.redis_addrs"),
+        "redis_host": (r"var\.redis_host_pattern.*local\.redis_addrs", "redis_host: the pattern, or the one node of local.redis_addrs"),
+        "pg_host": (r'^\$\{var\.postgres\.host\}:\$\{var\.postgres\.port\}$', "pg_host: host:port of var.postgres"),
+        "pg_url": (r"local\.pg_host.*sslmode=require", "pg_url: local.pg_host with sslmode=require"),
+    }
+    for name, (pattern, what) in want.items():
+        if not re.search(pattern, loc.get(name, ""), re.S):
+            problems.append(f"module local.{name} is not {what}: {loc.get(name)!r}")
+    for name in ("redis_url", "redis_host", "pg_url", "pg_host"):
+        if expr(sv.get(name, "")) != f"local.{name}":
+            problems.append(f"module spin_variables.{name} is not local.{name}")
+    hosts = mod.outputs.get("hosts", {}).get("value", {})
+    if not (isinstance(hosts, dict) and expr(hosts.get("redis_host")) == "local.redis_host" and expr(hosts.get("pg_host")) == "local.pg_host"):
+        problems.append("module output hosts is not { redis_host = local.redis_host, pg_host = local.pg_host }")
+    for out in ("spin_variables", "environment"):
+        if mod.outputs.get(out, {}).get("sensitive") is not True:
+            problems.append(f"module output {out} is not sensitive")
+    report.check("module app-variables: URLs and hosts from one list of endpoints, TLS", problems)
+
+
+def simulate(root_name: str, hosts: list, port: int, pattern) -> dict:
+    """The module's values for these endpoints (its HCL is checked by check_module)."""
+    addrs = [f"{h}:{port}" for h in hosts]
+    pg_host = f"{SAMPLE_PG_HOST[root_name]}:5432"
+    return {
+        "redis_url": ",".join(f"rediss://user:p%40ss@{a}" for a in addrs),
+        "redis_host": pattern if pattern is not None else (addrs[0] if len(set(addrs)) == 1 else None),
+        "pg_url": f"postgres://app:s3cret@{pg_host}/seckill?sslmode=require",
+        "pg_host": pg_host,
+    }
+
+
+def hosts_problems(manifests, values: dict, label: str) -> list:
+    problems = []
+    if values["redis_host"] is None:
+        return [f"{label}: no redis_host covers the nodes"]
+    for mname, man in manifests.items():
+        for cname, comp in man.get("component", {}).items():
+            templates = comp.get("allowed_outbound_hosts", [])
+            try:
+                allowed = [AllowedHost(render(t, values)) for t in templates]
+            except (ValueError, KeyError) as e:
+                problems.append(f"{label}: {mname} component {cname}: allowed_outbound_hosts does not load: {e}")
+                continue
+            for var_tmpl in comp.get("variables", {}).values():
+                for v in re.findall(r"\{\{\s*(\w+)\s*\}\}", var_tmpl):
+                    if v not in ("redis_url", "pg_url"):
+                        continue
+                    for url in values[v].split(","):
+                        if not any(a.allows(url) for a in allowed):
+                            shown = re.sub(r"//[^@]*@", "//", url)
+                            problems.append(f"{label}: {mname} component {cname} may not reach {shown} ({v})")
+    return problems
+
+
+def var_default(root: Root, name: str):
+    return root.variables.get(name, {}).get("default")
+
+
+def host_patterns(root: Root) -> list:
+    """Host patterns the root writes for several nodes (string literals like "*.x:port")."""
+    found = []
+    for lit in re.findall(r'"(\*\.[^"\s./]+\.[^"\s/]+)"', root.text):
+        def sub(m):
+            d = var_default(root, m.group(1))
+            return str(unq(d)) if d is not None else m.group(0)
+        found.append(re.sub(r"\$\{var\.(\w+)\}", sub, lit))
+    return found
+
+
+def check_root(repo: Path, root: Root, manifests, report: Report):
+    n = root.name
+    need = deployment_variables(manifests)
+    all_vars = {k: v for man in manifests.values() for k, v in man.get("variables", {}).items()}
+    secret_names = {k for k, v in all_vars.items() if v.get("secret")}
+
+    # module ------------------------------------------------------------------------------
+    mods = [m for m, body in root.modules.items() if unq(body.get("source")) == MODULE_SOURCE]
+    problems = [] if mods == ["app_variables"] else [f"expected one module \"app_variables\" with source {MODULE_SOURCE}, found {mods}"]
+    report.check(f"{n}: calls modules/app-variables", problems)
+
+    secret_map = dict_literal(root, "spin_secret_variables")
+    host_map = dict_literal(root, "spin_host_variables")
+    public = expr(root.locals.get("spin_public_variables", ""))
+
+    # supplied ----------------------------------------------------------------------------
+    problems = []
+    if secret_map is None or host_map is None:
+        problems.append("locals spin_secret_variables and spin_host_variables must be map literals (what the root delivers)")
+        secret_map, host_map = secret_map or {}, host_map or {}
+    if not (re.search(r"\bvar\.spin_variable_overrides\b", public) and re.search(r"\blocal\.spin_host_variables\b", public)):
+        problems.append(f"local.spin_public_variables must merge var.spin_variable_overrides and local.spin_host_variables: {public!r}")
+    supplied = set(secret_map) | set(host_map)
+    for name, why in sorted(need.items()):
+        if name not in supplied:
+            problems.append(f"{name} is not supplied ({why})")
+    for name in sorted(supplied - set(all_vars)):
+        problems.append(f"{name} is not a variable of the manifests")
+    report.check(f"{n}: supplies every variable a deployment must set", problems)
+
+    # from the module ---------------------------------------------------------------------
+    problems = []
+    for k, v in secret_map.items():
+        if expr(v) == f"module.app_variables.spin_variables.{k}":
+            continue
+        # An optional secret the module does not make (the scheduler's job_key): it must come
+        # from a sensitive variable of the root, directly or through a local of the same name.
+        declared = root.variables.get(k, {})
+        if k not in need and re.fullmatch(rf"(var|local)\.{k}", expr(v)) and declared.get("sensitive"):
+            continue
+        problems.append(f"{k} = {expr(v)!r}, not module.app_variables.spin_variables.{k}")
+    for k, v in host_map.items():
+        if expr(v) != f"module.app_variables.hosts.{k}":
+            problems.append(f"{k} = {expr(v)!r}, not module.app_variables.hosts.{k} (the host must come from the endpoints the URL is built from)")
+    report.check(f"{n}: connection variables and secrets come from the module", problems)
+
+    # secret ------------------------------------------------------------------------------
+    problems = []
+    for name in sorted(secret_names):
+        # An optional secret (it has a default, like job_key) may be left to its default.
+        if name not in secret_map and (name in need or name in supplied):
+            problems.append(f"{name} is secret in the manifest but not in spin_secret_variables")
+    for name in sorted(set(host_map) & secret_names):
+        problems.append(f"{name} is secret in the manifest but delivered in the clear")
+    if secret_material(root, local_closure(root, root.locals.get("spin_public_variables", ""))):
+        problems.append("spin_public_variables carries secret material")
+    delivered = {"secret": [], "public": []}
+    for (rtype, rname), body in root.resources.items():
+        closure = local_closure(root, body)
+        if re.search(r"<local\.spin_secret_variables>|\blocal\.spin_secret_variables\b|\blocal\.spin_secret_names\b", closure):
+            delivered["secret"].append((rtype, rname))
+        if re.search(r"\blocal\.spin_public_variables\b", closure):
+            delivered["public"].append((rtype, rname))
+        # clear-text sinks
+        for path, value in walk(body):
+            key = path[-1] if path else ""
+            clear = key in CLEAR_SINKS or (rtype in CLEAR_RESOURCES and key != "environment")
+            if rtype == "terraform_data" and key not in CLEAR_SINKS:
+                clear = False
+            if clear:
+                found = secret_material(root, local_closure(root, value))
+                if found:
+                    problems.append(f"{rtype}.{rname} {'.'.join(path)} carries {', '.join(sorted(set(found)))} in the clear")
+    sinks = [r for r in delivered["secret"] if r[0] in SECRET_SINK_TYPES]
+    if not sinks:
+        problems.append(f"no secret store delivers spin_secret_variables (resources referring to them: {delivered['secret']})")
+    if not delivered["public"]:
+        problems.append("nothing delivers spin_public_variables")
+    names = root.locals.get("spin_secret_names")
+    if names is not None and sorted(unq(x) for x in names) != sorted(secret_map):
+        problems.append(f"spin_secret_names {sorted(unq(x) for x in names)} differs from spin_secret_variables {sorted(secret_map)}")
+    report.check(f"{n}: secrets travel only through a secret store", problems)
+
+    # sensitive ---------------------------------------------------------------------------
+    problems = []
+    for name, body in root.variables.items():
+        if SECRETISH_INPUT.search(name) and body.get("sensitive") is not True:
+            problems.append(f"variable {name} holds a secret but is not sensitive")
+    for name, body in root.outputs.items():
+        found = secret_material(root, local_closure(root, body.get("value")))
+        if found and body.get("sensitive") is not True:
+            problems.append(f"output {name} carries {', '.join(sorted(set(found)))} but is not sensitive")
+    call = root.modules.get("app_variables", {})
+    for arg in ("redis_password", "redis_passwords", "postgres_password", "secrets"):
+        for v in re.findall(r"\bvar\.(\w+)", refs_of(call.get(arg, ""))):
+            if root.variables.get(v, {}).get("sensitive") is not True:
+                problems.append(f"module argument {arg} comes from var.{v}, which is not sensitive")
+    report.check(f"{n}: inputs and outputs holding secrets are sensitive", problems)
+
+    # hosts -------------------------------------------------------------------------------
+    problems = []
+    port = SAMPLE_PORT[n]
+    for family, tmpl in SAMPLE_NODES[n].items():
+        one = simulate(n, [tmpl.format(i=0)], port, None)
+        problems += hosts_problems(manifests, one, f"one {family} node")
+        patterns = host_patterns(root)
+        if n == "spinkube":
+            continue  # the operator gives the pattern for several nodes
+        nodes = [tmpl.format(i=i) for i in range(3)]
+        fits = [p for p in patterns if not hosts_problems(manifests, simulate(n, nodes, port, p), "")]
+        if not fits:
+            problems.append(f"three {family} nodes: none of the root's host patterns {patterns} lets every component reach them all")
+    report.check(f"{n}: redis_host / pg_host match allowed_outbound_hosts of both manifests", problems)
+
+
+def walk(value, path=()):
+    """(path, leaf-ish value) pairs: every attribute with its key path."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield (*path, k), v
+            yield from walk(v, (*path, k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from walk(v, path)
+
+
+def run_checks(repo: Path, report: Report):
+    manifests = load_manifests(repo)
+    check_module(repo, report)
+    for name in ROOTS:
+        check_root(repo, load_root(repo / "infra/terraform" / name), manifests, report)
+
+
+# ---------------------------------------------------------------------------------------------
+# Self-check: every defect below must be reported
+# ---------------------------------------------------------------------------------------------
+
+def edit(path: Path, old: str, new: str):
+    text = path.read_text()
+    if old not in text:
+        raise AssertionError(f"self-check: {old!r} not found in {path}")
+    path.write_text(text.replace(old, new, 1))
+
+
+DEFECTS = [
+    # (what, file, old, new, expected message fragment)
+    ("a password input not sensitive", "infra/terraform/serverless/variables.tf",
+     'variable "neon_api_key" {\n  description = "A Neon API key."\n  type        = string\n  sensitive   = true\n',
+     'variable "neon_api_key" {\n  description = "A Neon API key."\n  type        = string\n',
+     "variable neon_api_key holds a secret but is not sensitive"),
+    ("a secret output not sensitive", "infra/terraform/spinkube/outputs.tf",
+     'value       = { for k, v in merge(local.spin_public_variables, local.spin_secret_variables) : "SPIN_VARIABLE_${upper(k)}" => v }\n  sensitive   = true\n',
+     'value       = { for k, v in merge(local.spin_public_variables, local.spin_secret_variables) : "SPIN_VARIABLE_${upper(k)}" => v }\n',
+     "output spin_environment carries"),
+    ("a required secret not delivered", "infra/terraform/spinkube/main.tf",
+     "    admin_token      = module.app_variables.spin_variables.admin_token\n", "",
+     "admin_token is not supplied"),
+    ("redis_host not from the URLs' endpoints", "infra/terraform/aws/spin.tf",
+     "redis_host = module.app_variables.hosts.redis_host", "redis_host = var.redis_host_pattern",
+     "not module.app_variables.hosts.redis_host"),
+    ("a secret in user_data", "infra/terraform/aws/app.tf",
+     "SECKILL_REGION              = var.region", "SECKILL_REGION = module.app_variables.environment[\"SPIN_VARIABLE_ADMIN_TOKEN\"]",
+     "carries module.app_variables.environment in the clear"),
+    ("a secret on a deploy command line", "infra/terraform/serverless/main.tf",
+     'command     = "sh infra/terraform/files/migrate-locked.sh migrations"',
+     'command     = "sh infra/terraform/files/migrate-locked.sh migrations ${module.app_variables.spin_variables.pg_url}"',
+     "carries module.app_variables.spin_variables in the clear"),
+    ("a secret variable delivered in the clear", "infra/terraform/serverless/main.tf",
+     "    pg_host    = module.app_variables.hosts.pg_host\n  }\n  spin_public_variables",
+     "    pg_host    = module.app_variables.hosts.pg_host\n    jwt_secret = module.app_variables.hosts.pg_host\n  }\n  spin_public_variables",
+     "jwt_secret is secret in the manifest but delivered in the clear"),
+    ("a host pattern without the port rediss:// needs", "infra/terraform/serverless/variables.tf",
+     'default     = "*.upstash.io:6379"', 'default     = "*.upstash.io"',
+     "none of the root's host patterns"),
+    ("the module drops the port from redis_host", "infra/terraform/modules/app-variables/main.tf",
+     'redis_addrs = [for e in var.redis_endpoints : "${e.host}:${e.port}"]',
+     'redis_addrs = [for e in var.redis_endpoints : "${e.host}"]',
+     "module local.redis_addrs"),
+    ("a component that cannot reach rediss://", "spin.http.toml",
+     'allowed_outbound_hosts = ["redis://{{ redis_host }}", "rediss://{{ redis_host }}"]',
+     'allowed_outbound_hosts = ["redis://{{ redis_host }}"]',
+     "may not reach"),
+]
+
+
+def self_check(repo: Path, report: Report):
+    with tempfile.TemporaryDirectory(prefix="check_roots.") as tmp:
+        base = Path(tmp) / "pristine"
+        shutil.copytree(repo / "infra/terraform", base / "infra/terraform", ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
+        for m in MANIFESTS:
+            shutil.copy(repo / m, base / m)
+        pristine = Report(quiet=True)
+        run_checks(base, pristine)
+        report.check("self-check: an unmodified copy passes", [f"copy fails: {f}" for f in pristine.failures])
+        for i, (what, rel, old, new, expected) in enumerate(DEFECTS):
+            copy = Path(tmp) / f"defect{i}"
+            shutil.copytree(base, copy)
+            try:
+                edit(copy / rel, old, new)
+            except AssertionError as e:
+                report.check(f"self-check: reports {what}", [str(e)])
+                continue
+            broken = Report(quiet=True)
+            try:
+                run_checks(copy, broken)
+            except Exception as e:  # a parse error is a detection too, but say so
+                broken.failures.append(f"crashed: {e!r}")
+            hit = [f for f in broken.failures if expected in f]
+            report.check(f"self-check: reports {what}", [] if hit else [f"not reported (expected {expected!r}); got {broken.failures}"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[2])
+    ap.add_argument("--no-self-check", action="store_true")
+    args = ap.parse_args()
+    report = Report()
+    run_checks(args.repo, report)
+    if not args.no_self_check:
+        self_check(args.repo, report)
+    print(f"check_roots: {report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

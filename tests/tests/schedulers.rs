@@ -1,0 +1,229 @@
+//! Orders reach Postgres in seconds where the platform's scheduler is coarse (issue 12): the
+//! cron-free manifest (`spin.http.toml`) served with no cron at all, and a simulated platform
+//! scheduler. Two mechanisms, each tested with a control that shows it is what lands the orders:
+//!
+//! - the poll-carried drain: the buyers waiting in the queue carry it (`poll_drain_ms`);
+//! - a job route with a time budget (`GET /admin/jobs/drain?for_ms=N&key=…`, the way Akamai's
+//!   `spin aka cron` can call it: a path and query, no header) called once per period.
+//!
+//! The delay of an order is Postgres's own record of it: `confirmed_ms − created_ms` (drain time
+//! minus the buy's Redis time). Each test prints its figures.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use reqwest::Method;
+use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use serde_json::json;
+
+/// The scheduler's key in these tests (`job_key`).
+const JOB_KEY: &str = "test-job-key";
+
+/// The cron-free manifest, with `extra` variables on top of the test ones. `poll_drain_ms`
+/// keeps the manifest's own default unless `extra` sets it.
+async fn start(extra: &[(&'static str, &str)]) -> Result<(RedisServer, PgServer, TestApp)> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let mut vars: Vec<_> = app_vars(&redis, &pg)
+        .into_iter()
+        .filter(|(k, _)| *k != "poll_drain_ms")
+        .collect();
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    let app = TestApp::start("spin.http.toml", &vars).await?;
+    Ok((redis, pg, app))
+}
+
+/// Admission, precheck and buy for `user`; the buy must be accepted.
+async fn buy(app: &TestApp, event: &str, user: &str) -> Result<()> {
+    let token = app
+        .admit_and_precheck(event, user)
+        .await?
+        .map_err(|e| anyhow::anyhow!("{user}: {e:?}"))?;
+    let (status, body) = app.buy(event, user, &token).await?;
+    anyhow::ensure!(status == 202, "{user}: {status} {body}");
+    Ok(())
+}
+
+/// Each order's delay from its buy to its row in Postgres, in ms, sorted.
+async fn delays(pg: &PgServer, event: &str) -> Result<Vec<i64>> {
+    let client = pg.client().await?;
+    let rows = client
+        .query(
+            "SELECT confirmed_ms - created_ms FROM orders WHERE event_id = $1 ORDER BY 1",
+            &[&event],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The books of `event` balance: nothing drifts, nothing is dead-lettered.
+async fn balanced(app: &TestApp, event: &str) -> Result<()> {
+    let (status, books) = app
+        .admin(
+            Method::POST,
+            &format!("/admin/jobs/reconcile?event={event}"),
+            None,
+        )
+        .await?;
+    let book = &books["events"][0];
+    anyhow::ensure!(
+        status == 200 && book["drift"] == 0 && book["dead_letters"] == 0,
+        "{books}"
+    );
+    Ok(())
+}
+
+/// A buyer polling every second, as the storefront does, until their order is confirmed.
+/// Returns how long that took.
+async fn poll_until_confirmed(app: &TestApp, event: &str, user: &str) -> Result<Duration> {
+    let started = Instant::now();
+    let jwt = jwt_for(user);
+    while started.elapsed() < Duration::from_secs(30) {
+        let (status, polled) = app
+            .call(
+                Method::GET,
+                &format!("/api/events/{event}/orders/me"),
+                Some(&jwt),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "{user}: {status} {polled}");
+        if polled["state"] == "confirmed" {
+            return Ok(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    anyhow::bail!("{user}: not confirmed after 30 s")
+}
+
+/// No scheduler at all (Fermyon Cloud has none; between two `spin aka cron` runs is 5
+/// minutes): while nobody polls, nothing drains; once the buyers poll, as the storefront does
+/// every 1–3 s, every order lands within seconds, with no job route called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_buyers_carry_the_drain_when_no_scheduler_runs() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let event = "carried";
+    app.open_event(event, json!({ "stock": 40 })).await?;
+    let users: Vec<String> = (0..40).map(|i| format!("buyer-{i:02}")).collect();
+    for user in &users {
+        buy(&app, event, user).await?;
+    }
+
+    // Control: no poll, no scheduler, nothing reaches Postgres. Nor can a scheduler's key
+    // run a job while no `job_key` is set.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(delays(&pg, event).await?.is_empty(), "nothing should drain");
+    let (status, _) = app
+        .call(Method::GET, "/admin/jobs/drain?key=guess", None, None)
+        .await?;
+    assert_eq!(status, 401);
+
+    let waits = futures::future::try_join_all(
+        users
+            .iter()
+            .map(|user| poll_until_confirmed(&app, event, user)),
+    )
+    .await?;
+    let slowest = waits.iter().max().copied().unwrap_or_default();
+    let landed = delays(&pg, event).await?;
+    println!(
+        "poll-carried drain, polls every 1 s, poll_drain_ms 1000: 40 orders confirmed, \
+         slowest buyer waited {slowest:?} once polling began"
+    );
+    assert_eq!(landed.len(), 40);
+    // One nudge per second per event and one poll per second per buyer: a couple of seconds.
+    assert!(slowest <= Duration::from_secs(5), "{waits:?}");
+    balanced(&app, event).await
+}
+
+/// A coarse scheduler (scaled down: every 10 s instead of every 5 minutes) calling the drain
+/// route with a budget of most of its period: orders bought while the route runs land within
+/// its 200 ms pause, those bought in the gap wait for the next call. Control: the same
+/// scheduler without a budget leaves an order bought just after its call waiting a whole period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coarse_scheduler_with_a_budget_keeps_orders_flowing() -> Result<()> {
+    const PERIOD: Duration = Duration::from_secs(10);
+    const BUDGET_MS: u64 = 8_000;
+    let (_redis, pg, app) = start(&[("poll_drain_ms", "0"), ("job_key", JOB_KEY)]).await?;
+    let event = "scheduled";
+    app.open_event(event, json!({ "stock": 31 })).await?;
+    for bad in ["60001", "-1", "8s", ""] {
+        let path = format!("/admin/jobs/drain?for_ms={bad}");
+        let (status, body) = app.admin(Method::POST, &path, None).await?;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (400, &json!("bad_query")),
+            "{bad}"
+        );
+    }
+    let keyed = format!("/admin/jobs/drain?key={JOB_KEY}");
+    for (method, path, want) in [
+        (Method::GET, "/admin/jobs/drain?key=wrong", 401),
+        (Method::GET, "/admin/jobs/drain", 401),
+        (Method::DELETE, keyed.as_str(), 405),
+    ] {
+        let (status, body) = app.call(method, path, None, None).await?;
+        assert_eq!(status, want, "{path}: {body}");
+    }
+
+    let scheduler = async {
+        for _ in 0..2 {
+            let fired = Instant::now();
+            let path = format!("/admin/jobs/drain?for_ms={BUDGET_MS}&key={JOB_KEY}");
+            let (status, report) = app.call(Method::GET, &path, None, None).await?;
+            anyhow::ensure!(
+                status == 200 && report["runs"].as_u64() > Some(1),
+                "{report}"
+            );
+            tokio::time::sleep(PERIOD.saturating_sub(fired.elapsed())).await;
+        }
+        anyhow::Ok(())
+    };
+    let buyers = async {
+        // One buyer every 600 ms over the first 18 s: across both runs and both gaps.
+        for i in 0..30 {
+            buy(&app, event, &format!("buyer-{i:02}")).await?;
+            tokio::time::sleep(Duration::from_millis(600)).await;
+        }
+        anyhow::Ok(())
+    };
+    tokio::try_join!(scheduler, buyers)?;
+    // Orders bought in the last gap: the next call takes them.
+    let (status, _) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(status, 200);
+
+    let landed = delays(&pg, event).await?;
+    assert_eq!(landed.len(), 30);
+    let in_runs: Vec<i64> = landed.iter().copied().filter(|d| *d <= 1_000).collect();
+    let slowest = *landed.last().unwrap_or(&0);
+    println!(
+        "drain?for_ms={BUDGET_MS} every {PERIOD:?}: {} of 30 orders landed within 1 s, \
+         slowest {slowest} ms (the gap is {} ms); delays {landed:?}",
+        in_runs.len(),
+        PERIOD.as_millis() as u64 - BUDGET_MS,
+    );
+    // Bought during a run (8 s of each 10 s): within the pause plus a batch.
+    assert!(in_runs.len() >= 20, "{landed:?}");
+    // Bought in a gap: at most the gap, plus a little (the last gap's orders are excepted, a
+    // final call drained them after the buyers finished).
+    let gap = (PERIOD.as_millis() as u64 - BUDGET_MS) as i64;
+    assert!(
+        landed.iter().filter(|d| **d > gap + 1_000).count() <= 2,
+        "{landed:?}"
+    );
+
+    balanced(&app, event).await?;
+
+    // Control: the same call without a budget runs once and returns; an order bought right
+    // after it waits for the next call, however long the period.
+    let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!((status, &report["runs"]), (200, &json!(1)), "{report}");
+    buy(&app, event, "late-buyer").await?;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        delays(&pg, event).await?.len(),
+        30,
+        "nothing drains between calls"
+    );
+    Ok(())
+}
