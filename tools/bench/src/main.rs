@@ -17,7 +17,7 @@ use load::{Call, Report, closed_loop, once, open_loop};
 use seckill_native::NativeStore;
 use seckill_shared::event::{EventConfig, EventId};
 use seckill_shared::{admin, auth, sale};
-use seckill_tests::{PgServer, RedisServer, free_port, jwt_for, repo_root};
+use seckill_tests::{PgServer, RedisServer, TestCa, free_port, jwt_for, repo_root};
 use serde_json::json;
 
 /// seckill's benchmarks and the simulated sale.
@@ -85,12 +85,27 @@ impl ServerProcess {
         Self::start_app(manifest, vars, faithful, false)
     }
 
+    /// Starts the host trusting the CA in `tls_ca` (`--tls-ca`), for the TLS rows.
+    fn start_trusting(vars: &[(&str, String)], faithful: bool, tls_ca: &str) -> Result<Self> {
+        Self::launch("spin.toml", vars, faithful, false, &["--tls-ca", tls_ca])
+    }
+
     /// Starts `seckill-host up`, with its cron triggers when `cron` is set.
     fn start_app(
         manifest: &str,
         vars: &[(&str, String)],
         faithful: bool,
         cron: bool,
+    ) -> Result<Self> {
+        Self::launch(manifest, vars, faithful, cron, &[])
+    }
+
+    fn launch(
+        manifest: &str,
+        vars: &[(&str, String)],
+        faithful: bool,
+        cron: bool,
+        extra: &[&str],
     ) -> Result<Self> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
         let mut cmd = Command::new(repo_root().join("target/release/seckill-host"));
@@ -104,6 +119,7 @@ impl ServerProcess {
         if !cron {
             cmd.arg("--no-cron");
         }
+        cmd.args(extra);
         for (k, v) in vars {
             cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
         }
@@ -551,8 +567,45 @@ async fn main() -> Result<()> {
     }
 }
 
+/// The buy over `rediss://` (a test CA, `--tls-ca`): pooled, and with a new TLS connection
+/// per request as real Spin opens them against a managed Redis.
+async fn tls_buy_rows(
+    redis: &RedisServer,
+    ca: &TestCa,
+    vars: &[(&'static str, String)],
+    pooled_rps: f64,
+    args: &Args,
+) -> Result<Vec<Row>> {
+    let mut vars = vars.to_vec();
+    for (k, v) in vars.iter_mut() {
+        match *k {
+            "redis_url" => *v = redis.tls_url("localhost"),
+            "redis_host" => *v = format!("localhost:{}", redis.tls_port.unwrap_or_default()),
+            _ => {}
+        }
+    }
+    let mut rows = Vec::new();
+    for (faithful, id, name) in [
+        (false, "tls-pooled", "buy over TLS (pooled connection)"),
+        (
+            true,
+            "tls-new",
+            "buy over TLS, Spin-faithful (new TLS connection per request)",
+        ),
+    ] {
+        let host = HostProcess::start_trusting(&vars, faithful, &ca.path("ca.pem"))?;
+        let mut row = fresh_buy_row(name, host.addr, redis, id, args).await?;
+        let rps = row.report.as_ref().map_or(0.0, Report::rps);
+        row.note = format!("{} {:.2}× pooled plain buy;", row.note, rps / pooled_rps);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 async fn suite(args: Args) -> Result<()> {
-    let redis = RedisServer::start()?;
+    // Plain TCP for every row, and a TLS port beside it for the TLS rows.
+    let ca = TestCa::new()?;
+    let redis = RedisServer::start_tls(&ca)?;
     let pg = PgServer::start()?;
     let vars = seckill_tests::app_vars(&redis, &pg);
     if args.only.as_deref() == Some("scale") {
@@ -630,6 +683,7 @@ async fn suite(args: Args) -> Result<()> {
     row.note = format!("{} {:.2}× hello;", row.note, buy_rps / hello_rps);
     rows.push(row);
     rows.push(half_peak_buy(host.addr, &redis, buy_rps / 2.0, &args).await?);
+    rows.extend(tls_buy_rows(&redis, &ca, &vars, buy_rps, &args).await?);
     if args.only.as_deref() == Some("buy") {
         print_table(&rows);
         return Ok(());

@@ -112,6 +112,8 @@ pub struct RedisPools {
     max_reply_bytes: usize,
     /// The roots `rediss://` trusts.
     trust: TlsTrust,
+    /// Clients by address (an address is a handful of Spin variables: a small map).
+    clients: RwLock<HashMap<String, redis::Client>>,
 }
 
 impl Default for RedisPools {
@@ -129,6 +131,7 @@ impl RedisPools {
             opened: AtomicU64::new(0),
             max_reply_bytes: MAX_REPLY_BYTES,
             trust: TlsTrust::default(),
+            clients: RwLock::default(),
         }
     }
 
@@ -158,6 +161,23 @@ impl RedisPools {
         })
     }
 
+    /// The client of `address`, parsed once with its TLS roots: what Spin pays per request is the
+    /// connection (TCP, TLS handshake, AUTH), not reading the trust store again.
+    fn client(&self, address: &str) -> Result<redis::Client, Error> {
+        if let Some(client) = self.clients.read().unwrap().get(address) {
+            return Ok(client.clone());
+        }
+        let client = self
+            .trust
+            .redis_client(address)
+            .map_err(|_| Error::InvalidAddress)?;
+        self.clients
+            .write()
+            .unwrap()
+            .insert(address.to_owned(), client.clone());
+        Ok(client)
+    }
+
     /// The connection behind [`Self::open`].
     async fn connect(&self, address: &str) -> Result<Conn, Error> {
         // Pooled and already connected: the hot path, a read lock and a clone.
@@ -171,10 +191,7 @@ impl RedisPools {
         {
             return Ok(Conn::Shared(conn.clone()));
         }
-        let client = self
-            .trust
-            .redis_client(address)
-            .map_err(|_| Error::InvalidAddress)?;
+        let client = self.client(address)?;
         match self.mode {
             ConnectionMode::SpinFaithful => {
                 let conn = client

@@ -29,17 +29,17 @@ use rustls::{ClientConfig, RootCertStore};
 pub struct TlsTrust {
     /// The system's roots and the extra CA, for Postgres.
     roots: Arc<RootCertStore>,
-    /// The same roots as one PEM bundle for redis-rs, which replaces (rather than extends) the
-    /// system's roots when given any: `None` when there is no extra CA, so that redis-rs loads
-    /// the system's roots itself, exactly as in Spin.
-    redis_bundle: Option<Vec<u8>>,
+    /// The same roots as one PEM bundle for redis-rs. Given none, redis-rs would read the
+    /// system's store again for every connection (milliseconds of parsing that Spin's
+    /// native-tls does not pay); given these, it never falls back to its bundled roots.
+    redis_bundle: Vec<u8>,
 }
 
 impl std::fmt::Debug for TlsTrust {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsTrust")
             .field("roots", &self.roots.len())
-            .field("extra_ca", &self.redis_bundle.is_some())
+            .field("bundle_bytes", &self.redis_bundle.len())
             .finish()
     }
 }
@@ -58,11 +58,12 @@ impl TlsTrust {
         for error in &loaded.errors {
             tracing::warn!("loading the system's root certificates: {error}");
         }
+        let redis_bundle = loaded.certs.iter().flat_map(pem_encode).collect();
         let (added, ignored) = roots.add_parsable_certificates(loaded.certs);
         tracing::debug!("trusting {added} system root certificates ({ignored} unparsable)");
         TlsTrust {
             roots: Arc::new(roots),
-            redis_bundle: None,
+            redis_bundle,
         }
     }
 
@@ -84,15 +85,8 @@ impl TlsTrust {
                 .add(cert)
                 .with_context(|| format!("{}: not a usable CA certificate", path.display()))?;
         }
-        // redis-rs takes its roots as one PEM bundle: the system's, re-encoded, then the extra.
-        let mut bundle: Vec<u8> = rustls_native_certs::load_native_certs()
-            .certs
-            .iter()
-            .flat_map(pem_encode)
-            .collect();
-        bundle.extend_from_slice(&pem);
-        bundle.push(b'\n');
-        trust.redis_bundle = Some(bundle);
+        trust.redis_bundle.extend_from_slice(&pem);
+        trust.redis_bundle.push(b'\n');
         Ok(trust)
     }
 
@@ -109,15 +103,16 @@ impl TlsTrust {
 
     /// A Redis client for `address`, trusting these roots for `rediss://`.
     pub fn redis_client(&self, address: &str) -> redis::RedisResult<redis::Client> {
-        match &self.redis_bundle {
-            Some(bundle) if address.starts_with("rediss://") => redis::Client::build_with_tls(
+        if address.starts_with("rediss://") {
+            redis::Client::build_with_tls(
                 address,
                 redis::TlsCertificates {
                     client_tls: None,
-                    root_cert: Some(bundle.clone()),
+                    root_cert: Some(self.redis_bundle.clone()),
                 },
-            ),
-            _ => redis::Client::open(address),
+            )
+        } else {
+            redis::Client::open(address)
         }
     }
 }
