@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: sets up what is missing, builds every component, runs the whole suite, then
-# runs the sale and order tests a second time over spin.http.toml, then checks every request
+# runs the sale and order tests again over spin.http.toml and over the REST transport, then checks every request
 # and response the suite exchanged against api/openapi.yaml, then runs the Terraform checks
 # (skipped, saying so, where Terraform is missing).
 # The tests start their own redis-server and PostgreSQL on free loopback ports.
@@ -28,6 +28,19 @@ else
     SECKILL_MANIFEST=spin.http.toml cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@"
   done
 fi
+# And over the Upstash REST transport (a REST facade in front of each test's redis-server);
+# the tests that spread events over several nodes place them by URL and stay on Redis.
+log "the sale and order tests over the REST transport"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  SECKILL_TRANSPORT=rest cargo nextest run --release --no-fail-fast -p seckill-tests \
+    -E 'binary(sale) | (binary(orders) & !test(/three_redis_nodes|stuck_event/))' "$@"
+else
+  for t in sale orders; do
+    SECKILL_TRANSPORT=rest cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@" \
+      -- --skip three_redis_nodes --skip stuck_event
+  done
+fi
+bash "$ROOT/scripts/browser-tests.sh"
 log "checking the recorded exchanges against api/openapi.yaml"
 python3 "$ROOT/scripts/check-openapi.py" "$SECKILL_API_RECORD"
 log "Terraform checks"

@@ -2,6 +2,8 @@
 //! port in a temp dir and stopped when dropped, and the real host serving real `.wasm` files.
 //! No mocks: what passes here runs the same way under `scripts/up.sh` and, for the guests, Spin.
 
+pub mod rest_facade;
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -450,6 +452,10 @@ pub struct TestApp {
     /// A client with keep-alive.
     pub http: reqwest::Client,
     server: tokio::task::JoinHandle<()>,
+    /// The REST facades in front of the Redis nodes (`SECKILL_TRANSPORT=rest`), with the CA the
+    /// host trusts for them; empty otherwise.
+    pub facades: Vec<rest_facade::RestFacade>,
+    facade_ca: Option<TestCa>,
     /// Whether this is a product manifest, whose exchanges `api/openapi.yaml` describes (the
     /// test manifests' components are not part of the API).
     records: bool,
@@ -467,7 +473,15 @@ impl TestApp {
         vars: &[(&str, String)],
         mode: ConnectionMode,
     ) -> Result<Self> {
-        Self::launch(manifest, vars, mode, seckill_host::tls::TlsTrust::system()).await
+        let tls = seckill_host::tls::TlsTrust::system();
+        Self::launch(manifest, vars, mode, tls, rest_transport()).await
+    }
+
+    /// Like [`TestApp::start`], with every Redis node reached through a REST facade whatever
+    /// `SECKILL_TRANSPORT` says.
+    pub async fn start_rest(manifest: &str, vars: &[(&str, String)]) -> Result<Self> {
+        let tls = seckill_host::tls::TlsTrust::system();
+        Self::launch(manifest, vars, ConnectionMode::Pooled, tls, true).await
     }
 
     /// Like [`TestApp::start_with`], trusting `trust` for outbound TLS.
@@ -477,7 +491,7 @@ impl TestApp {
         mode: ConnectionMode,
         trust: seckill_host::tls::TlsTrust,
     ) -> Result<Self> {
-        Self::launch(manifest, vars, mode, trust).await
+        Self::launch(manifest, vars, mode, trust, rest_transport()).await
     }
 
     async fn launch(
@@ -485,14 +499,23 @@ impl TestApp {
         vars: &[(&str, String)],
         mode: ConnectionMode,
         tls: seckill_host::tls::TlsTrust,
+        rest: bool,
     ) -> Result<Self> {
+        // Over REST (`SECKILL_TRANSPORT=rest`), a product manifest's Redis nodes are reached
+        // through facades; the test components keep Spin's Redis interface.
+        let mut vars = vars.to_vec();
+        let product = manifest == "spin.toml" || manifest == "spin.http.toml";
+        let (facades, tls) = match rest && product {
+            true => over_rest(&mut vars).await?,
+            false => ((Vec::new(), None), tls),
+        };
         // The host's warnings and errors show up in a failing test's output.
         let _ = tracing_subscriber::fmt()
             .with_env_filter("warn")
             .with_writer(std::io::stderr)
             .try_init();
         let mut providers = Providers::default();
-        for (name, value) in vars {
+        for (name, value) in &vars {
             providers.overrides.insert(
                 format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
                 value.clone(),
@@ -523,6 +546,8 @@ impl TestApp {
                 .build()?,
             server,
             records: manifest == "spin.toml" || manifest == "spin.http.toml",
+            facades: facades.0,
+            facade_ca: facades.1,
         })
     }
 
@@ -565,6 +590,11 @@ impl TestApp {
             status,
             serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
         ))
+    }
+
+    /// The trust a host needs for this app's REST facades (their CA), when it has any.
+    pub fn facade_trust(&self) -> Option<seckill_host::tls::TlsTrust> {
+        self.facade_ca.as_ref().and_then(|ca| ca.trust().ok())
     }
 
     /// An operator call (`/admin/...`) with the test admin token.
@@ -907,4 +937,49 @@ impl TestCa {
     pub fn trust(&self) -> Result<seckill_host::tls::TlsTrust> {
         seckill_host::tls::TlsTrust::with_extra_ca(Path::new(&self.path("ca.pem")))
     }
+}
+
+/// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`); the test
+/// command runs the sale and order tests both ways.
+pub fn rest_transport() -> bool {
+    match std::env::var("SECKILL_TRANSPORT").as_deref() {
+        Ok("rest") => true,
+        Ok("redis") | Err(_) => false,
+        Ok(other) => panic!("SECKILL_TRANSPORT is redis or rest, not {other}"),
+    }
+}
+
+/// Puts a REST facade in front of every `redis://` node of `vars` and points `redis_url` and
+/// `redis_host` at them; returns the facades, their CA and the trust the host needs for them.
+async fn over_rest(
+    vars: &mut [(&str, String)],
+) -> Result<(
+    (Vec<rest_facade::RestFacade>, Option<TestCa>),
+    seckill_host::tls::TlsTrust,
+)> {
+    let ca = TestCa::new()?;
+    let mut facades = Vec::new();
+    for (k, v) in vars.iter_mut() {
+        if *k != "redis_url" || !v.starts_with("redis://") {
+            continue;
+        }
+        let mut urls = Vec::new();
+        for (i, node) in v.split(',').enumerate() {
+            let facade =
+                rest_facade::RestFacade::start(node.trim(), &ca, &format!("token{i}")).await?;
+            urls.push(facade.url());
+            facades.push(facade);
+        }
+        *v = urls.join(",");
+    }
+    for (k, v) in vars.iter_mut() {
+        if *k == "redis_host" && !facades.is_empty() {
+            *v = match facades.as_slice() {
+                [one] => one.host(),
+                _ => "localhost:*".into(),
+            };
+        }
+    }
+    let trust = ca.trust()?;
+    Ok(((facades, Some(ca)), trust))
 }

@@ -13,7 +13,7 @@ use seckill_shared::sale::{self, Polled};
 use seckill_shared::{clock, orders};
 use seckill_spin::error::ApiError;
 use seckill_spin::http::{self, buyer, event_id, require_method};
-use seckill_spin::{config, redis::SpinRedis};
+use seckill_spin::{config, store::SpinStore};
 use spin_sdk::http::{IncomingRequest, Method, Request, ResponseOutparam};
 use spin_sdk::http_component;
 
@@ -38,7 +38,7 @@ async fn handle(req: IncomingRequest, out: ResponseOutparam) {
 }
 
 /// The buyer's result, with the connection and event for the drain it may be elected to.
-fn poll(req: &Request) -> Result<(SpinRedis, EventId, Polled), ApiError> {
+fn poll(req: &Request) -> Result<(SpinStore, EventId, Polled), ApiError> {
     require_method(req, Method::Get)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
@@ -49,7 +49,7 @@ fn poll(req: &Request) -> Result<(SpinRedis, EventId, Polled), ApiError> {
 
 /// The poll-carried drain, bounded by `poll_drain_ms`. The buyer has their answer already:
 /// a failure here is only logged, and the next elected poll (or the scheduler) goes on.
-fn drain(store: &SpinRedis, event: &EventId) {
+fn drain(store: &SpinStore, event: &EventId) {
     let mut opts = config::drain_options();
     opts.until = Some(Instant::now() + Duration::from_millis(config::poll_drain_ms()));
     let result = config::postgres()

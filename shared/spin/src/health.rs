@@ -2,11 +2,12 @@
 //! uses: a Redis `PING` and a Postgres `SELECT 1`.
 
 use serde::Serialize;
-use spin_sdk::{pg4, redis};
+use spin_sdk::pg4;
 
 use seckill_shared::clock;
 
 use crate::config;
+use crate::store::SpinStore;
 
 /// One dependency's state.
 #[derive(Debug, Serialize)]
@@ -82,15 +83,8 @@ pub fn check() -> Health {
         let urls = config::get(config::REDIS_URL).map_err(|e| e.message)?;
         // Errors name a node by its place in the list: URLs may carry passwords.
         for (i, url) in seckill_shared::nodes::parse(&urls).into_iter().enumerate() {
-            let conn = redis::Connection::open(url).map_err(|e| format!("node {i}: open: {e}"))?;
-            match conn
-                .execute("PING", &[])
-                .map_err(|e| format!("node {i}: PING: {e}"))?
-                .as_slice()
-            {
-                [redis::RedisResult::Status(s)] if s == "PONG" => {}
-                other => return Err(format!("node {i}: unexpected PING reply {other:?}")),
-            }
+            let node = SpinStore::open(url).map_err(|e| format!("node {i}: open: {e}"))?;
+            node.ping().map_err(|e| format!("node {i}: PING: {e}"))?;
         }
         Ok(())
     });

@@ -13,7 +13,7 @@ use seckill_shared::{auth, clock};
 
 use crate::config;
 use crate::error::ApiError;
-use crate::redis::SpinRedis;
+use crate::store::SpinStore;
 
 /// Bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -194,7 +194,7 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
 
 /// A connection to the Redis node that holds `event` (see [`seckill_shared::nodes`]): one variable
 /// read and one `open`, however many nodes there are.
-pub fn redis_for(event: &EventId) -> Result<SpinRedis, ApiError> {
+pub fn redis_for(event: &EventId) -> Result<SpinStore, ApiError> {
     let urls = config::get(config::REDIS_URL)?;
     let urls = nodes::parse(&urls);
     let url = urls
@@ -204,15 +204,15 @@ pub fn redis_for(event: &EventId) -> Result<SpinRedis, ApiError> {
 }
 
 /// A connection to every Redis node, for the jobs that walk all events.
-pub fn redis_nodes() -> Result<Nodes<SpinRedis>, ApiError> {
+pub fn redis_nodes() -> Result<Nodes<SpinStore>, ApiError> {
     Ok(Nodes::open(
         &config::get(config::REDIS_URL)?,
-        SpinRedis::open,
+        SpinStore::open,
     ))
 }
 
-fn open_redis(url: &str) -> Result<SpinRedis, ApiError> {
-    SpinRedis::open(url).map_err(|e| {
+fn open_redis(url: &str) -> Result<SpinStore, ApiError> {
+    SpinStore::open(url).map_err(|e| {
         ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
     })
 }

@@ -1,6 +1,7 @@
 //! The Spin edge of seckill: everything that knows Spin, so the domain (`seckill-shared`)
 //! does not. A function parses its request here ([`http`]), calls one domain operation over
-//! the adapters here ([`redis::SpinRedis`], [`postgres::SpinPg`]), and renders the outcome
+//! the adapters here ([`store::SpinStore`]: [`redis::SpinRedis`] or [`rest::RestStore`] by the
+//! URL's scheme; [`postgres::SpinPg`]), and renders the outcome
 //! here ([`error::ApiError`], with the one table from domain code to HTTP status); [`config`]
 //! reads the Spin variables, [`health`] probes both dependencies.
 
@@ -10,3 +11,5 @@ pub mod health;
 pub mod http;
 pub mod postgres;
 pub mod redis;
+pub mod rest;
+pub mod store;

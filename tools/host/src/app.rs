@@ -215,6 +215,7 @@ impl App {
             redis: crate::redis::RedisPools::new(options.connection_mode)
                 .with_trust(options.tls.clone()),
             pg: crate::postgres::PgPools::new(&options.tls),
+            http: crate::outbound_http::HttpPool::new(&options.tls),
         };
         Ok(App {
             engine,

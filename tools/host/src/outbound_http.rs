@@ -1,22 +1,114 @@
 //! `wasi:http/outgoing-handler`, restricted by `allowed_outbound_hosts` as in Spin: a request to a
 //! host the manifest does not allow fails with `HttpRequestDenied` before any connection is made.
+//!
+//! Connections are pooled and shared by every instance, per origin, as Spin does from v3.4
+//! (PRs #3229, #3240): a request to an origin reuses an idle kept-alive connection. HTTP/1.1,
+//! TLS trusting the host's roots (`tls.rs`), at most [`MAX_IDLE_PER_ORIGIN`] idle connections
+//! per origin, closed after [`IDLE_TIMEOUT`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use http_body_util::BodyExt as _;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::allowed_hosts::default_port;
 use crate::state::ComponentConfig;
+use crate::tls::TlsTrust;
 
-/// The outbound HTTP policy of one instance.
+/// Idle connections kept per origin.
+pub const MAX_IDLE_PER_ORIGIN: usize = 64;
+/// An idle connection is closed after this long.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Default connect and first-byte timeouts, when the guest sets none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The app-wide outbound HTTP client: kept-alive connections, shared across instances.
+#[derive(Clone)]
+pub struct HttpPool {
+    client: Client<HttpsConnector<HttpConnector>, WasiBody>,
+}
+
+impl HttpPool {
+    /// A pool whose TLS connections verify against `trust`.
+    pub fn new(trust: &TlsTrust) -> Self {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*trust.client_config()).clone())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(MAX_IDLE_PER_ORIGIN)
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .build(connector);
+        HttpPool { client }
+    }
+
+    /// Sends `request` over a pooled connection; the response body streams.
+    async fn send(
+        &self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+    ) -> Result<http::Response<WasiBody>, Error> {
+        let first_byte = options
+            .and_then(|o| o.first_byte_timeout)
+            .unwrap_or(DEFAULT_TIMEOUT);
+        let response = tokio::time::timeout(first_byte, self.client.request(request))
+            .await
+            .map_err(|_| Error::ConnectionReadTimeout)?
+            .map_err(client_error)?;
+        Ok(response.map(|body| body.map_err(Error::from).boxed_unsync()))
+    }
+}
+
+impl Default for HttpPool {
+    fn default() -> Self {
+        Self::new(&TlsTrust::default())
+    }
+}
+
+/// What a failed request was, in `wasi:http`'s terms.
+fn client_error(e: hyper_util::client::legacy::Error) -> Error {
+    use std::error::Error as _;
+    let mut source = e.source();
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
+                std::io::ErrorKind::TimedOut => Error::ConnectionTimeout,
+                _ if e.is_connect() => {
+                    Error::Connect(std::io::Error::new(io.kind(), e.to_string()))
+                }
+                _ => Error::ConnectionTerminated,
+            };
+        }
+        source = cause.source();
+    }
+    if e.is_connect() {
+        Error::ConnectionRefused
+    } else {
+        Error::ConnectionTerminated
+    }
+}
+
+/// The outbound HTTP policy of one instance, and the app's pool.
 pub struct OutboundHttp {
     component: Arc<ComponentConfig>,
+    pool: HttpPool,
 }
 
 impl OutboundHttp {
-    /// The policy of `component`.
-    pub fn new(component: Arc<ComponentConfig>) -> Self {
-        OutboundHttp { component }
+    /// The policy of `component`, sending through `pool`.
+    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool) -> Self {
+        OutboundHttp { component, pool }
     }
 
     fn allowed(&self, uri: &http::Uri) -> bool {
@@ -53,13 +145,12 @@ impl WasiHttpHooks for OutboundHttp {
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         _ = fut;
+        let pool = self.pool.clone();
         Box::new(async move {
-            use http_body_util::BodyExt;
-            let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                res.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = _> + Send>,
-            ))
+            let response = pool.send(request, options).await?;
+            // The pool drives its connections itself: nothing for the caller to await.
+            let io = async { Ok(()) };
+            Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))
         })
     }
 }

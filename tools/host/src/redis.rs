@@ -507,6 +507,7 @@ mod server_tests {
         let services = Services {
             redis,
             pg: Default::default(),
+            http: Default::default(),
         };
         Ctx::new(Arc::new(component), Arc::new(services))
     }

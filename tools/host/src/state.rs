@@ -45,6 +45,8 @@ pub struct Services {
     pub redis: RedisPools,
     /// Postgres pools.
     pub pg: PgPools,
+    /// Outbound HTTP connections.
+    pub http: crate::outbound_http::HttpPool,
 }
 
 /// Per-instance memory cap (Spin's default on Akamai Functions is 128 MiB).
@@ -73,7 +75,7 @@ impl Ctx {
         Ctx {
             wasi,
             http: WasiHttpCtx::new(),
-            hooks: OutboundHttp::new(component.clone()),
+            hooks: OutboundHttp::new(component.clone(), services.http.clone()),
             table: ResourceTable::new(),
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(MAX_MEMORY_BYTES)

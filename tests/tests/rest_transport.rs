@@ -1,0 +1,134 @@
+//! The Upstash REST transport (`shared/spin/src/rest.rs`) against the REST facade in front of a
+//! real `redis-server`, over the host's pooled outbound HTTPS. The whole sale and order suites
+//! also run over it (`SECKILL_TRANSPORT=rest` in the test command); this file checks what only
+//! this transport has: pooled connections, the token, the health probe.
+
+use anyhow::Result;
+use reqwest::Method;
+use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use serde_json::json;
+
+/// 100 buyers: every buy is one REST request (one EVALSHA on Redis), the facade sees a handful
+/// of kept-alive connections for hundreds of requests, every order lands once, and health
+/// pings the REST node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app =
+        TestApp::start_rest(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+    assert!(
+        app.facades[0]
+            .url()
+            .starts_with("https://token0@localhost:")
+    );
+    app.open_event("rest", json!({ "stock": 100 })).await?;
+    let mut client = redis.client().get_connection()?;
+    redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut client)?;
+    let mut requests = 0;
+    for i in 0..100 {
+        let user = format!("r{i}");
+        let token = app
+            .admit_and_precheck("rest", &user)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let (status, body) = app.buy("rest", &user, &token).await?;
+        assert_eq!(status, 202, "{body}");
+        requests += 3;
+    }
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut client)?;
+    let evalsha = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert_eq!(
+        evalsha, requests,
+        "one EVALSHA per admission, precheck and buy"
+    );
+    let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(
+        (status, &report["inserted"]),
+        (200, &json!(100)),
+        "{report}"
+    );
+    let (status, polled) = app
+        .call(
+            Method::GET,
+            "/api/events/rest/orders/me",
+            Some(&jwt_for("r7")),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        (status, &polled["state"]),
+        (200, &json!("confirmed")),
+        "{polled}"
+    );
+    let (status, health) = app.get_json("/api/health").await?;
+    assert_eq!((status, &health["redis"]), (200, &json!("ok")), "{health}");
+
+    let connections = app.facades[0].connections();
+    println!(
+        "{requests} REST script calls (and the jobs and health) over {connections} connections"
+    );
+    assert!(
+        connections <= 16,
+        "outbound HTTP should reuse its connections: {connections} for {requests} requests"
+    );
+    Ok(())
+}
+
+/// A wrong token is what a refused AUTH is over `rediss://`: a clean 503 `unavailable` that
+/// changes nothing, and health says which dependency is down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_a_clean_503() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app =
+        TestApp::start_rest(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+    app.open_event("token", json!({ "stock": 1 })).await?;
+    let facade = &app.facades[0];
+    let wrong = facade.url().replace("token0@", "wrong@");
+    let vars: Vec<(&str, String)> = app_vars(&redis, &pg)
+        .into_iter()
+        .map(|(k, v)| match k {
+            "redis_url" => (k, wrong.clone()),
+            "redis_host" => (k, facade.host()),
+            _ => (k, v),
+        })
+        .collect();
+    // The same facade, its CA trusted, the token wrong.
+    let wrong_app = TestApp::start_trusting(
+        seckill_tests::product_manifest(),
+        &vars,
+        seckill_host::ConnectionMode::Pooled,
+        app.facade_trust().expect("a REST app"),
+    )
+    .await?;
+    let (status, err) = wrong_app
+        .call(
+            Method::POST,
+            "/api/events/token/admission",
+            Some(&jwt_for("u")),
+            None,
+        )
+        .await?;
+    assert_eq!(
+        (status, &err["error"]["code"]),
+        (503, &json!("unavailable")),
+        "{err}"
+    );
+    let (status, health) = wrong_app.get_json("/api/health").await?;
+    assert_eq!(
+        (status, &health["redis"]),
+        (503, &json!("degraded")),
+        "{health}"
+    );
+    let admitted: u64 = redis::cmd("SCARD")
+        .arg("{sk:token}:admitted")
+        .query(&mut redis.client().get_connection()?)?;
+    assert_eq!(admitted, 0, "nothing changed");
+    Ok(())
+}
