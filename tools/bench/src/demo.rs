@@ -41,6 +41,10 @@ pub struct DemoArgs {
     /// Where the report JSON and chart go.
     #[arg(long, default_value = "target/demo")]
     pub out: String,
+    /// Reach Redis through Upstash's REST protocol over pooled HTTPS (a REST facade in front of
+    /// the demo's redis-server, `tests/src/rest_facade.rs`) instead of `redis://`.
+    #[arg(long)]
+    pub rest: bool,
 }
 
 /// One measured request.
@@ -100,7 +104,28 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     pg.migrate().await?;
     let mut vars = seckill_tests::app_vars(&redis, &pg);
     vars.push(("drain_reclaim_idle_ms", "2000".into()));
-    let host = HostProcess::start_app("spin.toml", &vars, false, true)?;
+    // Kept alive for the whole run when `--rest` puts a facade in front of Redis.
+    let ca = seckill_tests::TestCa::new()?;
+    let (host, _facade) = if args.rest {
+        let rest =
+            seckill_tests::rest_facade::RestFacade::start(&redis.url(), &ca, "demo-token").await?;
+        for (k, v) in vars.iter_mut() {
+            match *k {
+                "redis_url" => *v = rest.url(),
+                "redis_host" => *v = rest.host(),
+                _ => {}
+            }
+        }
+        eprintln!("Redis over REST: {}", rest.host());
+        let tls_ca = ca.path("ca.pem");
+        let host = HostProcess::launch("spin.toml", &vars, false, true, &["--tls-ca", &tls_ca])?;
+        (host, Some(rest))
+    } else {
+        (
+            HostProcess::start_app("spin.toml", &vars, false, true)?,
+            None,
+        )
+    };
     let addr = host.addr;
     let rec: Shared = Arc::new(Mutex::new(Recorder::default()));
     let event = "demo";
