@@ -2,8 +2,9 @@
 //! the bench, not product. It speaks exactly the subset `shared/spin/src/rest.rs` relies on:
 //! `POST /` with a JSON array (one command), `Authorization: Bearer <token>`,
 //! `Upstash-Encoding: base64`; `200 {"result": …}`, `400 {"error": "…"}` when Redis refuses,
-//! `401` for a bad token. HTTPS with a [`TestCa`] certificate for `localhost`, HTTP/1.1
-//! keep-alive; it counts the TCP connections it accepts, so a test can see the pooling.
+//! `401` for a bad token. HTTPS with a [`TestCa`] certificate for `localhost` (or plain HTTP,
+//! for the benchmark's row), HTTP/1.1 keep-alive; it counts the TCP connections it accepts, so
+//! a test can see the pooling.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -27,6 +28,8 @@ pub struct RestFacade {
     pub addr: SocketAddr,
     /// The bearer token it accepts.
     pub token: String,
+    /// `https` or `http`.
+    scheme: &'static str,
     accepted: Arc<AtomicU64>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -35,7 +38,17 @@ impl RestFacade {
     /// Serves the Redis at `redis_url` over HTTPS with a certificate from `ca`, accepting
     /// `token`.
     pub async fn start(redis_url: &str, ca: &TestCa, token: &str) -> Result<Self> {
-        let tls = Arc::new(server_config(ca)?);
+        Self::serve(redis_url, Some(ca), token).await
+    }
+
+    /// The same over plain HTTP (the benchmark's plain row; product manifests allow only
+    /// `https://` to a Redis host).
+    pub async fn start_plain(redis_url: &str, token: &str) -> Result<Self> {
+        Self::serve(redis_url, None, token).await
+    }
+
+    async fn serve(redis_url: &str, ca: Option<&TestCa>, token: &str) -> Result<Self> {
+        let tls = ca.map(server_config).transpose()?.map(Arc::new);
         // Reconnects by itself: the tests restart Redis under the facade.
         let redis = redis::aio::ConnectionManager::new(redis::Client::open(redis_url)?).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -45,20 +58,25 @@ impl RestFacade {
         let server = tokio::spawn({
             let (accepted, token) = (accepted.clone(), token.clone());
             async move {
-                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
                 while let Ok((tcp, _)) = listener.accept().await {
                     accepted.fetch_add(1, Ordering::Relaxed);
+                    let _ = tcp.set_nodelay(true);
                     let (acceptor, redis, token) = (acceptor.clone(), redis.clone(), token.clone());
                     tokio::spawn(async move {
-                        let Ok(stream) = acceptor.accept(tcp).await else {
-                            return;
-                        };
                         let service = hyper::service::service_fn(move |req| {
                             answer(req, redis.clone(), token.clone())
                         });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        let http = hyper::server::conn::http1::Builder::new();
+                        let _ = match acceptor {
+                            Some(acceptor) => match acceptor.accept(tcp).await {
+                                Ok(stream) => {
+                                    http.serve_connection(TokioIo::new(stream), service).await
+                                }
+                                Err(_) => return,
+                            },
+                            None => http.serve_connection(TokioIo::new(tcp), service).await,
+                        };
                     });
                 }
             }
@@ -66,6 +84,7 @@ impl RestFacade {
         Ok(RestFacade {
             addr,
             token,
+            scheme: if ca.is_some() { "https" } else { "http" },
             accepted,
             server,
         })
@@ -73,7 +92,12 @@ impl RestFacade {
 
     /// The `redis_url` of this facade: `https://<token>@localhost:<port>`.
     pub fn url(&self) -> String {
-        format!("https://{}@localhost:{}", self.token, self.addr.port())
+        format!(
+            "{}://{}@localhost:{}",
+            self.scheme,
+            self.token,
+            self.addr.port()
+        )
     }
 
     /// The `redis_host` that `allowed_outbound_hosts` needs for it.

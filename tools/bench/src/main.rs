@@ -573,6 +573,23 @@ async fn main() -> Result<()> {
 /// Spin against a managed Redis), and the Upstash REST transport over the host's pooled HTTPS
 /// (a REST facade in this process in front of the same `redis-server`: on a 2-core machine it
 /// takes CPU from the host, where a real Upstash would not).
+/// `spin.toml` that also lets the functions reach the Redis host over plain `http://`, for the
+/// plain REST row only (written under `target/`, sources pointing back at the build).
+fn plain_http_manifest() -> Result<String> {
+    const PATH: &str = "target/bench-manifests/spin.rest-plain.toml";
+    let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
+    let text = product
+        .replace("source = \"target/", "source = \"../../target/")
+        .replace(
+            "\"https://{{ redis_host }}\"",
+            "\"https://{{ redis_host }}\", \"http://{{ redis_host }}\"",
+        );
+    let path = repo_root().join(PATH);
+    std::fs::create_dir_all(path.parent().expect("a directory"))?;
+    std::fs::write(&path, text)?;
+    Ok(PATH.to_owned())
+}
+
 async fn transport_buy_rows(
     redis: &RedisServer,
     ca: &TestCa,
@@ -624,33 +641,47 @@ async fn transport_buy_rows(
         rows.push(row);
         tls_new_rps = rps;
     }
-    let facade = RestFacade::start(&redis.url(), ca, "bench-token").await?;
-    let mut rest = plain;
-    for (k, v) in rest.iter_mut() {
-        match *k {
-            "redis_url" => *v = facade.url(),
-            "redis_host" => *v = facade.host(),
-            _ => {}
+    // Upstash REST over the host's pooled HTTP: plain (a bench manifest that allows http:// to
+    // the Redis host) and HTTPS (the product manifest).
+    for tls in [false, true] {
+        let facade = match tls {
+            true => RestFacade::start(&redis.url(), ca, "bench-token").await?,
+            false => RestFacade::start_plain(&redis.url(), "bench-token").await?,
+        };
+        let mut rest = plain.clone();
+        for (k, v) in rest.iter_mut() {
+            match *k {
+                "redis_url" => *v = facade.url(),
+                "redis_host" => *v = facade.host(),
+                _ => {}
+            }
         }
+        let host = match tls {
+            true => HostProcess::start_trusting(&rest, false, &ca.path("ca.pem"))?,
+            false => HostProcess::start(&plain_http_manifest()?, &rest, false)?,
+        };
+        let name = match tls {
+            true => "buy over Upstash REST (pooled HTTPS, facade in-process)",
+            false => "buy over Upstash REST (pooled plain HTTP, facade in-process)",
+        };
+        let mut row = fresh_buy_row(
+            name,
+            host.addr,
+            redis,
+            if tls { "rest-tls" } else { "rest" },
+            args,
+        )
+        .await?;
+        let rps = row.report.as_ref().map_or(0.0, Report::rps);
+        row.note = format!(
+            "{} {:.2}× pooled plain buy, {:.2}× new TLS connection per request; {} connections;",
+            row.note,
+            rps / pooled_rps,
+            rps / tls_new_rps.max(1.0),
+            facade.connections()
+        );
+        rows.push(row);
     }
-    let host = HostProcess::start_trusting(&rest, false, &ca.path("ca.pem"))?;
-    let mut row = fresh_buy_row(
-        "buy over Upstash REST (pooled HTTPS, facade in-process)",
-        host.addr,
-        redis,
-        "rest",
-        args,
-    )
-    .await?;
-    let rps = row.report.as_ref().map_or(0.0, Report::rps);
-    row.note = format!(
-        "{} {:.2}× pooled plain buy, {:.2}× new TLS connection per request; {} HTTPS connections;",
-        row.note,
-        rps / pooled_rps,
-        rps / tls_new_rps.max(1.0),
-        facade.connections()
-    );
-    rows.push(row);
     Ok(rows)
 }
 
