@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what seckill needs on a fresh Debian machine, idempotently and quietly when done:
-# redis-server, PostgreSQL, a wasm32-wasip2 Rust toolchain, cargo-nextest.
+# redis-server, PostgreSQL, a wasm32-wasip2 Rust toolchain, cargo-nextest, and for the browser
+# tests chromium and playwright-core.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -45,3 +46,13 @@ if ! python3 -c 'import openapi_core, yaml' >/dev/null 2>&1; then
       'openapi-core==0.23.1' 'PyYAML>=6'
 fi
 python3 -c 'import hcl2' >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore 'python-hcl2==8.1.4' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'python-hcl2==8.1.4' || log "python-hcl2 unavailable: tests/terraform/check_roots.py will be skipped"
+
+# 5. The browser tests (scripts/browser-tests.sh): Debian's chromium, driven by playwright-core
+#    from npm. Never a browser download of Playwright's own.
+command -v chromium >/dev/null 2>&1 || apt_install chromium
+command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+installed="$ROOT/tests/browser/node_modules/.package-lock.json"
+if [ ! -f "$installed" ] || [ "$ROOT/tests/browser/package-lock.json" -nt "$installed" ]; then
+  log "npm ci in tests/browser (playwright-core)"
+  (cd "$ROOT/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
+fi

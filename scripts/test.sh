@@ -10,7 +10,7 @@ bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 log "building the wasm components"
 build_wasm
-packages=(-p seckill-host -p seckill-shared -p seckill-spin -p seckill-native -p seckill-tests)
+packages=(-p seckill-host -p seckill-shared -p seckill-spin -p seckill-native -p seckill-tests -p web -p seckill-admin)
 export SECKILL_API_RECORD="$ROOT/target/api-record"
 rm -rf "$SECKILL_API_RECORD"
 if command -v cargo-nextest >/dev/null 2>&1; then
@@ -41,6 +41,7 @@ else
       -- --skip three_redis_nodes --skip stuck_event
   done
 fi
+bash "$ROOT/scripts/browser-tests.sh"
 log "checking the recorded exchanges against api/openapi.yaml"
 python3 "$ROOT/scripts/check-openapi.py" "$SECKILL_API_RECORD"
 log "Terraform checks"

@@ -2,6 +2,7 @@
 //!
 //! | method | path | does |
 //! |---|---|---|
+//! | GET | `/admin/events` | every registered event, on every Redis node ([`orders::registered_events`]) |
 //! | PUT | `/admin/events/{id}` | create or update the event ([`admin::upsert_event`]) |
 //! | PATCH | `/admin/events/{id}` | live switches and limits ([`admin::set_switches`]) |
 //! | GET | `/admin/events/{id}` | state: config, stock per shard, sold, queued… ([`admin::status`]) |
@@ -11,6 +12,7 @@
 
 use seckill_shared::admin::{self, DenyList};
 use seckill_shared::event::{EventConfig, Switches};
+use seckill_shared::orders;
 use seckill_spin::error::ApiError;
 use seckill_spin::http::{self, event_id, json_body, operator};
 use serde_json::json;
@@ -33,6 +35,9 @@ fn answer(req: Request) -> Response {
 
 fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
     operator(req)?;
+    if req.header("spin-path-match-event-id").is_none() {
+        return list(req);
+    }
     let event = event_id(req)?;
     let rest = req
         .header("spin-path-info")
@@ -75,4 +80,20 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         (_, "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed("POST")),
         _ => Err(ApiError::not_found(format!("no admin route {rest}"))),
     }
+}
+
+/// `GET /admin/events`: the registry of every node, sorted (one `SMEMBERS` script per node).
+fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
+    http::require_method(req, Method::Get)?;
+    let mut events = Vec::new();
+    for node in http::redis_nodes()?.all() {
+        let node = node.map_err(seckill_shared::Error::from)?;
+        events.extend(
+            orders::registered_events(node)?
+                .into_iter()
+                .map(|e| e.as_str().to_owned()),
+        );
+    }
+    events.sort();
+    Ok((200, json!({ "events": events })))
 }

@@ -1,0 +1,215 @@
+//! The faces people use, served from assets embedded in this component (no CDN, no fonts):
+//!
+//! | method | path | does |
+//! |---|---|---|
+//! | GET | `/shop`, `/shop/{event_id}` | the storefront (HTML, `no-cache` with an `ETag`) |
+//! | GET | `/console` | the operator console (HTML; the admin token stays in the browser) |
+//! | GET | `/shop/assets/{name}.{hash}.{ext}` | CSS and JS, named by content hash: `immutable` |
+//! | GET | `/shop/events/{event_id}` | what a buyer may know of an event (JSON, one script run) |
+//! | POST | `/shop/demo-login` | a 30-minute buyer JWT for any name, only when `demo_login` is `"true"` |
+//! | GET | `/shop/demo-login` | whether the demo login is on |
+//!
+//! Every page and asset is gzipped at build time and sent so when the client accepts gzip.
+
+use seckill_shared::auth::{self, Claims};
+use seckill_shared::event::EventId;
+use seckill_shared::{admin, clock};
+use seckill_spin::config;
+use seckill_spin::error::ApiError;
+use seckill_spin::http::{self, json_body};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use spin_sdk::http::{IncomingRequest, Method, Request, Response};
+use spin_sdk::http_component;
+
+/// An embedded file and how to serve it.
+pub struct Asset {
+    /// Its path (hashed assets only; pages are routed by name).
+    pub path: &'static str,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    /// A strong `ETag` (the content hash, quoted).
+    pub etag: &'static str,
+    /// Whether its name changes with its content (so it may be cached forever).
+    pub immutable: bool,
+    /// The bytes.
+    pub raw: &'static [u8],
+    /// The bytes, gzipped.
+    pub gzip: &'static [u8],
+}
+
+include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// Lifetime of a demo login's token.
+const DEMO_TOKEN_S: u64 = 30 * 60;
+
+/// Only what the pages load may run or connect: our own origin, nothing else.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Route, serve.
+#[http_component]
+async fn handle(req: IncomingRequest) -> Response {
+    http::serve(req, answer).await
+}
+
+/// The request, its body read within the limit.
+fn answer(req: Request) -> Response {
+    let path = req.path().trim_end_matches('/').to_owned();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    let result = match segments.as_slice() {
+        ["shop", "demo-login"] => return http::respond(200, demo_login(&req)),
+        ["shop", "events", id] => return http::respond(200, event_info(&req, id)),
+        ["shop", "assets", _] => match ASSETS.iter().find(|a| a.path == path) {
+            Some(asset) => get(&req, asset),
+            None => Err(ApiError::not_found(format!("no asset {path}"))),
+        },
+        ["shop"] | ["shop", _] => get(&req, &SHOP),
+        ["console"] => get(&req, &CONSOLE),
+        _ => Err(ApiError::not_found(format!("no page {path}"))),
+    };
+    result.unwrap_or_else(|e| http::error(&e))
+}
+
+/// A GET (or HEAD) of an embedded file: `304` when the client holds it, gzipped when it takes
+/// gzip.
+fn get(req: &Request, asset: &Asset) -> Result<Response, ApiError> {
+    let head = match req.method() {
+        Method::Get => false,
+        Method::Head => true,
+        _ => return Err(ApiError::method_not_allowed("GET, HEAD")),
+    };
+    let header = |name: &str| req.header(name).and_then(|v| v.as_str()).unwrap_or("");
+    let cache = if asset.immutable {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let mut resp = Response::builder();
+    resp.header("cache-control", cache)
+        .header("etag", asset.etag)
+        .header("vary", "accept-encoding")
+        .header("x-content-type-options", "nosniff");
+    if !asset.immutable {
+        resp.header("content-security-policy", CSP)
+            .header("referrer-policy", "no-referrer");
+    }
+    if header("if-none-match")
+        .split(',')
+        .any(|t| t.trim() == asset.etag)
+    {
+        return Ok(resp.status(304).body(Vec::new()).build());
+    }
+    resp.status(200).header("content-type", asset.content_type);
+    let body = if accepts_gzip(header("accept-encoding")) {
+        resp.header("content-encoding", "gzip");
+        asset.gzip
+    } else {
+        asset.raw
+    };
+    Ok(resp
+        .body(if head { Vec::new() } else { body.to_vec() })
+        .build())
+}
+
+/// Whether an `Accept-Encoding` value takes gzip (`gzip;q=0` refuses it).
+fn accepts_gzip(accept: &str) -> bool {
+    accept.split(',').any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let named = parts.next().is_some_and(|c| c.eq_ignore_ascii_case("gzip"));
+        let q = |p: &str| p.replace(' ', "").strip_prefix("q=")?.parse::<f32>().ok();
+        named && !parts.any(|p| q(p) == Some(0.0))
+    })
+}
+
+/// The demo login's body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DemoLogin {
+    /// Any user name (a buyer id: printable ASCII, no spaces, 1–128 bytes).
+    user: String,
+}
+
+/// `POST /shop/demo-login`: a buyer JWT for any name, so a person can try a sale locally. Off
+/// (`404 demo_login_off`) unless the `demo_login` variable is `"true"`: anyone could be anyone.
+/// `GET` tells the storefront whether to offer it.
+fn demo_login(req: &Request) -> Result<Value, ApiError> {
+    let enabled = config::get_or("demo_login", String::new()) == "true";
+    match req.method() {
+        Method::Get => return Ok(json!({ "enabled": enabled })),
+        Method::Post => {}
+        _ => return Err(ApiError::method_not_allowed("GET, POST")),
+    }
+    if !enabled {
+        return Err(ApiError::new(
+            404,
+            "demo_login_off",
+            "the demo login is off (the demo_login variable is not \"true\")",
+        ));
+    }
+    let DemoLogin { user } = json_body(req)?;
+    if auth::check_user_id(&user).is_err() {
+        return Err(ApiError::bad_request(
+            "bad_user_id",
+            "a user name is 1-128 printable ASCII characters without spaces",
+        ));
+    }
+    let exp = clock::now_ms() / 1000 + DEMO_TOKEN_S;
+    let claims = Claims {
+        sub: user.clone(),
+        exp: Some(exp),
+        nbf: None,
+    };
+    let token = auth::sign_jwt(&claims, config::get(config::JWT_SECRET)?.as_bytes());
+    Ok(json!({ "token": token, "user": user, "expires_at_ms": exp * 1000 }))
+}
+
+/// `GET /shop/events/{event_id}`: the public part of an event's state, for the storefront's
+/// countdown and its "left" figure. One read-only script run (`status.lua`), once per page load.
+fn event_info(req: &Request, id: &str) -> Result<Value, ApiError> {
+    http::require_method(req, Method::Get)?;
+    let event = EventId::parse(id)?;
+    let status = admin::status(&http::redis_for(&event)?, &event)?;
+    let cfg = |k: &str| status.config.get(k).map(String::as_str).unwrap_or("");
+    let num = |k: &str| cfg(k).parse::<u64>().unwrap_or(0);
+    Ok(json!({
+        "event_id": event.as_str(),
+        "sku": cfg("sku"),
+        "stock": num("stock"),
+        "stock_left": status.stock_left.max(0),
+        "start_ms": num("start_ms"),
+        "end_ms": num("end_ms"),
+        "admission_mode": if cfg("admission_mode").is_empty() { "fcfs" } else { cfg("admission_mode") },
+        "enabled": cfg("enabled") != "0",
+        "warmed": cfg("warmed") == "1",
+        "sold_out": cfg("soldout") == "1",
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_is_taken_unless_refused() {
+        assert!(accepts_gzip("gzip, deflate, br"));
+        assert!(accepts_gzip("br;q=1.0, GZIP;q=0.5"));
+        assert!(!accepts_gzip("gzip;q=0"));
+        assert!(!accepts_gzip("gzip; q=0.0, br"));
+        assert!(!accepts_gzip("identity"));
+        assert!(!accepts_gzip(""));
+    }
+
+    #[test]
+    fn pages_name_their_assets_by_hash() {
+        let html = std::str::from_utf8(SHOP.raw).unwrap();
+        for asset in ASSETS.iter().filter(|a| !a.path.contains("console")) {
+            assert!(html.contains(asset.path), "shop.html lacks {}", asset.path);
+        }
+        assert!(
+            ASSETS
+                .iter()
+                .all(|a| a.immutable && a.gzip.len() < a.raw.len())
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! The web component through the whole chain (the real `spin.toml`, real Redis and Postgres,
+//! the host): pages and assets, their headers, the demo login's switch, the event info. The
+//! browser side is in `tests/browser/` (scripts/browser-tests.sh).
+
+use anyhow::Result;
+use reqwest::Method;
+use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, product_manifest};
+use serde_json::json;
+
+async fn app(redis: &RedisServer, pg: &PgServer, demo: bool) -> Result<TestApp> {
+    let mut vars = app_vars(redis, pg);
+    vars.push(("demo_login", demo.to_string()));
+    TestApp::start(product_manifest(), &vars).await
+}
+
+fn header<'a>(resp: &'a reqwest::Response, name: &str) -> &'a str {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_and_assets_are_served_with_their_types_caching_and_gzip() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = app(&redis, &pg, false).await?;
+    // Pages and assets go around the kit's recorder: the OpenAPI document covers the JSON
+    // routes and names the pages only.
+    let get = |path: &str, gzip: bool| {
+        let mut req = app.http.get(format!("{}{path}", app.base_url));
+        if gzip {
+            req = req.header("accept-encoding", "gzip, br");
+        }
+        req.send()
+    };
+    let resp = get("/shop/e1", false).await?;
+    assert_eq!(resp.status(), 200);
+    let html = resp.text().await?;
+    assert!(html.contains("<html lang=\"en\">"), "{html}");
+    let assets: Vec<&str> = html
+        .split('"')
+        .filter(|s| s.starts_with("/shop/assets/"))
+        .collect();
+    assert_eq!(assets.len(), 3, "{assets:?}");
+    for page in ["/shop", "/shop/", "/console"] {
+        let resp = get(page, false).await?;
+        assert_eq!(resp.status(), 200, "{page}");
+        assert_eq!(header(&resp, "content-type"), "text/html; charset=utf-8");
+        assert_eq!(header(&resp, "cache-control"), "no-cache");
+        assert!(header(&resp, "content-security-policy").contains("default-src 'none'"));
+    }
+    let mut total = (0, 0);
+    for asset in &assets {
+        let plain = get(asset, false).await?;
+        assert_eq!(plain.status(), 200, "{asset}");
+        assert_eq!(
+            header(&plain, "cache-control"),
+            "public, max-age=31536000, immutable"
+        );
+        assert_eq!(header(&plain, "content-encoding"), "");
+        let kind = if asset.ends_with(".css") {
+            "text/css"
+        } else {
+            "text/javascript"
+        };
+        assert!(header(&plain, "content-type").starts_with(kind), "{asset}");
+        let etag = header(&plain, "etag").to_owned();
+        let raw = plain.bytes().await?.len();
+        let zipped = get(asset, true).await?;
+        assert_eq!(header(&zipped, "content-encoding"), "gzip");
+        let gz = zipped.bytes().await?;
+        assert_eq!(&gz[..2], &[0x1f, 0x8b], "a gzip stream");
+        assert!(gz.len() * 2 < raw, "{asset}: {} of {raw} bytes", gz.len());
+        total = (total.0 + raw, total.1 + gz.len());
+        let again = app
+            .http
+            .get(format!("{}{asset}", app.base_url))
+            .header("if-none-match", &etag)
+            .send()
+            .await?;
+        assert_eq!(again.status(), 304);
+    }
+    eprintln!("storefront assets: {} bytes, {} gzipped", total.0, total.1);
+    let missing = get("/shop/assets/shop.0000000000.js", false).await?;
+    assert_eq!(missing.status(), 404);
+    let resp = app
+        .http
+        .post(format!("{}/console", app.base_url))
+        .send()
+        .await?;
+    assert_eq!(
+        (resp.status().as_u16(), header(&resp, "allow")),
+        (405, "GET, HEAD")
+    );
+    let resp = app
+        .http
+        .head(format!("{}/console", app.base_url))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "content-type"), "text/html; charset=utf-8");
+    assert!(resp.bytes().await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_login_is_off_unless_switched_on_and_signs_a_buyer_token() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let off = app(&redis, &pg, false).await?;
+    assert_eq!(
+        off.get_json("/shop/demo-login").await?,
+        (200, json!({ "enabled": false }))
+    );
+    let alice = json!({ "user": "alice" });
+    let (status, body) = off
+        .call(Method::POST, "/shop/demo-login", None, Some(&alice))
+        .await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("demo_login_off"))
+    );
+    drop(off);
+
+    let on = app(&redis, &pg, true).await?;
+    assert_eq!(
+        on.get_json("/shop/demo-login").await?,
+        (200, json!({ "enabled": true }))
+    );
+    let (status, body) = on
+        .call(Method::POST, "/shop/demo-login", None, Some(&alice))
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["user"], "alice");
+    // The token is a buyer's: the sale accepts it.
+    on.open_event("w1", json!({})).await?;
+    let jwt = body["token"].as_str().unwrap_or_default();
+    let (status, adm) = on
+        .call(Method::POST, "/api/events/w1/admission", Some(jwt), None)
+        .await?;
+    assert_eq!(status, 200, "{adm}");
+    let bad = json!({ "user": "two words" });
+    let (status, body) = on
+        .call(Method::POST, "/shop/demo-login", None, Some(&bad))
+        .await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_user_id"))
+    );
+    let (status, body) = on
+        .call(Method::POST, "/shop/demo-login", None, Some(&json!({})))
+        .await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("malformed_json"))
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_info_tells_a_buyer_the_window_and_what_is_left() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = app(&redis, &pg, false).await?;
+    app.open_event(
+        "w2",
+        json!({ "stock": 7, "shards": 2, "start_ms": 1_000, "end_ms": 4_000_000_000_000u64 }),
+    )
+    .await?;
+    let (status, info) = app.get_json("/shop/events/w2").await?;
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(
+        info,
+        json!({
+            "event_id": "w2", "sku": "sku-w2", "stock": 7, "stock_left": 7,
+            "start_ms": 1_000, "end_ms": 4_000_000_000_000u64, "admission_mode": "fcfs",
+            "enabled": true, "warmed": true, "sold_out": false,
+        })
+    );
+    let (status, body) = app.get_json("/shop/events/nope").await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("event_not_found"))
+    );
+    let (status, body) = app.get_json("/shop/events/bad!id").await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_event_id"))
+    );
+    Ok(())
+}

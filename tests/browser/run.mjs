@@ -1,0 +1,347 @@
+// The storefront and the operator console in headless Debian chromium, against the real stack
+// that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN). Each test runs in a
+// fresh browser context; a screenshot of each state goes to $SECKILL_ARTIFACTS.
+// Usage: node run.mjs [name filter]
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const BASE = process.env.SECKILL_URL;
+const ADMIN = process.env.SECKILL_ADMIN_TOKEN;
+const ARTIFACTS = process.env.SECKILL_ARTIFACTS || 'browser-artifacts';
+assert.ok(BASE && ADMIN, 'SECKILL_URL and SECKILL_ADMIN_TOKEN are required');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+// ---- the API, from the test's side ------------------------------------------------------------
+async function api(method, path, { bearer = ADMIN, body } = {}) {
+  const resp = await fetch(BASE + path, {
+    method,
+    headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  return { status: resp.status, body: text ? JSON.parse(text) : null };
+}
+
+async function serverNow() {
+  return (await api('GET', '/api/time')).body.now_ms;
+}
+
+let seq = 0;
+/** Creates and warms up an event starting `startInMs` from now (server clock). */
+async function event(startInMs, config = {}) {
+  const id = `b${Date.now().toString(36)}${seq++}`;
+  const now = await serverNow();
+  const body = { sku: `Phone ${id}`, stock: 5, shards: 2, start_ms: now + startInMs, end_ms: now + 3_600_000, user_rate: 0, ...config };
+  const put = await api('PUT', `/admin/events/${id}`, { body });
+  assert.equal(put.status, 201, JSON.stringify(put.body));
+  const warm = await api('POST', `/admin/events/${id}/warmup`);
+  assert.equal(warm.status, 200, JSON.stringify(warm.body));
+  return { id, start_ms: body.start_ms };
+}
+
+/** A buyer's JWT from the demo login. */
+async function jwt(user) {
+  const r = await api('POST', '/shop/demo-login', { bearer: '', body: { user } });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.token;
+}
+
+/** A whole buy through the API (admission, precheck, buy); returns the buy's response. */
+async function apiBuy(eventId, user) {
+  const token = await jwt(user);
+  const adm = await api('POST', `/api/events/${eventId}/admission`, { bearer: token });
+  assert.equal(adm.status, 200, JSON.stringify(adm.body));
+  const pre = await api('POST', `/api/events/${eventId}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
+  if (pre.status !== 200) return pre;
+  return api('POST', `/api/events/${eventId}/buy`, { bearer: token, body: { purchase_token: pre.body.purchase_token } });
+}
+
+// ---- the browser ------------------------------------------------------------------------------
+const browser = await chromium.launch({
+  executablePath: process.env.SECKILL_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-background-networking'],
+});
+
+/** A phone-sized page; `skewMs` moves the page's Date (the device clock) by that much. */
+async function page({ skewMs = 0, width = 390, height = 844, bypassCSP = false } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, baseURL: BASE, bypassCSP });
+  if (skewMs) {
+    await context.addInitScript((skew) => {
+      const Real = Date;
+      class Skewed extends Real {
+        constructor(...a) { if (a.length) super(...a); else super(Real.now() + skew); }
+        static now() { return Real.now() + skew; }
+      }
+      globalThis.Date = Skewed;
+    }, skewMs);
+  }
+  const p = await context.newPage();
+  p.calls = [];
+  p.on('request', (r) => p.calls.push({ method: r.method(), path: new URL(r.url()).pathname, at: Date.now() }));
+  return p;
+}
+
+const shot = (p, name) => p.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true });
+const status = (p) => p.locator('#status');
+const callsTo = (p, suffix) => p.calls.filter((c) => c.method === 'POST' && c.path.endsWith(suffix));
+
+async function signIn(p, eventId, user) {
+  await p.goto(`/shop/${eventId}`);
+  await p.getByLabel('Your name (demo sign-in)').fill(user);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.locator('#who').filter({ hasText: user }).waitFor();
+}
+
+async function reserve(p) {
+  await p.getByRole('button', { name: 'Reserve a place' }).click();
+  await status(p).filter({ hasText: 'Reserved' }).waitFor();
+}
+
+/** The countdown's seconds (m:ss or h:mm:ss). */
+async function countdownSeconds(p) {
+  const text = await p.locator('#countdown').textContent();
+  assert.match(text, /^\d+(:\d\d)+$/, `countdown shows ${text}`);
+  return text.split(':').reduce((acc, x) => acc * 60 + Number(x), 0);
+}
+
+// ---- the tests --------------------------------------------------------------------------------
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+test('countdown follows the server clock when the device clock is minutes off', async () => {
+  const e = await event(120_000);
+  for (const [skew, name] of [[7 * 60_000, 'ahead'], [-7 * 60_000, 'behind']]) {
+    const p = await page({ skewMs: skew });
+    await signIn(p, e.id, `skew-${name}`);
+    // The skew is in force in the page: this test would catch a countdown on Date.now().
+    const seen = await p.evaluate(() => Date.now());
+    assert.ok(Math.abs(seen - Date.now() - skew) < 5_000, `page clock skewed by ${seen - Date.now()}`);
+    await p.locator('#countdown').filter({ hasText: /^\d+:\d\d$/ }).waitFor();
+    const expected = (e.start_ms - (await serverNow())) / 1000;
+    const shown = await countdownSeconds(p);
+    assert.ok(Math.abs(shown - expected) <= 2, `device ${name} by 7 min: countdown ${shown}s, server says ${expected.toFixed(1)}s`);
+    assert.ok(await p.locator('#buy').isDisabled(), 'buy is locked before the start');
+    await shot(p, `countdown-device-clock-${name}`);
+    await p.context().close();
+  }
+  // And the sale opens on time for both devices: neither early nor late.
+  const soon = await event(5_000);
+  await Promise.all([[7 * 60_000, 'ahead'], [-7 * 60_000, 'behind']].map(async ([skew, name]) => {
+    const p = await page({ skewMs: skew });
+    await signIn(p, soon.id, `open-${name}`);
+    await reserve(p);
+    await p.locator('#buy:not([disabled])').waitFor({ timeout: 15_000 });
+    const late = (await serverNow()) - soon.start_ms;
+    assert.ok(late >= -300 && late <= 1_000, `device ${name} by 7 min: buy unlocked ${late} ms after the start`);
+    await p.context().close();
+  }));
+});
+
+test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async () => {
+  const e = await event(6_000);
+  const p = await page();
+  await signIn(p, e.id, 'flow-user');
+  await reserve(p);
+  // Before the start: locked, and forcing clicks sends nothing.
+  assert.ok(await p.locator('#buy').isDisabled());
+  await p.locator('#buy').click({ force: true, timeout: 2_000 }).catch(() => {});
+  await p.locator('#buy').dispatchEvent('click');
+  await shot(p, 'before-start');
+  assert.equal(callsTo(p, '/buy').length, 0, 'no buy before the start');
+  assert.equal(callsTo(p, '/precheck').length, 0, 'no precheck before the start');
+  // The start: the button unlocks on the server's clock.
+  await p.locator('#buy:not([disabled])').waitFor({ timeout: 15_000 });
+  const opened = await serverNow();
+  assert.ok(opened >= e.start_ms - 300, `unlocked ${e.start_ms - opened} ms early`);
+  await p.evaluate(() => {
+    const b = document.getElementById('buy');
+    for (let i = 0; i < 10; i++) { b.click(); b.dispatchEvent(new MouseEvent('click', { bubbles: true })); }
+  });
+  await status(p).filter({ hasText: /in line|Got it/ }).waitFor();
+  await p.locator('#position').filter({ hasText: /^\d/ }).waitFor();
+  await shot(p, 'queued');
+  // Polls keep going every 1-3 s while queued (three of them: up to 9 s); no second buy appears.
+  const bought = callsTo(p, '/buy')[0].at;
+  const polls = () => p.calls.filter((c) => c.path.endsWith('/orders/me') && c.at > bought);
+  for (let waited = 0; polls().length < 3 && waited < 10_000; waited += 100) await p.waitForTimeout(100);
+  assert.equal(callsTo(p, '/buy').length, 1, 'exactly one buy for a burst of 20 clicks');
+  assert.equal(polls().length, 3, 'polling while queued');
+  for (const [a, b] of [[0, 1], [1, 2]]) {
+    const gap = polls()[b].at - polls()[a].at;
+    assert.ok(gap >= 900 && gap <= 3_500, `poll gap ${gap} ms`);
+  }
+  // The drain moves it into Postgres: confirmed, then paid.
+  assert.equal((await api('POST', '/admin/jobs/drain')).status, 200);
+  await status(p).filter({ hasText: 'Confirmed' }).waitFor({ timeout: 10_000 });
+  await shot(p, 'confirmed');
+  await p.getByRole('button', { name: 'Pay now' }).click();
+  await status(p).filter({ hasText: 'Paid' }).waitFor();
+  await shot(p, 'paid');
+  await p.context().close();
+});
+
+test('sold out', async () => {
+  const e = await event(0, { stock: 1, shards: 1 });
+  const p = await page();
+  await signIn(p, e.id, 'late-user');
+  await reserve(p);
+  assert.equal((await apiBuy(e.id, 'early-user')).status, 202);
+  await p.getByRole('button', { name: 'Buy now' }).click();
+  await status(p).filter({ hasText: 'Sold out' }).waitFor();
+  await shot(p, 'sold-out');
+  await p.context().close();
+});
+
+test('not admitted: no reservation left, and a token that is not yours', async () => {
+  const e = await event(0, { stock: 1, shards: 1, admission_multiplier: 1 });
+  const first = await api('POST', `/api/events/${e.id}/admission`, { bearer: await jwt('first') });
+  assert.equal(first.status, 200);
+  const p = await page();
+  await signIn(p, e.id, 'second');
+  await p.getByRole('button', { name: 'Reserve a place' }).click();
+  await status(p).filter({ hasText: 'All reservations are taken' }).waitFor();
+  await shot(p, 'admission-closed');
+  // An admission token of someone else's: precheck answers not_admitted.
+  await p.evaluate(([id, token]) => sessionStorage.setItem(`seckill.admission.${id}.second`, token), [e.id, first.body.admission_token]);
+  await p.reload();
+  await p.getByRole('button', { name: 'Buy now' }).click();
+  await status(p).filter({ hasText: 'You have no admission for this sale' }).waitFor();
+  await shot(p, 'not-admitted');
+  await p.context().close();
+});
+
+test('rate limited, then paused', async () => {
+  const e = await event(0, { buy_rate: 0.001, buy_burst: 1 });
+  const p = await page();
+  await signIn(p, e.id, 'limited-user');
+  await reserve(p);
+  assert.equal((await apiBuy(e.id, 'bucket-taker')).status, 202); // takes the only buy token
+  await p.getByRole('button', { name: 'Buy now' }).click();
+  await status(p).filter({ hasText: 'Many people are buying right now' }).waitFor();
+  await shot(p, 'rate-limited');
+  assert.equal((await api('PATCH', `/admin/events/${e.id}`, { body: { enabled: false } })).status, 200);
+  await p.locator('#buy:not([disabled])').waitFor({ timeout: 10_000 }); // unlocked after Retry-After
+  await p.getByRole('button', { name: 'Buy now' }).click();
+  await status(p).filter({ hasText: 'paused' }).waitFor();
+  await shot(p, 'paused');
+  await p.context().close();
+});
+
+test('console: create, warm up, live numbers move, a switch takes effect', async () => {
+  const p = await page({ width: 1280, height: 1000 });
+  await p.goto('/console');
+  await p.getByLabel('Admin token (kept in this tab only)').fill(ADMIN);
+  await p.getByRole('button', { name: 'Use token' }).click();
+  await status(p).filter({ hasText: 'Signed in' }).waitFor();
+  const id = `console${Date.now().toString(36)}`;
+  await p.getByLabel('Event id').fill(id);
+  await p.getByLabel('Item (SKU)').fill('Console phone');
+  await p.getByLabel('Units', { exact: true }).fill('50');
+  await p.getByLabel('…or starts in (seconds)').fill('0');
+  await p.getByRole('button', { name: 'Save event' }).click();
+  await status(p).filter({ hasText: `Created ${id}` }).waitFor();
+  await p.getByRole('button', { name: 'Warm up' }).click();
+  await status(p).filter({ hasText: 'Warmed up' }).waitFor();
+  await p.getByRole('button', { name: id }).waitFor();
+  const tile = (name) => p.locator(`.tile[data-name="${name}"] b`);
+  await tile('Units left').filter({ hasText: /^50$/ }).waitFor();
+  // A running sale: buyers arrive while the console watches.
+  await api('PATCH', `/admin/events/${id}`, { body: { user_rate: 0, user_burst: 0 } });
+  for (let i = 0; i < 6; i++) assert.equal((await apiBuy(id, `crowd-${i}`)).status, 202);
+  await tile('Accepted').filter({ hasText: /^6$/ }).waitFor({ timeout: 5_000 });
+  await tile('Units left').filter({ hasText: /^44$/ }).waitFor();
+  await tile('Queued').filter({ hasText: /^6$/ }).waitFor();
+  for (let i = 6; i < 10; i++) assert.equal((await apiBuy(id, `crowd-${i}`)).status, 202);
+  await tile('Accepted').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
+  await p.getByRole('button', { name: 'Drain now' }).click();
+  await tile('Drained').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
+  await tile('Queued').filter({ hasText: /^0$/ }).waitFor();
+  const points = await p.locator('#chart polyline').first().getAttribute('points');
+  assert.ok(points.split(' ').length >= 3, `the chart has ${points.split(' ').length} points`);
+  await shot(p, 'console-running');
+  // The pause switch: the console shows it, and buyers meet it.
+  await p.getByRole('button', { name: 'Pause sale' }).click();
+  await tile('Sale').filter({ hasText: 'paused' }).waitFor();
+  const token = await jwt('after-pause');
+  const adm = await api('POST', `/api/events/${id}/admission`, { bearer: token });
+  const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
+  assert.equal(pre.status, 503);
+  assert.equal(pre.body.error.code, 'sale_paused');
+  await shot(p, 'console-paused');
+  await p.context().close();
+});
+
+test('pages: content types, caching, gzip, no third-party origin', async () => {
+  const html = await fetch(`${BASE}/shop/x`, { headers: { 'Accept-Encoding': 'gzip' } });
+  assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8');
+  assert.equal(html.headers.get('cache-control'), 'no-cache');
+  assert.match(html.headers.get('content-security-policy'), /default-src 'none'/);
+  const text = await html.text();
+  const assets = [...text.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1]);
+  assert.ok(assets.length >= 3 && assets.every((a) => a.startsWith('/shop/assets/')), assets.join());
+  for (const a of assets) {
+    const r = await fetch(BASE + a, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(r.status, 200, a);
+    assert.match(r.headers.get('cache-control'), /immutable/);
+    assert.match(r.headers.get('content-type'), a.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
+  }
+  const again = await fetch(`${BASE}/shop/x`, { headers: { 'If-None-Match': html.headers.get('etag') } });
+  assert.equal(again.status, 304);
+  const p = await page();
+  const origins = new Set();
+  p.on('request', (r) => origins.add(new URL(r.url()).origin));
+  await p.goto('/console');
+  await p.goto('/shop/none');
+  await status(p).filter({ hasText: 'does not exist' }).waitFor();
+  assert.deepEqual([...origins], [new URL(BASE).origin]);
+  await p.context().close();
+});
+
+test('accessibility: axe finds no WCAG 2 A/AA violations in the storefront and the console', async () => {
+  const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+  const check = async (p, what) => {
+    await p.addScriptTag({ path: axe }); // the pages' CSP forbids it: this context bypasses CSP
+    const found = await p.evaluate(() => window.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa'] }));
+    const bad = found.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    assert.deepEqual(bad, [], `${what}: ${bad.join('; ')}`);
+    assert.ok(found.passes.length >= 10, `${what}: axe ran ${found.passes.length} checks`);
+  };
+  const e = await event(60_000);
+  const shop = await page({ bypassCSP: true });
+  await shop.goto(`/shop/${e.id}`);
+  await status(shop).filter({ hasText: 'Sign in' }).waitFor();
+  await check(shop, 'signed out');
+  await signIn(shop, e.id, 'a11y');
+  await reserve(shop);
+  await check(shop, 'reserved');
+  await shop.context().close();
+  const console_ = await page({ bypassCSP: true, width: 1280, height: 1000 });
+  await console_.goto('/console');
+  await console_.getByLabel('Admin token (kept in this tab only)').fill(ADMIN);
+  await console_.getByRole('button', { name: 'Use token' }).click();
+  await console_.getByRole('button', { name: e.id }).click();
+  await console_.locator('.tile').first().waitFor();
+  await check(console_, 'console');
+  await console_.context().close();
+});
+
+// ---- run --------------------------------------------------------------------------------------
+const filter = process.argv[2];
+let passed = 0, failed = 0;
+for (const t of tests.filter((t) => !filter || t.name.includes(filter))) {
+  const began = Date.now();
+  try {
+    await t.fn();
+    passed++;
+    console.log(`  ok    ${t.name} (${Date.now() - began} ms)`);
+  } catch (e) {
+    failed++;
+    console.log(`  FAIL  ${t.name} (${Date.now() - began} ms)\n        ${String(e.stack || e).split('\n').slice(0, 6).join('\n        ')}`);
+  }
+}
+await browser.close();
+console.log(`browser: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

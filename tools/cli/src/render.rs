@@ -1,0 +1,264 @@
+//! Human output: short lines, thousands separators, bars for stock.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A JSON number with thousands separators (`–` when absent).
+pub fn num(v: &Value) -> String {
+    let Some(n) = v.as_i64() else {
+        return v.as_f64().map_or("–".into(), |f| f.to_string());
+    };
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+/// `ms` as `1h02m`, `4m05s`, `12s`, `250ms`.
+pub fn span(ms: i64) -> String {
+    let s = ms.abs() / 1000;
+    match s {
+        0 => format!("{}ms", ms.abs()),
+        1..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// `events`.
+pub fn events(v: &Value) -> String {
+    match v["events"].as_array() {
+        Some(list) if !list.is_empty() => list
+            .iter()
+            .map(|e| e.as_str().unwrap_or("?").to_owned())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => "no events".into(),
+    }
+}
+
+/// `create`.
+pub fn created(v: &Value, sku: &str, stock: u64, now: u64) -> String {
+    let verb = if v["created"] == true {
+        "created"
+    } else {
+        "updated"
+    };
+    let start = v["start_ms"].as_i64().unwrap_or(0) - now as i64;
+    let when = if start > 0 {
+        format!("opens in {}", span(start))
+    } else {
+        "open now".into()
+    };
+    let mut out = format!(
+        "{verb} {}: {sku}, {} units, {when}, lasts {}",
+        v["event_id"].as_str().unwrap_or("?"),
+        num(&stock.into()),
+        span(v["end_ms"].as_i64().unwrap_or(0) - v["start_ms"].as_i64().unwrap_or(0)),
+    );
+    if let Some(w) = v.get("warmup") {
+        let _ = write!(
+            out,
+            "\nwarmed up: {} units over {} shards",
+            num(&w["stock"]),
+            w["shards"]
+        );
+    }
+    out
+}
+
+/// `key=value` pairs of an object.
+pub fn fields(v: &Value) -> String {
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// A job's report.
+pub fn job(name: &str, v: &Value) -> String {
+    match name {
+        "drain" => format!(
+            "drain: {} inserted, {} confirmed, {} failed, over {} events in {} run(s){}",
+            num(&v["inserted"]),
+            num(&v["confirmed"]),
+            num(&v["failed"]),
+            num(&v["events"]),
+            num(&v["runs"]),
+            match v["busy"].as_array() {
+                Some(b) if !b.is_empty() => format!("; busy elsewhere: {}", fields_list(b)),
+                _ => String::new(),
+            }
+        ),
+        "timeout-release" => format!(
+            "timeout-release: {} expired, {} released in {} run(s)",
+            num(&v["expired"]),
+            num(&v["released"]),
+            num(&v["runs"])
+        ),
+        _ => {
+            let events = v["events"].as_array().cloned().unwrap_or_default();
+            if events.is_empty() {
+                return "reconcile: no events".into();
+            }
+            events
+                .iter()
+                .map(|e| {
+                    let ok = e["drift"] == 0 && e["ledger_drift"] == 0;
+                    format!(
+                        "{} {}: stock {}, in Redis {}, in flight {}, in Postgres {}, dead letters {}, drift {}, ledger drift {}{}",
+                        if ok { "ok " } else { "BAD" },
+                        e["event_id"].as_str().unwrap_or("?"),
+                        num(&e["initial_stock"]),
+                        num(&e["remaining_in_redis"]),
+                        num(&e["in_flight"]),
+                        num(&e["held_in_postgres"]),
+                        num(&e["dead_letters"]),
+                        e["drift"],
+                        e["ledger_drift"],
+                        if e["repaired"] == true { " (repaired)" } else { "" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    }
+}
+
+fn fields_list(list: &[Value]) -> String {
+    list.iter()
+        .map(|v| v.as_str().map_or(v.to_string(), str::to_owned))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A bar of `width` cells, `part` of `whole` filled.
+fn bar(part: i64, whole: i64, width: usize) -> String {
+    let filled = if whole > 0 {
+        (part.clamp(0, whole) as usize * width).div_ceil(whole as usize)
+    } else {
+        0
+    };
+    format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
+}
+
+/// `status`: the event's state; with the previous frame, per-second rates.
+pub fn status(
+    event: &str,
+    v: &Value,
+    previous: Option<(Duration, &Value)>,
+    now_ms: Option<u64>,
+) -> String {
+    let cfg = &v["config"];
+    let c = |k: &str| cfg[k].as_str().unwrap_or("");
+    let int = |k: &str| v[k].as_i64().unwrap_or(0);
+    let stock: i64 = c("stock").parse().unwrap_or(0);
+    let (start, end): (i64, i64) = (
+        c("start_ms").parse().unwrap_or(0),
+        c("end_ms").parse().unwrap_or(0),
+    );
+    let phase = match now_ms.map(|n| n as i64) {
+        _ if c("warmed") != "1" => "not warmed up".to_owned(),
+        _ if c("enabled") == "0" => "PAUSED".to_owned(),
+        _ if c("soldout") == "1" => "sold out".to_owned(),
+        Some(now) if now < start => format!("opens in {}", span(start - now)),
+        Some(now) if now < end => format!("on sale, ends in {}", span(end - now)),
+        Some(_) => "ended".to_owned(),
+        None => "?".to_owned(),
+    };
+    let rate = |k: &str| match previous {
+        Some((dt, p)) if dt.as_secs_f64() > 0.0 => {
+            let per_s = (int(k) - p[k].as_i64().unwrap_or(0)) as f64 / dt.as_secs_f64();
+            format!("  {per_s:+.0}/s")
+        }
+        _ => String::new(),
+    };
+    let left = int("stock_left");
+    let released = (left + int("sold") - stock).max(0);
+    let mut out = format!(
+        "{event} · {} · {phase} · {} mode\n",
+        c("sku"),
+        if c("admission_mode").is_empty() {
+            "fcfs"
+        } else {
+            c("admission_mode")
+        }
+    );
+    let _ = writeln!(
+        out,
+        "units left    {:>12} / {}  {}",
+        num(&left.into()),
+        num(&stock.into()),
+        bar(left, stock, 24)
+    );
+    for (label, key) in [
+        ("accepted", "sold"),
+        ("queued", "queued"),
+        ("drained", "drained"),
+    ] {
+        let _ = writeln!(out, "{label:<13} {:>12}{}", num(&v[key]), rate(key));
+    }
+    let _ = writeln!(out, "{:<13} {:>12}", "released", num(&released.into()));
+    let _ = writeln!(
+        out,
+        "{:<13} {:>12}{}",
+        "dead letters",
+        num(&v["dead_letters"]),
+        if int("dead_letters") > 0 {
+            "  ← needs an operator"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<13} {:>12}   registrants {}",
+        "admitted",
+        num(&v["admitted"]),
+        num(&v["registrants"])
+    );
+    let shards = v["stock_by_shard"].as_array().cloned().unwrap_or_default();
+    let per = stock.max(1) / (shards.len().max(1) as i64) + 1;
+    let _ = write!(out, "shards       ");
+    for (i, s) in shards.iter().enumerate() {
+        if i > 0 && i % 4 == 0 {
+            let _ = write!(out, "\n             ");
+        }
+        let _ = write!(
+            out,
+            " {i:>3}:{:>9} {}",
+            num(s),
+            bar(s.as_i64().unwrap_or(0), per, 4)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_and_spans_read_well() {
+        assert_eq!(num(&json!(1234567)), "1,234,567");
+        assert_eq!(num(&json!(-1000)), "-1,000");
+        assert_eq!(num(&json!(12)), "12");
+        assert_eq!(span(250), "250ms");
+        assert_eq!(span(65_000), "1m05s");
+        assert_eq!(span(3_720_000), "1h02m");
+        assert_eq!(bar(1, 2, 4), "██░░");
+        assert_eq!(bar(0, 0, 2), "░░");
+    }
+}

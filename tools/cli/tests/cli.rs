@@ -1,0 +1,329 @@
+//! `seckill-admin` against the real stack (the seckill-tests kit: real redis-server, real
+//! PostgreSQL, the host serving `spin.toml`): human output, `--json`, and the exit codes.
+
+use std::process::{Command, Output};
+
+use anyhow::Result;
+use reqwest::Method;
+use seckill_tests::{
+    ADMIN_TOKEN, PgServer, RedisServer, TestApp, app_vars, free_port, product_manifest,
+};
+use serde_json::{Value, json};
+
+/// Runs the CLI with `args` against `url` (no SECKILL_* from the outer environment).
+fn cli(url: &str, token: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_seckill-admin"));
+    cmd.env_remove("SECKILL_URL")
+        .env_remove("SECKILL_ADMIN_TOKEN")
+        .arg("--url")
+        .arg(url);
+    if let Some(t) = token {
+        cmd.arg("--token").arg(t);
+    }
+    cmd.args(args).output().expect("the CLI runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Exit code and stdout, for assertions that show both.
+fn ok(o: &Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(o)
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_str(ok(o).trim()).expect("one JSON document")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_run_from_the_command_line() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    let url = app.base_url.clone();
+    let run = |args: &[&str]| cli(&url, Some(ADMIN_TOKEN), args);
+
+    assert_eq!(ok(&run(&["events"])).trim(), "no events");
+    let created = ok(&run(&[
+        "create",
+        "e1",
+        "--sku",
+        "phone",
+        "--stock",
+        "20",
+        "--shards",
+        "4",
+        "--start-in",
+        "0s",
+        "--duration",
+        "1h",
+        "--user-limit",
+        "0,0",
+        "--warmup",
+    ]));
+    assert!(
+        created.contains("created e1: phone, 20 units, open now, lasts 1h00m"),
+        "{created}"
+    );
+    assert!(
+        created.contains("warmed up: 20 units over 4 shards"),
+        "{created}"
+    );
+    assert_eq!(
+        json_of(&run(&["events", "--json"])),
+        json!({ "events": ["e1"] })
+    );
+    // The same list through the kit, so the OpenAPI check sees the route.
+    assert_eq!(
+        app.admin(Method::GET, "/admin/events", None).await?,
+        (200, json!({ "events": ["e1"] }))
+    );
+
+    // Three buyers: accepted and queued, then drained by the job.
+    for user in ["u1", "u2", "u3"] {
+        let token = app.admit_and_precheck("e1", user).await?.expect("admitted");
+        assert_eq!(app.buy("e1", user, &token).await?.0, 202);
+    }
+    let status = json_of(&run(&["status", "e1", "--json"]));
+    assert_eq!(
+        (
+            status["stock_left"].as_i64(),
+            status["sold"].as_i64(),
+            status["queued"].as_i64()
+        ),
+        (Some(17), Some(3), Some(3))
+    );
+    let human = ok(&run(&["status", "e1"]));
+    assert!(
+        human.contains("units left") && human.contains("17 / 20"),
+        "{human}"
+    );
+    assert!(human.contains("on sale, ends in"), "{human}");
+    let drained = ok(&run(&["job", "drain"]));
+    assert!(
+        drained.starts_with("drain: 3 inserted, 3 confirmed, 0 failed"),
+        "{drained}"
+    );
+    let status = json_of(&run(&["status", "e1", "--json"]));
+    assert_eq!(
+        (status["drained"].as_i64(), status["queued"].as_i64()),
+        (Some(3), Some(0))
+    );
+    let books = json_of(&run(&["job", "reconcile", "--event", "e1", "--json"]));
+    assert_eq!(books["events"][0]["drift"], 0, "{books}");
+    assert!(ok(&run(&["job", "reconcile", "--event", "e1"])).starts_with("ok  e1: stock 20"));
+
+    // Switches: paused, buyers meet it; resumed.
+    assert!(ok(&run(&["patch", "e1", "--pause"])).contains("updated e1: enabled=false"));
+    assert!(ok(&run(&["status", "e1"])).contains("PAUSED"));
+    let refused = app
+        .admit_and_precheck("e1", "u4")
+        .await?
+        .expect_err("paused");
+    assert_eq!(refused.1["error"]["code"], "sale_paused");
+    let patched = json_of(&run(&[
+        "patch",
+        "e1",
+        "--resume",
+        "--buy-limit",
+        "100,10",
+        "--json",
+    ]));
+    assert_eq!(
+        patched["updated"],
+        json!({ "enabled": true, "buy_rate": 100.0, "buy_burst": 10 })
+    );
+    let cfg = json_of(&run(&["status", "e1", "--json"]))["config"].clone();
+    assert_eq!(
+        (cfg["enabled"].as_str(), cfg["buy_burst"].as_str()),
+        (Some("1"), Some("10"))
+    );
+
+    // One refresh of the live view is one script call in Redis (status.lua: 10 commands plus
+    // one per shard and one per dead letter, inside Redis).
+    let monitor = redis.monitor()?;
+    ok(&run(&["status", "e1", "--json"]));
+    let sent = monitor.stop()?;
+    assert_eq!(sent.len(), 1, "{sent:#?}");
+    assert!(
+        sent[0].to_ascii_uppercase().contains("\"EVALSHA\""),
+        "{sent:#?}"
+    );
+
+    // Deny lists.
+    assert_eq!(
+        json_of(&run(&[
+            "deny", "e1", "--user", "bob", "--addr", "10.0.0.9", "--json"
+        ])),
+        json!({ "denied": 2 })
+    );
+    let refused = app
+        .admit_and_precheck("e1", "bob")
+        .await?
+        .expect_err("denied");
+    assert_eq!(refused.1["error"]["code"], "denied");
+
+    // The live view: frames on a pipe, rates from the second frame on; JSON one line each.
+    let watched = ok(&run(&[
+        "status",
+        "e1",
+        "--watch",
+        "--count",
+        "2",
+        "--interval",
+        "100ms",
+    ]));
+    assert_eq!(watched.matches("units left").count(), 2, "{watched}");
+    assert!(watched.contains("+0/s"), "{watched}");
+    let lines = ok(&run(&[
+        "status",
+        "e1",
+        "--watch",
+        "--json",
+        "--count",
+        "3",
+        "--interval",
+        "50ms",
+    ]));
+    let frames: Vec<Value> = lines
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    assert_eq!(frames.len(), 3);
+    assert!(frames.iter().all(|f| f["sold"] == 3));
+
+    // A lottery: registrants, then the draw.
+    ok(&run(&[
+        "create",
+        "e2",
+        "--sku",
+        "ticket",
+        "--stock",
+        "1",
+        "--start-in",
+        "1h",
+        "--admission",
+        "lottery",
+        "--multiplier",
+        "2",
+        "--warmup",
+    ]));
+    for user in ["l1", "l2", "l3"] {
+        let (status, _) = app
+            .call(
+                Method::POST,
+                "/api/events/e2/admission",
+                Some(&seckill_tests::jwt_for(user)),
+                None,
+            )
+            .await?;
+        assert_eq!(status, 202);
+    }
+    assert_eq!(ok(&run(&["draw", "e2"])).trim(), "drawn e2: 2 admitted");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_scripts_can_rely_on() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    let url = app.base_url.clone();
+    app.open_event("e1", json!({})).await?;
+    let code = |o: &Output| o.status.code();
+
+    // 0, with the target and the token from the environment.
+    let from_env = Command::new(env!("CARGO_BIN_EXE_seckill-admin"))
+        .env("SECKILL_URL", &url)
+        .env("SECKILL_ADMIN_TOKEN", ADMIN_TOKEN)
+        .args(["events"])
+        .output()?;
+    assert_eq!(ok(&from_env).trim(), "e1");
+    // 2: usage; nothing is sent.
+    assert_eq!(code(&cli(&url, None, &["events"])), Some(2));
+    assert_eq!(
+        code(&cli(&url, Some(ADMIN_TOKEN), &["patch", "e1"])),
+        Some(2)
+    );
+    assert_eq!(
+        code(&cli(&url, Some(ADMIN_TOKEN), &["deny", "e1"])),
+        Some(2)
+    );
+    assert_eq!(
+        code(&cli(
+            &url,
+            Some(ADMIN_TOKEN),
+            &[
+                "create",
+                "e9",
+                "--sku",
+                "x",
+                "--stock",
+                "1",
+                "--start-in",
+                "soon"
+            ]
+        )),
+        Some(2)
+    );
+    // 3: the token.
+    let wrong = cli(&url, Some("wrong"), &["status", "e1"]);
+    assert_eq!(code(&wrong), Some(3));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("unauthorized (401)"));
+    // 4: no such event, in text and in JSON.
+    assert_eq!(
+        code(&cli(&url, Some(ADMIN_TOKEN), &["status", "nope"])),
+        Some(4)
+    );
+    let missing = cli(&url, Some(ADMIN_TOKEN), &["warmup", "nope", "--json"]);
+    assert_eq!(code(&missing), Some(4));
+    let body: Value = serde_json::from_str(stdout(&missing).trim())?;
+    assert_eq!(body["error"]["code"], "event_not_found");
+    // 5: refused by the server.
+    let invalid = cli(
+        &url,
+        Some(ADMIN_TOKEN),
+        &[
+            "create",
+            "e2",
+            "--sku",
+            "x",
+            "--stock",
+            "1",
+            "--shards",
+            "0",
+            "--start-in",
+            "0s",
+        ],
+    );
+    assert_eq!(
+        code(&invalid),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&invalid.stderr)
+    );
+    assert!(String::from_utf8_lossy(&invalid.stderr).contains("invalid_config"));
+    assert_eq!(
+        code(&cli(&url, Some(ADMIN_TOKEN), &["draw", "e1"])),
+        Some(5),
+        "not a lottery: conflict"
+    );
+    // 6: nobody there.
+    let down = cli(
+        &format!("http://127.0.0.1:{}", free_port()),
+        Some(ADMIN_TOKEN),
+        &["events", "--json"],
+    );
+    assert_eq!(code(&down), Some(6));
+    let body: Value = serde_json::from_str(stdout(&down).trim())?;
+    assert_eq!(body["error"]["code"], "unreachable");
+    Ok(())
+}

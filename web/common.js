@@ -1,0 +1,79 @@
+// Shared by the storefront and the console: JSON calls and a kind word for every error code.
+'use strict';
+
+/** Human messages for every `code` the API returns (api/openapi.yaml, ErrorCode). */
+const MESSAGES = {
+  malformed_json: 'The request was not understood. Reload the page and try again.',
+  bad_event_id: 'This sale does not exist: check the link.',
+  invalid_config: 'A value is out of range; check the form.',
+  invalid_deny_list: 'Give between 1 and 10,000 users or addresses.',
+  bad_order_id: 'That order number is not valid.',
+  bad_query: 'A parameter is out of range.',
+  unauthorized: 'Please sign in again.',
+  not_admitted: 'You have no admission for this sale. Reserve before it starts next time.',
+  denied: 'This account cannot take part in this sale.',
+  not_selected: 'The lottery is drawn and you were not selected this time. Thank you for taking part.',
+  bad_purchase_token: 'Your place expired. Press buy again.',
+  event_not_found: 'This sale does not exist: check the link.',
+  order_not_found: 'Your order is still being recorded. Try paying again in a moment.',
+  not_found: 'Not found.',
+  method_not_allowed: 'The page sent a request the server does not take. Reload the page.',
+  already_bought: 'You already have an order for this sale (one per person).',
+  order_expired: 'The payment window has closed; the item went back on sale.',
+  conflict: 'That is not possible in the current state.',
+  sold_out: 'Sold out. Every item has found a buyer.',
+  sale_ended: 'The sale has ended.',
+  admission_closed: 'All reservations are taken. You can still watch the sale.',
+  unreadable_body: 'The connection broke off. Try again.',
+  body_too_large: 'The request was too large.',
+  too_early: 'The sale has not started yet.',
+  rate_limited: 'Many people are buying right now. Please try again in a moment.',
+  internal: 'Something went wrong on our side. We are looking into it.',
+  sale_paused: 'The sale is paused for a moment. Stay on this page.',
+  unavailable: 'The shop is very busy. Please try again in a moment.',
+  demo_login_off: 'The demo sign-in is off on this server.',
+  bad_user_id: 'A name is 1–128 letters, digits or symbols, without spaces.',
+  network: 'No connection to the shop. Check your network; we keep trying.',
+};
+
+/** The message for an error code, or a generic one. */
+function messageFor(code) {
+  return MESSAGES[code] || `Unexpected answer (${code}).`;
+}
+
+/**
+ * A JSON call. Resolves to {status, body, code, retryAfterMs}: `code` is the error code for a
+ * refusal (or `network` when the request never got an answer), null on success.
+ */
+async function call(method, path, {bearer, body} = {}) {
+  const headers = {};
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let resp;
+  try {
+    resp = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store'});
+  } catch (e) {
+    return {status: 0, body: null, code: 'network', retryAfterMs: 2000};
+  }
+  let json = null;
+  try { json = await resp.json(); } catch (e) { /* an empty or non-JSON body */ }
+  const code = resp.ok ? null : (json && json.error && json.error.code) || `http_${resp.status}`;
+  const retry = Number(resp.headers.get('retry-after'));
+  return {status: resp.status, body: json, code, retryAfterMs: Number.isFinite(retry) && retry > 0 ? retry * 1000 : 0};
+}
+
+/** `n` with thousands separators. */
+function fmt(n) {
+  return typeof n === 'number' ? n.toLocaleString('en-US') : String(n ?? '–');
+}
+
+/** `ms` as h:mm:ss (or m:ss). */
+function duration(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const two = (x) => String(x).padStart(2, '0');
+  return h ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
+}
+
+const $ = (id) => document.getElementById(id);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,212 @@
+// The operator console: events, switches, deny lists, jobs, and a live view refreshed every
+// second (one GET /admin/events/{id}: one read-only script in Redis).
+'use strict';
+
+const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, samples: [], timer: 0, offset: 0};
+const HISTORY = 120; // samples (seconds) kept for the chart
+
+function say(text, tone = '') {
+  $('status').textContent = text;
+  $('status').dataset.tone = tone;
+}
+
+const admin = (method, path, body) => call(method, path, {bearer: C.token, body});
+
+function failed(r, what) {
+  say(`${what}: ${messageFor(r.code)}${r.body && r.body.error ? ` (${r.body.error.message})` : ''}`, 'bad');
+  if (r.code === 'unauthorized') $('token').focus();
+}
+
+async function start() {
+  $('auth-form').addEventListener('submit', (e) => { e.preventDefault(); useToken($('token').value.trim()); });
+  $('forget').addEventListener('click', () => { sessionStorage.removeItem('seckill.admin'); location.reload(); });
+  $('reload-events').addEventListener('click', loadEvents);
+  $('edit-form').addEventListener('submit', saveEvent);
+  $('warmup').addEventListener('click', () => act('POST', '/warmup', undefined, 'Warmed up'));
+  $('pause').addEventListener('click', () => act('PATCH', '', {enabled: false}, 'Sale paused'));
+  $('resume').addEventListener('click', () => act('PATCH', '', {enabled: true}, 'Sale resumed'));
+  $('user-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {user_rate: Number($('u-rate').value), user_burst: Number($('u-burst').value)}, 'Per-user limit set'); });
+  $('buy-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {buy_rate: Number($('b-rate').value), buy_burst: Number($('b-burst').value)}, 'Event limit set'); });
+  $('extend').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {end_ms: Math.round(serverNow() + Number($('x-min').value) * 60000)}, 'End moved'); });
+  $('deny-form').addEventListener('submit', deny);
+  $('draw').addEventListener('click', () => act('POST', '/draw', undefined, 'Drawn'));
+  document.querySelectorAll('[data-job]').forEach((b) => b.addEventListener('click', () => job(b.dataset.job)));
+  const t = await call('GET', '/api/time');
+  if (!t.code) C.offset = t.body.now_ms - Date.now();
+  if (C.token) useToken(C.token);
+}
+
+function serverNow() {
+  return Date.now() + C.offset;
+}
+
+async function useToken(token) {
+  C.token = token;
+  sessionStorage.setItem('seckill.admin', token);
+  if (await loadEvents()) {
+    $('who').textContent = 'signed in';
+    say('Signed in. Pick an event or create one.', 'ok');
+  }
+}
+
+async function loadEvents() {
+  const r = await admin('GET', '/admin/events');
+  if (r.code) { failed(r, 'Listing events'); return false; }
+  const list = $('event-list');
+  list.replaceChildren(...r.body.events.map((id) => {
+    const li = document.createElement('li');
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = id;
+    b.setAttribute('aria-pressed', String(id === C.event));
+    b.addEventListener('click', () => select(id));
+    li.append(b);
+    return li;
+  }));
+  if (!r.body.events.length) list.textContent = 'No events yet.';
+  return true;
+}
+
+function select(id) {
+  C.event = id;
+  C.samples = [];
+  $('f-id').value = id;
+  document.querySelectorAll('#event-list button').forEach((b) => b.setAttribute('aria-pressed', String(b.textContent === id)));
+  $('live').classList.remove('hidden');
+  $('live-h').textContent = `Live: ${id}`;
+  clearTimeout(C.timer);
+  refresh();
+}
+
+// ---- actions ---------------------------------------------------------------------------------
+async function act(method, suffix, body, done) {
+  const id = C.event || $('f-id').value;
+  if (!id) { say('Pick or create an event first.', 'warn'); return; }
+  const r = await admin(method, `/admin/events/${encodeURIComponent(id)}${suffix}`, body);
+  if (r.code) { failed(r, done); return; }
+  say(`${done}: ${id}${r.body && r.body.stock !== undefined ? ` (${fmt(r.body.stock)} units over ${r.body.shards} shards)` : ''}${r.body && r.body.admitted !== undefined ? ` (${fmt(r.body.admitted)} admitted)` : ''}`, 'ok');
+  refresh();
+}
+
+async function saveEvent(e) {
+  e.preventDefault();
+  const id = $('f-id').value;
+  const at = $('f-start-at').value;
+  const start = at ? new Date(at).getTime() : Math.round(serverNow() + Number($('f-start-in').value) * 1000);
+  const body = {
+    sku: $('f-sku').value, stock: Number($('f-stock').value), shards: Number($('f-shards').value),
+    start_ms: start, end_ms: start + Number($('f-minutes').value) * 60000,
+    admission_mode: $('f-mode').value, admission_multiplier: Number($('f-mult').value), payment_timeout_s: Number($('f-pay').value),
+  };
+  const r = await admin('PUT', `/admin/events/${encodeURIComponent(id)}`, body);
+  if (r.code) { failed(r, 'Saving'); return; }
+  say(`${r.body.created ? 'Created' : 'Updated'} ${id}. Warm it up before the start.`, 'ok');
+  await loadEvents();
+  select(id);
+}
+
+async function deny(e) {
+  e.preventDefault();
+  const lines = (id) => $(id).value.split('\n').map((s) => s.trim()).filter(Boolean);
+  await act('POST', '/deny', {users: lines('d-users'), addrs: lines('d-addrs')}, 'Denied');
+}
+
+async function job(name) {
+  $('job-out').textContent = `${name}…`;
+  const r = await admin('POST', `/admin/jobs/${name}`);
+  if (r.code) { failed(r, name); $('job-out').textContent = ''; return; }
+  $('job-out').textContent = `${name}: ${JSON.stringify(r.body)}`;
+  say(`${name} done`, 'ok');
+}
+
+// ---- the live view ---------------------------------------------------------------------------
+async function refresh() {
+  clearTimeout(C.timer);
+  if (!C.event) return;
+  if (!document.hidden) {
+    const r = await admin('GET', `/admin/events/${encodeURIComponent(C.event)}`);
+    if (r.code) failed(r, 'Status'); else render(r.body);
+  }
+  C.timer = setTimeout(refresh, 1000);
+}
+
+function render(s) {
+  const cfg = s.config;
+  const stock = Number(cfg.stock || 0);
+  const released = Math.max(0, s.stock_left + s.sold - stock);
+  const now = performance.now();
+  C.samples.push({t: now, left: s.stock_left, sold: s.sold, drained: s.drained});
+  if (C.samples.length > HISTORY) C.samples.shift();
+  const rate = (k) => {
+    const a = C.samples.find((x) => now - x.t <= 5500) || C.samples[0];
+    const dt = (now - a.t) / 1000;
+    return dt > 0 ? Math.max(0, Math.round((s[k] - a[k === 'left' ? 'left' : k]) / dt)) : 0;
+  };
+  const enabled = cfg.enabled !== '0';
+  const start = Number(cfg.start_ms), end = Number(cfg.end_ms), t = serverNow();
+  const phase = cfg.warmed !== '1' ? 'not warmed up' : !enabled ? 'PAUSED' : cfg.soldout === '1' ? 'sold out' : t < start ? `starts in ${duration(start - t)}` : t < end ? 'on sale' : 'ended';
+  $('live-meta').textContent = `${cfg.sku} · ${phase} · ${fmt(stock)} units · ${s.stock_by_shard.length} shards · ${cfg.admission_mode || 'fcfs'}`;
+  const tiles = [
+    ['Sale', enabled ? 'open' : 'paused', 'switch'],
+    ['Units left', s.stock_left, `of ${fmt(stock)}`],
+    ['Accepted', s.sold, `${fmt(rate('sold'))}/s`],
+    ['Queued', s.queued, 'for Postgres'],
+    ['Drained', s.drained, `${fmt(rate('drained'))}/s`],
+    ['Released', released, 'expired, back on sale'],
+    ['Dead letters', s.dead_letters, s.dead_letters ? 'need an operator' : 'none'],
+    ['Admitted', s.admitted, `registrants ${fmt(s.registrants)}`],
+    ['Stream', s.stream_length, 'entries held'],
+  ];
+  $('tiles').replaceChildren(...tiles.map(([name, value, note]) => {
+    const d = document.createElement('div');
+    d.className = 'tile';
+    d.dataset.name = name;
+    const b = document.createElement('b');
+    b.textContent = fmt(value);
+    const span = document.createElement('span');
+    span.textContent = `${name} · ${note}`;
+    d.append(b, span);
+    return d;
+  }));
+  $('pause').disabled = !enabled;
+  $('resume').disabled = enabled;
+  $('chart').innerHTML = lineChart(C.samples, stock);
+  $('shards').innerHTML = barChart(s.stock_by_shard);
+}
+
+const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['drained', 'drained', '#15803d']];
+
+function lineChart(samples, stock) {
+  const W = 640, H = 180, L = 48, B = 22, T = 8;
+  const max = Math.max(1, stock, ...samples.map((x) => Math.max(x.left, x.sold, x.drained)));
+  const now = samples.length ? samples[samples.length - 1].t : 0;
+  // The span grows with the history, from 30 s up to two minutes.
+  const span = Math.min(HISTORY * 1000, Math.max(30_000, samples.length ? now - samples[0].t : 0));
+  const x = (t) => L + (W - L - 8) * (1 - Math.min(1, (now - t) / span));
+  const y = (v) => T + (H - T - B) * (1 - v / max);
+  let svg = `<svg viewBox="0 0 ${W} ${H}" xmlns="http://www.w3.org/2000/svg">`;
+  for (const f of [0, 0.5, 1]) {
+    svg += `<line x1="${L}" x2="${W - 8}" y1="${y(max * f)}" y2="${y(max * f)}" stroke="currentColor" stroke-opacity=".15"/><text x="${L - 4}" y="${y(max * f) + 4}" text-anchor="end">${fmt(Math.round(max * f))}</text>`;
+  }
+  svg += `<text x="${L}" y="${H - 6}">−${Math.round(span / 1000)} s</text><text x="${W - 8}" y="${H - 6}" text-anchor="end">now</text>`;
+  SERIES.forEach(([k, label, color], i) => {
+    const pts = samples.map((s) => `${x(s.t).toFixed(1)},${y(s[k]).toFixed(1)}`).join(' ');
+    svg += `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts}"/>`;
+    svg += `<rect x="${L + 8 + i * 110}" y="${T}" width="10" height="10" fill="${color}"/><text x="${L + 22 + i * 110}" y="${T + 9}">${label}</text>`;
+  });
+  return `${svg}</svg>`;
+}
+
+function barChart(shards) {
+  const W = 640, H = 90, B = 16, max = Math.max(1, ...shards);
+  const w = (W - 8) / Math.max(1, shards.length);
+  let svg = `<svg viewBox="0 0 ${W} ${H}" xmlns="http://www.w3.org/2000/svg">`;
+  shards.forEach((v, i) => {
+    const h = (H - B - 4) * (v / max);
+    svg += `<rect x="${4 + i * w + 1}" y="${H - B - h}" width="${Math.max(1, w - 2)}" height="${h}" fill="#2563eb"><title>shard ${i}: ${v}</title></rect>`;
+    if (shards.length <= 32) svg += `<text x="${4 + i * w + w / 2}" y="${H - 3}" text-anchor="middle">${v}</text>`;
+  });
+  return `${svg}</svg>`;
+}
+
+start();
