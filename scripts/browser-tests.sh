@@ -24,10 +24,17 @@ cargo build --quiet --release -p seckill-host
 WORK=$(mktemp -d); chmod 755 "$WORK"
 REDIS_PORT=$(free_port); PG_PORT=$(free_port); HTTP_PORT=$(free_port)
 HOST_PID=""
+# The EXIT trap: stopping the servers must never change the script's status (a host killed
+# here "fails" its `wait` with 143, which under `set -e` would become the script's status).
 stop() {
-  [ -n "$HOST_PID" ] && kill "$HOST_PID" 2>/dev/null && wait "$HOST_PID" 2>/dev/null
+  if [ -n "$HOST_PID" ]; then
+    kill "$HOST_PID" 2>/dev/null || true
+    wait "$HOST_PID" 2>/dev/null || true
+  fi
   redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-  [ -f "$WORK/pg/PG_VERSION" ] && as_pg "$(pg_bin)/pg_ctl" -D "$WORK/pg" -m immediate stop >/dev/null 2>&1
+  if [ -f "$WORK/pg/PG_VERSION" ]; then
+    as_pg "$(pg_bin)/pg_ctl" -D "$WORK/pg" -m immediate stop >/dev/null 2>&1 || true
+  fi
   rm -rf "$WORK"
 }
 trap stop EXIT
