@@ -19,25 +19,26 @@ else
   cargo test --release --no-fail-fast "${packages[@]}" "$@"
 fi
 # The sale tests again over the manifest every platform accepts (HTTP triggers only). The same
-# package set each time, so cargo unifies the same features and rebuilds nothing.
+# package set each time, so cargo unifies the same features and rebuilds nothing. Only the first
+# pass records exchanges for the OpenAPI check: the others repeat the same API.
 log "the sale and order tests over spin.http.toml"
 if command -v cargo-nextest >/dev/null 2>&1; then
-  SECKILL_MANIFEST=spin.http.toml cargo nextest run --release --no-fail-fast "${packages[@]}" \
+  SECKILL_MANIFEST=spin.http.toml env -u SECKILL_API_RECORD cargo nextest run --release --no-fail-fast "${packages[@]}" \
     -E 'binary(sale) | binary(orders) | binary(app_basics) | binary(script_keys)' "$@"
 else
   for t in sale orders app_basics script_keys; do
-    SECKILL_MANIFEST=spin.http.toml cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@"
+    SECKILL_MANIFEST=spin.http.toml env -u SECKILL_API_RECORD cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@"
   done
 fi
 # And over the Upstash REST transport (a REST facade in front of each test's redis-server);
 # the tests that spread events over several nodes place them by URL and stay on Redis.
 log "the sale and order tests over the REST transport"
 if command -v cargo-nextest >/dev/null 2>&1; then
-  SECKILL_TRANSPORT=rest cargo nextest run --release --no-fail-fast "${packages[@]}" \
+  SECKILL_TRANSPORT=rest env -u SECKILL_API_RECORD cargo nextest run --release --no-fail-fast "${packages[@]}" \
     -E 'binary(sale) | (binary(orders) & !test(/three_redis_nodes|stuck_event/))' "$@"
 else
   for t in sale orders; do
-    SECKILL_TRANSPORT=rest cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@" \
+    SECKILL_TRANSPORT=rest env -u SECKILL_API_RECORD cargo test --release --no-fail-fast -p seckill-tests --test "$t" "$@" \
       -- --skip three_redis_nodes --skip stuck_event
   done
 fi

@@ -571,8 +571,8 @@ DEFECTS = [
      'redis_addrs = [for e in var.redis_endpoints : "${e.host}"]',
      "module local.redis_addrs"),
     ("a component that cannot reach rediss://", "spin.http.toml",
-     'allowed_outbound_hosts = ["redis://{{ redis_host }}", "rediss://{{ redis_host }}"]',
-     'allowed_outbound_hosts = ["redis://{{ redis_host }}"]',
+     '"rediss://{{ redis_host }}", "https://{{ redis_host }}"]',
+     '"https://{{ redis_host }}"]',
      "may not reach"),
 ]
 
