@@ -869,34 +869,41 @@ pub fn jwt_for(user: &str) -> String {
 /// (seckill-shared's `fault-injection` feature) and its `fault_injection` variable declared.
 /// Generated from `spin.toml` on every call, so the two never drift; returns its path relative
 /// to the repo root, for [`TestApp::start`].
-pub fn faulty_manifest() -> Result<&'static str> {
-    const PATH: &str = "target/test-manifests/faults.toml";
+pub fn faulty_manifest() -> Result<String> {
+    derived_manifest(
+        "faults.toml",
+        &[
+            (
+                "[variables]\n",
+                "[variables]\nfault_injection = { default = \"\" }\n",
+            ),
+            ("/release/jobs.wasm\"", "/release/faulty_jobs.wasm\""),
+            (
+                "[component.jobs.variables]\n",
+                "[component.jobs.variables]\nfault_injection = \"{{ fault_injection }}\"\n",
+            ),
+        ],
+    )
+}
+
+/// `spin.toml` with `edits` (each `from` must occur), written as
+/// `target/test-manifests/<name>` with its sources pointing back at the build; returns that
+/// path, relative to the repo root.
+pub fn derived_manifest(name: &str, edits: &[(&str, &str)]) -> Result<String> {
     let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
     let mut text = product.replace("source = \"target/", "source = \"../../target/");
-    for (from, to) in [
-        (
-            "[variables]\n",
-            "[variables]\nfault_injection = { default = \"\" }\n",
-        ),
-        ("/release/jobs.wasm\"", "/release/faulty_jobs.wasm\""),
-        (
-            "[component.jobs.variables]\n",
-            "[component.jobs.variables]\nfault_injection = \"{{ fault_injection }}\"\n",
-        ),
-    ] {
-        anyhow::ensure!(
-            text.matches(from).count() == 1,
-            "spin.toml changed: no {from:?}"
-        );
+    for (from, to) in edits {
+        anyhow::ensure!(text.contains(from), "spin.toml changed: no {from:?}");
         text = text.replace(from, to);
     }
     // Test processes run at once: write aside, then rename (atomic), never a half file.
-    let path = repo_root().join(PATH);
+    let relative = format!("target/test-manifests/{name}");
+    let path = repo_root().join(&relative);
     std::fs::create_dir_all(path.parent().expect("a directory"))?;
     let aside = path.with_extension(format!("{}.tmp", std::process::id()));
     std::fs::write(&aside, text)?;
     std::fs::rename(&aside, &path)?;
-    Ok(PATH)
+    Ok(relative)
 }
 
 /// A certificate authority of the test's own and a server certificate it signed, for

@@ -260,7 +260,7 @@ async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
     let crashing = TestApp::start(
-        faulty_manifest()?,
+        &faulty_manifest()?,
         &vars(&redis, &pg, &[("fault_injection", "trap_after_commit")]),
     )
     .await?;
@@ -668,7 +668,7 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
     )
     .await?;
     let faulty = TestApp::start(
-        faulty_manifest()?,
+        &faulty_manifest()?,
         &vars(
             &redis,
             &pg,

@@ -574,20 +574,15 @@ async fn main() -> Result<()> {
 /// (a REST facade in this process in front of the same `redis-server`: on a 2-core machine it
 /// takes CPU from the host, where a real Upstash would not).
 /// `spin.toml` that also lets the functions reach the Redis host over plain `http://`, for the
-/// plain REST row only (written under `target/`, sources pointing back at the build).
+/// plain REST row only.
 fn plain_http_manifest() -> Result<String> {
-    const PATH: &str = "target/bench-manifests/spin.rest-plain.toml";
-    let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
-    let text = product
-        .replace("source = \"target/", "source = \"../../target/")
-        .replace(
+    seckill_tests::derived_manifest(
+        "spin.rest-plain.toml",
+        &[(
             "\"https://{{ redis_host }}\"",
             "\"https://{{ redis_host }}\", \"http://{{ redis_host }}\"",
-        );
-    let path = repo_root().join(PATH);
-    std::fs::create_dir_all(path.parent().expect("a directory"))?;
-    std::fs::write(&path, text)?;
-    Ok(PATH.to_owned())
+        )],
+    )
 }
 
 async fn transport_buy_rows(

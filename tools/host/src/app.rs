@@ -212,8 +212,7 @@ impl App {
         }
 
         let services = Services {
-            redis: crate::redis::RedisPools::new(options.connection_mode)
-                .with_trust(options.tls.clone()),
+            redis: crate::redis::RedisPools::new(options.connection_mode, options.tls.clone()),
             pg: crate::postgres::PgPools::new(&options.tls),
             http: crate::outbound_http::HttpPool::new(&options.tls),
         };

@@ -118,27 +118,21 @@ pub struct RedisPools {
 
 impl Default for RedisPools {
     fn default() -> Self {
-        Self::new(ConnectionMode::default())
+        Self::new(ConnectionMode::default(), TlsTrust::default())
     }
 }
 
 impl RedisPools {
-    /// Pools that open connections as `mode` says.
-    pub fn new(mode: ConnectionMode) -> Self {
+    /// Pools that open connections as `mode` says, trusting `trust` for `rediss://`.
+    pub fn new(mode: ConnectionMode, trust: TlsTrust) -> Self {
         RedisPools {
             mode,
             shared: RwLock::default(),
             opened: AtomicU64::new(0),
             max_reply_bytes: MAX_REPLY_BYTES,
-            trust: TlsTrust::default(),
+            trust,
             clients: RwLock::default(),
         }
-    }
-
-    /// The same pools, trusting `trust` for `rediss://` (the system's roots by default).
-    pub fn with_trust(mut self, trust: TlsTrust) -> Self {
-        self.trust = trust;
-        self
     }
 
     /// The same pools, refusing replies above `max` bytes instead of [`MAX_REPLY_BYTES`].
@@ -525,7 +519,7 @@ mod server_tests {
         // Accepts TCP (the kernel completes the handshake) but never replies.
         let dead = TcpListener::bind("127.0.0.1:0").unwrap();
         let dead_url = format!("redis://{}", dead.local_addr().unwrap());
-        let pools = Arc::new(RedisPools::new(ConnectionMode::Pooled));
+        let pools = Arc::new(RedisPools::new(ConnectionMode::Pooled, TlsTrust::default()));
         let stuck = tokio::spawn({
             let pools = pools.clone();
             async move { pools.open(&dead_url).await.map(|_| ()) }
@@ -548,7 +542,7 @@ mod server_tests {
     #[tokio::test]
     async fn dropping_a_connection_frees_its_slot() {
         let server = RedisServer::start();
-        let mut ctx = ctx(RedisPools::new(ConnectionMode::Pooled));
+        let mut ctx = ctx(RedisPools::new(ConnectionMode::Pooled, TlsTrust::default()));
         let before = ctx.redis_connections;
         let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
         assert_eq!(ctx.redis_connections, before + 1);
@@ -567,7 +561,8 @@ mod server_tests {
     async fn replies_above_the_cap_are_an_error() {
         let server = RedisServer::start();
         for mode in [ConnectionMode::Pooled, ConnectionMode::SpinFaithful] {
-            let mut ctx = ctx(RedisPools::new(mode).with_max_reply_bytes(1024));
+            let mut ctx =
+                ctx(RedisPools::new(mode, TlsTrust::default()).with_max_reply_bytes(1024));
             let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
             let small = vec![b's'; 100];
             ctx.set(again(&conn), "small".into(), small.clone())
