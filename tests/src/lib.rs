@@ -443,6 +443,10 @@ impl Drop for PgServer {
     }
 }
 
+/// Guest instances a test app may have alive at once: fewer than the sale tests' 512 buyers in
+/// flight, so a spike queues for instances as it would on a busy host.
+const INSTANCES: u32 = 200;
+
 /// The host serving an app on a free loopback port.
 pub struct TestApp {
     /// The loaded app (for measurements and cron runs).
@@ -474,14 +478,32 @@ impl TestApp {
         mode: ConnectionMode,
     ) -> Result<Self> {
         let tls = seckill_host::tls::TlsTrust::system();
-        Self::launch(manifest, vars, mode, tls, rest_transport()).await
+        Self::launch(manifest, vars, mode, tls, rest_transport(), INSTANCES).await
+    }
+
+    /// Like [`TestApp::start`], with at most `max_instances` guest instances alive at once.
+    pub async fn start_sized(
+        manifest: &str,
+        vars: &[(&str, String)],
+        max_instances: u32,
+    ) -> Result<Self> {
+        let tls = seckill_host::tls::TlsTrust::system();
+        Self::launch(
+            manifest,
+            vars,
+            ConnectionMode::Pooled,
+            tls,
+            rest_transport(),
+            max_instances,
+        )
+        .await
     }
 
     /// Like [`TestApp::start`], with every Redis node reached through a REST facade whatever
     /// `SECKILL_TRANSPORT` says.
     pub async fn start_rest(manifest: &str, vars: &[(&str, String)]) -> Result<Self> {
         let tls = seckill_host::tls::TlsTrust::system();
-        Self::launch(manifest, vars, ConnectionMode::Pooled, tls, true).await
+        Self::launch(manifest, vars, ConnectionMode::Pooled, tls, true, INSTANCES).await
     }
 
     /// Like [`TestApp::start_with`], trusting `trust` for outbound TLS.
@@ -491,7 +513,7 @@ impl TestApp {
         mode: ConnectionMode,
         trust: seckill_host::tls::TlsTrust,
     ) -> Result<Self> {
-        Self::launch(manifest, vars, mode, trust, rest_transport()).await
+        Self::launch(manifest, vars, mode, trust, rest_transport(), INSTANCES).await
     }
 
     async fn launch(
@@ -500,6 +522,7 @@ impl TestApp {
         mode: ConnectionMode,
         tls: seckill_host::tls::TlsTrust,
         rest: bool,
+        max_instances: u32,
     ) -> Result<Self> {
         // Over REST (`SECKILL_TRANSPORT=rest`), a product manifest's Redis nodes are reached
         // through facades; the test components keep Spin's Redis interface.
@@ -524,7 +547,7 @@ impl TestApp {
         let options = Options {
             connection_mode: mode,
             providers,
-            max_instances: Some(200),
+            max_instances: Some(max_instances),
             tls,
             ..Options::default()
         };

@@ -314,6 +314,30 @@ async fn a_client_that_disconnects_does_not_cancel_the_guest() -> Result<()> {
     Ok(())
 }
 
+/// A spike far beyond the instance pool queues for instances: every request is answered, none
+/// gets a 500 because the pool ran out (the pool keeps headroom over the permits, `app.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_spike_beyond_the_instance_pool_waits_for_instances() -> Result<()> {
+    use futures::stream::{self, StreamExt};
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let vars = [
+        ("redis_host", redis.host()),
+        ("pg_host", pg.host()),
+        ("present", "from-env".to_string()),
+    ];
+    let app = TestApp::start_sized("tests/manifests/conformance.toml", &vars, 4).await?;
+    let statuses: Vec<u16> = stream::iter(0..20_000)
+        .map(|_| async { app.get("/hello").await.map(|(status, _)| status) })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let failed = statuses.iter().filter(|s| **s != 200).count();
+    assert_eq!(failed, 0, "of {} requests", statuses.len());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapping_guest_gives_500_and_the_next_request_succeeds() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);

@@ -285,15 +285,26 @@ fn component_config(
     })
 }
 
+/// Pool slots beyond the `slots` permits. This wasmtime's pool keeps one free list per CPU
+/// (wasmtime#13840): an allocation probes the shards one after another ("exhaustion is only
+/// reported after all shards have been consulted", `index_allocator.rs`), so it can miss a slot
+/// freed in a shard it has already passed. A pool exactly as large as the permits then fails
+/// now and then under a spike (CI saw "maximum concurrent limit of 200 for fibers reached" once
+/// in 10,000 buys); a quarter more slots (at least 32) leaves room for the slots a race hides.
+fn pool_headroom(max_instances: u32) -> u32 {
+    (max_instances / 4).max(32)
+}
+
 /// The engine: Cranelift, component model, and the pooling allocator as Spin 3 uses it.
 fn engine(max_instances: u32) -> Result<Engine> {
+    let slots = max_instances + pool_headroom(max_instances);
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(max_instances)
-        .total_core_instances(max_instances * 8)
-        .total_memories(max_instances * 2)
-        .total_tables(max_instances * 8)
+    pool.total_component_instances(slots)
+        .total_core_instances(slots * 8)
+        .total_memories(slots * 2)
+        .total_tables(slots * 8)
         .max_memory_size(MAX_MEMORY_BYTES)
-        .total_stacks(max_instances)
+        .total_stacks(slots)
         // Reset the first 2 MiB of a reused slot (our guests' 128 KiB stack, data and the heap
         // a request uses) with memset instead of giving the pages back to the kernel: otherwise
         // every request pays page faults and TLB shootdowns to touch them again. Measured on
