@@ -133,14 +133,16 @@ async function refresh() {
 function render(s) {
   const cfg = s.config;
   const stock = Number(cfg.stock || 0);
-  const released = Math.max(0, s.stock_left + s.sold - stock);
   const now = performance.now();
-  C.samples.push({t: now, left: s.stock_left, sold: s.sold, drained: s.drained});
+  const refused = Object.values(s.refusals).reduce((a, b) => a + b, 0);
+  const sample = {t: now, left: s.stock_left, sold: s.sold, drained: s.drained, paid: s.paid, refused, refusals: s.refusals};
+  C.samples.push(sample);
   if (C.samples.length > HISTORY) C.samples.shift();
+  // Per-second rates over the last five seconds of samples.
+  const since = C.samples.find((x) => now - x.t <= 5500) || C.samples[0];
   const rate = (k) => {
-    const a = C.samples.find((x) => now - x.t <= 5500) || C.samples[0];
-    const dt = (now - a.t) / 1000;
-    return dt > 0 ? Math.max(0, Math.round((s[k] - a[k === 'left' ? 'left' : k]) / dt)) : 0;
+    const dt = (now - since.t) / 1000;
+    return dt > 0 ? Math.max(0, Math.round((sample[k] - since[k]) / dt)) : 0;
   };
   const enabled = cfg.enabled !== '0';
   const start = Number(cfg.start_ms), end = Number(cfg.end_ms), t = serverNow();
@@ -152,7 +154,9 @@ function render(s) {
     ['Accepted', s.sold, `${fmt(rate('sold'))}/s`],
     ['Queued', s.queued, 'for Postgres'],
     ['Drained', s.drained, `${fmt(rate('drained'))}/s`],
-    ['Released', released, 'expired, back on sale'],
+    ['Paid', s.paid, `${fmt(rate('paid'))}/s`],
+    ['Expired', s.expired, 'unpaid, back on sale'],
+    ['Refused', refused, `${fmt(rate('refused'))}/s`],
     ['Dead letters', s.dead_letters, s.dead_letters ? 'need an operator' : 'none'],
     ['Admitted', s.admitted, `registrants ${fmt(s.registrants)}`],
     ['Stream', s.stream_length, 'entries held'],
@@ -172,13 +176,14 @@ function render(s) {
   $('resume').disabled = enabled;
   $('chart').innerHTML = lineChart(C.samples, stock);
   $('shards').innerHTML = barChart(s.stock_by_shard);
+  $('refusals').innerHTML = refusalChart(s.refusals, since.refusals || {}, (now - since.t) / 1000);
 }
 
-const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['drained', 'drained', '#15803d']];
+const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['drained', 'drained', '#15803d'], ['paid', 'paid', '#7c3aed']];
 
 function lineChart(samples, stock) {
   const W = 640, H = 180, L = 48, B = 22, T = 8;
-  const max = Math.max(1, stock, ...samples.map((x) => Math.max(x.left, x.sold, x.drained)));
+  const max = Math.max(1, stock, ...samples.map((x) => Math.max(x.left, x.sold, x.drained, x.paid)));
   const now = samples.length ? samples[samples.length - 1].t : 0;
   // The span grows with the history, from 30 s up to two minutes.
   const span = Math.min(HISTORY * 1000, Math.max(30_000, samples.length ? now - samples[0].t : 0));
@@ -192,7 +197,7 @@ function lineChart(samples, stock) {
   SERIES.forEach(([k, label, color], i) => {
     const pts = samples.map((s) => `${x(s.t).toFixed(1)},${y(s[k]).toFixed(1)}`).join(' ');
     svg += `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts}"/>`;
-    svg += `<rect x="${L + 8 + i * 110}" y="${T}" width="10" height="10" fill="${color}"/><text x="${L + 22 + i * 110}" y="${T + 9}">${label}</text>`;
+    svg += `<rect x="${L + 8 + i * 100}" y="${T}" width="10" height="10" fill="${color}"/><text x="${L + 22 + i * 100}" y="${T + 9}">${label}</text>`;
   });
   return `${svg}</svg>`;
 }
@@ -205,6 +210,22 @@ function barChart(shards) {
     const h = (H - B - 4) * (v / max);
     svg += `<rect x="${4 + i * w + 1}" y="${H - B - h}" width="${Math.max(1, w - 2)}" height="${h}" fill="#2563eb"><title>shard ${i}: ${v}</title></rect>`;
     if (shards.length <= 32) svg += `<text x="${4 + i * w + w / 2}" y="${H - 3}" text-anchor="middle">${v}</text>`;
+  });
+  return `${svg}</svg>`;
+}
+
+// One bar per error code, longest first, with its count and its rate over the last seconds.
+function refusalChart(now, before, dt) {
+  const rows = Object.entries(now).sort((a, b) => b[1] - a[1]);
+  if (!rows.length) return '<p class="muted">none yet</p>';
+  const W = 640, R = 20, L = 150, max = Math.max(1, ...rows.map((r) => r[1]));
+  let svg = `<svg viewBox="0 0 ${W} ${rows.length * R + 4}" xmlns="http://www.w3.org/2000/svg">`;
+  rows.forEach(([code, n], i) => {
+    const per = dt > 0 ? Math.max(0, Math.round((n - (before[code] || 0)) / dt)) : 0;
+    const w = (W - L - 170) * (n / max);
+    svg += `<g data-code="${code}"><text x="${L - 6}" y="${i * R + 15}" text-anchor="end">${code}</text>`;
+    svg += `<rect x="${L}" y="${i * R + 4}" width="${Math.max(1, w)}" height="${R - 6}" fill="#b91c1c"/>`;
+    svg += `<text x="${L + w + 6}" y="${i * R + 15}">${fmt(n)} · ${fmt(per)}/s</text></g>`;
   });
   return `${svg}</svg>`;
 }

@@ -1,7 +1,8 @@
 -- buy: the whole purchase as one atomic step, so "accepted" and "enqueued" can never disagree.
 -- KEYS: 1 cfg, 2 purchase token of this user, 3 bought (hash user→order), 4 non-empty shards (set),
 --       5 order queue (stream), 6 order sequence (counter), 7 the event's buy bucket,
---       8 drained counter, 9 stock (hash shard→units), 10 orders (hash order→status|shard|seq)
+--       8 drained counter, 9 stock (hash shard→units), 10 orders (hash order→status|shard|seq),
+--       11 counts (hash: refusals by code)
 -- ARGV: 1 user, 2 purchase token, 3 hash of event+user (home shard = hash % shards),
 --       4 new order id
 -- Reply: {OK, seq, shard, drained} | {BAD_TOKEN} | {ALREADY, order} | {LIMITED} | {SOLD_OUT} | closed codes
@@ -12,14 +13,16 @@ local cfg = hmget(KEYS[1], 'start_ms', 'end_ms', 'enabled', 'warmed', 'soldout',
   'shards')
 local now = now_ms()
 local shut = closed(cfg, now)
-if shut then return shut end
+if shut then return refused(KEYS[11], shut) end
 -- One per user, checked before stock is touched (repeat clicks must not burn units). First, so
 -- a buyer who lost a 202 and retries hears which order is theirs.
 local order = redis.call('HGET', KEYS[3], ARGV[1])
-if order then return {ALREADY, order} end
+if order then return refused(KEYS[11], {ALREADY, order}) end
 -- Validate before changing anything: a bad token burns nothing.
-if redis.call('GET', KEYS[2]) ~= ARGV[2] then return {BAD_TOKEN} end
-if not take_token(KEYS[7], tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then return {LIMITED} end
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return refused(KEYS[11], {BAD_TOKEN}) end
+if not take_token(KEYS[7], tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then
+  return refused(KEYS[11], {LIMITED})
+end
 
 -- Take a unit from the home shard in one command; a shard that goes below zero was empty and is
 -- put back at once (all inside this script: nobody sees it).
@@ -37,7 +40,7 @@ if left < 0 then
   end
   if not shard then
     if redis.call('SCARD', KEYS[4]) == 0 then redis.call('HSET', KEYS[1], 'soldout', '1') end
-    return {SOLD_OUT}
+    return refused(KEYS[11], {SOLD_OUT})
   end
 end
 if left == 0 then

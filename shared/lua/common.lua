@@ -36,6 +36,14 @@ local function closed(cfg, now)
   return nil
 end
 
+-- Counts a refusal in the event's counts hash (field = its reply code) and returns the reply:
+-- the console's "refusals by code" cost one HINCRBY inside the script that refuses, never a
+-- round trip. An unknown event is not counted, so nobody can create keys by asking.
+local function refused(counts, reply)
+  if reply[1] ~= NOT_FOUND then redis.call('HINCRBY', counts, reply[1], 1) end
+  return reply
+end
+
 -- HMGET into a table keyed by field name.
 local function hmget(key, ...)
   local names = {...}

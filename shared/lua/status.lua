@@ -1,8 +1,8 @@
 -- Admin: an event's state. Read-only. Spin flattens nested replies, so this is one flat list:
 -- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, dead letters,
---  dead orders, stream length, admitted, registrants}
+--  dead orders, stream length, admitted, registrants, ncounts, field, count, ...}
 -- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 admitted, 6 registrants,
---       7 dead letters, 8 stock (hash), 9 orders (hash)
+--       7 dead letters, 8 stock (hash), 9 orders (hash), 10 counts (hash)
 -- ARGV: none
 local cfg = redis.call('HGETALL', KEYS[1])
 if #cfg == 0 then return {NOT_FOUND} end
@@ -21,4 +21,7 @@ out[#out + 1] = admitted
 -- A lottery draw pops its winners out of the registrants: they still registered.
 local drawing = redis.call('HGET', KEYS[1], 'drawing') == '1'
 out[#out + 1] = redis.call('SCARD', KEYS[6]) + (drawing and admitted or 0)
+local counts = redis.call('HGETALL', KEYS[10])
+out[#out + 1] = #counts / 2
+for _, v in ipairs(counts) do out[#out + 1] = v end
 return out

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::event::{EventConfig, EventId, Switches};
 use crate::keys::EventKeys;
-use crate::scripts;
+use crate::scripts::{self, Refusal};
 use crate::store::Store;
 
 /// Creates or updates an event. Stock and shards are frozen once warmed up. Returns whether it
@@ -120,6 +120,13 @@ pub struct EventStatus {
     pub admitted: i64,
     /// Lottery registrants.
     pub registrants: i64,
+    /// Orders paid (as mirrored in Redis by pay).
+    pub paid: i64,
+    /// Unpaid orders expired by timeout-release, their units back on sale.
+    pub expired: i64,
+    /// Requests the sale's scripts refused, by the API error code they were answered with
+    /// (input errors refused before Redis — malformed requests, bad JWTs — are not counted).
+    pub refusals: BTreeMap<&'static str, i64>,
 }
 
 /// Reads an event's state in one script.
@@ -136,5 +143,19 @@ pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, Error>
         stream_length: raw.stream_length,
         admitted: raw.admitted,
         registrants: raw.registrants,
+        paid: raw.counts.get("paid").copied().unwrap_or(0),
+        expired: raw.counts.get("expired").copied().unwrap_or(0),
+        refusals: refusals_by_code(&raw.counts),
     })
+}
+
+/// The counts hash's refusal fields (reply codes) under the API codes they are answered with.
+fn refusals_by_code(counts: &BTreeMap<String, i64>) -> BTreeMap<&'static str, i64> {
+    let mut refusals = BTreeMap::new();
+    for (field, n) in counts {
+        if let Some(refusal) = field.parse().ok().and_then(Refusal::of_code) {
+            *refusals.entry(Error::from(refusal).code()).or_default() += n;
+        }
+    }
+    refusals
 }

@@ -15,6 +15,7 @@
 //! | `{sk:E}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
 //! | `{sk:E}:queue` | stream | order intents for the drain |
 //! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
+//! | `{sk:E}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
 //! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
 //! | `{sk:E}:drain:lease` / `:drain:fence` | string, TTL / counter | the drain lease and its fencing tokens |
 //! | `{sk:E}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
@@ -46,6 +47,10 @@ impl EventKeys {
     /// Configuration hash.
     pub fn cfg(&self) -> String {
         self.key("cfg")
+    }
+    /// Counters for the console (hash): refusals by reply code, orders `paid` and `expired`.
+    pub fn counts(&self) -> String {
+        self.key("counts")
     }
     /// Units left per shard (hash: shard index → units).
     pub fn stock(&self) -> String {

@@ -242,3 +242,11 @@ pub fn poll(
         };
     Ok(Polled { result, drain_due })
 }
+
+/// What the storefront shows of an event (the window for its countdown, units left).
+pub use crate::scripts::event_info::EventInfo;
+
+/// The storefront's event view: one cheap read-only script, safe to serve on every page load.
+pub fn event_info(store: &impl Store, event: &EventId) -> Result<EventInfo, Error> {
+    Ok(scripts::event_info::run(store, &EventKeys::new(event))?)
+}

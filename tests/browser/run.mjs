@@ -250,7 +250,12 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await tile('Units left').filter({ hasText: /^50$/ }).waitFor();
   // A running sale: buyers arrive while the console watches.
   await api('PATCH', `/admin/events/${id}`, { body: { user_rate: 0, user_burst: 0 } });
-  for (let i = 0; i < 6; i++) assert.equal((await apiBuy(id, `crowd-${i}`)).status, 202);
+  const orders = [];
+  for (let i = 0; i < 6; i++) {
+    const bought = await apiBuy(id, `crowd-${i}`);
+    assert.equal(bought.status, 202);
+    orders.push(bought.body.order_id);
+  }
   await tile('Accepted').filter({ hasText: /^6$/ }).waitFor({ timeout: 5_000 });
   await tile('Units left').filter({ hasText: /^44$/ }).waitFor();
   await tile('Queued').filter({ hasText: /^6$/ }).waitFor();
@@ -259,6 +264,12 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await p.getByRole('button', { name: 'Drain now' }).click();
   await tile('Drained').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
   await tile('Queued').filter({ hasText: /^0$/ }).waitFor();
+  // Two buyers pay: the Paid tile counts them.
+  for (const [i, order] of orders.slice(0, 2).entries()) {
+    const paid = await api('POST', `/api/events/${id}/orders/${order}/pay`, { bearer: await jwt(`crowd-${i}`) });
+    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+  }
+  await tile('Paid').filter({ hasText: /^2$/ }).waitFor({ timeout: 5_000 });
   const points = await p.locator('#chart polyline').first().getAttribute('points');
   assert.ok(points.split(' ').length >= 3, `the chart has ${points.split(' ').length} points`);
   await shot(p, 'console-running');
@@ -270,6 +281,11 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
   assert.equal(pre.status, 503);
   assert.equal(pre.body.error.code, 'sale_paused');
+  // The refusal shows up under its code.
+  await p.locator('#refusals [data-code="sale_paused"]').filter({ hasText: /(^|\D)1 · / }).waitFor({ timeout: 5_000 });
+  await tile('Refused').filter({ hasText: /^1$/ }).waitFor();
+  const notes = await p.locator('.tile span').allTextContents();
+  assert.ok(notes.every((n) => !/NaN|undefined/.test(n)), notes.join(' | '));
   await shot(p, 'console-paused');
   await p.context().close();
 });

@@ -430,6 +430,7 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
         let (pays, ()) = tokio::join!(pays, releases);
         tokio::time::sleep(Duration::from_millis(1_100)).await;
         job(&app, "timeout-release").await?;
+        let mut paid_here = 0;
         for ((user, order), pay) in accepted.iter().zip(&pays) {
             let (status, body) = pay.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
             let row = db
@@ -439,7 +440,7 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
             match *status {
                 200 => {
                     assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres");
-                    paid += 1;
+                    paid_here += 1;
                 }
                 409 => assert_eq!(
                     (body["error"]["code"].as_str(), state.as_str()),
@@ -448,9 +449,9 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
                 other => panic!("{user}: unexpected {other} {body}"),
             }
         }
-        let shards: i64 = app.status(&event).await?["stock_left"]
-            .as_i64()
-            .unwrap_or(-1);
+        paid += paid_here;
+        let status = app.status(&event).await?;
+        let shards: i64 = status["stock_left"].as_i64().unwrap_or(-1);
         let expired: i64 = db
             .query_one(
                 "SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'expired'",
@@ -461,6 +462,11 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
         assert_eq!(
             shards, expired,
             "exactly the expired units are back in Redis"
+        );
+        assert_eq!(
+            (status["paid"].as_i64(), status["expired"].as_i64()),
+            (Some(paid_here), Some(expired)),
+            "the console's counts agree with Postgres: {status}"
         );
         assert_books(&app, &pg, &event, 40, &accepted).await?;
         all.push(expired);

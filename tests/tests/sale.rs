@@ -130,6 +130,12 @@ async fn sell_out(
     );
     let buyers: HashSet<&String> = accepted.iter().map(|r| &r.0).collect();
     assert_eq!(buyers.len() as i64, stock, "no user twice");
+    let status = app.status(event).await?;
+    assert_eq!(
+        status["refusals"],
+        json!({ "sold_out": sold_out }),
+        "the console counts every refusal by its code"
+    );
     assert_sold_exactly(app, redis, event, stock, stock).await
 }
 

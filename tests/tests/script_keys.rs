@@ -563,6 +563,12 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
     // The books: every event's state, reconcile (the dead order is drift: it names offenders).
     for event in ["keys", "keys-late", "keys-lottery"] {
         app.status(event).await?;
+        // The storefront's view of it.
+        expect(
+            "shop event",
+            app.get_json(&format!("/shop/events/{event}")).await?,
+            &[200],
+        )?;
     }
     let books = job(app, "reconcile").await?;
     let drift: i64 = books["events"]

@@ -13,7 +13,7 @@
 
 use seckill_shared::auth::{self, Claims};
 use seckill_shared::event::EventId;
-use seckill_shared::{admin, clock};
+use seckill_shared::{clock, sale};
 use seckill_spin::config;
 use seckill_spin::error::ApiError;
 use seckill_spin::http::{self, json_body};
@@ -165,25 +165,15 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
 }
 
 /// `GET /shop/events/{event_id}`: the public part of an event's state, for the storefront's
-/// countdown and its "left" figure. One read-only script run (`status.lua`), once per page load.
+/// countdown and its "left" figure. One cheap read-only script run (`event_info.lua`).
 fn event_info(req: &Request, id: &str) -> Result<Value, ApiError> {
     http::require_method(req, Method::Get)?;
     let event = EventId::parse(id)?;
-    let status = admin::status(&http::redis_for(&event)?, &event)?;
-    let cfg = |k: &str| status.config.get(k).map(String::as_str).unwrap_or("");
-    let num = |k: &str| cfg(k).parse::<u64>().unwrap_or(0);
-    Ok(json!({
-        "event_id": event.as_str(),
-        "sku": cfg("sku"),
-        "stock": num("stock"),
-        "stock_left": status.stock_left.max(0),
-        "start_ms": num("start_ms"),
-        "end_ms": num("end_ms"),
-        "admission_mode": if cfg("admission_mode").is_empty() { "fcfs" } else { cfg("admission_mode") },
-        "enabled": cfg("enabled") != "0",
-        "warmed": cfg("warmed") == "1",
-        "sold_out": cfg("soldout") == "1",
-    }))
+    let info = sale::event_info(&http::redis_for(&event)?, &event)?;
+    // Plain strings, numbers and flags: serialising cannot fail.
+    let mut body = json!(info);
+    body["event_id"] = json!(event.as_str());
+    Ok(body)
 }
 
 #[cfg(test)]

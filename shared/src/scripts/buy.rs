@@ -30,6 +30,7 @@ pub fn keys(k: &EventKeys, user: &str) -> Vec<String> {
         k.drained(),
         k.stock(),
         k.orders(),
+        k.counts(),
     ]
 }
 

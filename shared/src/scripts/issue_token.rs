@@ -19,7 +19,7 @@ pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Issued, Scri
     let (c, r) = call(
         store,
         &ISSUE_TOKEN,
-        &[k.cfg(), k.admitted(), k.registrants()],
+        &[k.cfg(), k.admitted(), k.registrants(), k.counts()],
         &[user.to_owned()],
     )?;
     match c {

@@ -12,6 +12,7 @@ pub mod drain_failed;
 pub mod drain_read;
 pub mod drain_release;
 pub mod draw;
+pub mod event_info;
 pub mod issue_token;
 pub mod list_events;
 pub mod poll;
@@ -79,6 +80,30 @@ pub enum Refusal {
     NotSelected,
     /// The change conflicts with the event's state.
     Conflict,
+}
+
+impl Refusal {
+    /// The refusal a reply code stands for, details left empty (`None` for codes that are not
+    /// refusals). The one table from codes to refusals; the counts hash is keyed by these codes.
+    pub fn of_code(code: i64) -> Option<Refusal> {
+        Some(match code {
+            code::NOT_FOUND => Refusal::NotFound,
+            code::PAUSED => Refusal::Paused,
+            code::TOO_EARLY => Refusal::TooEarly { wait_ms: 0 },
+            code::ENDED => Refusal::Ended,
+            code::SOLD_OUT => Refusal::SoldOut,
+            code::BAD_TOKEN => Refusal::BadToken,
+            code::ALREADY => Refusal::Already {
+                order_id: String::new(),
+            },
+            code::LIMITED => Refusal::Limited,
+            code::DENIED => Refusal::Denied,
+            code::ADMISSION_CLOSED => Refusal::AdmissionClosed,
+            code::NOT_SELECTED => Refusal::NotSelected,
+            code::CONFLICT => Refusal::Conflict,
+            _ => return None,
+        })
+    }
 }
 
 /// A script run that did not end the way its caller wanted.
@@ -167,26 +192,17 @@ impl Reader {
 
     /// The refusal `code` stands for, with its details; the reply must end there.
     pub fn refusal(mut self, code: i64) -> Result<Refusal, StoreError> {
-        let refusal = match code {
-            code::NOT_FOUND => Refusal::NotFound,
-            code::PAUSED => Refusal::Paused,
-            code::TOO_EARLY => Refusal::TooEarly {
+        let refusal = match Refusal::of_code(code) {
+            Some(Refusal::TooEarly { .. }) => Refusal::TooEarly {
                 wait_ms: self.next_int()?.max(0) as u64,
             },
-            code::ENDED => Refusal::Ended,
-            code::SOLD_OUT => Refusal::SoldOut,
-            code::BAD_TOKEN => Refusal::BadToken,
-            code::ALREADY => Refusal::Already {
+            Some(Refusal::Already { .. }) => Refusal::Already {
                 order_id: self.next_text()?,
             },
-            code::LIMITED => Refusal::Limited,
-            code::DENIED => Refusal::Denied,
-            code::ADMISSION_CLOSED => Refusal::AdmissionClosed,
-            code::NOT_SELECTED => Refusal::NotSelected,
-            code::CONFLICT => Refusal::Conflict,
-            other => {
+            Some(refusal) => refusal,
+            None => {
                 return Err(StoreError::failed(format!(
-                    "{}: unexpected reply code {other}",
+                    "{}: unexpected reply code {code}",
                     self.script
                 )));
             }

@@ -23,6 +23,7 @@ pub fn run(
             k.bought(),
             k.purchase_token(user),
             k.user_bucket(user),
+            k.counts(),
         ],
         &[user.to_owned(), client_addr.to_owned(), token.to_owned()],
     )?;

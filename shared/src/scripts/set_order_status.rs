@@ -36,7 +36,14 @@ pub fn run(
     let mut r = call_ok(
         store,
         &SET_ORDER_STATUS,
-        &[k.cfg(), k.nonempty(), k.drained(), k.stock(), k.orders()],
+        &[
+            k.cfg(),
+            k.nonempty(),
+            k.drained(),
+            k.stock(),
+            k.orders(),
+            k.counts(),
+        ],
         &args,
     )?;
     let released = r.next_u64()?;

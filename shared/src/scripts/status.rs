@@ -27,6 +27,8 @@ pub struct Raw {
     pub admitted: i64,
     /// Lottery registrants.
     pub registrants: i64,
+    /// The counts hash: refusals by reply code (`"5"` for `SOLD_OUT`), `paid`, `expired`.
+    pub counts: BTreeMap<String, i64>,
 }
 
 /// Runs it.
@@ -44,6 +46,7 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
             k.dead(),
             k.stock(),
             k.orders(),
+            k.counts(),
         ],
         &[],
     )?;
@@ -55,7 +58,7 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
     for _ in 0..r.next_u64()? {
         stock_by_shard.push(r.next_int()?);
     }
-    let raw = Raw {
+    let mut raw = Raw {
         config,
         stock_by_shard,
         sold: r.next_int()?,
@@ -65,7 +68,11 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
         stream_length: r.next_int()?,
         admitted: r.next_int()?,
         registrants: r.next_int()?,
+        counts: BTreeMap::new(),
     };
+    for _ in 0..r.next_u64()? {
+        raw.counts.insert(r.next_text()?, r.next_int()?);
+    }
     r.finish()?;
     Ok(raw)
 }

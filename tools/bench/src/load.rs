@@ -93,7 +93,12 @@ impl Report {
 
 /// CPU seconds used by this process so far (from /proc; clock ticks are 100 Hz on Linux).
 pub fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    cpu_seconds_of("self")
+}
+
+/// CPU seconds (user + system) process `pid` (or `"self"`) has used so far, from /proc.
+pub fn cpu_seconds_of(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may contain spaces) start after the last ')'.
     let rest = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -82,6 +82,22 @@ impl ServerProcess {
         bail!("{cmd:?} did not start listening on {addr}")
     }
 
+    /// CPU seconds this server has used so far.
+    fn cpu_seconds(&self) -> f64 {
+        load::cpu_seconds_of(&self.child.id().to_string())
+    }
+
+    /// Runs `row` against this server; notes the server's CPU per request (what a buy costs
+    /// the host itself, whatever else shares the machine) and returns it in µs.
+    async fn measured(&self, row: impl Future<Output = Result<Row>>) -> Result<(Row, f64)> {
+        let before = self.cpu_seconds();
+        let mut row = row.await?;
+        let requests = row.report.as_ref().map_or(0, |r| r.requests).max(1);
+        let per_request = (self.cpu_seconds() - before) / requests as f64 * 1e6;
+        row.note = format!("{} host CPU {per_request:.0} µs/req;", row.note);
+        Ok((row, per_request))
+    }
+
     fn start(manifest: &str, vars: &[(&str, String)], faithful: bool) -> Result<Self> {
         Self::start_app(manifest, vars, faithful, false)
     }
@@ -589,7 +605,7 @@ async fn transport_buy_rows(
     redis: &RedisServer,
     ca: &TestCa,
     vars: &[(&'static str, String)],
-    pooled_rps: f64,
+    (pooled_rps, pooled_cpu): (f64, f64),
     args: &Args,
 ) -> Result<Vec<Row>> {
     let plain = vars.to_vec();
@@ -604,14 +620,15 @@ async fn transport_buy_rows(
     }
     let mut rows = Vec::new();
     let faithful = HostProcess::start("spin.toml", &plain, true)?;
-    let mut row = fresh_buy_row(
-        "buy end to end, Spin-faithful (new TCP connection per request)",
-        faithful.addr,
-        redis,
-        "faithful",
-        args,
-    )
-    .await?;
+    let (mut row, _) = faithful
+        .measured(fresh_buy_row(
+            "buy end to end, Spin-faithful (new TCP connection per request)",
+            faithful.addr,
+            redis,
+            "faithful",
+            args,
+        ))
+        .await?;
     let tcp_rps = row.report.as_ref().map_or(0.0, Report::rps);
     row.note = format!(
         "{} {:.2}× pooled plain buy;",
@@ -630,7 +647,9 @@ async fn transport_buy_rows(
         ),
     ] {
         let host = HostProcess::start_trusting(&vars, faithful, &ca.path("ca.pem"))?;
-        let mut row = fresh_buy_row(name, host.addr, redis, id, args).await?;
+        let (mut row, _) = host
+            .measured(fresh_buy_row(name, host.addr, redis, id, args))
+            .await?;
         let rps = row.report.as_ref().map_or(0.0, Report::rps);
         row.note = format!("{} {:.2}× pooled plain buy;", row.note, rps / pooled_rps);
         rows.push(row);
@@ -659,20 +678,30 @@ async fn transport_buy_rows(
             true => "buy over Upstash REST (pooled HTTPS, facade in-process)",
             false => "buy over Upstash REST (pooled plain HTTP, facade in-process)",
         };
-        let mut row = fresh_buy_row(
-            name,
-            host.addr,
-            redis,
-            if tls { "rest-tls" } else { "rest" },
-            args,
-        )
-        .await?;
+        let facade_cpu = load::cpu_seconds();
+        let (mut row, cpu) = host
+            .measured(fresh_buy_row(
+                name,
+                host.addr,
+                redis,
+                if tls { "rest-tls" } else { "rest" },
+                args,
+            ))
+            .await?;
         let rps = row.report.as_ref().map_or(0.0, Report::rps);
+        let elapsed = row.report.as_ref().map_or(1.0, |r| r.elapsed.as_secs_f64());
+        // The facade stands in for Upstash's servers but runs here, in the generator's
+        // process: the host's CPU per buy is what the transport costs us.
         row.note = format!(
-            "{} {:.2}× pooled plain buy, {:.2}× new TLS connection per request; {} connections;",
+            "{} {:.2}× pooled plain buy, {:.2}× new TLS connection per request; host CPU per \
+             buy {:.2}× the pooled plain buy's (capacity {:.2}×); generator + facade {:.0}% of \
+             a core; {} connections;",
             row.note,
             rps / pooled_rps,
             rps / tls_new_rps.max(1.0),
+            cpu / pooled_cpu.max(1.0),
+            pooled_cpu / cpu.max(1.0),
+            (load::cpu_seconds() - facade_cpu) / elapsed * 100.0,
             facade.connections()
         );
         rows.push(row);
@@ -747,21 +776,22 @@ async fn suite(args: Args) -> Result<()> {
     let event = open_event(&redis, "bench", 10_000_000)?;
     eprintln!("preparing {} buyers…", args.users);
     let buyers = prepare_buyers(&redis, &event, args.users, "b")?;
-    let mut row = buy_row(
-        "buy end to end (pooled Redis connection)",
-        host.addr,
-        &redis,
-        buyers.clone(),
-        &event,
-        &args,
-    )
-    .await?;
+    let (mut row, buy_cpu) = host
+        .measured(buy_row(
+            "buy end to end (pooled Redis connection)",
+            host.addr,
+            &redis,
+            buyers.clone(),
+            &event,
+            &args,
+        ))
+        .await?;
     let buy_rps = row.report.as_ref().map_or(0.0, Report::rps);
     let bought = row.report.as_ref().map_or(0, |r| r.requests) as usize;
     row.note = format!("{} {:.2}× hello;", row.note, buy_rps / hello_rps);
     rows.push(row);
     rows.push(half_peak_buy(host.addr, &redis, buy_rps / 2.0, &args).await?);
-    rows.extend(transport_buy_rows(&redis, &ca, &vars, buy_rps, &args).await?);
+    rows.extend(transport_buy_rows(&redis, &ca, &vars, (buy_rps, buy_cpu), &args).await?);
     if args.only.as_deref() == Some("buy") {
         print_table(&rows);
         return Ok(());

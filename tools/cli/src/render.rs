@@ -185,7 +185,6 @@ pub fn status(
         _ => String::new(),
     };
     let left = int("stock_left");
-    let released = (left + int("sold") - stock).max(0);
     let mut out = format!(
         "{event} · {} · {phase} · {} mode\n",
         c("sku"),
@@ -206,10 +205,16 @@ pub fn status(
         ("accepted", "sold"),
         ("queued", "queued"),
         ("drained", "drained"),
+        ("paid", "paid"),
     ] {
         let _ = writeln!(out, "{label:<13} {:>12}{}", num(&v[key]), rate(key));
     }
-    let _ = writeln!(out, "{:<13} {:>12}", "released", num(&released.into()));
+    let _ = writeln!(
+        out,
+        "{:<13} {:>12}   unpaid, back on sale",
+        "expired",
+        num(&v["expired"])
+    );
     let _ = writeln!(
         out,
         "{:<13} {:>12}{}",
@@ -228,6 +233,30 @@ pub fn status(
         num(&v["admitted"]),
         num(&v["registrants"])
     );
+    let refusals = v["refusals"].as_object().cloned().unwrap_or_default();
+    let mut refusals: Vec<(String, i64)> = refusals
+        .into_iter()
+        .map(|(code, n)| (code, n.as_i64().unwrap_or(0)))
+        .collect();
+    refusals.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let _ = write!(out, "{:<13}", "refused");
+    if refusals.is_empty() {
+        let _ = write!(out, " {:>12}", "none");
+    }
+    for (i, (code, n)) in refusals.iter().enumerate() {
+        let per = match previous {
+            Some((dt, p)) if dt.as_secs_f64() > 0.0 => {
+                let before = p["refusals"][code.as_str()].as_i64().unwrap_or(0);
+                format!("  {:+.0}/s", (n - before) as f64 / dt.as_secs_f64())
+            }
+            _ => String::new(),
+        };
+        if i > 0 {
+            let _ = write!(out, "\n{:<13}", "");
+        }
+        let _ = write!(out, " {:>12}  {code}{per}", num(&(*n).into()));
+    }
+    out.push('\n');
     let shards = v["stock_by_shard"].as_array().cloned().unwrap_or_default();
     let per = stock.max(1) / (shards.len().max(1) as i64) + 1;
     let _ = write!(out, "shards       ");

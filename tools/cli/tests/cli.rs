@@ -147,7 +147,7 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
         (Some("1"), Some("10"))
     );
 
-    // One refresh of the live view is one script call in Redis (status.lua: 10 commands plus
+    // One refresh of the live view is one script call in Redis (status.lua: 11 commands plus
     // one per shard and one per dead letter, inside Redis).
     let monitor = redis.monitor()?;
     ok(&run(&["status", "e1", "--json"]));
@@ -170,6 +170,18 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
         .await?
         .expect_err("denied");
     assert_eq!(refused.1["error"]["code"], "denied");
+    // Refusals are counted by code where they are decided: the paused and the denied precheck.
+    let status = json_of(&run(&["status", "e1", "--json"]));
+    assert_eq!(
+        status["refusals"],
+        json!({ "sale_paused": 1, "denied": 1 }),
+        "{status}"
+    );
+    let human = ok(&run(&["status", "e1"]));
+    assert!(
+        human.contains("1  denied") && human.contains("1  sale_paused"),
+        "{human}"
+    );
 
     // The live view: frames on a pipe, rates from the second frame on; JSON one line each.
     let watched = ok(&run(&[
