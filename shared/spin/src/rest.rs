@@ -66,6 +66,9 @@ impl RestStore {
             .header("authorization", format!("Bearer {}", self.token))
             .header("upstash-encoding", "base64")
             .header("content-type", "application/json")
+            // A declared length lets the host send head and body in one write (without it,
+            // the body streams chunked after the head).
+            .header("content-length", body.len().to_string())
             .body(body)
             .build();
         // Store is synchronous; the outbound request is driven to completion right here.
