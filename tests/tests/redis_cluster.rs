@@ -478,6 +478,13 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
             (st.admitted, st.registrants, st.drained),
             (USERS as i64 + 1, 0, 0)
         );
+        let info = sale::event_info(&store, event)?;
+        assert_eq!(
+            (info.stock, info.stock_left, info.sold_out),
+            (STOCK, 0, true),
+            "{}",
+            event.as_str()
+        );
         assert_eq!(st.config["soldout"], "1");
         let k = EventKeys::new(event);
         assert_eq!(store.query::<i64>(&["HLEN", &k.bought()]), STOCK as i64);
