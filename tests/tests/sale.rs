@@ -1003,3 +1003,62 @@ async fn data_errors_are_500_and_an_unreachable_redis_is_503() -> Result<()> {
     assert_eq!(code(&body), "unavailable");
     Ok(())
 }
+
+/// The console's refusal counts cost a sold-out storm no disk writes: with `appendfsync always`,
+/// refused buys leave the AOF as it was (the count is kept out of it), and are still counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_counted_without_writing_the_aof() -> Result<()> {
+    let redis = RedisServer::start_with(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ])?;
+    let pg = PgServer::start()?;
+    let app = TestApp::start(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+    let event = "storm";
+    app.open_event(
+        event,
+        json!({ "stock": 1, "shards": 1, "admission_multiplier": 30 }),
+    )
+    .await?;
+    let mut tokens = Vec::new();
+    for i in 0..21 {
+        let user = format!("storm{i}");
+        let token = app.admit_and_precheck(event, &user).await?.expect("token");
+        tokens.push((user, token));
+    }
+    let (winner, token) = &tokens[0];
+    assert_eq!(app.buy(event, winner, token).await?.0, 202);
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let aof_size = |info: String| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("aof_current_size:"))
+            .map(|v| v.trim().to_owned())
+    };
+    let before = aof_size(
+        redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(&mut conn)
+            .await?,
+    );
+    assert!(before.is_some(), "the AOF is on");
+    for (user, token) in &tokens[1..] {
+        let (status, body) = app.buy(event, user, token).await?;
+        assert_eq!((status, code(&body)), (410, "sold_out"));
+    }
+    let after = aof_size(
+        redis::cmd("INFO")
+            .arg("persistence")
+            .query_async(&mut conn)
+            .await?,
+    );
+    assert_eq!(after, before, "20 refused buys wrote nothing to the AOF");
+    assert_eq!(
+        app.status(event).await?["refusals"],
+        json!({ "sold_out": 20 })
+    );
+    Ok(())
+}
