@@ -177,13 +177,15 @@ pub fn status(
         Some(_) => "ended".to_owned(),
         None => "?".to_owned(),
     };
-    let rate = |k: &str| match previous {
+    // "  +N/s" for the number at `path` since the previous frame; nothing on the first frame.
+    let rate_at = |path: &str| match previous {
         Some((dt, p)) if dt.as_secs_f64() > 0.0 => {
-            let per_s = (int(k) - p[k].as_i64().unwrap_or(0)) as f64 / dt.as_secs_f64();
-            format!("  {per_s:+.0}/s")
+            let at = |v: &Value| v.pointer(path).and_then(Value::as_i64).unwrap_or(0);
+            format!("  {:+.0}/s", (at(v) - at(p)) as f64 / dt.as_secs_f64())
         }
         _ => String::new(),
     };
+    let rate = |k: &str| rate_at(&format!("/{k}"));
     let left = int("stock_left");
     let mut out = format!(
         "{event} · {} · {phase} · {} mode\n",
@@ -244,13 +246,7 @@ pub fn status(
         let _ = write!(out, " {:>12}", "none");
     }
     for (i, (code, n)) in refusals.iter().enumerate() {
-        let per = match previous {
-            Some((dt, p)) if dt.as_secs_f64() > 0.0 => {
-                let before = p["refusals"][code.as_str()].as_i64().unwrap_or(0);
-                format!("  {:+.0}/s", (n - before) as f64 / dt.as_secs_f64())
-            }
-            _ => String::new(),
-        };
+        let per = rate_at(&format!("/refusals/{code}"));
         if i > 0 {
             let _ = write!(out, "\n{:<13}", "");
         }
