@@ -10,7 +10,8 @@ use serde_json::json;
 
 /// 100 buyers: every buy is one REST request (one EVALSHA on Redis), the facade sees a handful
 /// of kept-alive connections for hundreds of requests, every order lands once, and health
-/// pings the REST node.
+/// pings the REST node. Each script's first use, and its first use after Redis forgets its
+/// scripts halfway (as after a failover), falls back to EVAL: a request carrying its source.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
@@ -27,6 +28,9 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
     redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut client)?;
     let mut requests = 0;
     for i in 0..100 {
+        if i == 50 {
+            redis::cmd("SCRIPT").arg("FLUSH").exec(&mut client)?;
+        }
         let user = format!("r{i}");
         let token = app
             .admit_and_precheck("rest", &user)
@@ -37,15 +41,18 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
         requests += 3;
     }
     let info: String = redis::cmd("INFO").arg("commandstats").query(&mut client)?;
-    let evalsha = info
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|l| l.split(',').next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(0);
+    let calls = |command: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|l| l.split(',').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     assert_eq!(
-        evalsha, requests,
-        "one EVALSHA per admission, precheck and buy"
+        (calls("evalsha"), calls("eval")),
+        (requests, 6),
+        "one EVALSHA per admission, precheck and buy; EVAL for each script on its first use \
+         and again after the flush"
     );
     let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
     assert_eq!(

@@ -18,14 +18,23 @@ use base64::Engine as _;
 use seckill_shared::scripts::Script;
 use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
 use serde_json::Value;
-use spin_sdk::http::{Method, Request, Response};
+use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
+use spin_sdk::wit::wasi::http0_2_0::types::{
+    Fields, IncomingResponse, Method, OutgoingBody, OutgoingRequest, Scheme,
+};
+use wasi::io::streams::{OutputStream, StreamError};
+
+/// Bytes asked for per read of a response body (the host returns what it has, up to this).
+const READ_SIZE: u64 = 64 * 1024;
 
 /// An Upstash REST endpoint, as the domain's [`Store`].
 pub struct RestStore {
-    /// `https://host[:port]/`.
-    endpoint: String,
-    /// The bearer token.
-    token: String,
+    /// `https`, or `http` for a local stand-in.
+    https: bool,
+    /// `host[:port]`.
+    authority: String,
+    /// `Bearer <token>`, the `authorization` header's value.
+    bearer: String,
 }
 
 impl RestStore {
@@ -43,8 +52,9 @@ impl RestStore {
             return Err("a REST Redis URL is https://<token>@<host>[:<port>]".into());
         }
         Ok(RestStore {
-            endpoint: format!("{scheme}://{host}/"),
-            token: token.to_owned(),
+            https: scheme == "https",
+            authority: host.to_owned(),
+            bearer: format!("Bearer {token}"),
         })
     }
 
@@ -60,21 +70,99 @@ impl RestStore {
     /// Redis reply.
     fn command(&self, label: &str, command: &[&str]) -> Result<Replies, StoreError> {
         let body = serde_json::to_vec(command).map_err(|e| StoreError::failed(e.to_string()))?;
-        let request = Request::builder()
-            .method(Method::Post)
-            .uri(&self.endpoint)
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("upstash-encoding", "base64")
-            .header("content-type", "application/json")
-            // A declared length lets the host send head and body in one write (without it,
-            // the body streams chunked after the head).
-            .header("content-length", body.len().to_string())
-            .body(body)
-            .build();
-        // Store is synchronous; the outbound request is driven to completion right here.
-        let response: Response = spin_sdk::http::run(spin_sdk::http::send(request))
+        let (status, body) = self
+            .post(&body)
             .map_err(|e| StoreError::unreachable(format!("{label}: REST request: {e}")))?;
-        reply(label, *response.status(), response.body())
+        reply(label, status, &body)
+    }
+
+    /// One `POST /` of `body`: the status and the whole response body.
+    ///
+    /// Straight on `wasi:http`, the calls spin-sdk's `http::send` makes minus what a command does
+    /// not need (its executor, header maps both ways, the response's headers): this runs on
+    /// every buy, and each host call and allocation counts (`README.md`, "What the REST
+    /// transport costs").
+    fn post(&self, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
+        let headers = Fields::from_list(&[
+            ("authorization".into(), self.bearer.clone().into_bytes()),
+            ("upstash-encoding".into(), b"base64".to_vec()),
+            ("content-type".into(), b"application/json".to_vec()),
+            // A declared length: no chunked framing, head and body in one write.
+            ("content-length".into(), body.len().to_string().into_bytes()),
+        ])
+        .map_err(|e| format!("headers: {e:?}"))?;
+        let request = OutgoingRequest::new(headers);
+        let scheme = if self.https {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        request
+            .set_method(&Method::Post)
+            .and(request.set_scheme(Some(&scheme)))
+            .and(request.set_authority(Some(&self.authority)))
+            .and(request.set_path_with_query(Some("/")))
+            .map_err(|()| "an invalid request line".to_owned())?;
+        let outgoing = request.body().map_err(|()| "no request body")?;
+        let stream = outgoing.write().map_err(|()| "no request body stream")?;
+        // What the stream takes in one write (all of a command, on Spin) goes before `handle`,
+        // so the request leaves whole with nothing to wait for; any rest streams after it, as
+        // further writes may wait for the host to drain the first.
+        let first = body.len().min(
+            usize::try_from(stream.check_write().map_err(stream_error)?).unwrap_or(usize::MAX),
+        );
+        stream.write(&body[..first]).map_err(stream_error)?;
+        stream.flush().map_err(stream_error)?;
+        let response = outgoing_handler::handle(request, None);
+        write_all(&stream, &body[first..])?;
+        drop(stream);
+        OutgoingBody::finish(outgoing, None).map_err(|e| format!("{e:?}"))?;
+        let response = response.map_err(|e| format!("{e:?}"))?;
+        response.subscribe().block();
+        let response: IncomingResponse = response
+            .get()
+            .ok_or("no response after the wait")?
+            .map_err(|()| "the response was taken")?
+            .map_err(|e| format!("{e:?}"))?;
+        let status = response.status();
+        let incoming = response.consume().map_err(|()| "no response body")?;
+        let input = incoming.stream().map_err(|()| "no response body stream")?;
+        let mut out = Vec::new();
+        loop {
+            match input.blocking_read(READ_SIZE) {
+                Ok(chunk) => out.extend_from_slice(&chunk),
+                Err(StreamError::Closed) => break,
+                Err(e) => return Err(stream_error(e)),
+            }
+        }
+        Ok((status, out))
+    }
+}
+
+/// Writes all of `body` (nothing when it is empty), waiting for the stream whenever it is full.
+fn write_all(stream: &OutputStream, mut body: &[u8]) -> Result<(), String> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    while !body.is_empty() {
+        let n = match stream.check_write().map_err(stream_error)? {
+            0 => {
+                stream.subscribe().block();
+                continue;
+            }
+            n => body.len().min(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        stream.write(&body[..n]).map_err(stream_error)?;
+        body = &body[n..];
+    }
+    stream.blocking_flush().map_err(stream_error)
+}
+
+/// A stream failure, in words.
+fn stream_error(e: StreamError) -> String {
+    match e {
+        StreamError::Closed => "the stream closed".into(),
+        StreamError::LastOperationFailed(e) => e.to_debug_string(),
     }
 }
 
@@ -160,11 +248,11 @@ mod tests {
     fn urls_carry_the_token() {
         let s = RestStore::open("https://tok3n@db.upstash.io").unwrap();
         assert_eq!(
-            (s.endpoint.as_str(), s.token.as_str()),
-            ("https://db.upstash.io/", "tok3n")
+            (s.https, s.authority.as_str(), s.bearer.as_str()),
+            (true, "db.upstash.io", "Bearer tok3n")
         );
-        let s = RestStore::open("https://t@localhost:8443/").unwrap();
-        assert_eq!(s.endpoint, "https://localhost:8443/");
+        let s = RestStore::open("http://t@localhost:8443/").unwrap();
+        assert_eq!((s.https, s.authority.as_str()), (false, "localhost:8443"));
         for bad in [
             "https://db.upstash.io",
             "redis://t@h",
