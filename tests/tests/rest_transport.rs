@@ -1,7 +1,7 @@
 //! The Upstash REST transport (`shared/spin/src/rest.rs`) against the REST facade in front of a
 //! real `redis-server`, over the host's pooled outbound HTTPS. The whole sale and order suites
 //! also run over it (`SECKILL_TRANSPORT=rest` in the test command); this file checks what only
-//! this transport has: pooled connections, the token, the health probe.
+//! this transport has: pooled connections, the token, the allowed hosts, the health probe.
 
 use anyhow::Result;
 use reqwest::Method;
@@ -87,52 +87,62 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
     Ok(())
 }
 
-/// A wrong token is what a refused AUTH is over `rediss://`: a clean 503 `unavailable` that
-/// changes nothing, and health says which dependency is down.
+/// A wrong token is what a refused AUTH is over `rediss://`, and a REST host missing from
+/// `allowed_outbound_hosts` is refused before any connection: both are a clean 503
+/// `unavailable` that changes nothing, and health says which dependency is down.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_token_is_a_clean_503() -> Result<()> {
+async fn a_wrong_token_or_a_host_not_allowed_is_a_clean_503() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
     let app =
         TestApp::start_rest(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
     app.open_event("token", json!({ "stock": 1 })).await?;
     let facade = &app.facades[0];
-    let wrong = facade.url().replace("token0@", "wrong@");
-    let vars: Vec<(&str, String)> = app_vars(&redis, &pg)
-        .into_iter()
-        .map(|(k, v)| match k {
-            "redis_url" => (k, wrong.clone()),
-            "redis_host" => (k, facade.host()),
-            _ => (k, v),
-        })
-        .collect();
-    // The same facade, its CA trusted, the token wrong.
-    let wrong_app = TestApp::start_trusting(
-        seckill_tests::product_manifest(),
-        &vars,
-        seckill_host::ConnectionMode::Pooled,
-        app.facade_trust().expect("a REST app"),
-    )
-    .await?;
-    let (status, err) = wrong_app
-        .call(
-            Method::POST,
-            "/api/events/token/admission",
-            Some(&jwt_for("u")),
-            None,
+    let wrong_token = facade.url().replace("token0@", "wrong@");
+    for (url, allowed, case) in [
+        (wrong_token, facade.host(), "a wrong token"),
+        (facade.url(), "localhost:1".to_owned(), "a host not allowed"),
+    ] {
+        let vars: Vec<(&str, String)> = app_vars(&redis, &pg)
+            .into_iter()
+            .map(|(k, v)| match k {
+                "redis_url" => (k, url.clone()),
+                "redis_host" => (k, allowed.clone()),
+                _ => (k, v),
+            })
+            .collect();
+        // The same facade, its CA trusted.
+        let other_app = TestApp::start_trusting(
+            seckill_tests::product_manifest(),
+            &vars,
+            seckill_host::ConnectionMode::Pooled,
+            app.facade_trust().expect("a REST app"),
         )
         .await?;
-    assert_eq!(
-        (status, &err["error"]["code"]),
-        (503, &json!("unavailable")),
-        "{err}"
-    );
-    let (status, health) = wrong_app.get_json("/api/health").await?;
-    assert_eq!(
-        (status, &health["redis"]),
-        (503, &json!("degraded")),
-        "{health}"
-    );
+        let connections = facade.connections();
+        let (status, err) = other_app
+            .call(
+                Method::POST,
+                "/api/events/token/admission",
+                Some(&jwt_for("u")),
+                None,
+            )
+            .await?;
+        assert_eq!(
+            (status, &err["error"]["code"]),
+            (503, &json!("unavailable")),
+            "{case}: {err}"
+        );
+        let (status, health) = other_app.get_json("/api/health").await?;
+        assert_eq!(
+            (status, &health["redis"]),
+            (503, &json!("degraded")),
+            "{case}: {health}"
+        );
+        if case == "a host not allowed" {
+            assert_eq!(facade.connections(), connections, "no connection was made");
+        }
+    }
     let admitted: u64 = redis::cmd("SCARD")
         .arg("{sk:token}:admitted")
         .query(&mut redis.client().get_connection()?)?;

@@ -113,11 +113,11 @@ impl RestStore {
         );
         stream.write(&body[..first]).map_err(stream_error)?;
         stream.flush().map_err(stream_error)?;
-        let response = outgoing_handler::handle(request, None);
+        // (A refused request, e.g. a host not in `allowed_outbound_hosts`, fails right here.)
+        let response = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
         write_all(&stream, &body[first..])?;
         drop(stream);
         OutgoingBody::finish(outgoing, None).map_err(|e| format!("{e:?}"))?;
-        let response = response.map_err(|e| format!("{e:?}"))?;
         response.subscribe().block();
         let response: IncomingResponse = response
             .get()
