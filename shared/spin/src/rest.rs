@@ -80,8 +80,8 @@ impl RestStore {
     ///
     /// Straight on `wasi:http`, the calls spin-sdk's `http::send` makes minus what a command does
     /// not need (its executor, header maps both ways, the response's headers): this runs on
-    /// every buy, and each host call and allocation counts (`README.md`, "What the REST
-    /// transport costs").
+    /// every buy, and each host call and allocation counts (`README.md`, "Upstash over REST",
+    /// has what a REST buy costs).
     fn post(&self, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
         let headers = Fields::from_list(&[
             ("authorization".into(), self.bearer.clone().into_bytes()),
