@@ -144,6 +144,21 @@ impl RedisServer {
         redis::Client::open(self.url()).expect("valid url")
     }
 
+    /// The EVALSHA and EVAL calls since the last take (or the server's start), from `INFO
+    /// commandstats`; the counts start again from zero (`CONFIG RESETSTAT`).
+    pub fn take_script_calls(&self) -> Result<(u64, u64)> {
+        let mut conn = self.client().get_connection()?;
+        let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn)?;
+        let calls = |name: &str| {
+            info.lines()
+                .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+                .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        redis::cmd("CONFIG").arg("RESETSTAT").exec(&mut conn)?;
+        Ok((calls("evalsha"), calls("eval")))
+    }
+
     /// Starts `redis-cli MONITOR`: every command clients send from now on, until [`Monitor::stop`].
     pub fn monitor(&self) -> Result<Monitor> {
         let path = self.dir.path().join(format!("monitor-{}.log", free_port()));

@@ -289,20 +289,6 @@ fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
     })
 }
 
-/// Scripts called per request, from `INFO commandstats` (EVALSHA and EVAL calls since reset).
-fn script_calls(redis: &RedisServer) -> Result<(u64, u64)> {
-    let mut conn = redis.client().get_connection()?;
-    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut conn)?;
-    let calls = |name: &str| {
-        info.lines()
-            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
-            .and_then(|l| l.split("calls=").nth(1)?.split(',').next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut conn)?;
-    Ok((calls("evalsha"), calls("eval")))
-}
-
 /// CPU seconds the Redis server has used (`INFO cpu`, user + system).
 fn redis_cpu(redis: &RedisServer) -> Result<f64> {
     let mut conn = redis.client().get_connection()?;
@@ -318,7 +304,7 @@ fn redis_cpu(redis: &RedisServer) -> Result<f64> {
 }
 
 fn reset_stats(redis: &RedisServer) -> Result<()> {
-    script_calls(redis).map(drop)
+    redis.take_script_calls().map(drop)
 }
 
 /// Buyers with purchase tokens, prepared natively (admission + precheck straight on Redis).
@@ -372,7 +358,7 @@ async fn endpoint_row(
         calls,
     )
     .await?;
-    let (evalsha, eval) = script_calls(redis)?;
+    let (evalsha, eval) = redis.take_script_calls()?;
     let note = format!(
         "Redis scripts per request: {:.3} EVALSHA, {eval} EVAL in all;",
         evalsha as f64 / report.requests.max(1) as f64
@@ -508,7 +494,7 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
         .await?;
         let calls: Vec<u64> = nodes
             .iter()
-            .map(|r| script_calls(r).map(|(sha, eval)| sha + eval))
+            .map(|r| r.take_script_calls().map(|(sha, eval)| sha + eval))
             .collect::<Result<_>>()?;
         let cores: Vec<String> = nodes
             .iter()
