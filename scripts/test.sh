@@ -10,7 +10,7 @@ bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 log "building the wasm components"
 build_wasm
-packages=(-p seckill-host -p seckill-shared -p seckill-spin -p seckill-native -p seckill-tests -p web -p seckill-admin)
+packages=(-p seckill-host -p seckill-domain -p seckill-spin-edge -p seckill-native -p seckill-testkit -p seckill-tests -p seckill-bench -p web -p seckill-admin)
 export SECKILL_API_RECORD="$ROOT/target/api-record"
 rm -rf "$SECKILL_API_RECORD"
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
 
 async fn app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
-    TestApp::start(seckill_tests::product_manifest(), &app_vars(redis, pg)).await
+    TestApp::start(seckill_testkit::product_manifest(), &app_vars(redis, pg)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +81,7 @@ async fn manifest_errors_name_the_line() -> Result<()> {
         std::fs::write(&path, text).unwrap();
         path
     };
-    let hello = seckill_tests::repo_root().join("target/wasm32-wasip2/release/hello.wasm");
+    let hello = seckill_testkit::repo_root().join("target/wasm32-wasip2/release/hello.wasm");
     let head = format!(
         "spin_manifest_version = 2\n[application]\nname = \"t\"\n[component.hello]\nsource = {:?}\n",
         hello.display().to_string()
@@ -132,7 +132,7 @@ async fn manifest_errors_name_the_line() -> Result<()> {
 /// nor the code that traps on it.
 #[test]
 fn no_product_component_carries_fault_injection() -> Result<()> {
-    let root = seckill_tests::repo_root();
+    let root = seckill_testkit::repo_root();
     let manifest = std::fs::read_to_string(root.join("spin.toml"))?;
     assert!(!manifest.contains("fault_injection"));
     let wasm = |name: &str| std::fs::read(root.join("target/wasm32-wasip2/release").join(name));
@@ -155,7 +155,7 @@ fn no_product_component_carries_fault_injection() -> Result<()> {
 /// drift), HTTP triggers only, and it serves a whole sale whose orders the jobs route drains.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cron_free_manifest_is_derived_and_serves_a_sale() -> Result<()> {
-    let root = seckill_tests::repo_root();
+    let root = seckill_testkit::repo_root();
     let check = std::process::Command::new("python3")
         .arg(root.join("scripts/manifests.py"))
         .arg("--check")
@@ -190,7 +190,7 @@ async fn the_cron_free_manifest_is_derived_and_serves_a_sale() -> Result<()> {
         .call(
             Method::GET,
             "/api/events/http-only/orders/me",
-            Some(&seckill_tests::jwt_for("carol")),
+            Some(&seckill_testkit::jwt_for("carol")),
             None,
         )
         .await?;

@@ -4,12 +4,12 @@
 
 use anyhow::Result;
 use seckill_native::NativeStore;
-use seckill_shared::admin;
-use seckill_shared::event::{EventConfig, EventId};
-use seckill_shared::keys::{EventKeys, REGISTRY};
-use seckill_shared::scripts::Script;
-use seckill_shared::store::{Replies, Store, StoreError};
-use seckill_tests::RedisServer;
+use seckill_domain::admin;
+use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::keys::{EventKeys, REGISTRY};
+use seckill_domain::scripts::Script;
+use seckill_domain::store::{Replies, Store, StoreError};
+use seckill_testkit::RedisServer;
 use serde_json::json;
 
 /// A real store whose connection is lost exactly when one script is about to run.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use seckill_tests::{PgServer, RedisServer, TestApp};
+use seckill_testkit::{PgServer, RedisServer, TestApp};
 use serde_json::Value;
 
 async fn conformance_app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {

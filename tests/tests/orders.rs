@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use futures::{StreamExt, stream};
 use reqwest::Method;
-use seckill_tests::{
+use seckill_testkit::{
     PgServer, RedisServer, TestApp, app_vars, events_per_node, faulty_manifest, jwt_for, over_nodes,
 };
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ fn vars(
 async fn start(extra: &[(&'static str, &str)]) -> Result<(RedisServer, PgServer, TestApp)> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
-    let app = TestApp::start(seckill_tests::product_manifest(), &vars(&redis, &pg, extra)).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &vars(&redis, &pg, extra)).await?;
     Ok((redis, pg, app))
 }
 
@@ -275,7 +275,7 @@ async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result
     assert_eq!(landed, 50, "one batch committed, none acknowledged");
     drop(crashing);
 
-    let app = TestApp::start(seckill_tests::product_manifest(), &vars(&redis, &pg, &[])).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &vars(&redis, &pg, &[])).await?;
     tokio::time::sleep(Duration::from_millis(600)).await;
     drain_all(&app).await?;
     assert_books(&app, &pg, "crash", 80, &accepted).await?;
@@ -513,7 +513,7 @@ async fn redis_restarted_with_aof_always_loses_no_accepted_order() -> Result<()>
     ])?;
     let pg = PgServer::start()?;
     pg.migrate().await?;
-    let app = TestApp::start(seckill_tests::product_manifest(), &vars(&redis, &pg, &[])).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &vars(&redis, &pg, &[])).await?;
     let mut accepted = sell(&app, "aof", 100, 60, json!({})).await?;
     redis.crash_and_restart()?; // SIGKILL: only what was fsynced survives
     // The host's shared connection reconnects by itself; the sale goes on.
@@ -576,7 +576,7 @@ async fn events_spread_over_three_redis_nodes_sell_release_and_land_exactly() ->
     let refs: Vec<&RedisServer> = nodes.iter().collect();
     let mut v = vars(&nodes[0], &pg, &[]);
     over_nodes(&mut v, &refs);
-    let app = TestApp::start(seckill_tests::product_manifest(), &v).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &v).await?;
     // One event per node, named as the placement rule puts them.
     let events: Vec<String> = events_per_node("multi", &refs, 1)
         .into_iter()
@@ -669,7 +669,7 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
     // before the sale starts (a host takes seconds to compile its components).
     let patient = [("drain_max_deliveries", "50")];
     let app = TestApp::start(
-        seckill_tests::product_manifest(),
+        seckill_testkit::product_manifest(),
         &vars(&redis, &pg, &patient),
     )
     .await?;
@@ -719,7 +719,7 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
         .build()?;
     let _ = impatient
         .post(format!("{}/admin/jobs/drain", faulty.base_url))
-        .bearer_auth(seckill_tests::ADMIN_TOKEN)
+        .bearer_auth(seckill_testkit::ADMIN_TOKEN)
         .send()
         .await;
     let pays = stream::iter(first.clone())
@@ -919,7 +919,7 @@ async fn one_stuck_event_does_not_starve_the_release_of_the_others() -> Result<(
     let refs: Vec<&RedisServer> = nodes.iter().collect();
     let mut v = vars(&nodes[0], &pg, &[("release_batch", "10")]);
     over_nodes(&mut v, &refs);
-    let app = TestApp::start(seckill_tests::product_manifest(), &v).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &v).await?;
     let per_node = events_per_node("starve", &refs, 1);
     let (a, b) = (per_node[0][0].clone(), per_node[1][0].clone());
     // The stuck event is the one the old query (ORDER BY event_id LIMIT n) always took first.

@@ -1,15 +1,15 @@
 //! The order pipeline without WASM: drain, pay, timeout release and reconcile straight from the
-//! domain (`seckill-shared`) over the native adapters (`seckill-native`), against a real Redis
+//! domain (`seckill-domain`) over the native adapters (`seckill-native`), against a real Redis
 //! and a real PostgreSQL. Fast checks of the hardest logic; the end-to-end versions through the
 //! host and the `.wasm` files are in `orders.rs`.
 
 use anyhow::{Context, Result};
 use seckill_native::{NativePg, NativeStore};
-use seckill_shared::event::{EventConfig, EventId};
-use seckill_shared::nodes::Nodes;
-use seckill_shared::orders::{self, DrainOptions};
-use seckill_shared::{admin, auth, clock, sale};
-use seckill_tests::{PgServer, RedisServer};
+use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::nodes::Nodes;
+use seckill_domain::orders::{self, DrainOptions};
+use seckill_domain::{admin, auth, clock, sale};
+use seckill_testkit::{PgServer, RedisServer};
 use serde_json::json;
 
 /// The admission key of these tests.

@@ -19,17 +19,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use seckill_native::NativeStore;
-use seckill_shared::admin::{self, DenyList};
-use seckill_shared::event::{EventConfig, EventId, Switches};
-use seckill_shared::keys::EventKeys;
-use seckill_shared::sale::{self, Admission, PollResult};
-use seckill_shared::scripts::drain_claim::Claim;
-use seckill_shared::scripts::drain_read;
-use seckill_shared::scripts::set_order_status::Final;
-use seckill_shared::scripts::{self, Script};
-use seckill_shared::store::{Replies, Store, StoreError};
-use seckill_shared::{Error, clock};
-use seckill_tests::{ADMISSION_SECRET, free_port, repo_root};
+use seckill_domain::admin::{self, DenyList};
+use seckill_domain::event::{EventConfig, EventId, Switches};
+use seckill_domain::keys::EventKeys;
+use seckill_domain::sale::{self, Admission, PollResult};
+use seckill_domain::scripts::drain_claim::Claim;
+use seckill_domain::scripts::drain_read;
+use seckill_domain::scripts::set_order_status::Final;
+use seckill_domain::scripts::{self, Script};
+use seckill_domain::store::{Replies, Store, StoreError};
+use seckill_domain::{Error, clock};
+use seckill_testkit::{ADMISSION_SECRET, free_port, repo_root};
 use serde_json::json;
 
 const STOCK: u64 = 50;
@@ -249,7 +249,7 @@ fn admit(store: &Strict, event: &EventId, user: &str) -> String {
 /// precheck with the user's admission token (a deterministic HMAC: the one issue-token gave).
 fn precheck(store: &Strict, event: &EventId, user: &str, addr: &str) -> Result<String, Error> {
     let admission =
-        seckill_shared::auth::admission_token(ADMISSION_SECRET.as_bytes(), event.as_str(), user);
+        seckill_domain::auth::admission_token(ADMISSION_SECRET.as_bytes(), event.as_str(), user);
     sale::precheck(
         store,
         event,
@@ -574,7 +574,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     );
 
     // The order pipeline's scripts (drain, state mirror, reconcile) on the same cluster.
-    let registry = seckill_shared::keys::REGISTRY.to_owned();
+    let registry = seckill_domain::keys::REGISTRY.to_owned();
     owner.insert("registry".into(), cluster.owner(&registry)?);
     let listed = scripts::list_events::run(&store)?;
     assert_eq!(

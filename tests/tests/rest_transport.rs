@@ -1,11 +1,11 @@
-//! The Upstash REST transport (`shared/spin/src/rest.rs`) against the REST facade in front of a
+//! The Upstash REST transport (`crates/spin-edge/src/rest.rs`) against the REST facade in front of a
 //! real `redis-server`, over the host's pooled outbound HTTPS. The whole sale and order suites
 //! also run over it (`SECKILL_TRANSPORT=rest` in the test command); this file checks what only
 //! this transport has: pooled connections, the token, the allowed hosts, the health probe.
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
 use serde_json::json;
 
 /// 100 buyers: every buy is one REST request (one EVALSHA on Redis), the facade sees a handful
@@ -17,7 +17,7 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
     let app =
-        TestApp::start_rest(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+        TestApp::start_rest(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
     assert!(
         app.facades[0]
             .url()
@@ -87,7 +87,7 @@ async fn a_wrong_token_or_a_host_not_allowed_is_a_clean_503() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
     let app =
-        TestApp::start_rest(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+        TestApp::start_rest(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
     app.open_event("token", json!({ "stock": 1 })).await?;
     let facade = &app.facades[0];
     let wrong_token = facade.url().replace("token0@", "wrong@");
@@ -110,7 +110,7 @@ async fn a_wrong_token_or_a_host_not_allowed_is_a_clean_503() -> Result<()> {
             .collect();
         // The same facade, its CA trusted.
         let other_app = TestApp::start_trusting(
-            seckill_tests::product_manifest(),
+            seckill_testkit::product_manifest(),
             &vars,
             seckill_host::ConnectionMode::Pooled,
             app.facade_trust().expect("a REST app"),

@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::Result;
 use futures::{StreamExt, stream};
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
 use serde_json::{Value, json};
 
 async fn start() -> Result<(RedisServer, PgServer, TestApp)> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
-    let app = TestApp::start(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
     Ok((redis, pg, app))
 }
 
@@ -184,7 +184,7 @@ async fn skewed_users_still_sell_out_exactly() -> Result<()> {
     // Users whose home shard is 0 or 1: the other 30 shards' stock must still be sold.
     let users: Vec<String> = (0..)
         .map(|i| format!("skew{i}"))
-        .filter(|u| seckill_shared::ids::home_shard(event, u, shards) < 2)
+        .filter(|u| seckill_domain::ids::home_shard(event, u, shards) < 2)
         .take(1_000)
         .collect();
     let results: Vec<(u16, Value)> = stream::iter(users)
@@ -300,29 +300,29 @@ async fn forged_expired_replayed_and_foreign_tokens_change_nothing() -> Result<(
         .expect("bob gets a purchase token");
     let before = snapshot(&app, &redis, event).await?;
 
-    let forged_jwt = seckill_shared::auth::sign_jwt(
-        &seckill_shared::auth::Claims {
+    let forged_jwt = seckill_domain::auth::sign_jwt(
+        &seckill_domain::auth::Claims {
             sub: "alice".into(),
             exp: Some(4_000_000_000),
             nbf: None,
         },
         b"not-the-shop-key",
     );
-    let expired_jwt = seckill_shared::auth::sign_jwt(
-        &seckill_shared::auth::Claims {
+    let expired_jwt = seckill_domain::auth::sign_jwt(
+        &seckill_domain::auth::Claims {
             sub: "alice".into(),
             exp: Some(1),
             nbf: None,
         },
-        seckill_tests::JWT_SECRET.as_bytes(),
+        seckill_testkit::JWT_SECRET.as_bytes(),
     );
-    let eternal_jwt = seckill_shared::auth::sign_jwt(
-        &seckill_shared::auth::Claims {
+    let eternal_jwt = seckill_domain::auth::sign_jwt(
+        &seckill_domain::auth::Claims {
             sub: "alice".into(),
             exp: None,
             nbf: None,
         },
-        seckill_tests::JWT_SECRET.as_bytes(),
+        seckill_testkit::JWT_SECRET.as_bytes(),
     );
     let body = json!({ "purchase_token": alice });
     for (bearer, why) in [
@@ -347,8 +347,8 @@ async fn forged_expired_replayed_and_foreign_tokens_change_nothing() -> Result<(
         .await?;
     assert_eq!((status, code(&resp)), (403, "bad_purchase_token"));
     // Another user's admission token, and one for another event.
-    let bobs_admission = seckill_shared::auth::admission_token(
-        seckill_tests::ADMISSION_SECRET.as_bytes(),
+    let bobs_admission = seckill_domain::auth::admission_token(
+        seckill_testkit::ADMISSION_SECRET.as_bytes(),
         event,
         "bob",
     );
@@ -361,8 +361,8 @@ async fn forged_expired_replayed_and_foreign_tokens_change_nothing() -> Result<(
         )
         .await?;
     assert_eq!((status, code(&resp)), (403, "not_admitted"));
-    let other_event = seckill_shared::auth::admission_token(
-        seckill_tests::ADMISSION_SECRET.as_bytes(),
+    let other_event = seckill_domain::auth::admission_token(
+        seckill_testkit::ADMISSION_SECRET.as_bytes(),
         "other",
         "alice",
     );
@@ -950,7 +950,7 @@ async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
         assert_eq!(status, 202, "{body}");
         let after: Vec<i64> =
             serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
-        let home = seckill_shared::ids::home_shard(event, &user, shards) as usize;
+        let home = seckill_domain::ids::home_shard(event, &user, shards) as usize;
         assert_eq!(after[home], before[home] - 1, "{user}: home shard {home}");
     }
     Ok(())
@@ -1017,7 +1017,7 @@ async fn refusals_are_counted_without_writing_the_aof() -> Result<()> {
         "always",
     ])?;
     let pg = PgServer::start()?;
-    let app = TestApp::start(seckill_tests::product_manifest(), &app_vars(&redis, &pg)).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
     let event = "storm";
     app.open_event(
         event,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
 use serde_json::json;
 
 /// The scheduler's key in these tests (`job_key`).

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use reqwest::Method;
-use seckill_shared::scripts;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, jwt_for, repo_root};
+use seckill_domain::scripts;
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for, repo_root};
 use serde_json::{Value, json};
 
 /// The user whose order Postgres refuses for good (a CHECK constraint added by the test): the
@@ -42,7 +42,7 @@ const PROBE_KEY: &str = "{sk:probe}:declared";
 const PROBE: &str = "<probe>";
 
 /// `redis-cli MONITOR` writing to a file, keeping every line: unlike
-/// `seckill_tests::Monitor`, also the `[0 lua]` lines of commands run by scripts.
+/// `seckill_testkit::Monitor`, also the `[0 lua]` lines of commands run by scripts.
 struct FullMonitor {
     /// The `redis-cli` process.
     child: Child,
@@ -689,7 +689,7 @@ async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
         ("drain_reclaim_idle_ms", "200".to_owned()),
         ("drain_max_deliveries", "2".to_owned()),
     ]);
-    let app = TestApp::start(seckill_tests::product_manifest(), &vars).await?;
+    let app = TestApp::start(seckill_testkit::product_manifest(), &vars).await?;
 
     let monitor = FullMonitor::start(&redis)?;
     let mut driven = drive_the_sale(&app).await;
@@ -784,7 +784,7 @@ async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
     assert!(
         violations.is_empty(),
         "{} commands run by scripts touched keys not in their KEYS (script: command key):\n{}\n\
-         ({coverage}; an `<unknown script>` is one not in seckill_shared::scripts::ALL: the \
+         ({coverage}; an `<unknown script>` is one not in seckill_domain::scripts::ALL: the \
          wasm components are stale, rebuild them: `source scripts/lib.sh && build_wasm`)",
         violations.len(),
         listing.join("\n")

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use reqwest::Method;
 use seckill_host::ConnectionMode;
-use seckill_tests::{PgServer, RedisServer, TestApp, TestCa, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, TestCa, app_vars, jwt_for};
 use serde_json::json;
 
 /// The app's variables pointing at the TLS ports, under the names the certificate has or not.
@@ -50,7 +50,7 @@ async fn a_sale_runs_over_tls_trusting_the_operators_ca() -> Result<()> {
     // Both connection modes: pooled, and a new TLS connection per request as Spin opens them.
     for mode in [ConnectionMode::Pooled, ConnectionMode::SpinFaithful] {
         let app =
-            TestApp::start_trusting(seckill_tests::product_manifest(), &vars, mode, ca.trust()?)
+            TestApp::start_trusting(seckill_testkit::product_manifest(), &vars, mode, ca.trust()?)
                 .await?;
         let event = format!("tls-{mode:?}").to_lowercase();
         app.open_event(&event, json!({ "stock": 2 })).await?;
@@ -96,7 +96,7 @@ async fn certificates_are_verified_and_a_failure_is_a_clean_503() -> Result<()> 
     // The system's roots only: the test CA is unknown.
     let vars = tls_vars(&redis, &pg, "localhost", "localhost");
     let app = TestApp::start_with(
-        seckill_tests::product_manifest(),
+        seckill_testkit::product_manifest(),
         &vars,
         ConnectionMode::Pooled,
     )
@@ -114,7 +114,7 @@ async fn certificates_are_verified_and_a_failure_is_a_clean_503() -> Result<()> 
     // The CA trusted, but Postgres reached as 127.0.0.1, which its certificate does not name.
     let vars = tls_vars(&redis, &pg, "localhost", "127.0.0.1");
     let app = TestApp::start_trusting(
-        seckill_tests::product_manifest(),
+        seckill_testkit::product_manifest(),
         &vars,
         ConnectionMode::Pooled,
         ca.trust()?,

@@ -10,11 +10,11 @@
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
 
-use seckill_shared::admin::{self, DenyList};
-use seckill_shared::event::{EventConfig, Switches};
-use seckill_shared::orders;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, event_id, json_body, operator};
+use seckill_domain::admin::{self, DenyList};
+use seckill_domain::event::{EventConfig, Switches};
+use seckill_domain::orders;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, event_id, json_body, operator};
 use serde_json::json;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -22,7 +22,7 @@ use spin_sdk::http_component;
 /// Authenticate, route, apply, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.
@@ -87,7 +87,7 @@ fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
     http::require_method(req, Method::Get)?;
     let mut events = Vec::new();
     for node in http::redis_nodes()?.all() {
-        let node = node.map_err(seckill_shared::Error::from)?;
+        let node = node.map_err(seckill_domain::Error::from)?;
         events.extend(
             orders::registered_events(node)?
                 .into_iter()

@@ -2,10 +2,10 @@
 //! EVALSHA does everything (see `shared/lua/buy.lua`); 202 means the unit is yours and the
 //! order is queued for Postgres.
 
-use seckill_shared::clock;
-use seckill_shared::sale::{self, Accepted};
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, buyer, event_id, json_body, require_method};
+use seckill_domain::clock;
+use seckill_domain::sale::{self, Accepted};
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, buyer, event_id, json_body, require_method};
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -21,7 +21,7 @@ struct Body {
 /// Parse, apply ([`sale::buy`]), render 202.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -1,15 +1,15 @@
 //! Scheduled drain: order intents from the Redis streams into Postgres ([`orders::drain`]).
 //! The same work is reachable as `POST /admin/jobs/drain` (`functions/jobs`).
 
-use seckill_shared::{clock, orders};
-use seckill_spin::error::ApiError;
-use seckill_spin::{config, http};
+use seckill_domain::{clock, orders};
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::{config, http};
 
 /// The exported component.
 struct Drain;
 
-impl seckill_cron::Guest for Drain {
-    fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
+impl seckill_cron_bindings::Guest for Drain {
+    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::drain(
                 &http::redis_nodes()?,
@@ -20,8 +20,8 @@ impl seckill_cron::Guest for Drain {
         };
         run()
             .map(drop)
-            .map_err(|e| seckill_cron::Error::Other(e.reason()))
+            .map_err(|e| seckill_cron_bindings::Error::Other(e.reason()))
     }
 }
 
-seckill_cron::export!(Drain with_types_in seckill_cron::bindings);
+seckill_cron_bindings::export!(Drain with_types_in seckill_cron_bindings::bindings);

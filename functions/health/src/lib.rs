@@ -2,15 +2,15 @@
 //! otherwise. `GET /api/health` is public and says only `ok` / `degraded` per dependency;
 //! `GET /admin/health` (operators' secret) adds latencies and the errors.
 
-use seckill_spin::health;
-use seckill_spin::http::{error, json, operator, require_method};
+use seckill_spin_edge::health;
+use seckill_spin_edge::http::{error, json, operator, require_method};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Serves both routes.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// Parse (GET; the admin route needs the secret), apply (probe both), render.

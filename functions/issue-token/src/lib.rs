@@ -2,17 +2,17 @@
 //! (first come, up to multiplier × stock), or registers them for the lottery. Asking again
 //! returns the same token.
 
-use seckill_shared::sale::{self, Admission};
-use seckill_spin::config;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, buyer, event_id, require_method};
+use seckill_domain::sale::{self, Admission};
+use seckill_spin_edge::config;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, buyer, event_id, require_method};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse (identity, event), apply ([`sale::issue_token`]), render (200 admitted, 202 registered).
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

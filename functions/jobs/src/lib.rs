@@ -15,11 +15,11 @@
 
 use std::time::Duration;
 
-use seckill_shared::event::EventId;
-use seckill_shared::{auth, clock, orders};
-use seckill_spin::error::ApiError;
-use seckill_spin::http::operator;
-use seckill_spin::{config, http};
+use seckill_domain::event::EventId;
+use seckill_domain::{auth, clock, orders};
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::operator;
+use seckill_spin_edge::{config, http};
 use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -27,7 +27,7 @@ use spin_sdk::http_component;
 /// Authenticate, run the job, render its report.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -2,18 +2,18 @@
 //! compare-and-set from `pending_payment` before the deadline; an expired order gets 409 and
 //! nothing is sold twice ([`orders::pay`]).
 
-use seckill_shared::clock;
-use seckill_shared::orders::{self, Paid};
-use seckill_spin::config;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, buyer, event_id, path_param, require_method};
+use seckill_domain::clock;
+use seckill_domain::orders::{self, Paid};
+use seckill_spin_edge::config;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, buyer, event_id, path_param, require_method};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
 /// Parse, apply, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -8,12 +8,12 @@
 
 use std::time::{Duration, Instant};
 
-use seckill_shared::event::EventId;
-use seckill_shared::sale::{self, Polled};
-use seckill_shared::{clock, orders};
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, buyer, event_id, require_method};
-use seckill_spin::{config, store::SpinStore};
+use seckill_domain::event::EventId;
+use seckill_domain::sale::{self, Polled};
+use seckill_domain::{clock, orders};
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, buyer, event_id, require_method};
+use seckill_spin_edge::{config, store::SpinStore};
 use spin_sdk::http::{IncomingRequest, Method, Request, ResponseOutparam};
 use spin_sdk::http_component;
 

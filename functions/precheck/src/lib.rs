@@ -2,10 +2,10 @@
 //! the sale window, deny lists, one-per-user and the user's rate limit, and returns a one-time
 //! purchase token for buy.
 
-use seckill_shared::sale::{self, PurchaseToken};
-use seckill_spin::config;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, buyer, client_addr, event_id, json_body, require_method};
+use seckill_domain::sale::{self, PurchaseToken};
+use seckill_spin_edge::config;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, buyer, client_addr, event_id, json_body, require_method};
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -21,7 +21,7 @@ struct Body {
 /// Parse, apply ([`sale::precheck`]), render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -2,15 +2,15 @@
 //! what is safe ([`orders::reconcile_all`]); logs the books that need an operator. Also
 //! `POST /admin/jobs/reconcile`.
 
-use seckill_shared::orders;
-use seckill_spin::error::ApiError;
-use seckill_spin::{config, http};
+use seckill_domain::orders;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::{config, http};
 
 /// The exported component.
 struct Reconcile;
 
-impl seckill_cron::Guest for Reconcile {
-    fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
+impl seckill_cron_bindings::Guest for Reconcile {
+    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<(), ApiError> {
             let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
             let books = orders::reconcile_all(&nodes, &db, None, true)?;
@@ -22,8 +22,8 @@ impl seckill_cron::Guest for Reconcile {
             }
             Ok(())
         };
-        run().map_err(|e| seckill_cron::Error::Other(e.reason()))
+        run().map_err(|e| seckill_cron_bindings::Error::Other(e.reason()))
     }
 }
 
-seckill_cron::export!(Reconcile with_types_in seckill_cron::bindings);
+seckill_cron_bindings::export!(Reconcile with_types_in seckill_cron_bindings::bindings);

@@ -1,9 +1,9 @@
 //! `GET /api/time`: the server's clock, so that every storefront counts down to the same instant
 //! (the countdown must follow server time, never the client's clock, which anyone can change).
 
-use seckill_shared::clock;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{require_method, respond};
+use seckill_domain::clock;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{require_method, respond};
 use serde::Serialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -18,7 +18,7 @@ struct ServerTime {
 /// Parse (only GET is allowed), apply (read the clock), render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin::http::serve(req, answer).await
+    seckill_spin_edge::http::serve(req, answer).await
 }
 
 /// The request, its body read within the limit.

@@ -1,15 +1,15 @@
 //! Scheduled timeout release: unpaid orders past their deadline expire and their units go back
 //! to their shards, exactly once ([`orders::release_expired`]). Also `POST /admin/jobs/timeout-release`.
 
-use seckill_shared::{clock, orders};
-use seckill_spin::error::ApiError;
-use seckill_spin::{config, http};
+use seckill_domain::{clock, orders};
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::{config, http};
 
 /// The exported component.
 struct TimeoutRelease;
 
-impl seckill_cron::Guest for TimeoutRelease {
-    fn handle_cron_event(_: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
+impl seckill_cron_bindings::Guest for TimeoutRelease {
+    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::release_expired(
                 &http::redis_nodes()?,
@@ -20,8 +20,8 @@ impl seckill_cron::Guest for TimeoutRelease {
         };
         run()
             .map(drop)
-            .map_err(|e| seckill_cron::Error::Other(e.reason()))
+            .map_err(|e| seckill_cron_bindings::Error::Other(e.reason()))
     }
 }
 
-seckill_cron::export!(TimeoutRelease with_types_in seckill_cron::bindings);
+seckill_cron_bindings::export!(TimeoutRelease with_types_in seckill_cron_bindings::bindings);

@@ -11,12 +11,12 @@
 //!
 //! Every page and asset is gzipped at build time and sent so when the client accepts gzip.
 
-use seckill_shared::auth::{self, Claims};
-use seckill_shared::event::EventId;
-use seckill_shared::{clock, sale};
-use seckill_spin::config;
-use seckill_spin::error::ApiError;
-use seckill_spin::http::{self, json_body};
+use seckill_domain::auth::{self, Claims};
+use seckill_domain::event::EventId;
+use seckill_domain::{clock, sale};
+use seckill_spin_edge::config;
+use seckill_spin_edge::error::ApiError;
+use seckill_spin_edge::http::{self, json_body};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};

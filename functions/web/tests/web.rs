@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_tests::{PgServer, RedisServer, TestApp, app_vars, product_manifest};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, product_manifest};
 use serde_json::json;
 
 async fn app(redis: &RedisServer, pg: &PgServer, demo: bool) -> Result<TestApp> {

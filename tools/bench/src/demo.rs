@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::HostProcess;
 use crate::load::{Call, once};
-use seckill_tests::{ADMIN_TOKEN, PgServer, RedisServer, jwt_for};
+use seckill_testkit::{ADMIN_TOKEN, PgServer, RedisServer, jwt_for};
 
 /// Settings of a simulated sale.
 #[derive(clap::Args, Clone)]
@@ -251,13 +251,13 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     ])?;
     let pg = PgServer::start()?;
     pg.migrate().await?;
-    let mut vars = seckill_tests::app_vars(&redis, &pg);
+    let mut vars = seckill_testkit::app_vars(&redis, &pg);
     vars.push(("drain_reclaim_idle_ms", "2000".into()));
     // Kept alive for the whole run when `--rest` puts a facade in front of Redis.
-    let ca = seckill_tests::TestCa::new()?;
+    let ca = seckill_testkit::TestCa::new()?;
     let (host, _facade) = if args.rest {
         let rest =
-            seckill_tests::rest_facade::RestFacade::start(&redis.url(), &ca, "demo-token").await?;
+            seckill_testkit::rest_facade::RestFacade::start(&redis.url(), &ca, "demo-token").await?;
         for (k, v) in vars.iter_mut() {
             match *k {
                 "redis_url" => *v = rest.url(),

@@ -15,10 +15,10 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use load::{Call, Report, closed_loop, once, open_loop};
 use seckill_native::NativeStore;
-use seckill_shared::event::{EventConfig, EventId};
-use seckill_shared::{admin, auth, sale};
-use seckill_tests::rest_facade::RestFacade;
-use seckill_tests::{PgServer, RedisServer, TestCa, free_port, jwt_for, repo_root};
+use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::{admin, auth, sale};
+use seckill_testkit::rest_facade::RestFacade;
+use seckill_testkit::{PgServer, RedisServer, TestCa, free_port, jwt_for, repo_root};
 use serde_json::json;
 
 /// seckill's benchmarks and the simulated sale.
@@ -154,7 +154,7 @@ impl ServerProcess {
             "--redis-url",
             &redis.url(),
         ])
-        .args(["--jwt-secret", seckill_tests::JWT_SECRET]);
+        .args(["--jwt-secret", seckill_testkit::JWT_SECRET]);
         Self::spawn(cmd, addr)
     }
 }
@@ -250,7 +250,7 @@ fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
     const KEYSPACE: u64 = 2_000_000;
     const REQUESTS: u64 = 100_000;
     let event = open_event(redis, "rawbuy", 10_000_000)?;
-    let k = seckill_shared::keys::EventKeys::new(&event);
+    let k = seckill_domain::keys::EventKeys::new(&event);
     let mut conn = redis.client().get_connection()?;
     for chunk in (0..KEYSPACE).collect::<Vec<_>>().chunks(20_000) {
         let mut pipe = redis::pipe();
@@ -262,13 +262,13 @@ fn redis_benchmark_buy_script(redis: &RedisServer) -> Result<Row> {
         }
         pipe.query::<()>(&mut conn)?;
     }
-    let script = &seckill_shared::scripts::BUY;
+    let script = &seckill_domain::scripts::BUY;
     let _: String = redis::cmd("SCRIPT")
         .arg("LOAD")
         .arg(script.source)
         .query(&mut conn)?;
     let rand = "__rand_int__";
-    let keys = seckill_shared::scripts::buy::keys(&k, rand);
+    let keys = seckill_domain::scripts::buy::keys(&k, rand);
     let args = ["__rand_int__", "t", "__rand_int__", "__rand_int__"];
     let numkeys = keys.len().to_string();
     let mut command = vec!["EVALSHA", script.sha, &numkeys];
@@ -315,7 +315,7 @@ fn prepare_buyers(
     prefix: &str,
 ) -> Result<Vec<(String, String, String)>> {
     let store = NativeStore::new(redis.client().get_connection()?);
-    let secret = seckill_tests::ADMISSION_SECRET.as_bytes();
+    let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     (0..users)
         .map(|i| {
             let user = format!("{prefix}{i}");
@@ -331,7 +331,7 @@ fn prepare_buyers(
 fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
     let store = NativeStore::new(redis.client().get_connection()?);
     let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let now = seckill_shared::clock::now_ms();
+    let now = seckill_domain::clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
         "sku": "bench", "stock": stock, "shards": 8, "start_ms": now - 1000, "end_ms": now + 3_600_000,
         "user_rate": 0, "admission_multiplier": 10,
@@ -445,7 +445,7 @@ async fn wasmtime_serve_hello(args: &Args, hello_rps: f64) -> Result<Row> {
 
 /// The scale-out run: a sale of three SKUs (one event each), first with every event on one
 /// Redis node, then over three independent nodes, one event per node (`redis_url` lists them;
-/// `shared/src/nodes.rs` places events). Buyers alternate between the SKUs. The note gives each
+/// `crates/domain/src/nodes.rs` places events). Buyers alternate between the SKUs. The note gives each
 /// node's share of the buy scripts, from `INFO commandstats`.
 async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Vec<Row>> {
     let more = [RedisServer::start()?, RedisServer::start()?];
@@ -455,7 +455,7 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
     for n in [1, 3] {
         let nodes = &all[..n];
         // Three events: on one node all land there; on three, one per node.
-        let placed = seckill_tests::events_per_node(&format!("sku{n}x"), nodes, 3 / n);
+        let placed = seckill_testkit::events_per_node(&format!("sku{n}x"), nodes, 3 / n);
         let mut buyers = Vec::new();
         for (at, ids) in placed.iter().enumerate() {
             for id in ids {
@@ -475,8 +475,8 @@ async fn scale_out(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Ve
                 .map(|i| buyers[(i % 3) * per + i / 3].clone())
                 .collect(),
         );
-        let mut vars = seckill_tests::app_vars(first, pg);
-        seckill_tests::over_nodes(&mut vars, nodes);
+        let mut vars = seckill_testkit::app_vars(first, pg);
+        seckill_testkit::over_nodes(&mut vars, nodes);
         let host = HostProcess::start("spin.toml", &vars, false)?;
         for node in nodes {
             reset_stats(node)?;
@@ -578,7 +578,7 @@ async fn main() -> Result<()> {
 /// `spin.toml` that also lets the functions reach the Redis host over plain `http://`, for the
 /// plain REST row only.
 fn plain_http_manifest() -> Result<String> {
-    seckill_tests::derived_manifest(
+    seckill_testkit::derived_manifest(
         "spin.rest-plain.toml",
         &[(
             "\"https://{{ redis_host }}\"",
@@ -697,7 +697,7 @@ async fn suite(args: Args) -> Result<()> {
     let ca = TestCa::new()?;
     let redis = RedisServer::start_tls(&ca)?;
     let pg = PgServer::start()?;
-    let vars = seckill_tests::app_vars(&redis, &pg);
+    let vars = seckill_testkit::app_vars(&redis, &pg);
     if args.only.as_deref() == Some("scale") {
         print_table(&scale_out(&redis, &pg, &args).await?);
         return Ok(());
@@ -802,7 +802,7 @@ async fn suite(args: Args) -> Result<()> {
         ))
     });
     rows.push(endpoint_row("admission end to end", host.addr, &redis, &args, admission).await?);
-    let secret = seckill_tests::ADMISSION_SECRET.as_bytes();
+    let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let fresh: Arc<Vec<(String, String)>> = Arc::new(
         (0..args.users)
             .map(|i| {
@@ -862,7 +862,7 @@ async fn drain_backlog(
 ) -> Result<Row> {
     pg.migrate().await?;
     let event = open_event(redis, "backlog", n as u64)?;
-    let k = seckill_shared::keys::EventKeys::new(&event);
+    let k = seckill_domain::keys::EventKeys::new(&event);
     eprintln!("selling a backlog of {n} orders through the real scripts…");
     // Through precheck.lua and buy.lua themselves (4 connections at once), so the backlog has
     // exactly the data layout a sale leaves, whatever that layout becomes.
@@ -872,12 +872,12 @@ async fn drain_backlog(
                 let (k, event) = (&k, &event);
                 scope.spawn(move || -> Result<()> {
                     let store = NativeStore::new(redis.client().get_connection()?);
-                    let now = seckill_shared::clock::now_ms();
+                    let now = seckill_domain::clock::now_ms();
                     for i in (w..n).step_by(4) {
                         let (user, token) = (format!("d{i}"), format!("t{i}"));
-                        let home = seckill_shared::ids::home_hash(event.as_str(), &user);
+                        let home = seckill_domain::ids::home_hash(event.as_str(), &user);
                         let order = format!("{now:012x}{i:016x}");
-                        seckill_shared::scripts::precheck::run(
+                        seckill_domain::scripts::precheck::run(
                             &store,
                             k,
                             &user,
@@ -885,7 +885,7 @@ async fn drain_backlog(
                             &token,
                         )
                         .and_then(|_| {
-                            seckill_shared::scripts::buy::run(
+                            seckill_domain::scripts::buy::run(
                                 &store, k, &user, &token, home, &order,
                             )
                         })
@@ -910,7 +910,7 @@ async fn drain_backlog(
             Call {
                 method: http::Method::POST,
                 path: "/admin/jobs/drain".into(),
-                bearer: Some(seckill_tests::ADMIN_TOKEN.into()),
+                bearer: Some(seckill_testkit::ADMIN_TOKEN.into()),
                 body: bytes::Bytes::new(),
             },
         )

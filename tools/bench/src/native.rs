@@ -12,9 +12,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use seckill_native::NativeStore;
-use seckill_shared::event::EventId;
-use seckill_shared::{auth, clock, sale};
-use seckill_spin::error::ApiError;
+use seckill_domain::event::EventId;
+use seckill_domain::{auth, clock, sale};
+use seckill_spin_edge::error::ApiError;
 
 /// Settings of the native server.
 #[derive(clap::Args, Clone)]
@@ -67,7 +67,7 @@ async fn buy(
 ) -> Response<Full<Bytes>> {
     let result = async {
         let path = req.uri().path().to_owned();
-        let domain = |e: seckill_shared::Error| ApiError::from(e);
+        let domain = |e: seckill_domain::Error| ApiError::from(e);
         let event = path
             .strip_prefix("/api/events/")
             .and_then(|p| p.strip_suffix("/buy"))

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_tests::{
+use seckill_testkit::{
     ADMIN_TOKEN, PgServer, RedisServer, TestApp, app_vars, free_port, product_manifest,
 };
 use serde_json::{Value, json};
@@ -233,7 +233,7 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
             .call(
                 Method::POST,
                 "/api/events/e2/admission",
-                Some(&seckill_tests::jwt_for(user)),
+                Some(&seckill_testkit::jwt_for(user)),
                 None,
             )
             .await?;

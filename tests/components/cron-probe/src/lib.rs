@@ -6,9 +6,9 @@ use spin_sdk::{redis, variables};
 /// The exported component.
 struct CronProbe;
 
-impl seckill_cron::Guest for CronProbe {
-    fn handle_cron_event(metadata: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> {
-        let fail = |e: String| seckill_cron::Error::Other(e);
+impl seckill_cron_bindings::Guest for CronProbe {
+    fn handle_cron_event(metadata: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
+        let fail = |e: String| seckill_cron_bindings::Error::Other(e);
         let url = variables::get("redis_url").map_err(|e| fail(e.to_string()))?;
         let conn = redis::Connection::open(&url).map_err(|e| fail(e.to_string()))?;
         conn.incr("cron-probe:runs")
@@ -22,4 +22,4 @@ impl seckill_cron::Guest for CronProbe {
     }
 }
 
-seckill_cron::export!(CronProbe with_types_in seckill_cron::bindings);
+seckill_cron_bindings::export!(CronProbe with_types_in seckill_cron_bindings::bindings);

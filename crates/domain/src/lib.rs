@@ -1,5 +1,5 @@
 //! The domain of seckill: what a flash sale is, with no Spin and no HTTP in it. Each function
-//! crate parses its request (with `seckill-spin`), calls one operation from here, and renders
+//! crate parses its request (with `seckill-spin-edge`), calls one operation from here, and renders
 //! the result; nothing below is copied per function.
 //!
 //! - [`sale`]: issue-token, precheck, buy, poll; [`admin`]: what operators do; [`orders`]: the

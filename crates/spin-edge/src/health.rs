@@ -4,7 +4,7 @@
 use serde::Serialize;
 use spin_sdk::pg4;
 
-use seckill_shared::clock;
+use seckill_domain::clock;
 
 use crate::config;
 use crate::store::SpinStore;
@@ -82,7 +82,7 @@ pub fn check() -> Health {
     let redis = probe(|| {
         let urls = config::get(config::REDIS_URL).map_err(|e| e.message)?;
         // Errors name a node by its place in the list: URLs may carry passwords.
-        for (i, url) in seckill_shared::nodes::parse(&urls).into_iter().enumerate() {
+        for (i, url) in seckill_domain::nodes::parse(&urls).into_iter().enumerate() {
             let node = SpinStore::open(url).map_err(|e| format!("node {i}: open: {e}"))?;
             node.ping().map_err(|e| format!("node {i}: PING: {e}"))?;
         }

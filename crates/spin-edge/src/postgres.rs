@@ -1,6 +1,6 @@
 //! The orders database port over Spin's Postgres interface (`spin:postgres/postgres@4.0.0`).
 
-use seckill_shared::sql::{Cell, DbError, Param, Rows, Sql};
+use seckill_domain::sql::{Cell, DbError, Param, Rows, Sql};
 use spin_sdk::pg4::{self as pg, DbValue, ParameterValue};
 
 /// A Spin Postgres connection, as the domain's [`Sql`].

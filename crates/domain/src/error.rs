@@ -1,6 +1,6 @@
 //! The domain's error: what went wrong, in the domain's words, with no HTTP in it. Every error
 //! carries a stable `code` (`snake_case`) clients may switch on; the Spin edge maps each code to
-//! its HTTP status in one table (`seckill_spin::error`).
+//! its HTTP status in one table (`seckill_spin_edge::error`).
 
 /// A dependency of the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

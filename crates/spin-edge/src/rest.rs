@@ -15,8 +15,8 @@
 //! databases (one token each) works like a list of Redis nodes.
 
 use base64::Engine as _;
-use seckill_shared::scripts::Script;
-use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
+use seckill_domain::scripts::Script;
+use seckill_domain::store::{Replies, Reply, Store, StoreError, is_noscript};
 use serde_json::Value;
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
 use spin_sdk::wit::wasi::http0_2_0::types::{

@@ -1,4 +1,4 @@
-//! The Spin edge of seckill: everything that knows Spin, so the domain (`seckill-shared`)
+//! The Spin edge of seckill: everything that knows Spin, so the domain (`seckill-domain`)
 //! does not. A function parses its request here ([`http`]), calls one domain operation over
 //! the adapters here ([`store::SpinStore`]: [`redis::SpinRedis`] or [`rest::RestStore`] by the
 //! URL's scheme; [`postgres::SpinPg`]), and renders the outcome

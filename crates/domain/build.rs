@@ -10,13 +10,13 @@ const CODES: &[(&str, i64, &str)] = include!("src/scripts/codes.in");
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.join("lua");
-    println!("cargo:rerun-if-changed=lua");
+    let dir = root.join("../../shared/lua");
+    println!("cargo:rerun-if-changed=../../shared/lua");
     println!("cargo:rerun-if-changed=src/scripts/codes.in");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
 
     let mut lua_codes =
-        String::from("-- Reply codes (generated from shared/src/scripts/codes.in).\n");
+        String::from("-- Reply codes (generated from crates/domain/src/scripts/codes.in).\n");
     let mut rust_codes = String::new();
     for (name, value, meaning) in CODES {
         writeln!(lua_codes, "local {name} = {value}").unwrap();

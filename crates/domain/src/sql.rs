@@ -1,5 +1,5 @@
 //! The orders database port: what the domain needs from Postgres, and nothing about how it is
-//! reached. Spin's `pg4` interface implements it in the guests (`seckill-spin`), the
+//! reached. Spin's `pg4` interface implements it in the guests (`seckill-spin-edge`), the
 //! `postgres` crate natively (`seckill-native`); the SQL itself lives in `orders`, once.
 
 /// A value bound to a statement parameter.

@@ -2,8 +2,8 @@
 //! Spin's Redis interface ([`SpinRedis`]), `https://` through the Upstash REST protocol over
 //! Spin's outbound HTTP ([`RestStore`]). Same scripts, same replies, same errors.
 
-use seckill_shared::scripts::Script;
-use seckill_shared::store::{Replies, Store, StoreError};
+use seckill_domain::scripts::Script;
+use seckill_domain::store::{Replies, Store, StoreError};
 
 use crate::redis::SpinRedis;
 use crate::rest::RestStore;

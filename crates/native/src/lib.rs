@@ -4,9 +4,9 @@
 
 use std::sync::Mutex;
 
-use seckill_shared::scripts::Script;
-use seckill_shared::sql::{Cell, DbError, Param, Rows, Sql};
-use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
+use seckill_domain::scripts::Script;
+use seckill_domain::sql::{Cell, DbError, Param, Rows, Sql};
+use seckill_domain::store::{Replies, Reply, Store, StoreError, is_noscript};
 
 /// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
 /// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.

@@ -1,5 +1,5 @@
 //! A stand-in for Upstash's REST API in front of a real `redis-server` — tooling for tests and
-//! the bench, not product. It speaks exactly the subset `shared/spin/src/rest.rs` relies on:
+//! the bench, not product. It speaks exactly the subset `crates/spin-edge/src/rest.rs` relies on:
 //! `POST /` with a JSON array (one command), `Authorization: Bearer <token>`,
 //! `Upstash-Encoding: base64`; `200 {"result": …}`, `400 {"error": "…"}` when Redis refuses,
 //! `401` for a bad token. HTTPS with a [`TestCa`] certificate for `localhost` (or plain HTTP,

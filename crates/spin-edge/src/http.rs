@@ -7,9 +7,9 @@ use spin_sdk::http::{
     IncomingRequest, Method, OutgoingResponse, Request, Response, ResponseOutparam,
 };
 
-use seckill_shared::event::EventId;
-use seckill_shared::nodes::{self, Nodes};
-use seckill_shared::{auth, clock};
+use seckill_domain::event::EventId;
+use seckill_domain::nodes::{self, Nodes};
+use seckill_domain::{auth, clock};
 
 use crate::config;
 use crate::error::ApiError;
@@ -192,7 +192,7 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
 }
 
-/// A connection to the Redis node that holds `event` (see [`seckill_shared::nodes`]): one variable
+/// A connection to the Redis node that holds `event` (see [`seckill_domain::nodes`]): one variable
 /// read and one `open`, however many nodes there are.
 pub fn redis_for(event: &EventId) -> Result<SpinStore, ApiError> {
     let urls = config::get(config::REDIS_URL)?;

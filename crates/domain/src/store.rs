@@ -1,6 +1,6 @@
 //! The Redis port: running a script, one EVALSHA per operation, EVAL only when Redis answers
 //! NOSCRIPT (after a restart or a failover). Spin's Redis interface implements it in the guests
-//! (`seckill-spin`), redis-rs natively (`seckill-native`).
+//! (`seckill-spin-edge`), redis-rs natively (`seckill-native`).
 
 use crate::scripts::Script;
 

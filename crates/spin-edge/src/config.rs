@@ -1,7 +1,7 @@
 //! The Spin variables the functions read, in one place.
 
 use crate::error::ApiError;
-use seckill_shared::orders::DrainOptions;
+use seckill_domain::orders::DrainOptions;
 
 use crate::postgres::SpinPg;
 
@@ -34,7 +34,7 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// `fault_injection`).
 pub fn drain_options() -> DrainOptions {
     DrainOptions {
-        owner: format!("drainer-{}", seckill_shared::ids::random_hex(6)),
+        owner: format!("drainer-{}", seckill_domain::ids::random_hex(6)),
         batch: get_or("drain_batch", 500),
         max_batches: get_or("drain_max_batches", 200),
         lease_ms: get_or("drain_lease_ms", 30_000),
@@ -64,5 +64,5 @@ pub fn release_batch() -> i64 {
 
 /// The orders database.
 pub fn postgres() -> Result<SpinPg, ApiError> {
-    Ok(SpinPg::open(&get(PG_URL)?).map_err(seckill_shared::Error::from)?)
+    Ok(SpinPg::open(&get(PG_URL)?).map_err(seckill_domain::Error::from)?)
 }

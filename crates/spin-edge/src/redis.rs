@@ -1,8 +1,8 @@
 //! The Redis port over Spin's Redis interface (`fermyon:spin/redis`): one EVALSHA per script
 //! run, EVAL only on NOSCRIPT.
 
-use seckill_shared::scripts::Script;
-use seckill_shared::store::{Replies, Reply, Store, StoreError, is_noscript};
+use seckill_domain::scripts::Script;
+use seckill_domain::store::{Replies, Reply, Store, StoreError, is_noscript};
 use spin_sdk::redis::{Connection, Error, RedisParameter, RedisResult};
 
 /// A Spin Redis connection, as the domain's [`Store`].

@@ -4,10 +4,10 @@
 //! A cron function implements [`Guest`] and exports it:
 //! ```ignore
 //! struct Drain;
-//! impl seckill_cron::Guest for Drain {
-//!     fn handle_cron_event(m: seckill_cron::Metadata) -> Result<(), seckill_cron::Error> { Ok(()) }
+//! impl seckill_cron_bindings::Guest for Drain {
+//!     fn handle_cron_event(m: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> { Ok(()) }
 //! }
-//! seckill_cron::export!(Drain with_types_in seckill_cron::bindings);
+//! seckill_cron_bindings::export!(Drain with_types_in seckill_cron_bindings::bindings);
 //! ```
 #![allow(missing_docs)]
 
@@ -17,7 +17,7 @@ pub mod bindings {
         world: "fermyon:spin-cron/spin-cron",
         path: "../../wit",
         pub_export_macro: true,
-        default_bindings_module: "seckill_cron::bindings",
+        default_bindings_module: "seckill_cron_bindings::bindings",
     });
 }
 

@@ -2,7 +2,7 @@
 //! message for humans, rendered as `{"error": {"code": "...", "message": "..."}}`. The domain's
 //! errors become one here, through the one table from code to HTTP status ([`status_of`]).
 
-use seckill_shared::Error;
+use seckill_domain::Error;
 use serde::Serialize;
 
 /// An error a client can act on.
@@ -147,7 +147,7 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use seckill_shared::error::Dependency;
+    use seckill_domain::error::Dependency;
 
     #[test]
     fn every_domain_code_has_its_documented_status() {
