@@ -1,9 +1,11 @@
 -- Admin: add users and client addresses to an event's deny lists.
--- KEYS: 1 cfg, 2 denied users, 3 denied addresses
--- ARGV: 1 number of users n, 2..1+n users, then addresses
--- Reply: {OK} | {NOT_FOUND}
-if redis.call('EXISTS', KEYS[1]) == 0 then return {NOT_FOUND} end
-local n = tonumber(ARGV[1])
-for i = 2, 1 + n do redis.call('SADD', KEYS[2], ARGV[i]) end
-for i = 2 + n, #ARGV do redis.call('SADD', KEYS[3], ARGV[i]) end
+--- keys: cfg denied_users denied_addrs
+--- args: users_count entries...
+--- ok:
+-- Refusals: {NOT_FOUND}. entries: users_count users, then addresses.
+if redis.call('EXISTS', K_CFG) == 0 then return {NOT_FOUND} end
+local n = tonumber(A_USERS_COUNT)
+for i, entry in ipairs(A_ENTRIES) do
+  redis.call('SADD', i <= n and K_DENIED_USERS or K_DENIED_ADDRS, entry)
+end
 return {OK}

@@ -1,6 +1,7 @@
 -- drain: remember why an entry failed; it stays pending and is retried, then dead-lettered.
--- KEYS: 1 last errors (hash id → error)
--- ARGV: (stream id, error) pairs
--- Reply: {OK}
-for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+--- keys: errors
+--- args: failures...
+--- ok:
+-- failures: (stream id, error) pairs.
+for i = 1, #A_FAILURES, 2 do redis.call('HSET', K_ERRORS, A_FAILURES[i], A_FAILURES[i + 1]) end
 return {OK}

@@ -1,9 +1,9 @@
 -- drain: give the lease back when done, if it is still ours (another holder's is left alone).
--- KEYS: 1 lease
--- ARGV: 1 lease value "owner|fence"
--- Reply: {OK, released (0/1)}
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+--- keys: lease
+--- args: lease
+--- ok: released:flag
+if redis.call('GET', K_LEASE) == A_LEASE then
+  redis.call('DEL', K_LEASE)
   return {OK, 1}
 end
 return {OK, 0}

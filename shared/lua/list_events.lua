@@ -1,7 +1,8 @@
 -- The registry of events, for the scheduled jobs. Read-only.
--- KEYS: 1 registry (set)
--- ARGV: none
--- Reply: {OK, event ids...}
+--- keys: registry
+--- args:
+--- ok: ...
+-- Then the event ids.
 local out = {OK}
-for _, e in ipairs(redis.call('SMEMBERS', KEYS[1])) do out[#out + 1] = e end
+for _, e in ipairs(redis.call('SMEMBERS', K_REGISTRY)) do out[#out + 1] = e end
 return out

@@ -1,15 +1,11 @@
 -- reconcile: the Redis side of an event's books. Read-only.
--- KEYS: 1 cfg, 2 order sequence, 3 drained counter, 4 queue, 5 dead letters, 6 stock (hash),
---       7 orders (hash)
--- ARGV: none
--- Reply: {OK, initial stock, remaining in shards, accepted, drained, stream length, dead letters,
---         dead orders} | {NOT_FOUND}
+--- keys: cfg seq drained queue dead stock orders
+--- args:
+--- ok: initial_stock:i64 remaining:i64 accepted:i64 drained:i64 stream_length:i64 dead_letters:i64 dead_orders:i64
+-- Otherwise: {NOT_FOUND}.
 -- Dead orders: dead letters that are accepted orders (their order is still `queued`): units
 -- sold that never reached Postgres. Entries that never were orders do not count.
-local cfg = hmget(KEYS[1], 'stock', 'shards')
+local cfg = hmget(K_CFG, 'stock')
 if not cfg.stock then return {NOT_FOUND} end
-local left = 0
-for _, n in ipairs(redis.call('HVALS', KEYS[6])) do left = left + tonumber(n) end
-return {OK, tonumber(cfg.stock), left, tonumber(redis.call('GET', KEYS[2]) or '0'),
-  tonumber(redis.call('GET', KEYS[3]) or '0'), redis.call('XLEN', KEYS[4]), redis.call('XLEN', KEYS[5]),
-  dead_orders(KEYS[5], KEYS[7])}
+return {OK, tonumber(cfg.stock), units_left(K_STOCK), get_number(K_SEQ), get_number(K_DRAINED),
+  redis.call('XLEN', K_QUEUE), redis.call('XLEN', K_DEAD), dead_orders(K_DEAD, K_ORDERS)}

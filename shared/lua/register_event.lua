@@ -1,6 +1,6 @@
 -- Adds an event to the registry the scheduled jobs walk (a key of its own slot).
--- KEYS: 1 registry (set)
--- ARGV: 1 event id
--- Reply: {OK}
-redis.call('SADD', KEYS[1], ARGV[1])
+--- keys: registry
+--- args: event
+--- ok:
+redis.call('SADD', K_REGISTRY, A_EVENT)
 return {OK}

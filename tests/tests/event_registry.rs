@@ -3,12 +3,12 @@
 //! out of the registry: the drain would never visit its orders. Native, over a real Redis.
 
 use anyhow::Result;
-use seckill_native::NativeStore;
 use seckill_domain::admin;
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::keys::{EventKeys, REGISTRY};
-use seckill_domain::scripts::Script;
+use seckill_domain::scripts;
 use seckill_domain::store::{Replies, Store, StoreError};
+use seckill_native::NativeStore;
 use seckill_testkit::RedisServer;
 use serde_json::json;
 
@@ -19,16 +19,15 @@ struct LostOn<S> {
 }
 
 impl<S: Store> Store for LostOn<S> {
-    fn run(
-        &self,
-        script: &Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<Replies, StoreError> {
-        if script.name == self.script {
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        if scripts::by_sha(sha).is_some_and(|s| s.name == self.script) {
             return Err(StoreError::unreachable("connection lost (injected)"));
         }
-        self.inner.run(script, keys, args)
+        self.inner.evalsha(sha, keys, args)
+    }
+
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        self.inner.eval(source, keys, args)
     }
 }
 

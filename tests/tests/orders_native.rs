@@ -4,11 +4,12 @@
 //! host and the `.wasm` files are in `orders.rs`.
 
 use anyhow::{Context, Result};
-use seckill_native::{NativePg, NativeStore};
 use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::ids::OrderId;
 use seckill_domain::nodes::Nodes;
 use seckill_domain::orders::{self, DrainOptions};
 use seckill_domain::{admin, auth, clock, sale};
+use seckill_native::{NativePg, NativeStore};
 use seckill_testkit::{PgServer, RedisServer};
 use serde_json::json;
 
@@ -86,7 +87,6 @@ fn drain_options() -> DrainOptions {
         reclaim_idle_ms: 1_000,
         max_deliveries: 3,
         until: None,
-        fault: None,
     }
 }
 
@@ -119,7 +119,7 @@ fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
     let now = clock::now_ms();
     for (user, order) in &accepted[..10] {
         for _ in 0..2 {
-            let paid = orders::pay(&store, &db, &event, user, order, now)?;
+            let paid = orders::pay(&store, &db, &event, user, &OrderId::parse(order)?, now)?;
             assert_eq!(paid.status, "paid");
         }
     }
@@ -135,8 +135,8 @@ fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
     let again = orders::release_expired(&nodes, &db, later, 1_000)?;
     assert_eq!((again.expired, again.released), (0, 0), "{again:?}");
     let (user, order) = &accepted[20];
-    let late = orders::pay(&store, &db, &event, user, order, later).err();
-    assert_eq!(late.map(|e| e.code()), Some("order_expired"));
+    let late = orders::pay(&store, &db, &event, user, &OrderId::parse(order)?, later).err();
+    assert_eq!(late.map(|e| e.code().as_str()), Some("order_expired"));
 
     assert_eq!(
         (count(&pg, &event, "paid")?, count(&pg, &event, "expired")?),
@@ -170,13 +170,28 @@ fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
     // every deadline, then the other half try to pay: each order ends paid xor expired.
     let at = u64::try_from(deadline).context("a deadline")?;
     for (user, order) in &accepted[..5] {
-        orders::pay(&store, &db, &event, user, order, at - 1_001)?;
+        orders::pay(
+            &store,
+            &db,
+            &event,
+            user,
+            &OrderId::parse(order)?,
+            at - 1_001,
+        )?;
     }
     let released = orders::release_expired(&nodes, &db, at + 1, 1_000)?;
     assert_eq!(released.expired, 5, "{released:?}");
     for (user, order) in &accepted[5..] {
-        let refused = orders::pay(&store, &db, &event, user, order, at - 1_001).err();
-        assert_eq!(refused.map(|e| e.code()), Some("order_expired"));
+        let refused = orders::pay(
+            &store,
+            &db,
+            &event,
+            user,
+            &OrderId::parse(order)?,
+            at - 1_001,
+        )
+        .err();
+        assert_eq!(refused.map(|e| e.code().as_str()), Some("order_expired"));
     }
     assert_eq!(
         (count(&pg, &event, "paid")?, count(&pg, &event, "expired")?),

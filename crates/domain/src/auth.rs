@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::Error;
+use crate::error::{Error, ErrorCode};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -30,7 +30,7 @@ pub struct Claims {
 }
 
 fn unauthorized(message: &str) -> Error {
-    Error::refused("unauthorized", message)
+    Error::refused(ErrorCode::Unauthorized, message)
 }
 
 fn mac(secret: &[u8]) -> HmacSha256 {
@@ -119,7 +119,12 @@ pub fn admission_token(secret: &[u8], event: &str, user: &str) -> String {
 
 /// Checks an admission token without Redis: only we can have made it, for this user and event.
 pub fn verify_admission(secret: &[u8], event: &str, user: &str, token: &str) -> Result<(), Error> {
-    let not_admitted = || Error::refused("not_admitted", "no valid admission token for this event");
+    let not_admitted = || {
+        Error::refused(
+            ErrorCode::NotAdmitted,
+            "no valid admission token for this event",
+        )
+    };
     let sig = token.strip_prefix("a1.").ok_or_else(not_admitted)?;
     let sig = B64.decode(sig).map_err(|_| not_admitted())?;
     admission_mac(secret, event, user)
@@ -169,7 +174,7 @@ mod tests {
         assert_eq!(verify_jwt(&t, b"k", 1_000).unwrap().sub, "u1");
         assert_eq!(
             verify_jwt(&t, b"other", 1_000).unwrap_err().code(),
-            "unauthorized"
+            ErrorCode::Unauthorized
         );
         assert_eq!(
             verify_jwt(&t, b"k", 2_000).unwrap_err().reason(),
@@ -208,7 +213,7 @@ mod tests {
         assert!(verify_admission(b"s", "e1", "u1", &t).is_ok());
         assert_eq!(
             verify_admission(b"s", "e1", "u2", &t).unwrap_err().code(),
-            "not_admitted"
+            ErrorCode::NotAdmitted
         );
         assert!(verify_admission(b"s", "e2", "u1", &t).is_err());
         assert!(verify_admission(b"x", "e1", "u1", &t).is_err());

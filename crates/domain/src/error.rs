@@ -1,6 +1,99 @@
 //! The domain's error: what went wrong, in the domain's words, with no HTTP in it. Every error
-//! carries a stable `code` (`snake_case`) clients may switch on; the Spin edge maps each code to
-//! its HTTP status in one table (`seckill_spin_edge::error`).
+//! carries a stable [`ErrorCode`] clients may switch on; the Spin edge gives each code its HTTP
+//! status in one exhaustive match (`seckill_spin_edge::error::status_of`), and a test holds the
+//! list against `api/openapi.yaml`'s `ErrorCode`.
+
+/// Declares [`ErrorCode`] once: each variant with its wire name, and the list of them all.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $variant:ident = $wire:literal,)*) => {
+        /// Every code an error response carries (`{"error": {"code": ...}}`): the one list.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The stable wire name (`snake_case`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// The body is not the expected JSON.
+    MalformedJson = "malformed_json",
+    /// The event id is not 1–64 of `[A-Za-z0-9_-]`.
+    BadEventId = "bad_event_id",
+    /// Admin: a configuration value out of range, or nothing to change.
+    InvalidConfig = "invalid_config",
+    /// Admin: a deny list with no entries or too many.
+    InvalidDenyList = "invalid_deny_list",
+    /// Pay: the order id is not 1–64 hex digits.
+    BadOrderId = "bad_order_id",
+    /// A query parameter out of range.
+    BadQuery = "bad_query",
+    /// The request body could not be read.
+    UnreadableBody = "unreadable_body",
+    /// Demo login: not a valid user name.
+    BadUserId = "bad_user_id",
+    /// Bearer token missing or invalid, or a wrong job key.
+    Unauthorized = "unauthorized",
+    /// Precheck: no valid admission token.
+    NotAdmitted = "not_admitted",
+    /// On a deny list.
+    Denied = "denied",
+    /// Lottery: drawn, not selected.
+    NotSelected = "not_selected",
+    /// Buy: purchase token missing, used, expired or not yours.
+    BadPurchaseToken = "bad_purchase_token",
+    /// No such event.
+    EventNotFound = "event_not_found",
+    /// Pay: no such order of the caller's.
+    OrderNotFound = "order_not_found",
+    /// No such route or resource.
+    NotFound = "not_found",
+    /// Demo login: switched off.
+    DemoLoginOff = "demo_login_off",
+    /// The route does not take this method.
+    MethodNotAllowed = "method_not_allowed",
+    /// The user already has an order for this event.
+    AlreadyBought = "already_bought",
+    /// Pay: the payment window has closed.
+    OrderExpired = "order_expired",
+    /// The change conflicts with the current state.
+    Conflict = "conflict",
+    /// Nothing left to buy.
+    SoldOut = "sold_out",
+    /// After the end.
+    SaleEnded = "sale_ended",
+    /// Every admission token is handed out.
+    AdmissionClosed = "admission_closed",
+    /// The body is over the limit.
+    BodyTooLarge = "body_too_large",
+    /// Before the start.
+    TooEarly = "too_early",
+    /// A token bucket is empty.
+    RateLimited = "rate_limited",
+    /// Switched off, or not warmed up yet.
+    SalePaused = "sale_paused",
+    /// Redis or Postgres could not be reached, timed out or was not ready.
+    Unavailable = "unavailable",
+    /// Our fault, or data a dependency refuses.
+    Internal = "internal",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A dependency of the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +111,7 @@ pub enum Error {
     #[error("{code}: {message}")]
     Invalid {
         /// Stable identifier.
-        code: &'static str,
+        code: ErrorCode,
         /// For humans.
         message: String,
     },
@@ -26,7 +119,7 @@ pub enum Error {
     #[error("{code}: {message}")]
     Refused {
         /// Stable identifier.
-        code: &'static str,
+        code: ErrorCode,
         /// For humans.
         message: String,
         /// When trying again makes sense (too early, rate limited, paused).
@@ -52,7 +145,7 @@ pub enum Error {
 
 impl Error {
     /// Malformed or out-of-range input.
-    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {
         Error::Invalid {
             code,
             message: message.into(),
@@ -60,7 +153,7 @@ impl Error {
     }
 
     /// A refusal by the sale's rules.
-    pub fn refused(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn refused(code: ErrorCode, message: impl Into<String>) -> Self {
         Error::Refused {
             code,
             message: message.into(),
@@ -69,7 +162,7 @@ impl Error {
     }
 
     /// A refusal that may succeed after `ms`.
-    pub fn refused_for(code: &'static str, message: impl Into<String>, ms: u64) -> Self {
+    pub fn refused_for(code: ErrorCode, message: impl Into<String>, ms: u64) -> Self {
         Error::Refused {
             code,
             message: message.into(),
@@ -98,11 +191,11 @@ impl Error {
     }
 
     /// The stable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Invalid { code, .. } | Error::Refused { code, .. } => code,
-            Error::Unavailable { .. } => "unavailable",
-            Error::Bug { .. } => "internal",
+            Error::Invalid { code, .. } | Error::Refused { code, .. } => *code,
+            Error::Unavailable { .. } => ErrorCode::Unavailable,
+            Error::Bug { .. } => ErrorCode::Internal,
         }
     }
 

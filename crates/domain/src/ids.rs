@@ -1,5 +1,31 @@
 //! Identifiers and randomness: home shards, order ids, one-time tokens.
 
+use crate::error::{Error, ErrorCode};
+
+/// An order id from a client: 1–64 hex digits (what [`new_order_id`] makes), safe inside SQL
+/// parameters, Redis fields and URLs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OrderId(String);
+
+impl OrderId {
+    /// Validates an id from a URL.
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        if !raw.is_empty() && raw.len() <= 64 && raw.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(OrderId(raw.to_owned()))
+        } else {
+            Err(Error::invalid(
+                ErrorCode::BadOrderId,
+                "order ids are 1-64 hex digits",
+            ))
+        }
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// 64-bit FNV-1a followed by SplitMix64's finalizer: FNV alone clusters sequential ids
 /// ("user1", "user2", …) into neighbouring values, and uneven hashing strands stock on busy
 /// shards; the finalizer spreads them over all shards.
@@ -67,6 +93,19 @@ mod tests {
                     "shard {s} of {shards} got {c}, expected ~{expected}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn order_ids_are_hex_of_bounded_length() {
+        let made = new_order_id(1_764_000_000_000);
+        assert_eq!(OrderId::parse(&made).unwrap().as_str(), made);
+        for bad in ["", "xyz", "12 34", &"a".repeat(65)] {
+            assert_eq!(
+                OrderId::parse(bad).unwrap_err().code(),
+                ErrorCode::BadOrderId,
+                "{bad:?}"
+            );
         }
     }
 

@@ -5,9 +5,10 @@
 //! - [`sale`]: issue-token, precheck, buy, poll; [`admin`]: what operators do; [`orders`]: the
 //!   drain into Postgres, payment, timeout release, reconciliation.
 //! - [`keys`]: the Redis key schema; [`nodes`]: which Redis node holds an event;
-//!   [`scripts`]: every Lua script, typed.
-//! - The two ports the domain runs against: [`store::Store`] (Redis scripts) and [`sql::Sql`]
-//!   (the orders database).
+//!   [`registry`]: the events each node holds; [`scripts`]: every Lua script, typed, from the
+//!   contracts declared in `shared/lua/`.
+//! - The two ports the domain runs against: [`store::Store`] (EVALSHA/EVAL) and [`sql::Sql`]
+//!   (the orders database); in-memory fakes of both for the unit tests (`testing`).
 //! - [`auth`]: buyer JWTs, admission tokens, the admin secret; [`event`]: event configuration.
 
 pub mod admin;
@@ -19,9 +20,13 @@ pub mod ids;
 pub mod keys;
 pub mod nodes;
 pub mod orders;
+pub mod registry;
 pub mod sale;
 pub mod scripts;
 pub mod sql;
 pub mod store;
+
+#[cfg(test)]
+mod testing;
 
 pub use error::Error;

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::auth;
-use crate::error::{Dependency, Error};
+use crate::error::{Dependency, Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids;
 use crate::keys::EventKeys;
@@ -13,7 +13,7 @@ use crate::store::{Store, StoreError};
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
-        if e.transient {
+        if e.is_transient() {
             Error::unavailable(Dependency::Redis, "the sale is busy; try again", e)
         } else {
             Error::bug(e)
@@ -25,36 +25,45 @@ impl From<StoreError> for Error {
 impl From<Refusal> for Error {
     fn from(r: Refusal) -> Self {
         match r {
-            Refusal::NotFound => Error::refused("event_not_found", "no such event"),
+            Refusal::NotFound => Error::refused(ErrorCode::EventNotFound, "no such event"),
             Refusal::Paused => Error::refused_for(
-                "sale_paused",
+                ErrorCode::SalePaused,
                 "the sale is paused or not warmed up yet",
                 5_000,
             ),
             Refusal::TooEarly { wait_ms } => Error::refused_for(
-                "too_early",
+                ErrorCode::TooEarly,
                 format!("the sale starts in {wait_ms} ms"),
                 wait_ms,
             ),
-            Refusal::Ended => Error::refused("sale_ended", "the sale has ended"),
-            Refusal::SoldOut => Error::refused("sold_out", "sold out"),
+            Refusal::Ended => Error::refused(ErrorCode::SaleEnded, "the sale has ended"),
+            Refusal::SoldOut => Error::refused(ErrorCode::SoldOut, "sold out"),
             Refusal::BadToken => Error::refused(
-                "bad_purchase_token",
+                ErrorCode::BadPurchaseToken,
                 "purchase token missing, used, expired or not yours: run precheck again",
             ),
             Refusal::Already { order_id } => Error::refused(
-                "already_bought",
+                ErrorCode::AlreadyBought,
                 format!("you already have order {order_id}"),
             ),
-            Refusal::Limited => {
-                Error::refused_for("rate_limited", "too many requests; slow down", 1_000)
+            Refusal::Limited => Error::refused_for(
+                ErrorCode::RateLimited,
+                "too many requests; slow down",
+                1_000,
+            ),
+            Refusal::Denied => {
+                Error::refused(ErrorCode::Denied, "not allowed to take part in this sale")
             }
-            Refusal::Denied => Error::refused("denied", "not allowed to take part in this sale"),
-            Refusal::AdmissionClosed => {
-                Error::refused("admission_closed", "all admission tokens are handed out")
+            Refusal::AdmissionClosed => Error::refused(
+                ErrorCode::AdmissionClosed,
+                "all admission tokens are handed out",
+            ),
+            Refusal::NotSelected => {
+                Error::refused(ErrorCode::NotSelected, "not drawn in the lottery")
             }
-            Refusal::NotSelected => Error::refused("not_selected", "not drawn in the lottery"),
-            Refusal::Conflict => Error::refused("conflict", "conflicts with the event's state"),
+            Refusal::Conflict => {
+                Error::refused(ErrorCode::Conflict, "conflicts with the event's state")
+            }
         }
     }
 }
@@ -138,7 +147,14 @@ pub struct Accepted {
     pub shard: u32,
 }
 
-/// buy: one script does it all (see `lua/buy.lua`).
+/// The place in the drain's queue of the order with sequence number `seq` when `drained`
+/// orders have reached Postgres: the orders ahead of it still to drain, itself included (at
+/// least 1 while it is queued; orders drain in about `seq` order).
+pub fn queue_position(seq: u64, drained: u64) -> u64 {
+    seq.saturating_sub(drained).max(1)
+}
+
+/// buy: one script does it all (see `shared/lua/buy.lua`).
 pub fn buy(
     store: &impl Store,
     event: &EventId,
@@ -159,7 +175,7 @@ pub fn buy(
     Ok(Accepted {
         order_id,
         status: "queued",
-        position: bought.seq.saturating_sub(bought.drained).max(1),
+        position: queue_position(bought.seq, bought.drained),
         shard: bought.shard,
     })
 }
@@ -196,51 +212,49 @@ pub struct Polled {
     /// The answer for the buyer.
     pub result: PollResult,
     /// This poll should drain the event once it has answered ([`crate::orders::catch_up`]):
-    /// its order is still queued and no other poll was elected in the last `nudge_ms`.
+    /// its order is still queued and no other poll was elected in the last `poll_drain_ms`.
     pub drain_due: bool,
 }
 
 /// poll: the user's result, from Redis only. Where no scheduler drains every second, the
-/// buyers waiting in the queue carry the drain: `nudge_ms > 0` elects at most one of their
-/// polls per event every `nudge_ms` to drain after answering.
+/// buyers waiting in the queue carry the drain: `poll_drain_ms > 0` elects at most one of
+/// their polls per event every `poll_drain_ms` to drain after answering.
 pub fn poll(
     store: &impl Store,
     event: &EventId,
     user: &str,
-    nudge_ms: u64,
+    poll_drain_ms: u64,
 ) -> Result<Polled, Error> {
-    use scripts::poll::Polled as P;
-    let (result, drain_due) =
-        match scripts::poll::run(store, &EventKeys::new(event), user, nudge_ms)? {
-            P::Order {
-                order_id, status, ..
-            } if status != "queued" => (
-                PollResult::Order {
-                    order_id,
-                    state: status,
-                },
-                false,
-            ),
-            P::Order {
-                order_id,
-                seq,
-                drained,
-                drain_rate,
-                drain_due,
-                ..
-            } => {
-                let position = seq.saturating_sub(drained).max(1);
-                let queued = PollResult::Queued {
-                    order_id,
+    use scripts::poll::OrderState;
+    let polled = match scripts::poll::run(store, &EventKeys::new(event), user, poll_drain_ms)? {
+        OrderState::Order(o) if o.status != "queued" => Polled {
+            result: PollResult::Order {
+                order_id: o.order_id,
+                state: o.status,
+            },
+            drain_due: false,
+        },
+        OrderState::Order(o) => {
+            let position = queue_position(o.seq, o.drained);
+            Polled {
+                result: PollResult::Queued {
+                    order_id: o.order_id,
                     position,
-                    estimated_wait_ms: position * 1000 / drain_rate.max(1),
-                };
-                (queued, drain_due)
+                    estimated_wait_ms: position * 1000 / o.drain_rate.max(1),
+                },
+                drain_due: o.drain_due,
             }
-            P::NoOrder { sold_out: true } => (PollResult::SoldOut, false),
-            P::NoOrder { sold_out: false } => (PollResult::None, false),
-        };
-    Ok(Polled { result, drain_due })
+        }
+        OrderState::NoOrder { sold_out } => Polled {
+            result: if sold_out {
+                PollResult::SoldOut
+            } else {
+                PollResult::None
+            },
+            drain_due: false,
+        },
+    };
+    Ok(polled)
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).
@@ -250,3 +264,6 @@ pub use crate::scripts::event_info::EventInfo;
 pub fn event_info(store: &impl Store, event: &EventId) -> Result<EventInfo, Error> {
     Ok(scripts::event_info::run(store, &EventKeys::new(event))?)
 }
+
+#[cfg(test)]
+mod tests;

@@ -41,13 +41,23 @@ pub struct Rows {
 
 /// A Postgres failure: `connection` when the database could not be reached (retry later),
 /// otherwise the statement failed (the data is at fault).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("postgres: {message}")]
 pub struct DbError {
     /// Whether the database was unreachable.
     pub connection: bool,
     /// What happened.
     pub message: String,
+}
+
+impl DbError {
+    /// The database answered with what the statement's caller does not expect.
+    pub fn unexpected(message: impl Into<String>) -> Self {
+        DbError {
+            connection: false,
+            message: message.into(),
+        }
+    }
 }
 
 /// A connection to the orders database.

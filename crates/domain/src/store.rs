@@ -1,8 +1,8 @@
-//! The Redis port: running a script, one EVALSHA per operation, EVAL only when Redis answers
-//! NOSCRIPT (after a restart or a failover). Spin's Redis interface implements it in the guests
-//! (`seckill-spin-edge`), redis-rs natively (`seckill-native`).
-
-use crate::scripts::Script;
+//! The Redis port: the two commands a script run needs, EVALSHA and EVAL. Spin's Redis
+//! interface and the Upstash REST protocol implement it in the guests (`seckill-spin-edge`),
+//! redis-rs natively (`seckill-native`), a fake in the unit tests ([`crate::testing`]). What
+//! to do with them (EVALSHA, then EVAL only on NOSCRIPT) is written once, in
+//! [`crate::scripts::run`].
 
 /// One element of a script's reply (Spin flattens nested arrays, so replies are flat lists).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,75 +17,107 @@ pub enum Reply {
     Status(String),
 }
 
+/// A script's reply, flat; read it with [`crate::scripts::Reader`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replies(pub Vec<Reply>);
+
+/// What kind of failure a Redis call met. Each adapter sorts its client's errors into these
+/// once, from the client's own error type or Redis's error code, never from free text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// Redis does not hold the script (after a restart or a failover): send its source.
+    NoScript,
+    /// Redis could not be reached, timed out or was not ready (loading, busy, read-only,
+    /// failing over): worth a retry.
+    Unavailable,
+    /// A script error, or a reply its caller does not expect: our bug, or the data's.
+    Failed,
+}
+
+impl StoreErrorKind {
+    /// The kind of a Redis error reply, from its code (the reply's first word: `NOSCRIPT`,
+    /// `LOADING`…), as Redis defines them (<https://redis.io/docs/latest/develop/reference/protocol-spec/#simple-errors>).
+    pub fn of_redis_code(code: &str) -> Self {
+        match code {
+            "NOSCRIPT" => StoreErrorKind::NoScript,
+            "LOADING" | "BUSY" | "READONLY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "OOM" => {
+                StoreErrorKind::Unavailable
+            }
+            _ => StoreErrorKind::Failed,
+        }
+    }
+}
+
 /// A failure to reach Redis or run a script (never a business outcome: those are reply codes).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("redis: {message}")]
 pub struct StoreError {
-    /// Whether Redis could not be reached, timed out or was not ready (worth a retry), as
-    /// opposed to a script or reply that is wrong (our bug, or the data's).
-    pub transient: bool,
-    /// What happened.
+    /// What kind.
+    pub kind: StoreErrorKind,
+    /// What happened, in the client's words.
     pub message: String,
 }
 
 impl StoreError {
-    /// Redis could not be reached, timed out or is not ready to serve.
-    pub fn unreachable(message: impl Into<String>) -> Self {
+    /// An error of `kind`.
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
         StoreError {
-            transient: true,
+            kind,
             message: message.into(),
         }
+    }
+
+    /// Redis could not be reached, timed out or is not ready to serve.
+    pub fn unreachable(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Unavailable, message)
     }
 
     /// A script failed or replied with what its caller does not expect.
     pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(StoreErrorKind::Failed, message)
+    }
+
+    /// Whether a retry may succeed.
+    pub fn is_transient(&self) -> bool {
+        self.kind == StoreErrorKind::Unavailable
+    }
+
+    /// The same error, its message prefixed with what was being done.
+    pub fn context(self, what: &str) -> Self {
         StoreError {
-            transient: false,
-            message: message.into(),
-        }
-    }
-
-    /// Sorts an error text from a Redis client: server errors that mean "not now" (loading,
-    /// busy with a script, read-only replica, out of memory, failing over) and I/O failures
-    /// are transient; anything else (`ERR` in a script, `WRONGTYPE`) is a failure.
-    pub fn from_message(message: impl Into<String>) -> Self {
-        const TRANSIENT: [&str; 14] = [
-            "LOADING",
-            "BUSY",
-            "READONLY",
-            "MASTERDOWN",
-            "TRYAGAIN",
-            "CLUSTERDOWN",
-            "OOM",
-            "os error",
-            "onnection",
-            "timed out",
-            "roken pipe",
-            "reset by peer",
-            "EOF",
-            "I/O",
-        ];
-        let message = message.into();
-        if TRANSIENT.iter().any(|t| message.contains(t)) {
-            Self::unreachable(message)
-        } else {
-            Self::failed(message)
+            message: format!("{what}: {}", self.message),
+            ..self
         }
     }
 }
 
-/// Something that can run a script.
+/// Something that can run a script: EVALSHA and EVAL, nothing else.
 pub trait Store {
-    /// Runs `script` with `keys` and `args`.
-    fn run(&self, script: &Script, keys: &[String], args: &[String])
-    -> Result<Replies, StoreError>;
+    /// `EVALSHA sha numkeys keys… args…`.
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError>;
+
+    /// `EVAL source numkeys keys… args…`.
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError>;
 }
 
-/// Whether an error message is Redis's NOSCRIPT (as redis-rs or the server words it).
-pub fn is_noscript(message: &str) -> bool {
-    message.contains("NOSCRIPT") || message.contains("NoScriptError")
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// A script's reply, flat; read it with [`crate::scripts::Reader`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replies(pub Vec<Reply>);
+    #[test]
+    fn redis_error_codes_sort_into_kinds() {
+        use StoreErrorKind::*;
+        for (code, kind) in [
+            ("NOSCRIPT", NoScript),
+            ("LOADING", Unavailable),
+            ("BUSY", Unavailable),
+            ("READONLY", Unavailable),
+            ("OOM", Unavailable),
+            ("ERR", Failed),
+            ("WRONGTYPE", Failed),
+            ("noscript", Failed),
+        ] {
+            assert_eq!(StoreErrorKind::of_redis_code(code), kind, "{code}");
+        }
+    }
+}

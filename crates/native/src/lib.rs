@@ -1,15 +1,14 @@
 //! Native adapters of the domain's two ports, so the domain runs outside WASM exactly as the
 //! guests run it: [`NativeStore`] (redis-rs, single node or cluster) and [`NativePg`] (the
-//! `postgres` crate, blocking, like Spin's interface).
+//! `postgres` crate, blocking, like Spin's interface). The benchmark's native baseline and the
+//! tests that drive the domain without the host use them.
 
 use std::sync::Mutex;
 
-use seckill_domain::scripts::Script;
 use seckill_domain::sql::{Cell, DbError, Param, Rows, Sql};
-use seckill_domain::store::{Replies, Reply, Store, StoreError, is_noscript};
+use seckill_domain::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 
-/// Runs the shared scripts natively over any redis-rs connection (single node or cluster), the
-/// same way the guests run them over Spin's interface: EVALSHA, EVAL on NOSCRIPT.
+/// The Redis port over any redis-rs connection (single node or cluster).
 pub struct NativeStore<C>(pub Mutex<C>);
 
 impl<C: redis::ConnectionLike> NativeStore<C> {
@@ -31,38 +30,43 @@ fn to_reply(v: redis::Value, out: &mut Vec<Reply>) {
     }
 }
 
-impl<C: redis::ConnectionLike> Store for NativeStore<C> {
-    fn run(
+impl<C: redis::ConnectionLike> NativeStore<C> {
+    fn eval_command(
         &self,
-        script: &Script,
+        command: &str,
+        first: &str,
         keys: &[String],
         args: &[String],
     ) -> Result<Replies, StoreError> {
-        let mut conn = self.0.lock().unwrap();
-        let build = |first: &str| {
-            let mut cmd = redis::cmd(if first == script.sha {
-                "EVALSHA"
-            } else {
-                "EVAL"
-            });
-            cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
-            cmd
-        };
-        let value = match build(script.sha).query::<redis::Value>(&mut *conn) {
-            Err(e) if is_noscript(&e.to_string()) => build(script.source).query(&mut *conn),
-            other => other,
-        }
-        .map_err(|e| {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                StoreError::unreachable(e.to_string())
-            } else {
-                StoreError::from_message(e.to_string())
-            }
-        })?;
+        let mut cmd = redis::cmd(command);
+        cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
+        let mut conn = self.0.lock().expect("no panic holds the connection");
+        let value = cmd.query::<redis::Value>(&mut *conn).map_err(store_error)?;
         let mut out = Vec::new();
         to_reply(value, &mut out);
         Ok(Replies(out))
     }
+}
+
+impl<C: redis::ConnectionLike> Store for NativeStore<C> {
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        self.eval_command("EVALSHA", sha, keys, args)
+    }
+
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        self.eval_command("EVAL", source, keys, args)
+    }
+}
+
+/// A redis-rs error, by kind: the transport's failures, else Redis's error code.
+fn store_error(e: redis::RedisError) -> StoreError {
+    let kind = if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+        StoreErrorKind::Unavailable
+    } else {
+        e.code()
+            .map_or(StoreErrorKind::Failed, StoreErrorKind::of_redis_code)
+    };
+    StoreError::new(kind, e.to_string())
 }
 
 /// The orders database over the `postgres` crate. Blocking: call it outside an async runtime

@@ -30,9 +30,13 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// The drain's tuning: `drain_batch`, `drain_max_batches`, `drain_lease_ms`,
-/// `drain_reclaim_idle_ms`, `drain_max_deliveries` (and, in the tests' build only,
-/// `fault_injection`).
+/// `drain_reclaim_idle_ms`, `drain_max_deliveries`. In the tests' build only, it also arms the
+/// drain's `fault_injection` point.
 pub fn drain_options() -> DrainOptions {
+    #[cfg(feature = "fault-injection")]
+    if let Ok(point) = spin_sdk::variables::get("fault_injection") {
+        seckill_domain::orders::fault::arm(&point);
+    }
     DrainOptions {
         owner: format!("drainer-{}", seckill_domain::ids::random_hex(6)),
         batch: get_or("drain_batch", 500),
@@ -41,12 +45,6 @@ pub fn drain_options() -> DrainOptions {
         reclaim_idle_ms: get_or("drain_reclaim_idle_ms", 30_000),
         max_deliveries: get_or("drain_max_deliveries", 5),
         until: None,
-        #[cfg(feature = "fault-injection")]
-        fault: spin_sdk::variables::get("fault_injection")
-            .ok()
-            .filter(|f| !f.is_empty()),
-        #[cfg(not(feature = "fault-injection"))]
-        fault: None,
     }
 }
 

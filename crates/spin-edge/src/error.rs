@@ -1,8 +1,10 @@
 //! The error every HTTP function returns: a status, a stable machine-readable `code`, and a
 //! message for humans, rendered as `{"error": {"code": "...", "message": "..."}}`. The domain's
-//! errors become one here, through the one table from code to HTTP status ([`status_of`]).
+//! errors become one here; a code's HTTP status is [`status_of`], an exhaustive match, so a new
+//! code does not compile until it has one.
 
 use seckill_domain::Error;
+use seckill_domain::error::ErrorCode;
 use serde::Serialize;
 
 /// An error a client can act on.
@@ -11,8 +13,8 @@ use serde::Serialize;
 pub struct ApiError {
     /// HTTP status.
     pub status: u16,
-    /// Stable identifier clients may switch on (`snake_case`).
-    pub code: &'static str,
+    /// Stable identifier clients may switch on.
+    pub code: ErrorCode,
     /// Human-readable detail.
     pub message: String,
     /// A header the status calls for: `retry-after` (425, 429, 503) or `allow` (405).
@@ -22,35 +24,37 @@ pub struct ApiError {
     pub detail: Option<String>,
 }
 
-/// The HTTP status of each code the domain answers with (`api/openapi.yaml`, `ErrorCode`).
-pub fn status_of(code: &str) -> u16 {
+/// The HTTP status of each code (`api/openapi.yaml`, `ErrorCode`, lists the same pairs; a test
+/// holds them together).
+pub fn status_of(code: ErrorCode) -> u16 {
+    use ErrorCode::*;
     match code {
-        "malformed_json" | "bad_event_id" | "invalid_config" | "invalid_deny_list"
-        | "bad_order_id" | "unreadable_body" | "bad_query" => 400,
-        "unauthorized" => 401,
-        "not_admitted" | "denied" | "not_selected" | "bad_purchase_token" => 403,
-        "event_not_found" | "order_not_found" | "not_found" => 404,
-        "method_not_allowed" => 405,
-        "already_bought" | "order_expired" | "conflict" => 409,
-        "sold_out" | "sale_ended" | "admission_closed" => 410,
-        "body_too_large" => 413,
-        "too_early" => 425,
-        "rate_limited" => 429,
-        "sale_paused" | "unavailable" => 503,
-        _ => 500,
+        MalformedJson | BadEventId | InvalidConfig | InvalidDenyList | BadOrderId | BadQuery
+        | UnreadableBody | BadUserId => 400,
+        Unauthorized => 401,
+        NotAdmitted | Denied | NotSelected | BadPurchaseToken => 403,
+        EventNotFound | OrderNotFound | NotFound | DemoLoginOff => 404,
+        MethodNotAllowed => 405,
+        AlreadyBought | OrderExpired | Conflict => 409,
+        SoldOut | SaleEnded | AdmissionClosed => 410,
+        BodyTooLarge => 413,
+        TooEarly => 425,
+        RateLimited => 429,
+        Internal => 500,
+        SalePaused | Unavailable => 503,
     }
 }
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
-            Error::Invalid { code, message } => ApiError::new(status_of(code), code, message),
+            Error::Invalid { code, message } => ApiError::new(code, message),
             Error::Refused {
                 code,
                 message,
                 retry_after_ms,
             } => {
-                let e = ApiError::new(status_of(code), code, message);
+                let e = ApiError::new(code, message);
                 match retry_after_ms {
                     Some(ms) => e.retry_after_ms(ms),
                     None => e,
@@ -71,15 +75,15 @@ struct Envelope<'a> {
 
 #[derive(Serialize)]
 struct Body<'a> {
-    code: &'a str,
+    code: &'static str,
     message: &'a str,
 }
 
 impl ApiError {
-    /// An error with any status.
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+    /// An error with `code`'s status.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ApiError {
-            status,
+            status: status_of(code),
             code,
             message: message.into(),
             header: None,
@@ -99,19 +103,14 @@ impl ApiError {
         self
     }
 
-    /// 400: the request is malformed.
-    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(400, code, message)
-    }
-
     /// 404: no such route or resource.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(404, "not_found", message)
+        Self::new(ErrorCode::NotFound, message)
     }
 
     /// 405: the route exists but not with this method.
     pub fn method_not_allowed(allowed: &str) -> Self {
-        let mut e = Self::new(405, "method_not_allowed", format!("allowed: {allowed}"));
+        let mut e = Self::new(ErrorCode::MethodNotAllowed, format!("allowed: {allowed}"));
         e.header = Some(("allow", allowed.to_owned()));
         e
     }
@@ -119,12 +118,12 @@ impl ApiError {
     /// 500: our fault (a script or data error, a bad variable); the client gets a generic
     /// message, the detail goes to the log.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
-        Self::new(500, "internal", "internal error").with_detail(detail)
+        Self::new(ErrorCode::Internal, "internal error").with_detail(detail)
     }
 
     /// 503: a dependency could not be reached or timed out; worth retrying in a second.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self::new(503, "unavailable", message).retry_after_ms(1_000)
+        Self::new(ErrorCode::Unavailable, message).retry_after_ms(1_000)
     }
 
     /// What an operator's report shows for this error: the detail when there is one.
@@ -136,7 +135,7 @@ impl ApiError {
     pub fn to_json(&self) -> String {
         serde_json::to_string(&Envelope {
             error: Body {
-                code: self.code,
+                code: self.code.as_str(),
                 message: &self.message,
             },
         })
@@ -148,34 +147,72 @@ impl ApiError {
 mod tests {
     use super::*;
     use seckill_domain::error::Dependency;
+    use std::collections::BTreeMap;
+
+    /// `api/openapi.yaml`'s `ErrorCode` schema: its `enum` and its table's (code, status) rows.
+    fn documented_codes() -> (Vec<String>, BTreeMap<String, u16>) {
+        let spec = include_str!("../../../api/openapi.yaml");
+        let schema = spec
+            .split("\n    ErrorCode:\n")
+            .nth(1)
+            .expect("the spec has an ErrorCode schema");
+        let schema = &schema[..schema.find("\n    ").unwrap_or(schema.len())];
+        let mut table = BTreeMap::new();
+        let mut listed = Vec::new();
+        let mut in_enum = false;
+        for line in schema.lines().map(str::trim) {
+            if let Some(row) = line.strip_prefix("| `") {
+                let (code, rest) = row.split_once('`').expect("| `code` | status |");
+                let status = rest
+                    .trim_start_matches([' ', '|'])
+                    .split(' ')
+                    .next()
+                    .unwrap();
+                table.insert(code.to_owned(), status.parse().expect("a status"));
+            } else if line == "enum:" {
+                in_enum = true;
+            } else if in_enum && let Some(code) = line.strip_prefix("- ") {
+                listed.push(code.to_owned());
+            }
+        }
+        (listed, table)
+    }
 
     #[test]
-    fn every_domain_code_has_its_documented_status() {
-        for (code, status) in [
-            ("malformed_json", 400),
-            ("not_admitted", 403),
-            ("event_not_found", 404),
-            ("order_expired", 409),
-            ("sold_out", 410),
-            ("too_early", 425),
-            ("rate_limited", 429),
-            ("sale_paused", 503),
-        ] {
-            assert_eq!(status_of(code), status, "{code}");
-        }
-        let paused: ApiError = Error::refused_for("sale_paused", "paused", 5_000).into();
-        assert_eq!(paused.header, Some(("retry-after", "5".to_owned())));
+    fn the_spec_lists_every_code_with_its_status_and_nothing_else() {
+        let (listed, table) = documented_codes();
+        let ours: BTreeMap<String, u16> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str().to_owned(), status_of(*c)))
+            .collect();
+        let mut listed_sorted = listed.clone();
+        listed_sorted.sort();
+        assert_eq!(
+            listed_sorted,
+            ours.keys().cloned().collect::<Vec<_>>(),
+            "ErrorCode's enum in api/openapi.yaml vs ErrorCode::ALL"
+        );
+        assert_eq!(table, ours, "the spec's (code, status) table vs status_of");
+    }
+
+    #[test]
+    fn a_refusal_keeps_its_retry_hint_and_an_outage_its_detail() {
+        let paused: ApiError = Error::refused_for(ErrorCode::SalePaused, "paused", 5_000).into();
+        assert_eq!(
+            (paused.status, paused.header),
+            (503, Some(("retry-after", "5".to_owned())))
+        );
         let down: ApiError =
             Error::unavailable(Dependency::Redis, "busy", "connection refused").into();
         assert_eq!(
-            (down.status, down.detail.as_deref()),
-            (503, Some("connection refused"))
+            (down.status, down.code, down.detail.as_deref()),
+            (503, ErrorCode::Unavailable, Some("connection refused"))
         );
     }
 
     #[test]
     fn renders_the_stable_envelope() {
-        let e = ApiError::bad_request("malformed_json", "expected `{`");
+        let e = ApiError::new(ErrorCode::MalformedJson, "expected `{`");
         assert_eq!(
             e.to_json(),
             r#"{"error":{"code":"malformed_json","message":"expected `{`"}}"#

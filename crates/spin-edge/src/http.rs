@@ -7,13 +7,12 @@ use spin_sdk::http::{
     IncomingRequest, Method, OutgoingResponse, Request, Response, ResponseOutparam,
 };
 
+use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
-use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::{auth, clock};
 
 use crate::config;
 use crate::error::ApiError;
-use crate::store::SpinStore;
 
 /// Bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -56,8 +55,8 @@ async fn read_request(req: IncomingRequest) -> Result<Request, ApiError> {
     let mut chunks = req.into_body_stream();
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|e| {
-            ApiError::bad_request(
-                "unreadable_body",
+            ApiError::new(
+                ErrorCode::UnreadableBody,
                 format!("the body could not be read: {e}"),
             )
         })?;
@@ -71,8 +70,7 @@ async fn read_request(req: IncomingRequest) -> Result<Request, ApiError> {
 
 fn body_too_large() -> ApiError {
     ApiError::new(
-        413,
-        "body_too_large",
+        ErrorCode::BodyTooLarge,
         format!("bodies are limited to {MAX_BODY_BYTES} bytes"),
     )
 }
@@ -93,7 +91,7 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> Response {
 /// The JSON rendering of an error, with the header its status calls for (`Retry-After`,
 /// `Allow`, and `WWW-Authenticate: Bearer` on every 401, as RFC 6750 asks).
 pub fn error(e: &ApiError) -> Response {
-    // The one place a failure is logged: here, at the edge, with what went wrong underneath.
+    // An error's detail (a dependency's own words) is logged here, never sent to the client.
     if let Some(detail) = &e.detail {
         eprintln!("{} {}: {detail}", e.status, e.code);
     }
@@ -155,8 +153,8 @@ pub fn bearer(req: &Request) -> Option<&str> {
 
 /// The buyer: whoever the shop's signed JWT says (`sub`).
 pub fn buyer(req: &Request) -> Result<String, ApiError> {
-    let token =
-        bearer(req).ok_or_else(|| ApiError::new(401, "unauthorized", "bearer token required"))?;
+    let token = bearer(req)
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "bearer token required"))?;
     let secret = config::get(config::JWT_SECRET)?;
     Ok(auth::verify_jwt(token, secret.as_bytes(), clock::now_ms() / 1000)?.sub)
 }
@@ -183,36 +181,9 @@ pub fn client_addr(req: &Request) -> String {
     }
 }
 
-/// Parses a JSON body: 413 when too large, 400 `malformed_json` when not the expected shape.
+/// Parses a JSON body: 400 `malformed_json` when not the expected shape ([`serve`] already
+/// refused a body over [`MAX_BODY_BYTES`]).
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
-    let body = req.body();
-    if body.len() > MAX_BODY_BYTES {
-        return Err(body_too_large());
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))
-}
-
-/// A connection to the Redis node that holds `event` (see [`seckill_domain::nodes`]): one variable
-/// read and one `open`, however many nodes there are.
-pub fn redis_for(event: &EventId) -> Result<SpinStore, ApiError> {
-    let urls = config::get(config::REDIS_URL)?;
-    let urls = nodes::parse(&urls);
-    let url = urls
-        .get(nodes::index_for(event, &urls))
-        .ok_or_else(|| ApiError::internal("variable redis_url lists no node"))?;
-    open_redis(url)
-}
-
-/// A connection to every Redis node, for the jobs that walk all events.
-pub fn redis_nodes() -> Result<Nodes<SpinStore>, ApiError> {
-    Ok(Nodes::open(
-        &config::get(config::REDIS_URL)?,
-        SpinStore::open,
-    ))
-}
-
-fn open_redis(url: &str) -> Result<SpinStore, ApiError> {
-    SpinStore::open(url).map_err(|e| {
-        ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
-    })
+    serde_json::from_slice(req.body())
+        .map_err(|e| ApiError::new(ErrorCode::MalformedJson, e.to_string()))
 }

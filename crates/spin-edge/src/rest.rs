@@ -15,8 +15,7 @@
 //! databases (one token each) works like a list of Redis nodes.
 
 use base64::Engine as _;
-use seckill_domain::scripts::Script;
-use seckill_domain::store::{Replies, Reply, Store, StoreError, is_noscript};
+use seckill_domain::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 use serde_json::Value;
 use spin_sdk::wit::wasi::http0_2_0::outgoing_handler;
 use spin_sdk::wit::wasi::http0_2_0::types::{
@@ -68,7 +67,11 @@ impl RestStore {
 
     /// Sends one command (`label` names it in errors); its result flattened as Spin flattens a
     /// Redis reply.
-    fn command(&self, label: &str, command: &[&str]) -> Result<Replies, StoreError> {
+    fn command<S: serde::Serialize>(
+        &self,
+        label: &str,
+        command: &[S],
+    ) -> Result<Replies, StoreError> {
         let body = serde_json::to_vec(command).map_err(|e| StoreError::failed(e.to_string()))?;
         let (status, body) = self
             .post(&body)
@@ -179,13 +182,17 @@ fn reply(name: &str, status: u16, body: &[u8]) -> Result<Replies, StoreError> {
                 .map_err(|e| StoreError::failed(format!("{name}: {e}")))?;
             Ok(Replies(replies))
         }
-        // Redis refused the command: the same sorting as a Redis error (LOADING, BUSY… are
-        // transient; a script error is not).
+        // Redis refused the command: Upstash passes Redis's error text, whose first word is
+        // its code (NOSCRIPT, LOADING, ERR…).
         400 => {
             let error = field("error")
                 .and_then(Value::as_str)
                 .unwrap_or("bad request");
-            Err(StoreError::from_message(format!("{name}: {error}")))
+            let code = error.split(' ').next().unwrap_or_default();
+            Err(StoreError::new(
+                StoreErrorKind::of_redis_code(code),
+                format!("{name}: {error}"),
+            ))
         }
         // A bad token, like a refused AUTH, or a database over its limits or down: not now.
         401 | 403 | 408 | 429 | 500..=599 => Err(StoreError::unreachable(format!(
@@ -221,23 +228,25 @@ fn flatten(value: &Value, out: &mut Vec<Reply>) -> Result<(), String> {
 }
 
 impl Store for RestStore {
-    fn run(
-        &self,
-        script: &Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<Replies, StoreError> {
-        let count = keys.len().to_string();
-        let mut words: Vec<&str> = vec!["EVALSHA", script.sha, &count];
-        words.extend(keys.iter().chain(args).map(String::as_str));
-        match self.command(script.name, &words) {
-            Err(e) if is_noscript(&e.message) => {
-                words[..2].copy_from_slice(&["EVAL", script.source]);
-                self.command(script.name, &words)
-            }
-            other => other,
-        }
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        self.command("EVALSHA", &eval_words("EVALSHA", sha, keys, args))
     }
+
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        self.command("EVAL", &eval_words("EVAL", source, keys, args))
+    }
+}
+
+/// `[command, first, numkeys, keys…, args…]`, the JSON array the REST API takes.
+fn eval_words<'a>(
+    command: &'a str,
+    first: &'a str,
+    keys: &'a [String],
+    args: &'a [String],
+) -> Vec<std::borrow::Cow<'a, str>> {
+    let mut words = vec![command.into(), first.into(), keys.len().to_string().into()];
+    words.extend(keys.iter().chain(args).map(|s| s.as_str().into()));
+    words
 }
 
 #[cfg(test)]
@@ -281,19 +290,20 @@ mod tests {
 
     #[test]
     fn errors_sort_like_their_redis_counterparts() {
-        let noscript = reply("t", 400, br#"{"error": "NOSCRIPT No matching script"}"#);
-        assert!(is_noscript(&noscript.unwrap_err().message));
-        let busy = reply("t", 400, br#"{"error": "BUSY Redis is busy"}"#).unwrap_err();
-        assert!(busy.transient);
-        let script_error = reply("t", 400, br#"{"error": "ERR user_script:1"}"#).unwrap_err();
-        assert!(!script_error.transient);
-        assert!(reply("t", 401, b"Unauthorized").unwrap_err().transient);
-        assert!(reply("t", 503, b"").unwrap_err().transient);
-        assert!(!reply("t", 404, b"").unwrap_err().transient);
-        assert!(
-            !reply("t", 200, br#"{"result": 1.5}"#)
-                .unwrap_err()
-                .transient
+        use StoreErrorKind::*;
+        let kind = |status, body: &[u8]| reply("t", status, body).unwrap_err().kind;
+        assert_eq!(
+            kind(400, br#"{"error": "NOSCRIPT No matching script"}"#),
+            NoScript
         );
+        assert_eq!(
+            kind(400, br#"{"error": "BUSY Redis is busy"}"#),
+            Unavailable
+        );
+        assert_eq!(kind(400, br#"{"error": "ERR user_script:1"}"#), Failed);
+        assert_eq!(kind(401, b"Unauthorized"), Unavailable);
+        assert_eq!(kind(503, b""), Unavailable);
+        assert_eq!(kind(404, b""), Failed);
+        assert_eq!(kind(200, br#"{"result": 1.5}"#), Failed);
     }
 }

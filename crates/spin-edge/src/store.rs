@@ -2,11 +2,35 @@
 //! Spin's Redis interface ([`SpinRedis`]), `https://` through the Upstash REST protocol over
 //! Spin's outbound HTTP ([`RestStore`]). Same scripts, same replies, same errors.
 
-use seckill_domain::scripts::Script;
+use seckill_domain::event::EventId;
+use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::store::{Replies, Store, StoreError};
 
+use crate::config;
+use crate::error::ApiError;
 use crate::redis::SpinRedis;
 use crate::rest::RestStore;
+
+/// A connection to the Redis node that holds `event` (see [`seckill_domain::nodes`]): one
+/// variable read and one `open`, however many nodes there are.
+pub fn for_event(event: &EventId) -> Result<SpinStore, ApiError> {
+    let urls = config::get(config::REDIS_URL)?;
+    let urls = nodes::parse(&urls);
+    let url = urls
+        .get(nodes::index_for(event, &urls))
+        .ok_or_else(|| ApiError::internal("variable redis_url lists no node"))?;
+    SpinStore::open(url).map_err(|e| {
+        ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
+    })
+}
+
+/// A connection to every Redis node, for the jobs and views that walk all events.
+pub fn every_node() -> Result<Nodes<SpinStore>, ApiError> {
+    Ok(Nodes::open(
+        &config::get(config::REDIS_URL)?,
+        SpinStore::open,
+    ))
+}
 
 /// One Redis node, however it is reached.
 pub enum SpinStore {
@@ -48,15 +72,17 @@ impl SpinStore {
 }
 
 impl Store for SpinStore {
-    fn run(
-        &self,
-        script: &Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<Replies, StoreError> {
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
         match self {
-            SpinStore::Redis(s) => s.run(script, keys, args),
-            SpinStore::Rest(s) => s.run(script, keys, args),
+            SpinStore::Redis(s) => s.evalsha(sha, keys, args),
+            SpinStore::Rest(s) => s.evalsha(sha, keys, args),
+        }
+    }
+
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        match self {
+            SpinStore::Redis(s) => s.eval(source, keys, args),
+            SpinStore::Rest(s) => s.eval(source, keys, args),
         }
     }
 }

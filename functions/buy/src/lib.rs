@@ -6,6 +6,7 @@ use seckill_domain::clock;
 use seckill_domain::sale::{self, Accepted};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, json_body, require_method};
+use seckill_spin_edge::store;
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -35,7 +36,7 @@ fn buy(req: &Request) -> Result<Accepted, ApiError> {
     let event = event_id(req)?;
     let body: Body = json_body(req)?;
     Ok(sale::buy(
-        &http::redis_for(&event)?,
+        &store::for_event(&event)?,
         &event,
         &user,
         &body.purchase_token,

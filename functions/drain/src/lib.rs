@@ -2,17 +2,20 @@
 //! The same work is reachable as `POST /admin/jobs/drain` (`functions/jobs`).
 
 use seckill_domain::{clock, orders};
+use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::{config, http};
+use seckill_spin_edge::store;
 
 /// The exported component.
 struct Drain;
 
 impl seckill_cron_bindings::Guest for Drain {
-    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
+    fn handle_cron_event(
+        _: seckill_cron_bindings::Metadata,
+    ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::drain(
-                &http::redis_nodes()?,
+                &store::every_node()?,
                 &config::postgres()?,
                 &config::drain_options(),
                 clock::now_ms(),

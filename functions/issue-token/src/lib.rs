@@ -6,6 +6,7 @@ use seckill_domain::sale::{self, Admission};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, require_method};
+use seckill_spin_edge::store;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -30,7 +31,7 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
     let event = event_id(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
     Ok(sale::issue_token(
-        &http::redis_for(&event)?,
+        &store::for_event(&event)?,
         &event,
         &user,
         secret.as_bytes(),

@@ -3,10 +3,12 @@
 //! nothing is sold twice ([`orders::pay`]).
 
 use seckill_domain::clock;
+use seckill_domain::ids::OrderId;
 use seckill_domain::orders::{self, Paid};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, path_param, require_method};
+use seckill_spin_edge::store;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -25,16 +27,13 @@ fn pay(req: &Request) -> Result<Paid, ApiError> {
     require_method(req, Method::Post)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
-    let order = path_param(req, "order_id")?;
-    if order.is_empty() || order.len() > 64 || !order.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(ApiError::bad_request("bad_order_id", "order ids are hex"));
-    }
+    let order = OrderId::parse(path_param(req, "order_id")?)?;
     Ok(orders::pay(
-        &http::redis_for(&event)?,
+        &store::for_event(&event)?,
         &config::postgres()?,
         &event,
         &user,
-        order,
+        &order,
         clock::now_ms(),
     )?)
 }

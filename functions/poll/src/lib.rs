@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use seckill_domain::event::EventId;
 use seckill_domain::sale::{self, Polled};
 use seckill_domain::{clock, orders};
+use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, require_method};
-use seckill_spin_edge::{config, store::SpinStore};
+use seckill_spin_edge::store::{self, SpinStore};
 use spin_sdk::http::{IncomingRequest, Method, Request, ResponseOutparam};
 use spin_sdk::http_component;
 
@@ -42,7 +43,7 @@ fn poll(req: &Request) -> Result<(SpinStore, EventId, Polled), ApiError> {
     require_method(req, Method::Get)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
-    let store = http::redis_for(&event)?;
+    let store = store::for_event(&event)?;
     let polled = sale::poll(&store, &event, &user, config::poll_drain_ms())?;
     Ok((store, event, polled))
 }

@@ -6,6 +6,7 @@ use seckill_domain::sale::{self, PurchaseToken};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, client_addr, event_id, json_body, require_method};
+use seckill_spin_edge::store;
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -36,7 +37,7 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let body: Body = json_body(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
     Ok(sale::precheck(
-        &http::redis_for(&event)?,
+        &store::for_event(&event)?,
         &event,
         &user,
         &client_addr(req),

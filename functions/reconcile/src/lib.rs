@@ -3,16 +3,19 @@
 //! `POST /admin/jobs/reconcile`.
 
 use seckill_domain::orders;
+use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::{config, http};
+use seckill_spin_edge::store;
 
 /// The exported component.
 struct Reconcile;
 
 impl seckill_cron_bindings::Guest for Reconcile {
-    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
+    fn handle_cron_event(
+        _: seckill_cron_bindings::Metadata,
+    ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<(), ApiError> {
-            let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
+            let (nodes, db) = (store::every_node()?, config::postgres()?);
             let books = orders::reconcile_all(&nodes, &db, None, true)?;
             if books.needs_an_operator() {
                 eprintln!(

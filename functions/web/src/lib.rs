@@ -12,11 +12,13 @@
 //! Every page and asset is gzipped at build time and sent so when the client accepts gzip.
 
 use seckill_domain::auth::{self, Claims};
+use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{clock, sale};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, json_body};
+use seckill_spin_edge::store;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
@@ -142,15 +144,14 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
     }
     if !enabled {
         return Err(ApiError::new(
-            404,
-            "demo_login_off",
+            ErrorCode::DemoLoginOff,
             "the demo login is off (the demo_login variable is not \"true\")",
         ));
     }
     let DemoLogin { user } = json_body(req)?;
     if auth::check_user_id(&user).is_err() {
-        return Err(ApiError::bad_request(
-            "bad_user_id",
+        return Err(ApiError::new(
+            ErrorCode::BadUserId,
             "a user name is 1-128 printable ASCII characters without spaces",
         ));
     }
@@ -169,7 +170,7 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
 fn event_info(req: &Request, id: &str) -> Result<Value, ApiError> {
     http::require_method(req, Method::Get)?;
     let event = EventId::parse(id)?;
-    let info = sale::event_info(&http::redis_for(&event)?, &event)?;
+    let info = sale::event_info(&store::for_event(&event)?, &event)?;
     // Plain strings, numbers and flags: serialising cannot fail.
     let mut body = json!(info);
     body["event_id"] = json!(event.as_str());

@@ -1,6 +1,7 @@
 //! `lua/deny.lua`: adds users and client addresses to an event's deny lists.
 
-use super::{DENY, ScriptError, call_ok};
+use super::ScriptError;
+use super::deny_contract::{Args, Keys, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -11,15 +12,15 @@ pub fn run(
     users: &[String],
     addrs: &[String],
 ) -> Result<(), ScriptError> {
-    let mut args = vec![users.len().to_string()];
-    args.extend(users.iter().cloned());
-    args.extend(addrs.iter().cloned());
-    call_ok(
-        store,
-        &DENY,
-        &[k.cfg(), k.denied_users(), k.denied_addrs()],
-        &args,
-    )?
-    .finish()?;
+    let keys = Keys {
+        cfg: k.cfg(),
+        denied_users: k.denied_users(),
+        denied_addrs: k.denied_addrs(),
+    };
+    let args = Args {
+        users_count: users.len().to_string(),
+        entries: users.iter().chain(addrs).cloned().collect(),
+    };
+    call_ok(store, keys, args)?.finish()?;
     Ok(())
 }

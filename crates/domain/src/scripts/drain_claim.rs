@@ -1,21 +1,13 @@
 //! `lua/drain_claim.lua`: takes or renews an event's drain lease, with a fencing token.
 
-use super::{DRAIN_CLAIM, ScriptError, call, code};
+use super::drain_claim_contract::{Args, Keys, OkReply, call};
+use super::{ScriptError, code};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
-/// The facts a drain needs, handed out with the lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    /// The fencing token: larger for every new holder.
-    pub fence: i64,
-    /// The event's sku.
-    pub sku: String,
-    /// Units put on sale.
-    pub stock: i64,
-    /// Seconds a buyer has to pay.
-    pub payment_timeout_s: i64,
-}
+/// The facts a drain needs, handed out with the lease: the fencing token (larger for every
+/// new holder), the event's sku, the units put on sale, the seconds a buyer has to pay.
+pub type Lease = OkReply;
 
 /// What a claim got.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,19 +27,18 @@ pub fn run(
     owner: &str,
     lease_ms: u64,
 ) -> Result<Claim, ScriptError> {
-    let (c, mut r) = call(
-        store,
-        &DRAIN_CLAIM,
-        &[k.drain_lease(), k.drain_fence(), k.cfg()],
-        &[owner.to_owned(), lease_ms.to_string()],
-    )?;
+    let keys = Keys {
+        lease: k.drain_lease(),
+        fence: k.drain_fence(),
+        cfg: k.cfg(),
+    };
+    let args = Args {
+        owner: owner.to_owned(),
+        lease_ms: lease_ms.to_string(),
+    };
+    let (c, mut r) = call(store, keys, args)?;
     let claim = match c {
-        code::OK => Claim::Held(Lease {
-            fence: r.next_int()?,
-            sku: r.next_text()?,
-            stock: r.next_int()?,
-            payment_timeout_s: r.next_int()?,
-        }),
+        code::OK => return Ok(Claim::Held(OkReply::read(&mut r)?)),
         code::CONFLICT => {
             r.next_int()?; // ms left on the other holder's lease
             Claim::Busy

@@ -1,7 +1,8 @@
 //! `lua/drain_confirm.lua`: after the Postgres commit, marks orders confirmed, moves the
 //! drained counter once per order, acknowledges the entries and trims the stream.
 
-use super::{DRAIN_CONFIRM, ScriptError, call_ok};
+use super::ScriptError;
+use super::drain_confirm_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -11,17 +12,15 @@ pub fn run(
     k: &EventKeys,
     committed: &[(&str, &str)],
 ) -> Result<u64, ScriptError> {
-    let args: Vec<String> = committed
-        .iter()
-        .flat_map(|(id, order)| [(*id).to_owned(), (*order).to_owned()])
-        .collect();
-    let mut r = call_ok(
-        store,
-        &DRAIN_CONFIRM,
-        &[k.queue(), k.drained(), k.drain_errors(), k.orders()],
-        &args,
-    )?;
-    let confirmed = r.next_u64()?;
-    r.finish()?;
-    Ok(confirmed)
+    let keys = Keys {
+        queue: k.queue(),
+        drained: k.drained(),
+        errors: k.drain_errors(),
+        orders: k.orders(),
+    };
+    let args = Args {
+        entries: super::flat_pairs(committed),
+    };
+    let mut r = call_ok(store, keys, args)?;
+    Ok(OkReply::read(&mut r)?.confirmed)
 }

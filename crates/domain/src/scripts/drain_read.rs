@@ -1,7 +1,8 @@
 //! `lua/drain_read.lua`: the next batch of order intents for the lease holder (entries of a
 //! drainer that died first); poison goes to the dead letters.
 
-use super::{DRAIN_READ, ScriptError, call, code};
+use super::drain_read_contract::{Args, Keys, OkReply, call};
+use super::{ScriptError, code};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -40,17 +41,19 @@ pub fn run(
     lease: &str,
     limits: Limits,
 ) -> Result<Option<Vec<Entry>>, ScriptError> {
-    let (c, mut r) = call(
-        store,
-        &DRAIN_READ,
-        &[k.queue(), k.drain_lease(), k.dead(), k.drain_errors()],
-        &[
-            lease.to_owned(),
-            limits.batch.to_string(),
-            limits.reclaim_idle_ms.to_string(),
-            limits.max_deliveries.to_string(),
-        ],
-    )?;
+    let keys = Keys {
+        queue: k.queue(),
+        lease: k.drain_lease(),
+        dead: k.dead(),
+        errors: k.drain_errors(),
+    };
+    let args = Args {
+        lease: lease.to_owned(),
+        reclaim_idle_ms: limits.reclaim_idle_ms.to_string(),
+        batch: limits.batch.to_string(),
+        max_deliveries: limits.max_deliveries.to_string(),
+    };
+    let (c, mut r) = call(store, keys, args)?;
     match c {
         code::OK => {}
         code::CONFLICT => {
@@ -60,7 +63,7 @@ pub fn run(
         c => return Err(ScriptError::Refused(r.refusal(c)?)),
     }
     let mut entries = Vec::new();
-    for _ in 0..r.next_u64()? {
+    for _ in 0..OkReply::read(&mut r)?.count {
         entries.push(Entry {
             id: r.next_text()?,
             order: r.next_text()?,

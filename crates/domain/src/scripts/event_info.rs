@@ -1,7 +1,8 @@
 //! `lua/event_info.lua`: the storefront's view of an event — window, switches, units left — in
 //! one cheap read-only call.
 
-use super::{EVENT_INFO, ScriptError, call_ok};
+use super::ScriptError;
+use super::event_info_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -30,18 +31,21 @@ pub struct EventInfo {
 
 /// Runs it.
 pub fn run(store: &impl Store, k: &EventKeys) -> Result<EventInfo, ScriptError> {
-    let mut r = call_ok(store, &EVENT_INFO, &[k.cfg(), k.stock()], &[])?;
-    let info = EventInfo {
-        sku: r.next_text()?,
-        stock: r.next_u64()?,
-        start_ms: r.next_u64()?,
-        end_ms: r.next_u64()?,
-        admission_mode: r.next_text()?,
-        enabled: r.next_u64()? == 1,
-        warmed: r.next_u64()? == 1,
-        sold_out: r.next_u64()? == 1,
-        stock_left: r.next_u64()?,
+    let keys = Keys {
+        cfg: k.cfg(),
+        stock: k.stock(),
     };
-    r.finish()?;
-    Ok(info)
+    let mut r = call_ok(store, keys, Args {})?;
+    let ok = OkReply::read(&mut r)?;
+    Ok(EventInfo {
+        sku: ok.sku,
+        stock: ok.stock,
+        stock_left: ok.stock_left,
+        start_ms: ok.start_ms,
+        end_ms: ok.end_ms,
+        admission_mode: ok.admission_mode,
+        enabled: ok.enabled,
+        warmed: ok.warmed,
+        sold_out: ok.sold_out,
+    })
 }

@@ -1,7 +1,8 @@
 //! `lua/issue_token.lua`: admits a user to an event, idempotently (first come, or registration
 //! for the lottery).
 
-use super::{ISSUE_TOKEN, ScriptError, call, code};
+use super::issue_token_contract::{Args, Keys, call};
+use super::{ScriptError, code};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -16,15 +17,21 @@ pub enum Issued {
 
 /// Runs it for `user`.
 pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Issued, ScriptError> {
-    let (c, r) = call(
-        store,
-        &ISSUE_TOKEN,
-        &[k.cfg(), k.admitted(), k.registrants(), k.counts()],
-        &[user.to_owned()],
-    )?;
-    match c {
-        code::OK => r.finish().map(|()| Issued::Admitted).map_err(Into::into),
-        code::REGISTERED => r.finish().map(|()| Issued::Registered).map_err(Into::into),
-        c => Err(ScriptError::Refused(r.refusal(c)?)),
-    }
+    let keys = Keys {
+        cfg: k.cfg(),
+        admitted: k.admitted(),
+        registrants: k.registrants(),
+        counts: k.counts(),
+    };
+    let args = Args {
+        user: user.to_owned(),
+    };
+    let (c, r) = call(store, keys, args)?;
+    let issued = match c {
+        code::OK => Issued::Admitted,
+        code::REGISTERED => Issued::Registered,
+        c => return Err(ScriptError::Refused(r.refusal(c)?)),
+    };
+    r.finish()?;
+    Ok(issued)
 }

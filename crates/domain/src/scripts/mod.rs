@@ -1,8 +1,9 @@
-//! Every Lua script, in one place, each with a typed face. Sources live in `shared/lua/`;
-//! `build.rs` prepends the reply codes (from `codes.in`, the one table) and `common.lua`, and
-//! computes each SHA1 at build time. One module per script, mini-redis style: its keys (every
-//! key the script touches arrives in KEYS), its arguments, and its reply read front to back
-//! through a [`Reader`] — no index arithmetic anywhere.
+//! Every Lua script, in one place, each with a typed face. Sources live in `shared/lua/`, each
+//! with a header declaring its keys, arguments and OK reply; `build.rs` turns that one
+//! declaration into the Lua names (`K_CFG`, `A_USER`) and the Rust `<script>_contract` module
+//! (`Keys`, `Args`, `OkReply`), prepends the reply codes (`codes.in`) and `shared/lua/lib/`,
+//! and computes each SHA1. One module per script, mini-redis style: which keys and arguments
+//! (by name), and the reply read front to back through a [`Reader`] — no positions by hand.
 
 pub mod buy;
 pub mod deny;
@@ -26,7 +27,7 @@ pub mod status;
 pub mod upsert_event;
 pub mod warmup;
 
-use crate::store::{Replies, Reply, Store, StoreError};
+use crate::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 
 /// A Lua script and its SHA1, ready for EVALSHA.
 #[derive(Debug)]
@@ -160,6 +161,21 @@ impl Reader {
         }
     }
 
+    /// The next element, a 0/1 flag.
+    pub fn next_flag(&mut self) -> Result<bool, StoreError> {
+        match self.next_int()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(self.bad("0 or 1", &Some(Reply::Int(v)))),
+        }
+    }
+
+    /// The next element, a non-negative integer that fits 32 bits.
+    pub fn next_u32(&mut self) -> Result<u32, StoreError> {
+        let v = self.next_int()?;
+        u32::try_from(v).map_err(|_| self.bad("a 32-bit count", &Some(Reply::Int(v))))
+    }
+
     /// The next element, a non-negative integer.
     pub fn next_u64(&mut self) -> Result<u64, StoreError> {
         let v = self.next_int()?;
@@ -184,6 +200,11 @@ impl Reader {
 
     /// Ends the read: every element must have been taken.
     pub fn finish(mut self) -> Result<(), StoreError> {
+        self.expect_end()
+    }
+
+    /// Checks every element was taken.
+    pub fn expect_end(&mut self) -> Result<(), StoreError> {
         match self.next() {
             None => Ok(()),
             extra => Err(self.bad("the end of the reply", &extra)),
@@ -212,6 +233,27 @@ impl Reader {
     }
 }
 
+/// The script whose SHA1 is `sha`, for stores that look at what they run (tests, fakes).
+pub fn by_sha(sha: &str) -> Option<&'static Script> {
+    ALL.iter().copied().find(|s| s.sha == sha)
+}
+
+/// Runs `script`: EVALSHA, and EVAL only when Redis no longer holds it (NOSCRIPT, after a
+/// restart or a failover), so a request sends the script's source at most once per node and
+/// restart. Errors name the script.
+pub fn run(
+    store: &impl Store,
+    script: &Script,
+    keys: &[String],
+    args: &[String],
+) -> Result<Replies, StoreError> {
+    match store.evalsha(script.sha, keys, args) {
+        Err(e) if e.kind == StoreErrorKind::NoScript => store.eval(script.source, keys, args),
+        other => other,
+    }
+    .map_err(|e| e.context(script.name))
+}
+
 /// Runs `script` and reads its reply code: the code and a reader positioned after it.
 fn call(
     store: &impl Store,
@@ -219,7 +261,7 @@ fn call(
     keys: &[String],
     args: &[String],
 ) -> Result<(i64, Reader), StoreError> {
-    let mut reader = Reader::new(script.name, store.run(script, keys, args)?);
+    let mut reader = Reader::new(script.name, run(store, script, keys, args)?);
     let code = reader.next_int()?;
     Ok((code, reader))
 }
@@ -238,9 +280,17 @@ fn call_ok(
 }
 
 /// Field/value pairs as script arguments.
-fn pairs(fields: Vec<(&'static str, String)>) -> Vec<String> {
+fn field_pairs(fields: Vec<(&'static str, String)>) -> Vec<String> {
     fields
         .into_iter()
         .flat_map(|(f, v)| [f.to_owned(), v])
+        .collect()
+}
+
+/// (a, b) pairs as script arguments, flat.
+fn flat_pairs(pairs: &[(&str, &str)]) -> Vec<String> {
+    pairs
+        .iter()
+        .flat_map(|(a, b)| [(*a).to_owned(), (*b).to_owned()])
         .collect()
 }

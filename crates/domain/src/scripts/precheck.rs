@@ -1,7 +1,8 @@
 //! `lua/precheck.lua`: the gate before buy — window and switches, deny lists, one per user,
 //! the user's bucket — then a one-time purchase token, replacing any earlier one.
 
-use super::{PRECHECK, ScriptError, call_ok};
+use super::ScriptError;
+use super::precheck_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -13,21 +14,20 @@ pub fn run(
     client_addr: &str,
     token: &str,
 ) -> Result<u64, ScriptError> {
-    let mut r = call_ok(
-        store,
-        &PRECHECK,
-        &[
-            k.cfg(),
-            k.denied_users(),
-            k.denied_addrs(),
-            k.bought(),
-            k.purchase_token(user),
-            k.user_bucket(user),
-            k.counts(),
-        ],
-        &[user.to_owned(), client_addr.to_owned(), token.to_owned()],
-    )?;
-    let ttl_ms = r.next_u64()?;
-    r.finish()?;
-    Ok(ttl_ms)
+    let keys = Keys {
+        cfg: k.cfg(),
+        denied_users: k.denied_users(),
+        denied_addrs: k.denied_addrs(),
+        bought: k.bought(),
+        purchase_token: k.purchase_token(user),
+        user_bucket: k.user_bucket(user),
+        counts: k.counts(),
+    };
+    let args = Args {
+        user: user.to_owned(),
+        client_addr: client_addr.to_owned(),
+        purchase_token: token.to_owned(),
+    };
+    let mut r = call_ok(store, keys, args)?;
+    Ok(OkReply::read(&mut r)?.ttl_ms)
 }

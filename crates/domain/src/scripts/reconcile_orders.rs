@@ -1,7 +1,8 @@
 //! `lua/reconcile_orders.lua`: one page of an event's orders with their Redis status (HSCAN:
 //! a large event never blocks Redis).
 
-use super::{RECONCILE_ORDERS, ScriptError, call_ok};
+use super::ScriptError;
+use super::reconcile_orders_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -21,17 +22,23 @@ pub fn run(
     cursor: &str,
     count: u32,
 ) -> Result<Page, ScriptError> {
-    let mut r = call_ok(
-        store,
-        &RECONCILE_ORDERS,
-        &[k.bought(), k.orders()],
-        &[cursor.to_owned(), count.to_string()],
-    )?;
-    let cursor = r.next_text()?;
+    let keys = Keys {
+        bought: k.bought(),
+        orders: k.orders(),
+    };
+    let args = Args {
+        cursor: cursor.to_owned(),
+        page: count.to_string(),
+    };
+    let mut r = call_ok(store, keys, args)?;
+    let head = OkReply::read(&mut r)?;
     let mut orders = Vec::new();
-    for _ in 0..r.next_u64()? {
+    for _ in 0..head.count {
         orders.push((r.next_text()?, r.next_text()?));
     }
     r.finish()?;
-    Ok(Page { cursor, orders })
+    Ok(Page {
+        cursor: head.cursor,
+        orders,
+    })
 }

@@ -1,18 +1,19 @@
 //! `lua/register_event.lua`: adds an event to the registry the scheduled jobs walk.
 
-use super::{REGISTER_EVENT, ScriptError, call_ok};
+use super::ScriptError;
+use super::register_event_contract::{Args, Keys, call_ok};
 use crate::event::EventId;
 use crate::keys::REGISTRY;
 use crate::store::Store;
 
 /// Runs it.
 pub fn run(store: &impl Store, event: &EventId) -> Result<(), ScriptError> {
-    call_ok(
-        store,
-        &REGISTER_EVENT,
-        &[REGISTRY.to_owned()],
-        &[event.as_str().to_owned()],
-    )?
-    .finish()?;
+    let keys = Keys {
+        registry: REGISTRY.to_owned(),
+    };
+    let args = Args {
+        event: event.as_str().to_owned(),
+    };
+    call_ok(store, keys, args)?.finish()?;
     Ok(())
 }

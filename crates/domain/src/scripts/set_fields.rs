@@ -1,7 +1,8 @@
 //! `lua/set_fields.lua`: changes fields of an existing event, live (switches and limits); an
 //! `end_ms` not after the event's start is a conflict.
 
-use super::{SET_FIELDS, ScriptError, call_ok, pairs};
+use super::ScriptError;
+use super::set_fields_contract::{Args, Keys, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -11,6 +12,9 @@ pub fn run(
     k: &EventKeys,
     fields: Vec<(&'static str, String)>,
 ) -> Result<(), ScriptError> {
-    call_ok(store, &SET_FIELDS, &[k.cfg()], &pairs(fields))?.finish()?;
+    let args = Args {
+        fields: super::field_pairs(fields),
+    };
+    call_ok(store, Keys { cfg: k.cfg() }, args)?.finish()?;
     Ok(())
 }

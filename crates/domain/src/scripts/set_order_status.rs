@@ -1,7 +1,8 @@
 //! `lua/set_order_status.lua`: mirrors final order states (`paid`, `expired`) in Redis; an
 //! expired order's unit goes back to its shard exactly once. Final states are never replaced.
 
-use super::{SET_ORDER_STATUS, ScriptError, call_ok};
+use super::ScriptError;
+use super::set_order_status_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -31,22 +32,18 @@ pub fn run(
     status: Final,
     orders: &[String],
 ) -> Result<u64, ScriptError> {
-    let mut args = vec![status.as_str().to_owned()];
-    args.extend(orders.iter().cloned());
-    let mut r = call_ok(
-        store,
-        &SET_ORDER_STATUS,
-        &[
-            k.cfg(),
-            k.nonempty(),
-            k.drained(),
-            k.stock(),
-            k.orders(),
-            k.counts(),
-        ],
-        &args,
-    )?;
-    let released = r.next_u64()?;
-    r.finish()?;
-    Ok(released)
+    let keys = Keys {
+        cfg: k.cfg(),
+        nonempty: k.nonempty(),
+        drained: k.drained(),
+        stock: k.stock(),
+        orders: k.orders(),
+        counts: k.counts(),
+    };
+    let args = Args {
+        status: status.as_str().to_owned(),
+        order_ids: orders.to_vec(),
+    };
+    let mut r = call_ok(store, keys, args)?;
+    Ok(OkReply::read(&mut r)?.released)
 }

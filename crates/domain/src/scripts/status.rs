@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{STATUS, ScriptError, call_ok};
+use super::ScriptError;
+use super::status_contract::{Args, Keys, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -33,23 +34,19 @@ pub struct Raw {
 
 /// Runs it.
 pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
-    let mut r = call_ok(
-        store,
-        &STATUS,
-        &[
-            k.cfg(),
-            k.seq(),
-            k.drained(),
-            k.queue(),
-            k.admitted(),
-            k.registrants(),
-            k.dead(),
-            k.stock(),
-            k.orders(),
-            k.counts(),
-        ],
-        &[],
-    )?;
+    let keys = Keys {
+        cfg: k.cfg(),
+        seq: k.seq(),
+        drained: k.drained(),
+        queue: k.queue(),
+        admitted: k.admitted(),
+        registrants: k.registrants(),
+        dead: k.dead(),
+        stock: k.stock(),
+        orders: k.orders(),
+        counts: k.counts(),
+    };
+    let mut r = call_ok(store, keys, Args {})?;
     let mut config = BTreeMap::new();
     for _ in 0..r.next_u64()? {
         config.insert(r.next_text()?, r.next_text()?);

@@ -1,7 +1,8 @@
 //! `lua/upsert_event.lua`: creates or updates an event's configuration; stock and shards are
 //! frozen once warmed up.
 
-use super::{ScriptError, UPSERT_EVENT, call_ok, pairs};
+use super::ScriptError;
+use super::upsert_event_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
@@ -11,8 +12,9 @@ pub fn run(
     k: &EventKeys,
     fields: Vec<(&'static str, String)>,
 ) -> Result<bool, ScriptError> {
-    let mut r = call_ok(store, &UPSERT_EVENT, &[k.cfg()], &pairs(fields))?;
-    let created = r.next_int()? == 1;
-    r.finish()?;
-    Ok(created)
+    let args = Args {
+        fields: super::field_pairs(fields),
+    };
+    let mut r = call_ok(store, Keys { cfg: k.cfg() }, args)?;
+    Ok(OkReply::read(&mut r)?.created)
 }

@@ -1,13 +1,18 @@
 //! `lua/warmup.lua`: writes the stock into its shards before the sale, once.
 
-use super::{ScriptError, WARMUP, call_ok};
+use super::ScriptError;
+use super::warmup_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
 /// Runs it; returns the units written and the shards they went to.
 pub fn run(store: &impl Store, k: &EventKeys) -> Result<(u64, u32), ScriptError> {
-    let mut r = call_ok(store, &WARMUP, &[k.cfg(), k.nonempty(), k.stock()], &[])?;
-    let written = (r.next_u64()?, r.next_u64()? as u32);
-    r.finish()?;
-    Ok(written)
+    let keys = Keys {
+        cfg: k.cfg(),
+        nonempty: k.nonempty(),
+        stock: k.stock(),
+    };
+    let mut r = call_ok(store, keys, Args {})?;
+    let written = OkReply::read(&mut r)?;
+    Ok((written.stock, written.shards))
 }

@@ -7,7 +7,9 @@ use spin_sdk::{redis, variables};
 struct CronProbe;
 
 impl seckill_cron_bindings::Guest for CronProbe {
-    fn handle_cron_event(metadata: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
+    fn handle_cron_event(
+        metadata: seckill_cron_bindings::Metadata,
+    ) -> Result<(), seckill_cron_bindings::Error> {
         let fail = |e: String| seckill_cron_bindings::Error::Other(e);
         let url = variables::get("redis_url").map_err(|e| fail(e.to_string()))?;
         let conn = redis::Connection::open(&url).map_err(|e| fail(e.to_string()))?;

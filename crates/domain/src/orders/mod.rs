@@ -1,0 +1,114 @@
+//! Orders after the buy: the drain into Postgres, payment, timeout release and reconciliation.
+//! Postgres is the record; Redis mirrors each order's state for poll.
+//!
+//! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
+//! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
+
+mod drain;
+pub mod fault;
+mod pay;
+mod reconcile;
+mod release;
+mod repeat;
+
+pub use drain::{DrainOptions, DrainReport, catch_up, drain};
+pub use pay::{Paid, pay};
+pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
+pub use release::{ReleaseReport, release_expired};
+pub use repeat::{JobReport, Repeated, repeat_for};
+
+use crate::error::{Dependency, Error};
+use crate::event::EventId;
+use crate::keys::EventKeys;
+use crate::scripts;
+use crate::scripts::set_order_status::Final;
+use crate::sql::{Cell, DbError, Param as P, Sql};
+use crate::store::Store;
+
+/// Orders read per reconcile script call: small enough that no call blocks Redis for long.
+const RECONCILE_PAGE: u32 = 1_000;
+
+/// Whether `e` says Postgres is gone: then every other event's work would fail too.
+fn postgres_lost(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Unavailable {
+            dependency: Dependency::Postgres,
+            ..
+        }
+    )
+}
+
+impl From<DbError> for Error {
+    fn from(e: DbError) -> Self {
+        if e.connection {
+            Error::unavailable(
+                Dependency::Postgres,
+                "orders database unavailable; try again",
+                e,
+            )
+        } else {
+            Error::bug(e)
+        }
+    }
+}
+
+fn s(v: &str) -> P {
+    P::Str(v.to_owned())
+}
+
+/// Column `i` of `row`, an integer; any other value is an error, never a silent 0 (as the
+/// Redis reader refuses a reply of the wrong shape).
+fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
+    match row.get(i) {
+        Some(Cell::Int64(v)) => Ok(*v),
+        Some(Cell::Int32(v)) => Ok(i64::from(*v)),
+        other => Err(DbError::unexpected(format!(
+            "column {i} is not an integer: {other:?}"
+        ))),
+    }
+}
+
+/// Column `i` of `row`, text; any other value is an error.
+fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
+    match row.get(i) {
+        Some(Cell::Str(v)) => Ok(v.clone()),
+        other => Err(DbError::unexpected(format!(
+            "column {i} is not text: {other:?}"
+        ))),
+    }
+}
+
+/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
+/// that fails is an error.
+fn transaction<T, E: From<DbError>>(
+    db: &impl Sql,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    db.execute("BEGIN", &[])?;
+    match f() {
+        Ok(v) => {
+            db.execute("COMMIT", &[])?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = db.execute("ROLLBACK", &[]);
+            Err(e)
+        }
+    }
+}
+
+/// Mirrors final states in Redis; for `expired` this returns the units to their shards, once.
+fn mirror(
+    store: &impl Store,
+    event: &EventId,
+    status: Final,
+    orders: &[String],
+) -> Result<u64, Error> {
+    Ok(scripts::set_order_status::run(
+        store,
+        &EventKeys::new(event),
+        status,
+        orders,
+    )?)
+}

@@ -1,0 +1,111 @@
+//! Timeout release: unpaid orders past their deadline expire, and their units go back to the
+//! shards they came from, exactly once.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{int, mirror, text, transaction};
+use crate::error::Error;
+use crate::event::EventId;
+use crate::nodes::Nodes;
+use crate::scripts::set_order_status::Final;
+use crate::sql::{DbError, Param as P, Sql};
+use crate::store::Store;
+
+/// What a timeout-release run did.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ReleaseReport {
+    /// Orders moved pending_payment → expired in Postgres.
+    pub expired: u64,
+    /// Units given back to Redis shards.
+    pub released: u64,
+    /// Expired orders whose units could not go back this run (their event's Redis node is
+    /// down, say): released by a later run.
+    pub waiting_for_redis: u64,
+    /// Events whose units could not go back this run, with the reason.
+    pub event_errors: BTreeMap<String, String>,
+}
+
+/// Expires unpaid orders past their deadline (compare-and-set, rows locked, ledger updated once
+/// per event) and gives their units back to Redis exactly once (the Redis step is idempotent
+/// and retried until Postgres records it as done).
+pub fn release_expired(
+    nodes: &Nodes<impl Store>,
+    db: &impl Sql,
+    now_ms: u64,
+    limit: i64,
+) -> Result<ReleaseReport, Error> {
+    let expired = transaction(db, || {
+        let rows = db.query(
+            "WITH due AS (
+                 SELECT order_id FROM orders
+                 WHERE status = 'pending_payment' AND pay_deadline_ms <= $1
+                 ORDER BY pay_deadline_ms LIMIT $2 FOR UPDATE SKIP LOCKED
+             ), gone AS (
+                 UPDATE orders o SET status = 'expired', expired_ms = $1
+                 FROM due WHERE o.order_id = due.order_id AND o.status = 'pending_payment'
+                 RETURNING o.event_id
+             ), per_event AS (SELECT event_id, count(*) AS n FROM gone GROUP BY event_id),
+             ledger AS (
+                 UPDATE stock_ledger l SET available = available + p.n, held = held - p.n,
+                     released = released + p.n
+                 FROM per_event p WHERE l.event_id = p.event_id RETURNING p.n
+             )
+             SELECT coalesce(sum(n), 0)::bigint FROM ledger",
+            &[P::Int64(now_ms as i64), P::Int64(limit)],
+        )?;
+        Ok::<_, DbError>(rows.rows.first().map_or(Ok(0), |r| int(r, 0))? as u64)
+    })?;
+    // Up to `limit` per event, every event with units to give back: one event with many stuck
+    // rows (or on a Redis node that is down) never starves the others.
+    let pending = db.query(
+        "SELECT e.event_id, o.order_id
+             FROM (SELECT DISTINCT event_id FROM orders
+                   WHERE status = 'expired' AND NOT released_in_redis) e
+             CROSS JOIN LATERAL (
+                 SELECT order_id FROM orders
+                 WHERE event_id = e.event_id AND status = 'expired' AND NOT released_in_redis
+                 ORDER BY expired_ms, order_id LIMIT $1) o",
+        &[P::Int64(limit)],
+    )?;
+    let mut by_event: BTreeMap<String, Vec<String>> = Default::default();
+    for row in &pending.rows {
+        by_event
+            .entry(text(row, 0)?)
+            .or_default()
+            .push(text(row, 1)?);
+    }
+    let mut report = ReleaseReport {
+        expired,
+        ..ReleaseReport::default()
+    };
+    for (event, orders) in by_event {
+        let count = orders.len() as u64;
+        match give_back(nodes, db, &event, orders) {
+            Ok(released) => report.released += released,
+            Err(e) => {
+                report.waiting_for_redis += count;
+                report.event_errors.insert(event, e.reason());
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Gives the units of one event's expired orders back to its shards (once: the script flips
+/// each order's Redis status with the INCR), then records that in Postgres.
+fn give_back(
+    nodes: &Nodes<impl Store>,
+    db: &impl Sql,
+    event: &str,
+    orders: Vec<String>,
+) -> Result<u64, Error> {
+    let event = EventId::parse(event)?;
+    let released = mirror(nodes.for_event(&event)?, &event, Final::Expired, &orders)?;
+    db.execute(
+        "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
+        &[P::ArrayStr(orders)],
+    )?;
+    Ok(released)
+}

@@ -1,0 +1,206 @@
+//! The sale's Rust logic over a fake Redis: what each operation sends, and what it makes of
+//! each reply. The scripts' own behaviour is tested on a real Redis (`tests/`).
+
+use super::*;
+use crate::error::ErrorCode;
+use crate::scripts::{BUY, ISSUE_TOKEN, POLL, code};
+use crate::store::{Reply, StoreErrorKind};
+use crate::testing::FakeStore;
+
+fn event() -> EventId {
+    EventId::parse("e1").unwrap()
+}
+
+fn buy(store: &FakeStore) -> Result<Accepted, Error> {
+    super::buy(store, &event(), "u1", "token", 1_764_000_000_000)
+}
+
+#[test]
+fn a_buy_sends_one_evalsha_with_the_keys_of_its_event_and_user() {
+    let store =
+        FakeStore::holding_every_script().answers(&BUY, &[0.into(), 7.into(), 2.into(), 3.into()]);
+    buy(&store).unwrap();
+    let calls = store.calls.borrow();
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].command, calls[0].script), ("EVALSHA", "buy"));
+    assert!(
+        calls[0].keys.iter().all(|k| k.starts_with("{sk:e1}")),
+        "{:?}",
+        calls[0].keys
+    );
+    assert_eq!(calls[0].keys[1], "{sk:e1}:ptok:u1");
+    assert_eq!(calls[0].args[..2], ["u1".to_owned(), "token".to_owned()]);
+}
+
+#[test]
+fn an_accepted_buy_is_queued_behind_the_orders_not_yet_drained() {
+    let store =
+        FakeStore::holding_every_script().answers(&BUY, &[0.into(), 7.into(), 2.into(), 3.into()]);
+    let accepted = buy(&store).unwrap();
+    assert_eq!(
+        (accepted.status, accepted.position, accepted.shard),
+        ("queued", 4, 2)
+    );
+}
+
+#[test]
+fn an_order_the_drain_has_passed_is_still_at_position_one() {
+    assert_eq!(queue_position(5, 9), 1);
+    assert_eq!(queue_position(5, 4), 1);
+    assert_eq!(queue_position(5, 0), 5);
+}
+
+#[test]
+fn a_script_redis_lost_is_sent_once_more_whole() {
+    let store = FakeStore::default().answers(&BUY, &[0.into(), 1.into(), 0.into(), 0.into()]);
+    buy(&store).unwrap();
+    assert_eq!(store.commands(), [("EVALSHA", "buy"), ("EVAL", "buy")]);
+}
+
+#[test]
+fn each_refusal_of_the_buy_script_has_its_code() {
+    for (reply, expected) in [
+        (vec![code::SOLD_OUT.into()], ErrorCode::SoldOut),
+        (vec![code::BAD_TOKEN.into()], ErrorCode::BadPurchaseToken),
+        (
+            vec![code::ALREADY.into(), "o1".into()],
+            ErrorCode::AlreadyBought,
+        ),
+        (vec![code::LIMITED.into()], ErrorCode::RateLimited),
+        (vec![code::PAUSED.into()], ErrorCode::SalePaused),
+        (vec![code::ENDED.into()], ErrorCode::SaleEnded),
+        (vec![code::NOT_FOUND.into()], ErrorCode::EventNotFound),
+        (
+            vec![code::TOO_EARLY.into(), 1_500.into()],
+            ErrorCode::TooEarly,
+        ),
+    ] {
+        let store = FakeStore::holding_every_script().answers(&BUY, &reply);
+        assert_eq!(buy(&store).unwrap_err().code(), expected, "{reply:?}");
+    }
+}
+
+#[test]
+fn too_early_says_when_to_come_back() {
+    let store =
+        FakeStore::holding_every_script().answers(&BUY, &[code::TOO_EARLY.into(), 1_500.into()]);
+    match buy(&store).unwrap_err() {
+        Error::Refused { retry_after_ms, .. } => assert_eq!(retry_after_ms, Some(1_500)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_redis_that_cannot_answer_now_is_unavailable_and_a_script_error_is_a_bug() {
+    let busy = FakeStore::holding_every_script().fails(
+        &BUY,
+        StoreError::new(StoreErrorKind::Unavailable, "LOADING"),
+    );
+    assert_eq!(buy(&busy).unwrap_err().code(), ErrorCode::Unavailable);
+    let broken = FakeStore::holding_every_script().fails(
+        &BUY,
+        StoreError::new(StoreErrorKind::Failed, "ERR user_script:1"),
+    );
+    assert_eq!(buy(&broken).unwrap_err().code(), ErrorCode::Internal);
+}
+
+#[test]
+fn a_reply_longer_than_its_contract_is_a_bug() {
+    let store = FakeStore::holding_every_script()
+        .answers(&BUY, &[0.into(), 7.into(), 2.into(), 3.into(), 9.into()]);
+    assert_eq!(buy(&store).unwrap_err().code(), ErrorCode::Internal);
+}
+
+#[test]
+fn an_unknown_reply_code_is_a_bug_not_a_refusal() {
+    let store = FakeStore::holding_every_script().answers(&BUY, &[99.into()]);
+    assert_eq!(buy(&store).unwrap_err().code(), ErrorCode::Internal);
+}
+
+fn poll(store: &FakeStore) -> Polled {
+    super::poll(store, &event(), "u1", 0).unwrap()
+}
+
+#[test]
+fn a_queued_order_polls_with_its_position_and_wait() {
+    let store = FakeStore::holding_every_script().answers(
+        &POLL,
+        &[
+            0.into(),
+            "o1".into(),
+            "queued".into(),
+            30.into(),
+            10.into(),
+            10.into(),
+            1.into(),
+        ],
+    );
+    let polled = poll(&store);
+    assert_eq!(
+        polled.result,
+        PollResult::Queued {
+            order_id: "o1".into(),
+            position: 20,
+            estimated_wait_ms: 2_000
+        }
+    );
+    assert!(polled.drain_due);
+}
+
+#[test]
+fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
+    let store = FakeStore::holding_every_script().answers(
+        &POLL,
+        &[
+            0.into(),
+            "o1".into(),
+            "paid".into(),
+            30.into(),
+            40.into(),
+            0.into(),
+            1.into(),
+        ],
+    );
+    let polled = poll(&store);
+    assert_eq!(
+        polled.result,
+        PollResult::Order {
+            order_id: "o1".into(),
+            state: "paid".into()
+        }
+    );
+    assert!(!polled.drain_due);
+}
+
+#[test]
+fn no_order_polls_as_sold_out_or_none() {
+    let sold_out = FakeStore::holding_every_script().answers(&POLL, &[code::NONE.into(), 1.into()]);
+    assert_eq!(poll(&sold_out).result, PollResult::SoldOut);
+    let none = FakeStore::holding_every_script().answers(&POLL, &[code::NONE.into(), 0.into()]);
+    assert_eq!(poll(&none).result, PollResult::None);
+}
+
+#[test]
+fn a_poll_passes_how_often_a_poll_may_be_elected_to_drain() {
+    let store = FakeStore::holding_every_script().answers(&POLL, &[code::NONE.into(), 0.into()]);
+    super::poll(&store, &event(), "u1", 250).unwrap();
+    assert_eq!(store.calls.borrow()[0].args, ["u1", "250"]);
+}
+
+#[test]
+fn a_lottery_registration_is_not_an_admission_token() {
+    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[code::REGISTERED.into()]);
+    let admission = issue_token(&store, &event(), "u1", b"secret").unwrap();
+    assert_eq!(admission, Admission::Registered);
+}
+
+#[test]
+fn an_admitted_user_gets_a_token_precheck_accepts() {
+    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[Reply::Int(code::OK)]);
+    let Admission::Admitted { admission_token } =
+        issue_token(&store, &event(), "u1", b"secret").unwrap()
+    else {
+        panic!("not admitted");
+    };
+    auth::verify_admission(b"secret", "e1", "u1", &admission_token).unwrap();
+}

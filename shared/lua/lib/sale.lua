@@ -1,0 +1,43 @@
+-- The sale's window, switches, stock and refusals. Every key a script touches arrives in KEYS
+-- (Redis's rule for scripts: a cluster, Dragonfly and Upstash rely on it), and all keys of one
+-- event share the hash tag `{sk:<event>}`, so they stay in the event's one slot.
+
+-- The sale window and switches, common to precheck and buy. Returns nil when the sale is open.
+local function closed(cfg, now)
+  if not cfg.start_ms then return {NOT_FOUND} end
+  if cfg.soldout == '1' then return {SOLD_OUT} end
+  -- Not warmed up yet counts as paused: there is no stock to judge "sold out" by.
+  if cfg.enabled ~= '1' or cfg.warmed ~= '1' then return {PAUSED} end
+  if now < tonumber(cfg.start_ms) then return {TOO_EARLY, tonumber(cfg.start_ms) - now} end
+  if now >= tonumber(cfg.end_ms) then return {ENDED} end
+  return nil
+end
+
+-- Counts a refusal in the event's counts hash (field = its reply code) and returns the reply:
+-- the console's "refusals by code" cost one HINCRBY inside the script that refuses, never a
+-- round trip. An unknown event is not counted, so nobody can create keys by asking.
+-- The count is telemetry, kept out of the AOF and the replicas (`redis.set_repl`, the last
+-- thing the script does), so a sold-out storm of refusals causes no disk writes (README,
+-- "The faces"). The counts restart from zero after a Redis restart or failover. Servers
+-- without `set_repl` count with replication.
+local function refused(counts, reply)
+  if reply[1] ~= NOT_FOUND then
+    if redis.set_repl and redis.REPL_NONE then pcall(redis.set_repl, redis.REPL_NONE) end
+    redis.call('HINCRBY', counts, reply[1], 1)
+  end
+  return reply
+end
+
+-- After a shard was taken out of the non-empty set: with none left, the event is sold out.
+-- (The set holds a shard iff its stock is above 0, so an empty set means every shard is empty.)
+local function mark_sold_out_if_empty(nonempty, cfg)
+  if redis.call('SCARD', nonempty) == 0 then redis.call('HSET', cfg, 'soldout', '1') end
+end
+
+-- Units left over all shards. A shard is never below 0 outside a script (buy puts back at
+-- once a unit it took from an empty shard), so the sum is exact.
+local function units_left(stock)
+  local left = 0
+  for _, units in ipairs(redis.call('HVALS', stock)) do left = left + tonumber(units) end
+  return left
+end
