@@ -20,7 +20,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-use crate::TestCa;
+use crate::tls::TestCa;
 
 /// A running facade.
 pub struct RestFacade {

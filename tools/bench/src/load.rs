@@ -65,6 +65,9 @@ impl Call {
     }
 }
 
+/// The request to send as the `i`-th of a run; `None` ends the run early.
+pub type Calls = Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>;
+
 /// What a run measured.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -98,7 +101,11 @@ pub fn cpu_seconds() -> f64 {
 
 /// CPU seconds (user + system) process `pid` (or `"self"`) has used so far, from /proc.
 pub fn cpu_seconds_of(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    cpu_seconds_in(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
+}
+
+/// CPU seconds (utime + stime) in the text of a `/proc/<pid>/stat`; 0 for what does not parse.
+fn cpu_seconds_in(stat: &str) -> f64 {
     // Fields after the command name (which may contain spaces) start after the last ')'.
     let rest = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -109,6 +116,17 @@ pub fn cpu_seconds_of(pid: &str) -> f64 {
             .unwrap_or(0.0)
     };
     (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The `p` percentile (0.0–1.0) of `sorted`, by nearest rank; `None` when it is empty.
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).copied()
+}
+
+/// `total` (CPU seconds, script calls, …) per request; a run with no request counts as one.
+pub fn per_request(total: f64, requests: u64) -> f64 {
+    total / requests.max(1) as f64
 }
 
 /// One keep-alive client connection.
@@ -168,10 +186,7 @@ async fn report(
     }
     let elapsed = start.elapsed();
     latencies.sort_unstable();
-    let pct = |p: f64| {
-        let i = ((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1));
-        Duration::from_micros(latencies.get(i).copied().unwrap_or(0) as u64)
-    };
+    let pct = |p: f64| Duration::from_micros(percentile(&latencies, p).unwrap_or(0) as u64);
     Ok(Report {
         requests: latencies.len() as u64,
         statuses,
@@ -189,7 +204,7 @@ pub async fn closed_loop(
     addr: SocketAddr,
     connections: usize,
     duration: Duration,
-    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
+    calls: Calls,
 ) -> Result<Report> {
     let next = Arc::new(AtomicU64::new(0));
     let cpu_start = cpu_seconds();
@@ -225,7 +240,7 @@ pub async fn open_loop(
     connections: usize,
     rate: f64,
     duration: Duration,
-    calls: Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>,
+    calls: Calls,
 ) -> Result<Report> {
     let total = (rate * duration.as_secs_f64()) as u64;
     let interval = Duration::from_secs_f64(1.0 / rate);
@@ -278,4 +293,52 @@ pub async fn once(addr: SocketAddr, call: Call) -> Result<(u16, Bytes)> {
     let resp = sender.send_request(req.body(Full::new(call.body))?).await?;
     let status = resp.status().as_u16();
     Ok((status, resp.into_body().collect().await?.to_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nearest rank: the index is `len × p`, rounded down, and the top percentile is the maximum.
+    #[test]
+    fn percentile_takes_the_nearest_rank() {
+        let sorted: Vec<u32> = (1..=200).collect();
+        assert_eq!(percentile(&sorted, 0.50), Some(101));
+        assert_eq!(percentile(&sorted, 0.99), Some(199));
+        assert_eq!(percentile(&sorted, 1.0), Some(200));
+    }
+
+    #[test]
+    fn percentile_of_nothing_is_none() {
+        assert_eq!(percentile::<u32>(&[], 0.5), None);
+    }
+
+    #[test]
+    fn per_request_counts_an_empty_run_as_one_request() {
+        assert_eq!(per_request(1.5, 3), 0.5);
+        assert_eq!(per_request(3.0, 0), 3.0);
+    }
+
+    #[test]
+    fn rps_is_requests_over_wall_time() {
+        let report = Report {
+            requests: 3_000,
+            statuses: BTreeMap::new(),
+            elapsed: Duration::from_millis(1_500),
+            p50: Duration::ZERO,
+            p95: Duration::ZERO,
+            p99: Duration::ZERO,
+            cpu_seconds: 0.0,
+        };
+        assert_eq!(report.rps(), 2_000.0);
+    }
+
+    /// utime and stime are fields 14 and 15; a command name with spaces and ')' does not shift
+    /// them.
+    #[test]
+    fn cpu_seconds_read_after_the_command_name() {
+        let stat = "4242 (seckill (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 75 0 0 20 0";
+        assert_eq!(cpu_seconds_in(stat), 3.25);
+        assert_eq!(cpu_seconds_in(""), 0.0);
+    }
 }

@@ -1,8 +1,10 @@
 //! The native baseline: the same buy (the same `shared/` code and Lua script, one EVALSHA) behind
 //! a plain hyper server, no WebAssembly — so the suite shows what the per-request instance costs.
+//! The suite runs it as a child process (`seckill-bench native-serve`) and measures its row here.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -11,10 +13,41 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use seckill_native::NativeStore;
+use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{auth, clock, sale};
+use seckill_native::NativeStore;
 use seckill_spin_edge::error::ApiError;
+use seckill_testkit::RedisServer;
+
+use crate::Args;
+use crate::measure::fresh_buy_row;
+use crate::server::{ServerProcess, local_addr};
+use crate::table::Row;
+
+/// The native baseline's row; `wasm_rps` is the host's pooled buy, which the note compares.
+pub async fn row(redis: &RedisServer, wasm_rps: f64, args: &Args) -> Result<Row> {
+    let native = spawn(redis)?;
+    let name = "native baseline: the same buy without WASM";
+    let mut row = fresh_buy_row(name, native.addr, redis, "native", args).await?;
+    row.add_note(&format!("WASM buy = {:.2}× native;", wasm_rps / row.rps()));
+    Ok(row)
+}
+
+/// Starts the native server (`seckill-bench native-serve`) on `redis`.
+fn spawn(redis: &RedisServer) -> Result<ServerProcess> {
+    let addr = local_addr()?;
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args([
+        "native-serve",
+        "--listen",
+        &addr.to_string(),
+        "--redis-url",
+        &redis.url(),
+    ])
+    .args(["--jwt-secret", seckill_testkit::JWT_SECRET]);
+    ServerProcess::spawn(cmd, addr)
+}
 
 /// Settings of the native server.
 #[derive(clap::Args, Clone)]
@@ -78,7 +111,7 @@ async fn buy(
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| ApiError::new(401, "unauthorized", "bearer token required"))?
+            .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "bearer token required"))?
             .to_owned();
         let user = auth::verify_jwt(&bearer, secret.as_bytes(), clock::now_ms() / 1000)
             .map_err(domain)?
@@ -94,7 +127,7 @@ async fn buy(
             purchase_token: String,
         }
         let body: Body = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::bad_request("malformed_json", e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::MalformedJson, e.to_string()))?;
         tokio::task::spawn_blocking(move || {
             pool.with(|store| {
                 sale::buy(store, &event, &user, &body.purchase_token, clock::now_ms())

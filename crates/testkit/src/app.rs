@@ -1,0 +1,424 @@
+//! The real host serving an app from a manifest on a free loopback port, and the calls the
+//! tests make to it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use seckill_host::tls::TlsTrust;
+use seckill_host::variables::Providers;
+use seckill_host::{App, ConnectionMode, Options};
+use serde_json::Value;
+
+use crate::auth::{ADMIN_TOKEN, jwt_for};
+use crate::manifests::is_product;
+use crate::record::{Exchange, record_exchange};
+use crate::rest_facade::RestFacade;
+use crate::support::repo_root;
+use crate::tls::TestCa;
+use crate::transport::{over_rest, rest_transport};
+
+/// Guest instances a test app may have alive at once: fewer than the sale tests' 512 buyers in
+/// flight, so a spike queues for instances as it would on a busy host.
+const INSTANCES: u32 = 200;
+
+/// The host serving an app on a free loopback port.
+pub struct TestApp {
+    /// The loaded app (for measurements and cron runs).
+    pub app: Arc<App>,
+    /// `http://127.0.0.1:<port>`.
+    pub base_url: String,
+    /// A client with keep-alive.
+    pub http: reqwest::Client,
+    server: tokio::task::JoinHandle<()>,
+    /// The REST facades in front of the Redis nodes (`SECKILL_TRANSPORT=rest`), with the CA the
+    /// host trusts for them; empty otherwise.
+    pub facades: Vec<RestFacade>,
+    facade_ca: Option<TestCa>,
+    /// Whether this is a product manifest, whose exchanges `api/openapi.yaml` describes (the
+    /// test manifests' components are not part of the API).
+    records: bool,
+}
+
+/// How to start a [`TestApp`]: `TestApp::builder(manifest)`, any of the settings, then
+/// [`start`](TestAppBuilder::start). Unset, a setting is what [`TestApp::start`] uses.
+#[must_use = "nothing starts until `.start().await`"]
+pub struct TestAppBuilder<'a> {
+    manifest: &'a str,
+    vars: Vec<(&'a str, String)>,
+    mode: ConnectionMode,
+    trust: Option<TlsTrust>,
+    rest: bool,
+    max_instances: u32,
+}
+
+impl<'a> TestAppBuilder<'a> {
+    /// The `SPIN_VARIABLE_*` values (default: none).
+    pub fn vars(mut self, vars: &[(&'a str, String)]) -> Self {
+        self.vars = vars.to_vec();
+        self
+    }
+
+    /// The Redis connection mode (default: pooled).
+    pub fn mode(mut self, mode: ConnectionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Trusts `trust` for outbound TLS (default: the system's roots). Over REST, a product
+    /// manifest trusts its facades' CA instead.
+    pub fn trusting(mut self, trust: TlsTrust) -> Self {
+        self.trust = Some(trust);
+        self
+    }
+
+    /// Reaches every Redis node of a product manifest through a REST facade, whatever
+    /// `SECKILL_TRANSPORT` says.
+    pub fn over_rest(mut self) -> Self {
+        self.rest = true;
+        self
+    }
+
+    /// At most `max_instances` guest instances alive at once (default: 200).
+    pub fn max_instances(mut self, max_instances: u32) -> Self {
+        self.max_instances = max_instances;
+        self
+    }
+
+    /// Loads the manifest (relative to the repo root) and serves it.
+    pub async fn start(self) -> Result<TestApp> {
+        let TestAppBuilder {
+            manifest,
+            mut vars,
+            mode,
+            trust,
+            rest,
+            max_instances,
+        } = self;
+        // Over REST, a product manifest's Redis nodes are reached through facades; the test
+        // components keep Spin's Redis interface.
+        let (facades, facade_ca) = match rest && is_product(manifest) {
+            true => {
+                let (facades, ca) = over_rest(&mut vars).await?;
+                (facades, Some(ca))
+            }
+            false => (Vec::new(), None),
+        };
+        let tls = match &facade_ca {
+            Some(ca) => ca.trust()?,
+            None => trust.unwrap_or_else(TlsTrust::system),
+        };
+        // The host's warnings and errors show up in a failing test's output.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("warn")
+            .with_writer(std::io::stderr)
+            .try_init();
+        let mut providers = Providers::default();
+        for (name, value) in &vars {
+            providers.overrides.insert(
+                format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase()),
+                value.clone(),
+            );
+        }
+        let options = Options {
+            connection_mode: mode,
+            providers,
+            max_instances: Some(max_instances),
+            tls,
+            ..Options::default()
+        };
+        let path = repo_root().join(manifest);
+        let app = Arc::new(tokio::task::spawn_blocking(move || App::load(&path, options)).await??);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr: SocketAddr = listener.local_addr()?;
+        let server = tokio::spawn({
+            let app = app.clone();
+            async move {
+                let _ = seckill_host::http_trigger::serve(app, listener).await;
+            }
+        });
+        Ok(TestApp {
+            app,
+            base_url: format!("http://{addr}"),
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(64)
+                .build()?,
+            server,
+            records: is_product(manifest),
+            facades,
+            facade_ca,
+        })
+    }
+}
+
+impl TestApp {
+    /// A builder for `manifest` (relative to the repo root), for the settings the `start_*`
+    /// shorthands do not combine.
+    pub fn builder(manifest: &str) -> TestAppBuilder<'_> {
+        TestAppBuilder {
+            manifest,
+            vars: Vec::new(),
+            mode: ConnectionMode::Pooled,
+            trust: None,
+            rest: rest_transport(),
+            max_instances: INSTANCES,
+        }
+    }
+
+    /// Loads `manifest` (relative to the repo root) with `vars` as `SPIN_VARIABLE_*` values.
+    pub async fn start(manifest: &str, vars: &[(&str, String)]) -> Result<Self> {
+        Self::builder(manifest).vars(vars).start().await
+    }
+
+    /// Like [`TestApp::start`], choosing the Redis connection mode.
+    pub async fn start_with(
+        manifest: &str,
+        vars: &[(&str, String)],
+        mode: ConnectionMode,
+    ) -> Result<Self> {
+        Self::builder(manifest).vars(vars).mode(mode).start().await
+    }
+
+    /// Like [`TestApp::start`], with at most `max_instances` guest instances alive at once.
+    pub async fn start_sized(
+        manifest: &str,
+        vars: &[(&str, String)],
+        max_instances: u32,
+    ) -> Result<Self> {
+        Self::builder(manifest)
+            .vars(vars)
+            .max_instances(max_instances)
+            .start()
+            .await
+    }
+
+    /// Like [`TestApp::start`], with every Redis node reached through a REST facade whatever
+    /// `SECKILL_TRANSPORT` says.
+    pub async fn start_rest(manifest: &str, vars: &[(&str, String)]) -> Result<Self> {
+        Self::builder(manifest).vars(vars).over_rest().start().await
+    }
+
+    /// Like [`TestApp::start_with`], trusting `trust` for outbound TLS.
+    pub async fn start_trusting(
+        manifest: &str,
+        vars: &[(&str, String)],
+        mode: ConnectionMode,
+        trust: TlsTrust,
+    ) -> Result<Self> {
+        Self::builder(manifest)
+            .vars(vars)
+            .mode(mode)
+            .trusting(trust)
+            .start()
+            .await
+    }
+
+    /// Sends `method path` with an optional bearer token and JSON body; returns status and the
+    /// body as JSON. A body that is not JSON comes back as a JSON string holding its text, so
+    /// that an assertion's message shows what the server sent.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value)> {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base_url));
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let (status, bytes) = self.exchange(req, method.as_str(), path, body).await?;
+        Ok((status, body_json(&bytes)))
+    }
+
+    /// The trust a host needs for this app's REST facades (their CA), when it has any.
+    pub fn facade_trust(&self) -> Option<TlsTrust> {
+        self.facade_ca.as_ref().and_then(|ca| ca.trust().ok())
+    }
+
+    /// An operator call (`/admin/...`) with the test admin token.
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value)> {
+        self.call(method, path, Some(ADMIN_TOKEN), body).await
+    }
+
+    /// Creates and warms up an event; `config` overrides the defaults of an open 1-hour sale.
+    pub async fn open_event(&self, id: &str, config: Value) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as u64;
+        let mut body = serde_json::json!({
+            "sku": format!("sku-{id}"), "stock": 10, "shards": 4,
+            "start_ms": now - 1_000, "end_ms": now + 3_600_000, "user_rate": 0,
+        });
+        for (k, v) in config.as_object().cloned().unwrap_or_default() {
+            body[k] = v;
+        }
+        let (status, resp) = self
+            .admin(
+                reqwest::Method::PUT,
+                &format!("/admin/events/{id}"),
+                Some(&body),
+            )
+            .await?;
+        anyhow::ensure!(
+            status == 201 || status == 200,
+            "create {id}: {status} {resp}"
+        );
+        let (status, resp) = self
+            .admin(
+                reqwest::Method::POST,
+                &format!("/admin/events/{id}/warmup"),
+                None,
+            )
+            .await?;
+        anyhow::ensure!(status == 200, "warmup {id}: {status} {resp}");
+        Ok(())
+    }
+
+    /// The operator's view of an event.
+    pub async fn status(&self, id: &str) -> Result<Value> {
+        let (status, resp) = self
+            .admin(reqwest::Method::GET, &format!("/admin/events/{id}"), None)
+            .await?;
+        anyhow::ensure!(status == 200, "status {id}: {status} {resp}");
+        Ok(resp)
+    }
+
+    /// A buyer's whole way in: admission token, then precheck. Returns the purchase token, or
+    /// the failing step's status and body.
+    pub async fn admit_and_precheck(
+        &self,
+        event: &str,
+        user: &str,
+    ) -> Result<Result<String, (u16, Value)>> {
+        let jwt = jwt_for(user);
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/admission"),
+                Some(&jwt),
+                None,
+            )
+            .await?;
+        if status != 200 {
+            return Ok(Err((status, body)));
+        }
+        let admission = serde_json::json!({ "admission_token": body["admission_token"] });
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/precheck"),
+                Some(&jwt),
+                Some(&admission),
+            )
+            .await?;
+        if status != 200 {
+            return Ok(Err((status, body)));
+        }
+        Ok(Ok(body["purchase_token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()))
+    }
+
+    /// A buy with a purchase token.
+    pub async fn buy(&self, event: &str, user: &str, purchase_token: &str) -> Result<(u16, Value)> {
+        let body = serde_json::json!({ "purchase_token": purchase_token });
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/events/{event}/buy"),
+            Some(&jwt_for(user)),
+            Some(&body),
+        )
+        .await
+    }
+
+    /// `GET path`, returning status and body text.
+    pub async fn get(&self, path: &str) -> Result<(u16, String)> {
+        let req = self.http.get(format!("{}{path}", self.base_url));
+        let (status, bytes) = self.exchange(req, "GET", path, None).await?;
+        Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `GET path` whose body must be JSON.
+    pub async fn get_json(&self, path: &str) -> Result<(u16, Value)> {
+        let (status, body) = self.get(path).await?;
+        let json =
+            serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON: {body}"))?;
+        Ok((status, json))
+    }
+
+    /// Sends `req` and returns the status and the body, recording the exchange for the
+    /// OpenAPI check when this is a product manifest.
+    async fn exchange(
+        &self,
+        req: reqwest::RequestBuilder,
+        method: &str,
+        path: &str,
+        request: Option<&Value>,
+    ) -> Result<(u16, bytes::Bytes)> {
+        let resp = req.send().await?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = resp.bytes().await?;
+        if self.records {
+            record_exchange(&Exchange {
+                method,
+                path,
+                request,
+                status,
+                content_type: content_type.as_deref(),
+                response: &String::from_utf8_lossy(&bytes),
+            });
+        }
+        Ok((status, bytes))
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// A response body as JSON, or as a JSON string of its text when it is not JSON.
+fn body_json(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_json;
+    use serde_json::json;
+
+    #[test]
+    fn a_json_body_is_parsed() {
+        assert_eq!(
+            body_json(br#"{"error":{"code":"sold_out"}}"#),
+            json!({ "error": { "code": "sold_out" } })
+        );
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_comes_back_as_its_text() {
+        assert_eq!(body_json(b"Not Found"), json!("Not Found"));
+        assert_eq!(body_json(b""), json!(""));
+        // Lossy, as `get` reads text: an assertion still shows the rest.
+        assert_eq!(body_json(b"bad \xff byte"), json!("bad \u{fffd} byte"));
+    }
+}

@@ -1,0 +1,119 @@
+//! Which manifest a test serves and the variables it needs: the product manifests, the
+//! manifests derived from `spin.toml`, and the variables pointing at the test's servers.
+
+use anyhow::Result;
+
+use crate::auth::{ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET};
+use crate::pg_server::PgServer;
+use crate::redis_server::RedisServer;
+use crate::support::repo_root;
+
+/// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
+/// the one `SECKILL_MANIFEST` names. The test command runs the manifest-bound tests a second
+/// time over `spin.http.toml`, the manifest every platform accepts.
+pub fn product_manifest() -> &'static str {
+    static MANIFEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MANIFEST.get_or_init(|| {
+        let m = std::env::var("SECKILL_MANIFEST").unwrap_or_else(|_| "spin.toml".into());
+        assert!(
+            is_product(&m),
+            "SECKILL_MANIFEST must be spin.toml or spin.http.toml, not {m}"
+        );
+        m
+    })
+}
+
+/// Whether `manifest` is one of the product's, whose routes `api/openapi.yaml` describes and
+/// whose Redis nodes the REST transport fronts (test manifests are neither).
+pub(crate) fn is_product(manifest: &str) -> bool {
+    manifest == "spin.toml" || manifest == "spin.http.toml"
+}
+
+/// The variables the product manifests need, pointing at these servers. The tests drive the
+/// drain themselves, so the poll-carried drain is off (`poll_drain_ms` 0) unless a test turns
+/// it on.
+pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String)> {
+    vec![
+        ("redis_url", redis.url()),
+        ("redis_host", redis.host()),
+        ("pg_url", pg.url()),
+        ("pg_host", pg.host()),
+        ("jwt_secret", JWT_SECRET.into()),
+        ("admission_secret", ADMISSION_SECRET.into()),
+        ("admin_token", ADMIN_TOKEN.into()),
+        ("poll_drain_ms", "0".into()),
+    ]
+}
+
+/// Points `vars` (from [`app_vars`]) at several Redis nodes: `redis_url` lists them all and
+/// `redis_host` lets the functions reach any loopback port.
+pub fn over_nodes(vars: &mut [(&str, String)], nodes: &[&RedisServer]) {
+    for (k, v) in vars.iter_mut() {
+        match *k {
+            "redis_url" => *v = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(","),
+            "redis_host" => *v = "127.0.0.1:*".into(),
+            _ => {}
+        }
+    }
+}
+
+/// `per_node` event ids for each of `nodes`, as `crates/domain/src/nodes.rs` places them: element `i`
+/// holds the events that live on node `i` (names are `prefix0`, `prefix1`, …).
+pub fn events_per_node(prefix: &str, nodes: &[&RedisServer], per_node: usize) -> Vec<Vec<String>> {
+    let urls: Vec<String> = nodes.iter().map(|n| n.url()).collect();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let mut placed = vec![Vec::new(); nodes.len()];
+    for i in 0.. {
+        if placed.iter().all(|p: &Vec<String>| p.len() == per_node) {
+            break;
+        }
+        let name = format!("{prefix}{i}");
+        let event = seckill_domain::event::EventId::parse(&name).expect("a valid event id");
+        let at = seckill_domain::nodes::index_for(&event, &urls);
+        if placed[at].len() < per_node {
+            placed[at].push(name);
+        }
+    }
+    placed
+}
+
+/// The product manifest with the jobs component swapped for the tests' `faulty-jobs` build
+/// (seckill-domain's `fault-injection` feature) and its `fault_injection` variable declared.
+/// Generated from `spin.toml` on every call, so the two never drift; returns its path relative
+/// to the repo root, for [`TestApp::start`](crate::TestApp::start).
+pub fn faulty_manifest() -> Result<String> {
+    derived_manifest(
+        "faults.toml",
+        &[
+            (
+                "[variables]\n",
+                "[variables]\nfault_injection = { default = \"\" }\n",
+            ),
+            ("/release/jobs.wasm\"", "/release/faulty_jobs.wasm\""),
+            (
+                "[component.jobs.variables]\n",
+                "[component.jobs.variables]\nfault_injection = \"{{ fault_injection }}\"\n",
+            ),
+        ],
+    )
+}
+
+/// `spin.toml` with `edits` (each `from` must occur), written as
+/// `target/test-manifests/<name>` with its sources pointing back at the build; returns that
+/// path, relative to the repo root.
+pub fn derived_manifest(name: &str, edits: &[(&str, &str)]) -> Result<String> {
+    let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
+    let mut text = product.replace("source = \"target/", "source = \"../../target/");
+    for (from, to) in edits {
+        anyhow::ensure!(text.contains(from), "spin.toml changed: no {from:?}");
+        text = text.replace(from, to);
+    }
+    // Test processes run at once: write aside, then rename (atomic), never a half file.
+    let relative = format!("target/test-manifests/{name}");
+    let path = repo_root().join(&relative);
+    std::fs::create_dir_all(path.parent().expect("a directory"))?;
+    let aside = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&aside, text)?;
+    std::fs::rename(&aside, &path)?;
+    Ok(relative)
+}

@@ -1,0 +1,306 @@
+//! What the simulated sale measures while it runs: every request, the units left, the phases;
+//! and the two watchers that run beside the sale (the stock sampler and the progress line).
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use seckill_testkit::ADMIN_TOKEN;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use super::EVENT;
+use crate::load::{Call, once};
+
+/// One measured request.
+#[derive(Clone)]
+pub struct Sample {
+    pub endpoint: &'static str,
+    pub at_ms: u64,
+    pub latency_us: u64,
+    pub status: u16,
+}
+
+/// The stages the simulated sale goes through, in order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Phase {
+    /// Buyers ask for admission tokens before the sale.
+    Admission,
+    /// The countdown on server time until the sale opens.
+    Countdown,
+    /// The spike of prechecks and buys at the opening.
+    BuyWave,
+    /// Winners poll for their result while the drain lands orders in Postgres.
+    Polling,
+    /// Some winners pay.
+    Payment,
+    /// The unpaid orders' payment window runs out and their units are released.
+    PaymentWindow,
+    /// Buyers without an order try again for the released units.
+    Resale,
+    /// The drain lands the resale's orders.
+    Settle,
+}
+
+impl Phase {
+    /// The name on the chart and on the progress line.
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Admission => "admission tokens",
+            Phase::Countdown => "waiting for start",
+            Phase::BuyWave => "buy wave",
+            Phase::Polling => "polling + drain",
+            Phase::Payment => "payment",
+            Phase::PaymentWindow => "payment window",
+            Phase::Resale => "resale",
+            Phase::Settle => "drain settles",
+        }
+    }
+}
+
+/// Everything the simulation measured, timed in ms since `origin`.
+pub struct Recorder {
+    /// The clock's zero, taken before the admission phase so that pre-sale requests get their
+    /// real times (the chart shifts everything to the sale's opening).
+    origin: Instant,
+    /// Every measured request, in the order they finished.
+    pub samples: Vec<Sample>,
+    /// Units left in Redis, sampled every 200 ms: (ms, units).
+    pub stock_left: Vec<(u64, i64)>,
+    /// Each phase when it began: (phase, ms), in order.
+    pub phases: Vec<(Phase, u64)>,
+    /// Turns seen in the stock samples ("sold out", "units released"): (name, ms).
+    pub marks: Vec<(&'static str, u64)>,
+}
+
+impl Recorder {
+    /// An empty recorder whose clock starts now.
+    pub fn new() -> Self {
+        Recorder {
+            origin: Instant::now(),
+            samples: Vec::new(),
+            stock_left: Vec::new(),
+            phases: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Milliseconds since `origin`.
+    pub fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+
+    /// Records that `phase` begins now.
+    pub fn enter(&mut self, phase: Phase) {
+        let at = self.now_ms();
+        self.phases.push((phase, at));
+    }
+
+    /// Records a request that finished now.
+    pub fn record(&mut self, endpoint: &'static str, latency_us: u64, status: u16) {
+        let at_ms = self.now_ms();
+        self.samples.push(Sample {
+            endpoint,
+            at_ms,
+            latency_us,
+            status,
+        });
+    }
+
+    /// When the sale opened (the chart's zero); 0 if it has not.
+    pub fn open_ms(&self) -> u64 {
+        self.phases
+            .iter()
+            .find(|(p, _)| *p == Phase::BuyWave)
+            .map_or(0, |(_, at)| *at)
+    }
+
+    /// Records a stock sample, and marks the moments the stock runs out or comes back.
+    pub fn record_stock(&mut self, at: u64, left: i64) {
+        match self.stock_left.last() {
+            Some((_, prev)) if *prev > 0 && left <= 0 => self.marks.push(("sold out", at)),
+            Some((_, prev)) if *prev <= 0 && left > 0 => self.marks.push(("units released", at)),
+            _ => {}
+        }
+        self.stock_left.push((at, left));
+    }
+
+    /// One line on where the demo is: elapsed time, phase, requests, accepted buys, the last
+    /// second's request rate and the units left.
+    fn progress_line(&self) -> String {
+        let now = self.now_ms();
+        let phase = self.phases.last().map_or("starting", |(p, _)| p.label());
+        // Samples are pushed in time order, so the last second is a suffix.
+        let last_second = self
+            .samples
+            .iter()
+            .rev()
+            .take_while(|s| s.at_ms + 1000 > now)
+            .count();
+        let accepted = self
+            .samples
+            .iter()
+            .filter(|s| s.endpoint == "buy" && s.status == 202)
+            .count();
+        let left = self
+            .stock_left
+            .last()
+            .map_or("?".to_owned(), |(_, l)| l.to_string());
+        format!(
+            "[{:6.1} s] {phase}: {} requests, {accepted} buys accepted, {last_second} req/s, {left} units left",
+            now as f64 / 1000.0,
+            self.samples.len()
+        )
+    }
+}
+
+/// The recorder, shared by every request task, the stock sampler and the progress line.
+pub type Shared = Arc<Mutex<Recorder>>;
+
+/// The stock sampler and the progress line, running until [`Watch::stop`].
+pub struct Watch([JoinHandle<()>; 2]);
+
+impl Watch {
+    /// Starts sampling the stock of the host at `addr` and printing the progress line.
+    pub fn start(rec: &Shared, addr: SocketAddr) -> Self {
+        Watch([
+            tokio::spawn(sample_stock(rec.clone(), addr)),
+            tokio::spawn(print_progress(rec.clone())),
+        ])
+    }
+
+    /// Stops both, and erases the progress line.
+    pub fn stop(self) {
+        for task in self.0 {
+            task.abort();
+        }
+        clear_progress();
+    }
+}
+
+/// Samples the units left every 200 ms, for the chart and the progress line.
+async fn sample_stock(rec: Shared, addr: SocketAddr) {
+    loop {
+        let call = Call::get(format!("/admin/events/{EVENT}"), Some(ADMIN_TOKEN.into()));
+        let left = once(addr, call)
+            .await
+            .ok()
+            .and_then(|(_, body)| serde_json::from_slice::<Value>(&body).ok())
+            .and_then(|v| v["stock_left"].as_i64());
+        if let Some(left) = left {
+            let mut r = rec.lock().unwrap();
+            let at = r.now_ms();
+            r.record_stock(at, left);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Prints the progress line on stderr once a second until aborted: rewritten in place on a
+/// terminal, one line each time otherwise (a log file gets no carriage returns).
+async fn print_progress(rec: Shared) {
+    let tty = std::io::stderr().is_terminal();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await; // the first tick is immediate: nothing to tell yet
+    loop {
+        tick.tick().await;
+        let line = rec.lock().unwrap().progress_line();
+        if tty {
+            eprint!("\r{line}\x1b[K");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Erases the progress line on a terminal, so that stdout's next line does not land after it.
+fn clear_progress() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+/// Prints one line of the story on stdout, clear of the progress line.
+pub fn say(line: std::fmt::Arguments) {
+    clear_progress();
+    println!("{line}");
+}
+
+/// A recorder with a made-up sale: each phase 2 s long, load during the buy wave and the
+/// resale, the stock selling out, coming back and selling out again.
+#[cfg(test)]
+pub fn synthetic() -> Recorder {
+    let mut r = Recorder::new();
+    let phases = [
+        Phase::Admission,
+        Phase::Countdown,
+        Phase::BuyWave,
+        Phase::Polling,
+        Phase::Payment,
+        Phase::PaymentWindow,
+        Phase::Resale,
+        Phase::Settle,
+    ];
+    r.phases = phases
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (*p, i as u64 * 2_000))
+        .collect();
+    for at_ms in (0..16_000).step_by(5) {
+        r.samples.push(Sample {
+            endpoint: if at_ms % 10 == 0 { "buy" } else { "precheck" },
+            at_ms,
+            latency_us: 1_000 + at_ms % 7_000,
+            status: if at_ms < 5_000 { 202 } else { 409 },
+        });
+    }
+    for at in (0..16_000).step_by(200) {
+        let left = match at {
+            ..4_000 => 100,
+            4_000..6_000 => (6_000 - at as i64) / 20,
+            6_000..12_000 => 0,
+            12_000..13_000 => 30,
+            _ => 0,
+        };
+        r.record_stock(at, left);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stock's turns are marked once each way.
+    #[test]
+    fn stock_marks_each_turn_once() {
+        let r = synthetic();
+        let marks: Vec<(&str, u64)> = r.marks.clone();
+        assert_eq!(
+            marks,
+            [
+                ("sold out", 6_000),
+                ("units released", 12_000),
+                ("sold out", 13_000)
+            ]
+        );
+    }
+
+    /// The progress line reads the recorder: the current phase, requests, accepted buys, units.
+    #[test]
+    fn progress_line_reads_the_recorder() {
+        let line = synthetic().progress_line();
+        assert!(line.contains("drain settles"), "{line}");
+        assert!(line.contains("3200 requests"), "{line}");
+        assert!(line.contains("500 buys accepted"), "{line}");
+        assert!(line.contains("0 units left"), "{line}");
+    }
+
+    /// The sale opens when the buy wave begins.
+    #[test]
+    fn open_ms_is_the_buy_waves_start() {
+        assert_eq!(synthetic().open_ms(), 4_000);
+        assert_eq!(Recorder::new().open_ms(), 0);
+    }
+}

@@ -1,0 +1,272 @@
+//! After the sale: the books (Postgres against what the buys accepted, Redis's shards, the
+//! reconcile job), the per-endpoint table, `report.json` and `chart.svg`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+
+use anyhow::Result;
+use seckill_testkit::{ADMIN_TOKEN, PgServer};
+use serde_json::{Value, json};
+
+use super::phases::Winners;
+use super::recorder::Sample;
+use super::{DemoArgs, EVENT, Sale};
+use crate::load::{Call, once, percentile};
+
+/// What the buyers did.
+pub struct Outcome {
+    pub first_wave: Winners,
+    /// Payments that went through.
+    pub paid: usize,
+    /// Orders accepted in the resale.
+    pub resold: Vec<String>,
+}
+
+/// Checks the books, writes the report and the chart into `args.out` and prints them; fails if
+/// a unit was oversold or an accepted order lost.
+pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcome) -> Result<()> {
+    let in_pg = orders_in_postgres(pg).await?;
+    let accepted: HashSet<String> = outcome
+        .first_wave
+        .values()
+        .map(|w| w.order.clone())
+        .chain(outcome.resold.iter().cloned())
+        .collect();
+    let shards = stock_by_shard(sale.addr).await?;
+    let books = tally(&in_pg, &accepted, args.stock, &shards);
+    let drift = reconcile_drift(sale.addr).await?;
+
+    let r = sale.rec.lock().unwrap();
+    let endpoints = endpoint_table(&r.samples);
+    let (first_wave, resold, paid) = (outcome.first_wave.len(), outcome.resold.len(), outcome.paid);
+    let Books {
+        by_status,
+        held,
+        left,
+        oversold,
+        lost,
+    } = books;
+    let report = json!({
+        "users": args.users, "stock": args.stock, "shards": args.shards,
+        "accepted_first_wave": first_wave, "paid": paid, "resold": resold,
+        "orders_in_postgres": by_status, "held_in_postgres": held,
+        "stock_left_in_redis": left,
+        "oversold": oversold, "lost": lost,
+        "reconcile_drift": drift,
+        "endpoints": endpoints,
+    });
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(
+        format!("{}/report.json", args.out),
+        serde_json::to_string_pretty(&report)?,
+    )?;
+    std::fs::write(format!("{}/chart.svg", args.out), super::chart::chart(&r)?)?;
+    print_endpoints(&endpoints);
+    println!(
+        "\nsold {held} / {} (first wave {first_wave}, resold {resold}), paid {paid}; orders in Postgres {by_status:?}; left in Redis {left}\noversold = {oversold}, lost = {lost}, reconcile drift = {drift}\nreport: {}/report.json, chart: {}/chart.svg",
+        args.stock, args.out, args.out
+    );
+    anyhow::ensure!(
+        oversold == 0 && lost == 0,
+        "oversold {oversold}, lost {lost}"
+    );
+    Ok(())
+}
+
+/// The event's orders in Postgres: order id → status.
+async fn orders_in_postgres(pg: &PgServer) -> Result<HashMap<String, String>> {
+    let db = pg.client().await?;
+    let rows = db
+        .query(
+            "SELECT order_id, status FROM orders WHERE event_id = $1",
+            &[&EVENT],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// Units left in each stock shard in Redis (the admin API's event status).
+async fn stock_by_shard(addr: SocketAddr) -> Result<Vec<i64>> {
+    let call = Call::get(format!("/admin/events/{EVENT}"), Some(ADMIN_TOKEN.into()));
+    let (_, status) = once(addr, call).await?;
+    let status: Value = serde_json::from_slice(&status)?;
+    Ok(serde_json::from_value(status["stock_by_shard"].clone()).unwrap_or_default())
+}
+
+/// The reconcile job's drift for the event (Redis's books against Postgres's).
+async fn reconcile_drift(addr: SocketAddr) -> Result<Value> {
+    let call = Call::post(
+        format!("/admin/jobs/reconcile?event={EVENT}"),
+        Some(ADMIN_TOKEN.into()),
+        &json!({}),
+    );
+    let (_, books) = once(addr, call).await?;
+    let books: Value = serde_json::from_slice(&books)?;
+    Ok(books["events"][0]["drift"].clone())
+}
+
+/// The books after the sale.
+#[derive(Debug, PartialEq)]
+struct Books {
+    /// Orders in Postgres by status.
+    by_status: BTreeMap<String, usize>,
+    /// Units held in Postgres: orders pending payment or paid.
+    held: usize,
+    /// Units left in Redis, over every shard.
+    left: i64,
+    /// Units sold beyond the stock: held past it, plus one per shard below zero.
+    oversold: i64,
+    /// Accepted orders that never reached Postgres.
+    lost: usize,
+}
+
+/// The books from the orders in Postgres (`in_pg`: id → status), the orders the buys accepted,
+/// the stock on sale and the units left per shard.
+fn tally(
+    in_pg: &HashMap<String, String>,
+    accepted: &HashSet<String>,
+    stock: u64,
+    shards: &[i64],
+) -> Books {
+    let lost = accepted.iter().filter(|o| !in_pg.contains_key(*o)).count();
+    let by_status: BTreeMap<String, usize> = in_pg.values().fold(BTreeMap::new(), |mut m, s| {
+        *m.entry(s.clone()).or_default() += 1;
+        m
+    });
+    let held = by_status.get("pending_payment").copied().unwrap_or(0)
+        + by_status.get("paid").copied().unwrap_or(0);
+    let oversold =
+        (held as i64 - stock as i64).max(0) + shards.iter().filter(|s| **s < 0).count() as i64;
+    Books {
+        by_status,
+        held,
+        left: shards.iter().sum(),
+        oversold,
+        lost,
+    }
+}
+
+/// Per endpoint: requests, busiest second, latency percentiles and statuses.
+fn endpoint_table(samples: &[Sample]) -> Value {
+    let mut by: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
+    for s in samples {
+        by.entry(s.endpoint).or_default().push(s);
+    }
+    let mut out = serde_json::Map::new();
+    for (name, list) in by {
+        let mut lat: Vec<u64> = list.iter().map(|s| s.latency_us).collect();
+        lat.sort_unstable();
+        let pct = |p: f64| percentile(&lat, p).unwrap_or(0) as f64 / 1000.0;
+        let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
+        for s in &list {
+            *per_second.entry(s.at_ms / 1000).or_default() += 1;
+            *statuses.entry(s.status).or_default() += 1;
+        }
+        out.insert(
+            name.to_owned(),
+            json!({
+                "requests": list.len(), "peak_rps": per_second.values().max().copied().unwrap_or(0),
+                "p50_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99), "statuses": statuses,
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// Prints the endpoint table as Markdown, after a blank line.
+fn print_endpoints(endpoints: &Value) {
+    println!(
+        "\n| endpoint | requests | req/s (busy 1 s) | p50 ms | p95 ms | p99 ms | statuses |\n|---|---:|---:|---:|---:|---:|---|"
+    );
+    for (name, e) in endpoints.as_object().into_iter().flatten() {
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {} |",
+            e["requests"], e["peak_rps"], e["p50_ms"], e["p95_ms"], e["p99_ms"], e["statuses"]
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(endpoint: &'static str, at_ms: u64, latency_us: u64, status: u16) -> Sample {
+        Sample {
+            endpoint,
+            at_ms,
+            latency_us,
+            status,
+        }
+    }
+
+    fn orders(list: &[(&str, &str)]) -> HashMap<String, String> {
+        list.iter()
+            .map(|(o, s)| (o.to_string(), s.to_string()))
+            .collect()
+    }
+
+    fn ids(list: &[&str]) -> HashSet<String> {
+        list.iter().map(|o| o.to_string()).collect()
+    }
+
+    /// Pending and paid orders hold units; released ones do not.
+    #[test]
+    fn tally_counts_held_units_by_status() {
+        let in_pg = orders(&[("a", "paid"), ("b", "pending_payment"), ("c", "released")]);
+        let books = tally(&in_pg, &ids(&["a", "b", "c"]), 5, &[1, 2]);
+        assert_eq!(
+            books,
+            Books {
+                by_status: BTreeMap::from([
+                    ("paid".into(), 1),
+                    ("pending_payment".into(), 1),
+                    ("released".into(), 1),
+                ]),
+                held: 2,
+                left: 3,
+                oversold: 0,
+                lost: 0,
+            }
+        );
+    }
+
+    #[test]
+    fn tally_counts_accepted_orders_missing_from_postgres_as_lost() {
+        let in_pg = orders(&[("a", "paid")]);
+        let books = tally(&in_pg, &ids(&["a", "b", "c"]), 5, &[0]);
+        assert_eq!(books.lost, 2);
+    }
+
+    /// Units held past the stock and every shard below zero count as oversold.
+    #[test]
+    fn tally_counts_oversold_units() {
+        let in_pg = orders(&[("a", "paid"), ("b", "paid"), ("c", "pending_payment")]);
+        let books = tally(&in_pg, &ids(&["a", "b", "c"]), 2, &[-1, 0, -2]);
+        assert_eq!(books.oversold, 1 + 2);
+        assert_eq!(books.left, -3);
+    }
+
+    /// Percentiles are in ms, the peak is the busiest whole second, statuses are counted.
+    #[test]
+    fn endpoint_table_per_endpoint() {
+        let mut samples: Vec<Sample> = (0..100)
+            .map(|i| sample("buy", 900 + i * 5, (i + 1) * 1_000, 202))
+            .collect();
+        samples.push(sample("poll", 50, 2_500, 200));
+        samples.push(sample("poll", 60, 3_500, 404));
+        assert_eq!(
+            endpoint_table(&samples),
+            json!({
+                "buy": {
+                    "requests": 100, "peak_rps": 80, "p50_ms": 51.0, "p95_ms": 96.0,
+                    "p99_ms": 100.0, "statuses": { "202": 100 },
+                },
+                "poll": {
+                    "requests": 2, "peak_rps": 2, "p50_ms": 3.5, "p95_ms": 3.5,
+                    "p99_ms": 3.5, "statuses": { "200": 1, "404": 1 },
+                },
+            })
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The `drain` part: a backlog of accepted orders drained into Postgres through the host's
+//! `POST /admin/jobs/drain`, until none is left.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use anyhow::Result;
+use seckill_domain::event::EventId;
+use seckill_domain::keys::EventKeys;
+use seckill_domain::scripts::{buy, precheck};
+use seckill_native::NativeStore;
+use seckill_testkit::{PgServer, RedisServer};
+
+use crate::fixture::open_event;
+use crate::load::{Call, once};
+use crate::server::HostProcess;
+use crate::table::Row;
+
+/// Threads (each with its Redis connection) that sell the backlog.
+const WRITERS: usize = 4;
+
+/// The drain row: `n` orders sold, then drained.
+pub async fn row(
+    redis: &RedisServer,
+    pg: &PgServer,
+    vars: &[(&str, String)],
+    n: usize,
+) -> Result<Row> {
+    pg.migrate().await?;
+    let event = open_event(redis, "backlog", n as u64)?;
+    eprintln!("selling a backlog of {n} orders through the real scripts…");
+    sell_backlog(redis, &event, n)?;
+    let host = HostProcess::start("spin.toml", vars, false)?;
+    let start = Instant::now();
+    let inserted = drain_all(host.addr).await?;
+    let elapsed = start.elapsed().as_secs_f64();
+    let db = pg.client().await?;
+    let rows: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = 'backlog'",
+            &[],
+        )
+        .await?
+        .get(0);
+    Ok(Row::noted(
+        format!("drain into Postgres ({n}-order backlog, 500 per transaction)"),
+        format!(
+            "{:.0} orders/s ({inserted} inserted in {elapsed:.2} s; {rows} rows in Postgres)",
+            inserted as f64 / elapsed,
+        ),
+    ))
+}
+
+/// Sells `n` orders through precheck.lua and buy.lua themselves, so that the backlog has
+/// exactly the data layout a sale leaves, whatever that layout becomes.
+fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
+    let k = EventKeys::new(event);
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let k = &k;
+                scope.spawn(move || -> Result<()> {
+                    let store = NativeStore::new(redis.client().get_connection()?);
+                    let now = seckill_domain::clock::now_ms();
+                    for i in (w..n).step_by(WRITERS) {
+                        let (user, token) = (format!("d{i}"), format!("t{i}"));
+                        let home = seckill_domain::ids::home_hash(event.as_str(), &user);
+                        let order = format!("{now:012x}{i:016x}");
+                        precheck::run(&store, k, &user, "127.0.0.1", &token)
+                            .and_then(|_| buy::run(&store, k, &user, &token, home, &order))
+                            .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join()
+                .map_err(|_| anyhow::anyhow!("a backlog writer panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// Runs the drain job until a run inserts nothing; returns the orders inserted.
+async fn drain_all(addr: SocketAddr) -> Result<u64> {
+    let mut inserted = 0u64;
+    loop {
+        let job = Call {
+            method: http::Method::POST,
+            path: "/admin/jobs/drain".into(),
+            bearer: Some(seckill_testkit::ADMIN_TOKEN.into()),
+            body: bytes::Bytes::new(),
+        };
+        let (status, body) = once(addr, job).await?;
+        let report: serde_json::Value = serde_json::from_slice(&body)?;
+        anyhow::ensure!(status == 200, "drain: {status} {report}");
+        let n = report["inserted"].as_u64().unwrap_or(0);
+        eprintln!("drain run: {report}");
+        if n == 0 {
+            return Ok(inserted);
+        }
+        inserted += n;
+    }
+}

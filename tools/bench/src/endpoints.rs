@@ -1,0 +1,86 @@
+//! The rest of the sale's endpoints end to end, on the buy part's host: poll for the buyers who
+//! bought, admission for fresh users, precheck for others.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use seckill_domain::auth;
+use seckill_testkit::{RedisServer, jwt_for};
+use serde_json::json;
+
+use crate::Args;
+use crate::buy::Sale;
+use crate::load::{Call, Calls};
+use crate::measure::endpoint_row;
+use crate::table::Row;
+
+/// The poll, admission and precheck rows; the buy part's host stops with them.
+pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Row>> {
+    let addr = sale.host.addr;
+    let event = sale.event.as_str();
+    let rows = vec![
+        endpoint_row("poll end to end", addr, redis, args, poll(&sale)).await?,
+        endpoint_row(
+            "admission end to end",
+            addr,
+            redis,
+            args,
+            admission(event, args),
+        )
+        .await?,
+        endpoint_row(
+            "precheck end to end",
+            addr,
+            redis,
+            args,
+            precheck(event, args),
+        )
+        .await?,
+    ];
+    Ok(rows)
+}
+
+/// The buyers who bought poll for their order, round after round.
+fn poll(sale: &Sale) -> Calls {
+    let jwts: Vec<String> = sale.buyers.iter().map(|b| b.jwt.clone()).collect();
+    let bought = sale.bought.max(1);
+    let path = format!("/api/events/{}/orders/me", sale.event.as_str());
+    Arc::new(move |i: u64| {
+        let jwt = &jwts[(i as usize) % bought];
+        Some(Call::get(path.clone(), Some(jwt.clone())))
+    })
+}
+
+/// Fresh users ask for admission, each once.
+fn admission(event: &str, args: &Args) -> Calls {
+    let jwts: Vec<String> = (0..args.users).map(|i| jwt_for(&format!("a{i}"))).collect();
+    let path = format!("/api/events/{event}/admission");
+    Arc::new(move |i: u64| {
+        Some(Call::post(
+            path.clone(),
+            Some(jwts.get(i as usize)?.clone()),
+            &json!({}),
+        ))
+    })
+}
+
+/// Other users precheck, each once; their admission tokens are computed here, as checking one
+/// needs no Redis.
+fn precheck(event: &str, args: &Args) -> Calls {
+    let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
+    let fresh: Vec<(String, String)> = (0..args.users)
+        .map(|i| {
+            let user = format!("p{i}");
+            (jwt_for(&user), auth::admission_token(secret, event, &user))
+        })
+        .collect();
+    let path = format!("/api/events/{event}/precheck");
+    Arc::new(move |i: u64| {
+        let (jwt, adm) = fresh.get(i as usize)?;
+        Some(Call::post(
+            path.clone(),
+            Some(jwt.clone()),
+            &json!({ "admission_token": adm }),
+        ))
+    })
+}

@@ -1,0 +1,54 @@
+//! What the rows run against, set up natively (the domain's operations straight on Redis, no
+//! host): open events and buyers holding purchase tokens.
+
+use anyhow::Result;
+use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::{admin, auth, sale};
+use seckill_native::NativeStore;
+use seckill_testkit::{RedisServer, jwt_for};
+use serde_json::json;
+
+/// A buyer ready to buy once: a shop JWT and a purchase token.
+#[derive(Clone)]
+pub struct Buyer {
+    pub jwt: String,
+    pub token: String,
+}
+
+/// Creates and warms up event `id` with `stock` units, open since a second ago for an hour.
+pub fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let now = seckill_domain::clock::now_ms();
+    let config: EventConfig = serde_json::from_value(json!({
+        "sku": "bench", "stock": stock, "shards": 8, "start_ms": now - 1000, "end_ms": now + 3_600_000,
+        "user_rate": 0, "admission_multiplier": 10,
+    }))?;
+    admin::upsert_event(&store, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    admin::warm_up(&store, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(event)
+}
+
+/// `users` buyers named `{prefix}{i}`, through admission and precheck straight on Redis.
+pub fn prepare_buyers(
+    redis: &RedisServer,
+    event: &EventId,
+    users: usize,
+    prefix: &str,
+) -> Result<Vec<Buyer>> {
+    let store = NativeStore::new(redis.client().get_connection()?);
+    let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
+    (0..users)
+        .map(|i| {
+            let user = format!("{prefix}{i}");
+            sale::issue_token(&store, event, &user, secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let adm = auth::admission_token(secret, event.as_str(), &user);
+            let token = sale::precheck(&store, event, &user, "127.0.0.1", &adm, secret)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok(Buyer {
+                jwt: jwt_for(&user),
+                token: token.purchase_token,
+            })
+        })
+        .collect()
+}
