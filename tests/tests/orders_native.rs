@@ -169,28 +169,16 @@ fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
     // Half pay a millisecond before their deadline, then the release runs a millisecond after
     // every deadline, then the other half try to pay: each order ends paid xor expired.
     let at = u64::try_from(deadline).context("a deadline")?;
-    for (user, order) in &accepted[..5] {
-        orders::pay(
-            &store,
-            &db,
-            &event,
-            user,
-            &OrderId::parse(order)?,
-            at - 1_001,
-        )?;
+    let pay_just_in_time = |(user, order): &(String, String)| {
+        orders::pay(&store, &db, &event, user, &OrderId::parse(order)?, at - 1_001)
+    };
+    for sold in &accepted[..5] {
+        pay_just_in_time(sold)?;
     }
     let released = orders::release_expired(&nodes, &db, at + 1, 1_000)?;
     assert_eq!(released.expired, 5, "{released:?}");
-    for (user, order) in &accepted[5..] {
-        let refused = orders::pay(
-            &store,
-            &db,
-            &event,
-            user,
-            &OrderId::parse(order)?,
-            at - 1_001,
-        )
-        .err();
+    for sold in &accepted[5..] {
+        let refused = pay_just_in_time(sold).err();
         assert_eq!(refused.map(|e| e.code().as_str()), Some("order_expired"));
     }
     assert_eq!(
