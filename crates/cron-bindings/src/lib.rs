@@ -1,5 +1,5 @@
 //! The guest side of the spin-trigger-cron world. spin-trigger-cron's own `spin-cron-sdk` is not
-//! published on crates.io, so we generate the same bindings from the same WIT (`wit/`).
+//! published on crates.io, so we generate the same bindings from the same WIT (`wit/deps/spin-cron@2.0.0`).
 //!
 //! A cron function implements [`Guest`] and exports it:
 //! ```ignore
@@ -15,7 +15,7 @@
 pub mod bindings {
     wit_bindgen::generate!({
         world: "fermyon:spin-cron/spin-cron",
-        path: "../../wit",
+        path: "../../wit/deps/spin-cron@2.0.0",
         pub_export_macro: true,
         default_bindings_module: "seckill_cron_bindings::bindings",
     });

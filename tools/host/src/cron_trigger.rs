@@ -8,21 +8,93 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 use chrono::Utc;
 
-use crate::app::App;
-use crate::bindings::cron::fermyon::spin_cron::cron_types::{Error, Metadata};
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::runtime::Runtime;
+use crate::state::Ctx;
+use bindings::SpinCronPre;
+use bindings::fermyon::spin_cron::cron_types::{Error, Metadata};
+
+/// The plugin's world (a component that exports `handle-cron-event`), generated here: this
+/// trigger is its only user.
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit/deps/spin-cron@2.0.0",
+        world: "fermyon:spin-cron/spin-cron",
+        exports: { default: async },
+    });
+}
+
+/// A `[[trigger.cron]]` entry.
+struct CronJob {
+    component: usize,
+    schedule: cron::Schedule,
+    expression: String,
+}
+
+/// An app's cron trigger: its schedules and each component's cron handler.
+pub struct CronTrigger {
+    runtime: Arc<Runtime>,
+    jobs: Vec<CronJob>,
+    /// By component: its `handle-cron-event`, if it exports one.
+    handlers: Vec<Option<SpinCronPre<Ctx>>>,
+}
+
+impl CronTrigger {
+    /// Checks every `[[trigger.cron]]` of `file`: its component exists and exports the handler,
+    /// its expression parses.
+    pub(crate) fn build(
+        file: &ManifestFile,
+        runtime: Arc<Runtime>,
+    ) -> Result<CronTrigger, ManifestError> {
+        let handlers: Vec<_> = (0..runtime.len())
+            .map(|c| SpinCronPre::new(runtime.pre(c).clone()).ok())
+            .collect();
+        let mut jobs = Vec::new();
+        for trigger in &file.manifest.trigger.cron {
+            let c = runtime.component_at(file, &trigger.component)?;
+            if handlers[c].is_none() {
+                return Err(file.error_at(
+                    &trigger.component,
+                    "component does not export handle-cron-event (fermyon:spin-cron@2.0.0)",
+                ));
+            }
+            let expression = trigger.cron_expression.get_ref().clone();
+            let schedule = expression.parse::<cron::Schedule>().map_err(|e| {
+                file.error_at(
+                    &trigger.cron_expression,
+                    format!("bad cron expression: {e}"),
+                )
+            })?;
+            jobs.push(CronJob {
+                component: c,
+                schedule,
+                expression,
+            });
+        }
+        Ok(CronTrigger {
+            runtime,
+            jobs,
+            handlers,
+        })
+    }
+}
 
 /// Runs every cron trigger of `app` until the returned future is dropped.
-pub async fn run_schedules(app: Arc<App>) {
+pub async fn run_schedules<A>(app: Arc<A>)
+where
+    A: AsRef<CronTrigger> + Send + Sync + 'static,
+{
     let mut tasks = tokio::task::JoinSet::new();
-    for job in 0..app.crons.len() {
+    for job in 0..(*app).as_ref().jobs.len() {
         let app = app.clone();
         tasks.spawn(async move {
-            let cron = &app.crons[job];
-            let id = app.components[cron.component].config.id.clone();
+            let trigger: &CronTrigger = (*app).as_ref();
+            let cron = &trigger.jobs[job];
+            let id = trigger.runtime.id(cron.component).to_owned();
             while let Some(next) = cron.schedule.upcoming(Utc).next() {
                 let wait = (next - Utc::now()).to_std().unwrap_or_default();
                 tokio::time::sleep(wait).await;
-                if let Err(e) = run_component(&app, cron.component, next.timestamp() as u64).await {
+                if let Err(e) = run_component(trigger, cron.component, next.timestamp() as u64).await {
                     tracing::error!(component = %id, expression = %cron.expression, "cron run failed: {e:#}");
                 }
             }
@@ -32,24 +104,21 @@ pub async fn run_schedules(app: Arc<App>) {
 }
 
 /// Runs the cron export of the component with id `component` once, now.
-pub async fn run_once(app: &App, component: &str) -> Result<()> {
-    let c = app
-        .components
-        .iter()
-        .position(|c| c.config.id == component)
+pub async fn run_once(app: &impl AsRef<CronTrigger>, component: &str) -> Result<()> {
+    let trigger: &CronTrigger = app.as_ref();
+    let c = trigger
+        .runtime
+        .find(component)
         .ok_or_else(|| anyhow!("no component `{component}`"))?;
-    run_component(app, c, Utc::now().timestamp() as u64).await
+    run_component(trigger, c, Utc::now().timestamp() as u64).await
 }
 
-async fn run_component(app: &App, c: usize, timestamp: u64) -> Result<()> {
-    let pre = app.components[c].cron.as_ref().ok_or_else(|| {
-        anyhow!(
-            "component `{}` has no cron export",
-            app.components[c].config.id
-        )
-    })?;
-    let _slot = app.slots.acquire().await?;
-    let mut store = app.store(c);
+async fn run_component(trigger: &CronTrigger, c: usize, timestamp: u64) -> Result<()> {
+    let pre = trigger.handlers[c]
+        .as_ref()
+        .ok_or_else(|| anyhow!("component `{}` has no cron export", trigger.runtime.id(c)))?;
+    let _slot = trigger.runtime.slots().acquire().await?;
+    let mut store = trigger.runtime.store(c);
     let instance = pre.instantiate_async(&mut store).await?;
     match instance
         .call_handle_cron_event(&mut store, Metadata { timestamp })

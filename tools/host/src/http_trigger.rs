@@ -1,6 +1,7 @@
-//! The HTTP trigger, as Spin's `crates/trigger-http/src/{server,headers,wasi}.rs` (v3.6.3) serve a
-//! request: the runtime's own well-known routes, Spin's router, Spin's request headers, a fresh
-//! instance of the matched component, and empty-bodied 404s and 500s. The conformance table in
+//! The HTTP trigger, as Spin's `crates/trigger-http/src/{lib,server,headers,wasi}.rs` (v3.6.3)
+//! build it and serve a request: `[[trigger.http]]` checked and the router built at load, then
+//! the runtime's own well-known routes, Spin's router, Spin's request headers, a fresh instance
+//! of the matched component, and empty-bodied 404s and 500s. The conformance table in
 //! `host/README.md` lists each behaviour with the Spin file it comes from.
 
 use std::convert::Infallible;
@@ -18,11 +19,13 @@ use http_body_util::{BodyExt, Empty, Full, Limited, combinators::UnsyncBoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use wasmtime_wasi_http::WasiHttpView;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use crate::app::App;
-use crate::routes::{RouteMatch, WELL_KNOWN_PREFIX};
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
+use crate::runtime::Runtime;
+use crate::state::Ctx;
 
 /// The body of every response this server sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
@@ -31,8 +34,90 @@ pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 /// `instrumented_service_fn` does when `handle` fails outside a component (e.g. no `Host`).
 pub type ConnectionError = std::io::Error;
 
-/// Serves `app` on `listener` until the task is dropped.
-pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
+/// The default request body limit: far above any body this API takes, far below what would
+/// exhaust an instance's 128 MiB.
+pub const DEFAULT_MAX_REQUEST_BODY: u64 = 1 << 20;
+
+/// An app's HTTP trigger: its routes, each component's handler, and what the runtime answers
+/// itself.
+pub struct HttpTrigger {
+    runtime: Arc<Runtime>,
+    router: Router,
+    /// By component: its `wasi:http/incoming-handler`, if it exports one.
+    handlers: Vec<Option<ProxyPre<Ctx>>>,
+    /// `[application] name` and `version`, for `/.well-known/spin/info`.
+    name: String,
+    version: Option<String>,
+    /// Request bodies larger than this never reach a guest.
+    max_request_body: u64,
+}
+
+impl HttpTrigger {
+    /// Checks every `[[trigger.http]]` of `file` (its component exists and exports the handler,
+    /// its route is valid) and builds the router, logging what Spin logs (Spin: `HttpTrigger::new`
+    /// in `lib.rs`, `HttpServer::new` in `server.rs`).
+    pub(crate) fn build(
+        file: &ManifestFile,
+        runtime: Arc<Runtime>,
+        max_request_body: u64,
+    ) -> Result<HttpTrigger, ManifestError> {
+        let handlers: Vec<_> = (0..runtime.len())
+            .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
+            .collect();
+        let mut routes = Vec::new();
+        for trigger in &file.manifest.trigger.http {
+            let c = runtime.component_at(file, &trigger.component)?;
+            if handlers[c].is_none() {
+                return Err(file.error_at(
+                    &trigger.component,
+                    "component does not export wasi:http/incoming-handler",
+                ));
+            }
+            routes::check(trigger.route.get_ref()).map_err(|e| file.error_at(&trigger.route, e))?;
+            routes.push((trigger.route.get_ref().as_str(), c));
+        }
+        let (router, duplicates) = Router::build(routes).map_err(|e| ManifestError {
+            path: file.path.clone(),
+            line: 0,
+            message: e,
+        })?;
+        // Spin's warnings (`crates/trigger-http/src/server.rs`), not errors.
+        for d in &duplicates {
+            tracing::error!(
+                "route {} of component `{}` duplicates that of `{}` and will never be used",
+                d.route,
+                runtime.id(d.replaced),
+                runtime.id(d.effective)
+            );
+        }
+        if router.contains_reserved_route() {
+            tracing::error!(
+                "Routes under {} are handled by the Spin runtime and will never be reached",
+                WELL_KNOWN_PREFIX
+            );
+        }
+        let application = &file.manifest.application;
+        Ok(HttpTrigger {
+            runtime,
+            router,
+            handlers,
+            name: application.name.clone(),
+            version: application.version.clone(),
+            max_request_body,
+        })
+    }
+
+    /// Component `c`'s `wasi:http/incoming-handler`, if it exports one.
+    pub(crate) fn handler(&self, c: usize) -> Option<&ProxyPre<Ctx>> {
+        self.handlers[c].as_ref()
+    }
+}
+
+/// Serves the HTTP trigger of `app` on `listener` until the task is dropped.
+pub async fn serve<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
+where
+    A: AsRef<HttpTrigger> + Send + Sync + 'static,
+{
     loop {
         let (stream, client) = match listener.accept().await {
             Ok(conn) => conn,
@@ -48,7 +133,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let app = app.clone();
-                async move { handle(&app, req, client).await }
+                async move { handle((*app).as_ref(), req, client).await }
             });
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service);
@@ -61,7 +146,7 @@ pub async fn serve(app: Arc<App>, listener: TcpListener) -> Result<()> {
 
 /// Answers one request: well-known routes, routing, then the matched component.
 pub async fn handle(
-    app: &App,
+    trigger: &HttpTrigger,
     mut req: Request<Incoming>,
     client: SocketAddr,
 ) -> Result<Response<ResponseBody>, ConnectionError> {
@@ -70,21 +155,21 @@ pub async fn handle(
     if let Some(well_known) = path.strip_prefix(WELL_KNOWN_PREFIX) {
         return Ok(match well_known {
             "health" => full(StatusCode::OK, Bytes::from_static(b"OK"), None),
-            "info" => app_info(app),
+            "info" => app_info(trigger),
             _ => empty(StatusCode::NOT_FOUND),
         });
     }
-    let Some(matched) = app.router.route(path) else {
+    let Some(matched) = trigger.router.route(path) else {
         return Ok(empty(StatusCode::NOT_FOUND));
     };
     set_req_uri(&mut req).map_err(|e| ConnectionError::other(format!("{e:#}")))?;
-    if let Some(refusal) = body_too_large(app, &req) {
+    if let Some(refusal) = body_too_large(trigger, &req) {
         return Ok(refusal);
     }
-    let component = &app.components[matched.component].config.id;
+    let component = trigger.runtime.id(matched.component);
     let result = async {
         set_spin_headers(&mut req, &matched, client)?;
-        run(app, matched.component, req).await
+        run(trigger, matched.component, req).await
     };
     Ok(match result.await {
         Ok(resp) => resp,
@@ -116,21 +201,24 @@ impl Drop for RunToCompletion {
     }
 }
 
-async fn run(app: &App, c: usize, req: Request<Incoming>) -> Result<Response<ResponseBody>> {
-    let pre = app.components[c]
-        .http
-        .as_ref()
+async fn run(
+    trigger: &HttpTrigger,
+    c: usize,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseBody>> {
+    let pre = trigger
+        .handler(c)
         .expect("routes only point at HTTP components");
-    let slot = app.slots.clone().acquire_owned().await?;
-    let mut store = app.store(c);
+    let slot = trigger.runtime.slots().clone().acquire_owned().await?;
+    let mut store = trigger.runtime.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
-    let limit = app.max_request_body;
+    let limit = trigger.max_request_body;
     let req = req.map(move |body| Limited::new(body, limit as usize).map_err(body_error));
     let req = store
         .data_mut()
-        .http()
+        .wasi_http()
         .new_incoming_request(Scheme::Http, req)?;
-    let out = store.data_mut().http().new_response_outparam(tx)?;
+    let out = store.data_mut().wasi_http().new_response_outparam(tx)?;
     let proxy = pre.instantiate_async(&mut store).await?;
     let mut guest = RunToCompletion(Some(Box::pin(async move {
         let result = proxy
@@ -185,7 +273,10 @@ fn body_error(e: Box<dyn std::error::Error + Send + Sync>) -> wasmtime_wasi_http
 }
 
 /// A JSON 413 (the API's error shape) when the declared body exceeds the host's limit.
-fn body_too_large(app: &App, req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
+fn body_too_large(
+    trigger: &HttpTrigger,
+    req: &Request<Incoming>,
+) -> Option<Response<ResponseBody>> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)?
@@ -193,10 +284,10 @@ fn body_too_large(app: &App, req: &Request<Incoming>) -> Option<Response<Respons
         .ok()?
         .parse::<u64>()
         .ok()?;
-    (declared > app.max_request_body).then(|| {
+    (declared > trigger.max_request_body).then(|| {
         let body = format!(
             r#"{{"error":{{"code":"body_too_large","message":"request bodies are limited to {} bytes"}}}}"#,
-            app.max_request_body
+            trigger.max_request_body
         );
         let mut resp = full(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -298,10 +389,10 @@ fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketA
 }
 
 /// `GET /.well-known/spin/info`: Spin's `AppInfo` (`crates/http/src/app_info.rs`), pretty JSON.
-fn app_info(app: &App) -> Response<ResponseBody> {
+fn app_info(trigger: &HttpTrigger) -> Response<ResponseBody> {
     let mut info = serde_json::Map::new();
-    info.insert("name".into(), app.name.clone().into());
-    if let Some(version) = &app.version {
+    info.insert("name".into(), trigger.name.clone().into());
+    if let Some(version) = &trigger.version {
         info.insert("version".into(), version.clone().into());
     }
     let body = serde_json::to_vec_pretty(&info).expect("a map of strings serializes");

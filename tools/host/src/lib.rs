@@ -1,14 +1,22 @@
 //! seckill-host: runs seckill's Spin components on wasmtime, the way Spin 3.6 does.
 //!
-//! The host is split by interface, like wasmtime's own crates: [`manifest`] and [`app`] load and
-//! check `spin.toml`; [`http_trigger`] and [`cron_trigger`] run components; [`redis`],
-//! [`postgres`], [`variables`] and [`outbound_http`] implement what the guests import; [`tls`]
-//! is the trust behind `rediss://` and Postgres TLS.
+//! Made of factors, as Spin is (`crates/factors`, `crates/factor-*`). Each interface the guests
+//! import is one module with its bindings (generated there, or wasmtime-wasi's own), its
+//! per-instance `InstanceState` and its `add_to_linker` over a projection from the store's data:
+//! [`wasi`], [`outbound_http`] (`wasi:http`), [`redis`], [`postgres`], [`variables`]. [`state`]
+//! composes them: `Ctx`, a store's data, is one field per factor; `Services`, the factors'
+//! app-wide pools.
+//!
+//! Loading ([`app`]): [`manifest`] parses `spin.toml`, [`variables`] resolves its variables,
+//! [`runtime`] resolves ([`component`]), compiles and pre-instantiates the components, then
+//! [`http_trigger`] (with [`routes`]) and [`cron_trigger`] each check and build their own
+//! triggers, which they then run. [`allowed_hosts`] and [`tls`] are what the outbound factors
+//! check and trust.
 
 pub mod allowed_hosts;
 pub mod app;
 pub mod bench;
-pub mod bindings;
+pub mod component;
 pub mod cron_trigger;
 pub mod http_trigger;
 pub mod manifest;
@@ -16,9 +24,11 @@ pub mod outbound_http;
 pub mod postgres;
 pub mod redis;
 pub mod routes;
+pub mod runtime;
 pub mod state;
 pub mod tls;
 pub mod variables;
+pub mod wasi;
 
 pub use app::{App, Options};
-pub use state::ConnectionMode;
+pub use redis::ConnectionMode;

@@ -1,5 +1,8 @@
-//! `wasi:http/outgoing-handler`, restricted by `allowed_outbound_hosts` as in Spin: a request to a
-//! host the manifest does not allow fails with `HttpRequestDenied` before any connection is made.
+//! The outbound HTTP factor: `wasi:http` (its types, which the HTTP trigger's incoming requests
+//! use too, and `outgoing-handler`), linked as Spin's `crates/factor-outbound-http/src/wasi.rs`
+//! links it. Outgoing requests are restricted by `allowed_outbound_hosts` as in Spin: a request
+//! to a host the manifest does not allow fails with `HttpRequestDenied` before any connection is
+//! made.
 //!
 //! Connections are pooled and shared by every instance, per origin, as Spin does from v3.4
 //! (PRs #3229, #3240): a request to an origin reuses an idle kept-alive connection. HTTP/1.1,
@@ -14,10 +17,15 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+use wasmtime::component::{Linker, ResourceTable};
+use wasmtime_wasi_http::p2::bindings::LinkOptions;
+use wasmtime_wasi_http::p2::bindings::http::{outgoing_handler, types};
+use wasmtime_wasi_http::{
+    Error, RequestOptions, WasiBody, WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
+};
 
 use crate::allowed_hosts::default_port;
-use crate::state::ComponentConfig;
+use crate::component::ComponentConfig;
 use crate::tls::TlsTrust;
 
 /// Idle connections kept per origin.
@@ -97,6 +105,45 @@ fn client_error(e: hyper_util::client::legacy::Error) -> Error {
     } else {
         Error::ConnectionTerminated
     }
+}
+
+/// One instance's `wasi:http` state: its context and the hooks that send its requests.
+pub struct InstanceState {
+    ctx: WasiHttpCtx,
+    hooks: OutboundHttp,
+}
+
+impl InstanceState {
+    /// The state of an instance of `component`, sending through `pool`.
+    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool) -> Self {
+        InstanceState {
+            ctx: WasiHttpCtx::new(),
+            hooks: OutboundHttp::new(component, pool),
+        }
+    }
+
+    /// The view wasmtime-wasi-http works on: this state and the store's resource table, which
+    /// `wasi:http` shares with WASI (bodies are `wasi:io` streams).
+    pub fn view<'a>(&'a mut self, table: &'a mut ResourceTable) -> WasiHttpCtxView<'a> {
+        WasiHttpCtxView {
+            ctx: &mut self.ctx,
+            table,
+            hooks: &mut self.hooks,
+        }
+    }
+}
+
+/// Adds `wasi:http/types` and `wasi:http/outgoing-handler` to `linker`, served by the view `get`
+/// projects to (wasmtime-wasi-http's `add_only_http_to_linker_async`, with a projection instead
+/// of its `WasiHttpView` bound).
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> WasiHttpCtxView<'_>,
+) -> wasmtime::Result<()> {
+    let options = LinkOptions::default();
+    outgoing_handler::add_to_linker::<T, WasiHttp>(linker, get)?;
+    types::add_to_linker::<T, WasiHttp>(linker, &options.into(), get)?;
+    Ok(())
 }
 
 /// The outbound HTTP policy of one instance, and the app's pool.

@@ -1,4 +1,5 @@
-//! `fermyon:spin/redis@2.0.0`, as Spin 3.6 implements it (`crates/factor-outbound-redis`).
+//! The outbound Redis factor: `fermyon:spin/redis@2.0.0`, as Spin 3.6 implements it
+//! (`crates/factor-outbound-redis`).
 //!
 //! Two deliberate differences. Connection reuse: Spin opens a new multiplexed connection for
 //! every `open` (so every request pays a TCP handshake); by default we share one auto-reconnecting
@@ -14,23 +15,48 @@ use redis::aio::{
 };
 use redis::{FromRedisValue, Value};
 use tokio::sync::OnceCell;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
-use crate::bindings::spin::fermyon::spin::redis::{
-    Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
-};
-use crate::state::{ConnectionMode, Ctx};
+use crate::component::ComponentConfig;
 use crate::tls::TlsTrust;
+use bindings::fermyon::spin::redis::{
+    self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
+};
 
-/// Spin's per-instance connection table capacity.
+/// Host bindings of the interface, generated here so that this module is the whole factor.
+mod bindings {
+    wasmtime::component::bindgen!({
+        inline: "
+            package seckill:redis-factor;
+            world redis { import fermyon:spin/redis@2.0.0; }
+        ",
+        path: "../../wit/deps/spin@2.0.0",
+        imports: { default: async },
+        with: { "fermyon:spin/redis.connection": crate::redis::RedisConnection },
+    });
+}
+
+/// How outbound Redis connections are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionMode {
+    /// One multiplexed connection per address, shared by all requests (our default: a fresh TCP
+    /// connection per request is most of a request's cost).
+    #[default]
+    Pooled,
+    /// A new connection for every `open`, as Spin 3.6 does.
+    SpinFaithful,
+}
+
+/// Spin's per-instance connection table capacity (`Table::new(1024)` in `prepare`,
+/// `crates/factor-outbound-redis/src/lib.rs`).
 const MAX_CONNECTIONS_PER_INSTANCE: u32 = 1024;
 
 /// The largest reply a command may return (as [`reply_size`] counts), a deliberate difference:
-/// Spin has no cap. A reply is copied into the guest, whose memory is capped at 128 MiB
-/// ([`crate::state::MAX_MEMORY_BYTES`]), so a larger one could only trap the instance; half of
-/// that leaves room for the guest's own heap. redis-rs reads a whole reply before handing it over
-/// and has no limit of its own, so this bounds what the host converts and hands to the guest, not
-/// redis-rs's read buffer (which Redis's `proto-max-bulk-len`, 512 MB per string, bounds).
+/// Spin has no cap. A reply is copied into the guest, whose memory is capped at 128 MiB (the
+/// store's limit), so a larger one could only trap the instance; half of that leaves room for the
+/// guest's own heap. redis-rs reads a whole reply before handing it over and has no limit of its
+/// own, so this bounds what the host converts and hands to the guest, not redis-rs's read buffer
+/// (which Redis's `proto-max-bulk-len`, 512 MB per string, bounds).
 pub const MAX_REPLY_BYTES: usize = 64 << 20;
 
 /// An open connection, owned by one instance's resource table.
@@ -235,32 +261,60 @@ fn other(e: redis::RedisError) -> Error {
     Error::Other(e.to_string())
 }
 
-impl Ctx {
+/// One instance's Redis state: its component's allowed hosts, its open connections (a table of
+/// its own, as Spin's `InstanceState` keeps one) and the app-wide pools.
+pub struct InstanceState {
+    pools: Arc<RedisPools>,
+    component: Arc<ComponentConfig>,
+    connections: ResourceTable,
+    /// Connections open now (Spin's table refuses the 1025th).
+    open: u32,
+}
+
+impl InstanceState {
+    /// The state of an instance of `component`, connecting through `pools`.
+    pub fn new(pools: Arc<RedisPools>, component: Arc<ComponentConfig>) -> Self {
+        InstanceState {
+            pools,
+            component,
+            connections: ResourceTable::new(),
+            open: 0,
+        }
+    }
+
     /// The open connection behind `conn`.
     fn redis(&mut self, conn: &Resource<RedisConnection>) -> Result<&mut RedisConnection, Error> {
-        self.table
+        self.connections
             .get_mut(conn)
             .map_err(|e| Error::Other(e.to_string()))
     }
 }
 
-impl Host for Ctx {}
+/// Adds `fermyon:spin/redis` to `linker`, served by the state `get` projects to.
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut InstanceState,
+) -> wasmtime::Result<()> {
+    wit::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
+}
 
-impl HostConnection for Ctx {
+impl Host for InstanceState {}
+
+impl HostConnection for InstanceState {
     async fn open(&mut self, address: String) -> Result<Resource<RedisConnection>, Error> {
-        if !self.allows_url(&address) {
+        if !self.component.allowed_hosts.allows_url(&address) {
             tracing::warn!(component = %self.component.id, "redis address not allowed by allowed_outbound_hosts");
             return Err(Error::InvalidAddress);
         }
-        if self.redis_connections >= MAX_CONNECTIONS_PER_INSTANCE {
+        if self.open >= MAX_CONNECTIONS_PER_INSTANCE {
             return Err(Error::TooManyConnections);
         }
-        let conn = self.services.redis.open(&address).await?;
+        let conn = self.pools.open(&address).await?;
         let conn = self
-            .table
+            .connections
             .push(conn)
             .map_err(|_| Error::TooManyConnections)?;
-        self.redis_connections += 1;
+        self.open += 1;
         Ok(conn)
     }
 
@@ -370,14 +424,14 @@ impl HostConnection for Ctx {
 
     /// Removes the connection, freeing its slot of the instance's table (as Spin's does).
     async fn drop(&mut self, conn: Resource<RedisConnection>) -> wasmtime::Result<()> {
-        self.table.delete(conn)?;
-        self.redis_connections = self.redis_connections.saturating_sub(1);
+        self.connections.delete(conn)?;
+        self.open = self.open.saturating_sub(1);
         Ok(())
     }
 }
 
 /// Converts a reply the way Spin does: arrays and sets are flattened recursively into one list.
-pub fn flatten(value: Value) -> Result<Vec<RedisResult>, Error> {
+fn flatten(value: Value) -> Result<Vec<RedisResult>, Error> {
     fn push(out: &mut Vec<RedisResult>, value: Value) -> Result<(), Error> {
         match value {
             Value::Nil => out.push(RedisResult::Nil),
@@ -446,7 +500,6 @@ mod server_tests {
 
     use super::*;
     use crate::allowed_hosts::AllowedHosts;
-    use crate::state::{ComponentConfig, Services};
 
     /// A throwaway `redis-server` on a free loopback port, killed on drop.
     struct RedisServer {
@@ -490,20 +543,16 @@ mod server_tests {
         }
     }
 
-    /// An instance context whose component may reach any loopback Redis, using `redis`.
-    fn ctx(redis: RedisPools) -> Ctx {
+    /// The Redis state of an instance whose component may reach any loopback Redis, using
+    /// `redis`.
+    fn ctx(redis: RedisPools) -> InstanceState {
         let component = ComponentConfig {
             id: "test".into(),
             variables: Default::default(),
             allowed_hosts: AllowedHosts::parse(["redis://127.0.0.1:*"]).unwrap(),
             environment: Vec::new(),
         };
-        let services = Services {
-            redis,
-            pg: Default::default(),
-            http: Default::default(),
-        };
-        Ctx::new(Arc::new(component), Arc::new(services))
+        InstanceState::new(Arc::new(redis), Arc::new(component))
     }
 
     /// Another handle to the same table entry, for calls that take the handle by value.
@@ -543,16 +592,16 @@ mod server_tests {
     async fn dropping_a_connection_frees_its_slot() {
         let server = RedisServer::start();
         let mut ctx = ctx(RedisPools::new(ConnectionMode::Pooled, TlsTrust::default()));
-        let before = ctx.redis_connections;
+        let before = ctx.open;
         let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
-        assert_eq!(ctx.redis_connections, before + 1);
+        assert_eq!(ctx.open, before + 1);
         HostConnection::drop(&mut ctx, conn).await.unwrap();
-        assert_eq!(ctx.redis_connections, before);
+        assert_eq!(ctx.open, before);
         for _ in 0..=MAX_CONNECTIONS_PER_INSTANCE {
             let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
             HostConnection::drop(&mut ctx, conn).await.unwrap();
         }
-        assert_eq!(ctx.redis_connections, before);
+        assert_eq!(ctx.open, before);
     }
 
     /// A reply larger than the cap is `other("reply too large ...")`, whatever the command, and

@@ -1,52 +1,44 @@
-//! The data every request's `Store` carries: WASI contexts, the resource table, the component's
-//! resolved configuration and the app-wide services (connection pools) it may use.
+//! The data of one instance's `Store`, composed of factors as Spin composes them
+//! (`#[derive(RuntimeFactors)]`, `crates/factors-derive`): one field per factor holding that
+//! factor's instance state, and the one resource table WASI and `wasi:http` share. `Ctx`
+//! implements no interface: linking hands each factor's `add_to_linker` a projection from `Ctx`
+//! to its own state. Adding an interface is its module, a field here, and its line in `new` and
+//! in `link_factors`.
 
 use std::sync::Arc;
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::{WasiCtxView, WasiView};
+use wasmtime_wasi_http::WasiHttpCtxView;
 
-use crate::allowed_hosts::AllowedHosts;
-use crate::outbound_http::OutboundHttp;
+use crate::component::ComponentConfig;
+use crate::outbound_http::HttpPool;
 use crate::postgres::PgPools;
-use crate::redis::RedisPools;
-use crate::variables::ComponentVariables;
+use crate::redis::{ConnectionMode, RedisPools};
+use crate::tls::TlsTrust;
+use crate::{outbound_http, postgres, redis, variables, wasi};
 
-/// How outbound Redis connections are made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConnectionMode {
-    /// One multiplexed connection per address, shared by all requests (our default: a fresh TCP
-    /// connection per request is most of a request's cost).
-    #[default]
-    Pooled,
-    /// A new connection for every `open`, as Spin 3.6 does.
-    SpinFaithful,
-}
-
-/// A component's configuration, resolved once at startup.
-#[derive(Debug)]
-pub struct ComponentConfig {
-    /// `[component.<id>]`.
-    pub id: String,
-    /// Component variables, templates already expanded.
-    pub variables: ComponentVariables,
-    /// `allowed_outbound_hosts`, templates already expanded.
-    pub allowed_hosts: AllowedHosts,
-    /// `environment`, passed to the guest through WASI.
-    pub environment: Vec<(String, String)>,
-}
-
-/// App-wide services shared by every instance.
+/// The factors' app-wide state (Spin: each factor's `AppState`), shared by every instance.
 #[derive(Default)]
 pub struct Services {
     /// Redis connections.
-    pub redis: RedisPools,
+    pub redis: Arc<RedisPools>,
     /// Postgres pools.
-    pub pg: PgPools,
+    pub pg: Arc<PgPools>,
     /// Outbound HTTP connections.
-    pub http: crate::outbound_http::HttpPool,
+    pub http: HttpPool,
+}
+
+impl Services {
+    /// Redis connecting as `mode`; Redis, Postgres and HTTP over TLS trusting `tls`.
+    pub fn new(mode: ConnectionMode, tls: &TlsTrust) -> Self {
+        Services {
+            redis: Arc::new(RedisPools::new(mode, tls.clone())),
+            pg: Arc::new(PgPools::new(tls)),
+            http: HttpPool::new(tls),
+        }
+    }
 }
 
 /// Per-instance memory cap (Spin's default on Akamai Functions is 128 MiB).
@@ -54,42 +46,49 @@ pub const MAX_MEMORY_BYTES: usize = 128 << 20;
 
 /// The data of one instance's `Store`.
 pub struct Ctx {
-    pub(crate) wasi: WasiCtx,
-    pub(crate) http: WasiHttpCtx,
-    pub(crate) hooks: OutboundHttp,
-    pub(crate) table: ResourceTable,
-    pub(crate) limits: StoreLimits,
-    pub(crate) redis_connections: u32,
-    pub(crate) component: Arc<ComponentConfig>,
-    pub(crate) services: Arc<Services>,
+    /// WASI's and `wasi:http`'s resources (Spin's `RuntimeFactors` keep one such table too).
+    table: ResourceTable,
+    limits: StoreLimits,
+    wasi: wasi::InstanceState,
+    outbound_http: outbound_http::InstanceState,
+    redis: redis::InstanceState,
+    postgres: postgres::InstanceState,
+    variables: variables::InstanceState,
 }
 
 impl Ctx {
     /// A fresh context for one instance of `component`.
-    pub fn new(component: Arc<ComponentConfig>, services: Arc<Services>) -> Self {
-        let wasi = WasiCtx::builder()
-            .inherit_stdout()
-            .inherit_stderr()
-            .envs(&component.environment)
-            .build();
+    pub fn new(component: &Arc<ComponentConfig>, services: &Services) -> Self {
         Ctx {
-            wasi,
-            http: WasiHttpCtx::new(),
-            hooks: OutboundHttp::new(component.clone(), services.http.clone()),
             table: ResourceTable::new(),
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(MAX_MEMORY_BYTES)
                 .instances(64)
                 .build(),
-            redis_connections: 0,
-            component,
-            services,
+            wasi: wasi::InstanceState::new(&component.environment),
+            outbound_http: outbound_http::InstanceState::new(
+                component.clone(),
+                services.http.clone(),
+            ),
+            redis: redis::InstanceState::new(services.redis.clone(), component.clone()),
+            postgres: postgres::InstanceState::new(services.pg.clone(), component.clone()),
+            variables: variables::InstanceState::new(component.clone()),
         }
     }
 
-    /// Whether the component's `allowed_outbound_hosts` allow `url`.
-    pub(crate) fn allows_url(&self, url: &str) -> bool {
-        self.component.allowed_hosts.allows_url(url)
+    /// Adds every factor's interfaces to `linker`, each projected to its own state.
+    pub fn link_factors(linker: &mut Linker<Ctx>) -> wasmtime::Result<()> {
+        wasi::add_to_linker(linker)?;
+        outbound_http::add_to_linker(linker, Ctx::wasi_http)?;
+        redis::add_to_linker(linker, |ctx| &mut ctx.redis)?;
+        postgres::add_to_linker(linker, |ctx| &mut ctx.postgres)?;
+        variables::add_to_linker(linker, |ctx| &mut ctx.variables)?;
+        Ok(())
+    }
+
+    /// The `wasi:http` view, which the HTTP trigger uses to hand a request to the guest.
+    pub(crate) fn wasi_http(&mut self) -> WasiHttpCtxView<'_> {
+        self.outbound_http.view(&mut self.table)
     }
 
     /// The store's resource limiter.
@@ -98,21 +97,9 @@ impl Ctx {
     }
 }
 
+/// wasmtime-wasi's projection (see [`wasi::add_to_linker`]).
 impl WasiView for Ctx {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for Ctx {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.hooks,
-        }
+        self.wasi.view(&mut self.table)
     }
 }

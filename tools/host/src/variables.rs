@@ -1,4 +1,5 @@
-//! Application variables as Spin resolves them, and `fermyon:spin/variables@2.0.0`.
+//! The variables factor: application variables as Spin resolves them, and
+//! `fermyon:spin/variables@2.0.0` (Spin's `crates/factor-variables`).
 //!
 //! Providers, first hit wins (Spin's default runtime config): the environment
 //! (`SPIN_VARIABLE_<UPPER_NAME>`), then a `.env` file beside the manifest or given on the command
@@ -6,10 +7,26 @@
 //! startup error. Component variables are templates over application variables; all of them are
 //! resolved once at startup, so a `get` is a map lookup.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::bindings::spin::fermyon::spin::variables::{self, Error};
-use crate::state::Ctx;
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::component::ComponentConfig;
+use crate::manifest::{ManifestError, ManifestFile};
+use bindings::fermyon::spin::variables::{self, Error};
+
+/// Host bindings of the interface, generated here so that this module is the whole factor.
+mod bindings {
+    wasmtime::component::bindgen!({
+        inline: "
+            package seckill:variables-factor;
+            world variables { import fermyon:spin/variables@2.0.0; }
+        ",
+        path: "../../wit/deps/spin@2.0.0",
+        imports: { default: async },
+    });
+}
 
 /// One piece of a `{{ var }}` template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +116,35 @@ impl Providers {
     }
 }
 
+/// Resolves the manifest's `[variables]` with `providers` (Spin: `configure_app` in
+/// `crates/factor-variables/src/lib.rs`).
+pub(crate) fn resolve_manifest_variables(
+    file: &ManifestFile,
+    providers: &Providers,
+) -> Result<HashMap<String, String>, ManifestError> {
+    let m = &file.manifest;
+    let values = resolve_app_variables(
+        m.variables
+            .iter()
+            .map(|(k, d)| (k.get_ref().as_str(), d.default.as_deref(), d.required)),
+        providers,
+    )
+    .map_err(|e| ManifestError {
+        path: file.path.clone(),
+        line: 0,
+        message: e,
+    })?;
+    for (name, def) in &m.variables {
+        if def.required && def.default.is_some() {
+            return Err(file.error_at(
+                name,
+                "a variable cannot be both required and have a default",
+            ));
+        }
+    }
+    Ok(values)
+}
+
 /// Resolves every application variable: provider value, else default, else (if required) error.
 /// Optional variables without a value stay absent; using one in a template is an error then.
 pub fn resolve_app_variables<'a>(
@@ -142,10 +188,27 @@ pub fn expand(parts: &[Part], app: &HashMap<String, String>) -> Result<String, S
     Ok(out)
 }
 
-/// A component's resolved variables (name → value).
-pub type ComponentVariables = BTreeMap<String, String>;
+/// One instance's view of its component's variables.
+pub struct InstanceState {
+    component: Arc<ComponentConfig>,
+}
 
-impl variables::Host for Ctx {
+impl InstanceState {
+    /// The variables of `component`.
+    pub fn new(component: Arc<ComponentConfig>) -> Self {
+        InstanceState { component }
+    }
+}
+
+/// Adds `fermyon:spin/variables` to `linker`, served by the state `get` projects to.
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut InstanceState,
+) -> wasmtime::Result<()> {
+    variables::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
+}
+
+impl variables::Host for InstanceState {
     async fn get(&mut self, name: String) -> Result<String, Error> {
         // Spin's texts: `crates/expressions/src/lib.rs` (`Key::new`, `Resolver::get_template`).
         check_name(&name).map_err(Error::InvalidName)?;

@@ -1,6 +1,9 @@
 //! Errors as Spin reports them: its `{:?}` error reports and its `query-failed` variants.
 
-use crate::bindings::spin::spin::postgres::postgres as pg;
+use super::bindings::spin::postgres::postgres as pg;
+
+/// The error type `ToSql`/`FromSql` implementations return.
+pub(super) type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
 /// Formats an error the way Spin does (`{:?}` of an `anyhow::Error`: the message, then its
 /// causes), but never with a backtrace: `RUST_BACKTRACE` must not change what the guest sees.

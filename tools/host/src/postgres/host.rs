@@ -1,25 +1,44 @@
-//! The WIT `connection` interface: address checks, `open`, `query`, `execute` and `drop`.
+//! The per-instance state and the WIT `connection` interface: address checks, `open`, `query`,
+//! `execute` and `drop` (Spin's `crates/factor-outbound-pg/src/{lib,host}.rs`).
 
 use std::fmt::Display;
+use std::sync::Arc;
 
 use tokio_postgres::Config;
 use tokio_postgres::config::Host as PgHost;
-use wasmtime::component::Resource;
+use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
-use super::client::PgConnection;
+use super::bindings::spin::postgres::postgres::{self as pg, ParameterValue, RowSet};
+use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
-use crate::bindings::spin::spin::postgres::postgres::{self as pg, ParameterValue, RowSet};
-use crate::state::Ctx;
+use crate::component::ComponentConfig;
 
-impl Ctx {
+/// One instance's Postgres state: its component's allowed hosts, its open connections (a table
+/// of its own, as Spin's `InstanceState` keeps one) and the app-wide pools.
+pub struct InstanceState {
+    pools: Arc<PgPools>,
+    component: Arc<ComponentConfig>,
+    connections: ResourceTable,
+}
+
+impl InstanceState {
+    /// The state of an instance of `component`, connecting through `pools`.
+    pub fn new(pools: Arc<PgPools>, component: Arc<ComponentConfig>) -> Self {
+        InstanceState {
+            pools,
+            component,
+            connections: ResourceTable::new(),
+        }
+    }
+
     /// Parses `address` and checks every server it names against `allowed_outbound_hosts`.
     fn ensure_pg_address_allowed(&self, address: &str) -> Result<Config, pg::Error> {
         let config = address
             .parse::<Config>()
             .map_err(|e| pg::Error::ConnectionFailed(e.to_string()))?;
         for url in outbound_urls(&config).map_err(pg::Error::ConnectionFailed)? {
-            if !self.allows_url(&url) {
+            if !self.component.allowed_hosts.allows_url(&url) {
                 return Err(pg::Error::ConnectionFailed(format!(
                     "address {url} is not permitted"
                 )));
@@ -35,7 +54,7 @@ impl Ctx {
         statement: &str,
     ) -> Result<&PgConnection, pg::Error> {
         let connection = self
-            .table
+            .connections
             .get_mut(connection)
             .map_err(|_| pg::Error::ConnectionFailed("no connection found".into()))?;
         connection.will_run(statement);
@@ -83,19 +102,26 @@ fn outbound_urls(config: &Config) -> Result<Vec<String>, String> {
     Ok(urls)
 }
 
-impl pg::Host for Ctx {}
+/// Adds `spin:postgres/postgres` to `linker`, served by the state `get` projects to.
+pub fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut InstanceState,
+) -> wasmtime::Result<()> {
+    pg::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
+}
 
-impl pg::HostConnection for Ctx {
+impl pg::Host for InstanceState {}
+
+impl pg::HostConnection for InstanceState {
     /// Checks `address` against `allowed_outbound_hosts`, then takes a client from its pool.
     async fn open(&mut self, address: String) -> Result<Resource<PgConnection>, pg::Error> {
         let config = self.ensure_pg_address_allowed(&address)?;
         let client = self
-            .services
-            .pg
+            .pools
             .get_client(&address, &config)
             .await
             .map_err(|e| pg::Error::ConnectionFailed(error_report(&e)))?;
-        self.table
+        self.connections
             .push(PgConnection::new(client))
             .map_err(|_| pg::Error::ConnectionFailed("too many connections".into()))
     }
@@ -149,7 +175,7 @@ impl pg::HostConnection for Ctx {
     async fn drop(&mut self, connection: Resource<PgConnection>) -> wasmtime::Result<()> {
         // Like Spin, a handle that is already gone is not an error. The client goes back to its
         // pool when dropped.
-        let _ = self.table.delete(connection);
+        let _ = self.connections.delete(connection);
         Ok(())
     }
 }

@@ -6,8 +6,8 @@ use postgres_range::{BoundSided, BoundType, Normalizable, Range, RangeBound};
 use rust_decimal::Decimal;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
-use super::types::BoxError;
-use crate::bindings::spin::spin::postgres::postgres::RangeBoundKind;
+use super::bindings::spin::postgres::postgres::RangeBoundKind;
+use super::errors::BoxError;
 
 /// A range's bound as the WIT has it: its value and kind; `None` is unbounded.
 pub(super) type Bound<T> = Option<(T, RangeBoundKind)>;

@@ -8,13 +8,11 @@ use rust_decimal::Decimal;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
-use super::range::{Bound, RangeDecimal, range_pg_to_wit, range_wit_to_pg};
-use crate::bindings::spin::spin::postgres::postgres::{
+use super::bindings::spin::postgres::postgres::{
     self as pg, Column, DbDataType, DbValue, ParameterValue,
 };
-
-/// The error type `ToSql`/`FromSql` implementations return.
-pub(super) type BoxError = Box<dyn std::error::Error + Sync + Send>;
+use super::errors::BoxError;
+use super::range::{Bound, RangeDecimal, range_pg_to_wit, range_wit_to_pg};
 
 /// A parameter ready to bind: a value of the exact Rust type its WIT variant stands for.
 pub(super) type SqlParam = Box<dyn ToSql + Send + Sync>;
@@ -346,7 +344,7 @@ impl FromSql<'_> for Other {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::spin::spin::postgres::postgres::RangeBoundKind;
+    use crate::postgres::bindings::spin::postgres::postgres::RangeBoundKind;
 
     /// Encodes `param` for a parameter of type `ty`, with tokio-postgres's type check.
     fn encode(param: &SqlParam, ty: &Type) -> Result<Vec<u8>, String> {
