@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Checks every request and response the test suite recorded against api/openapi.yaml.
 
-The test harness (tests/src/lib.rs, `record_exchange`) appends each exchange to
+The test kit (crates/testkit/src/record.rs, `record_exchange`) appends each exchange to
 $SECKILL_API_RECORD/<pid>.jsonl. The validator is openapi-core (a maintained OpenAPI 3.1
 implementation), not our own code. Three rules:
   - every response matches the document (status, content type, body schema, no extra fields);
   - a request the server accepted (2xx) matches the request schema;
   - a JSON body the server refused as invalid input (400) does not: the document states the
-    rules the server enforces. The only exceptions are the cross-field rules JSON Schema cannot
-    state, which the document lists by their message in `x-refused-beyond-schema`.
+    rules the server enforces. The only exceptions are the rules that tie fields together,
+    which the document lists by their refusal message in `x-refused-beyond-schema`.
 Two conventions the document states in prose are applied here: a path no route matches gets
 an empty-bodied 404 (Spin's, before any function runs), and a method a route does not take gets
 the 405 every operation of that path documents.

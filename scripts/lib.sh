@@ -4,6 +4,28 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 log() { printf '[seckill] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# skip_or_fail WHY: a check cannot run on this machine (a tool it needs is missing). Under
+# CI=true (.ci/run) that fails the run: CI runs every check or says why not. Elsewhere the
+# check is skipped, loudly, and the caller goes on.
+skip_or_fail() {
+  [ "${CI:-}" != true ] || die "$* (CI=true: a check that cannot run is a failure)"
+  log "******** SKIPPED: $* ********"
+}
+
+# Debian packages, as root or through sudo; `apt-get update` once per script.
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+APT_UPDATED=0
+apt_update_once() {
+  [ "$APT_UPDATED" = 1 ] && return 0
+  log "apt-get update"; $SUDO apt-get update -qq; APT_UPDATED=1
+}
+# apt_install PACKAGE...: quietly, without recommended packages.
+apt_install() {
+  apt_update_once
+  log "apt-get install $*"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 # cargo that can build wasm32-wasip2: rustup's own toolchain when it has the target, else the
 # `wasm` toolchain that scripts/wasm-toolchain.sh built from Debian packages.
 wasm_cargo() {
@@ -22,6 +44,12 @@ build_wasm() {
   (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release)
   (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release \
     -p hello -p conformance -p cron-probe -p faulty-jobs)
+}
+
+# Builds what serving the app needs: the functions (the deploy build) and the host.
+build_app() {
+  (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release)
+  (cd "$ROOT" && cargo build --quiet --release -p seckill-host)
 }
 
 # The newest PostgreSQL's bin directory.
@@ -63,3 +91,31 @@ start_pg() {
   [ "$("${psql_pg[@]}" -c "select 1 from pg_roles where rolname='seckill'")" = 1 ] || "${psql_pg[@]}" -c "create role seckill login"
   [ "$("${psql_pg[@]}" -c "select 1 from pg_database where datname='seckill'")" = 1 ] || "${psql_pg[@]}" -c "create database seckill owner seckill"
 }
+
+# stop_redis PORT [shutdown args...]: stops the redis-server on 127.0.0.1:PORT, if one runs.
+stop_redis() { redis-cli -p "$1" shutdown "${@:2}" >/dev/null 2>&1 || true; }
+
+# stop_pg DIR [MODE]: stops the PostgreSQL cluster in DIR, if one runs (MODE: fast by default).
+stop_pg() {
+  [ -f "$1/postmaster.pid" ] || return 0
+  as_pg "$(pg_bin)/pg_ctl" -D "$1" -m "${2:-fast}" stop >/dev/null
+}
+
+# start_stores DIR REDIS_PORT PG_PORT [redis-server args...]: the app's Redis and PostgreSQL on
+# loopback, their data in DIR/redis and DIR/pg (reused if already running), the schema
+# migrated, and the SPIN_VARIABLE_{REDIS,PG}_{URL,HOST} that point the app at them exported.
+# The start-up scripts/up.sh and scripts/browser-tests.sh share.
+start_stores() {
+  local dir=$1 redis_port=$2 pg_port=$3; shift 3
+  start_redis "$redis_port" "$dir/redis" "$@"
+  start_pg "$pg_port" "$dir/pg"
+  local pg_url="postgres://seckill@127.0.0.1:$pg_port/seckill?sslmode=disable"
+  bash "$ROOT/scripts/migrate.sh" "$pg_url"
+  export SPIN_VARIABLE_REDIS_URL="redis://127.0.0.1:$redis_port"
+  export SPIN_VARIABLE_REDIS_HOST="127.0.0.1:$redis_port"
+  export SPIN_VARIABLE_PG_URL="$pg_url"
+  export SPIN_VARIABLE_PG_HOST="127.0.0.1:$pg_port"
+}
+
+# secret [BYTES]: BYTES random bytes (32 by default), in hex.
+secret() { head -c "${1:-32}" /dev/urandom | od -An -tx1 | tr -d ' \n'; }

@@ -5,13 +5,6 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
-SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-APT_UPDATED=0
-apt_install() {
-  [ $APT_UPDATED = 1 ] || { log "apt-get update"; $SUDO apt-get update -qq; APT_UPDATED=1; }
-  log "apt-get install $*"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
 have_pg() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; }
 
 # 1. Servers. The Debian packages start system services we do not use: our scripts start their
@@ -36,16 +29,21 @@ if ! command -v cargo-nextest >/dev/null 2>&1; then
   cargo install --locked cargo-nextest >/dev/null 2>&1 || log "cargo-nextest unavailable; tests will use cargo test"
 fi
 
-# 4. The OpenAPI checker (scripts/check-openapi.py): openapi-core, a maintained validator.
-if ! python3 -c 'import openapi_core, yaml' >/dev/null 2>&1; then
-  log "installing openapi-core"
+# pip_install REQUIREMENT...: into the system's Python, quietly. Debian's Python is "externally
+# managed": where pip refuses it, the install is retried with --break-system-packages.
+pip_install() {
   command -v pip3 >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    'openapi-core==0.23.1' 'PyYAML>=6' 2>/dev/null ||
-    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
-      'openapi-core==0.23.1' 'PyYAML>=6'
-fi
-python3 -c 'import hcl2' >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore 'python-hcl2==8.1.4' 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages 'python-hcl2==8.1.4' || log "python-hcl2 unavailable: tests/terraform/check_roots.py will be skipped"
+  local pip=(python3 -m pip install --quiet --disable-pip-version-check)
+  log "pip install $*"
+  "${pip[@]}" --root-user-action=ignore "$@" 2>/dev/null || "${pip[@]}" --break-system-packages "$@"
+}
+
+# 4. The OpenAPI checker (scripts/check-openapi.py): openapi-core, a maintained validator; and
+#    for tests/terraform/check_roots.py, python-hcl2 (without it scripts/terraform-checks.sh
+#    skips that check, which fails the run under CI=true).
+python3 -c 'import openapi_core, yaml' >/dev/null 2>&1 || pip_install 'openapi-core==0.23.1' 'PyYAML>=6'
+python3 -c 'import hcl2' >/dev/null 2>&1 || pip_install 'python-hcl2==8.1.4' ||
+  log "python-hcl2 unavailable: tests/terraform/check_roots.py cannot run"
 
 # 5. The browser tests (scripts/browser-tests.sh): Debian's chromium, driven by playwright-core
 #    from npm. Never a browser download of Playwright's own.

@@ -6,7 +6,8 @@
 #     plan with fake credentials and tests/plan.tfvars, terraform test (mock provider);
 #   - tests/terraform/check_roots.py: every root (aws, serverless, spinkube) parsed and checked
 #     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed).
-# Skips cleanly (saying so) what this machine cannot run: no terraform, no mirror, no python-hcl2.
+# What this machine cannot run (no terraform, no provider mirror, no python-hcl2) is skipped,
+# saying so, or under CI=true fails the run (lib.sh's skip_or_fail).
 # Working directories go to a temp dir (TF_DATA_DIR): nothing is left in the tree.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -29,7 +30,7 @@ tf() { # tf <dir> <terraform args...>: with its own data dir under $WORK
 }
 
 if ! command -v terraform >/dev/null 2>&1; then
-  log "terraform not found: the Terraform steps are skipped"
+  skip_or_fail "terraform not found: the Terraform steps cannot run"
 else
   export TF_CLI_CONFIG_FILE="$TF/cli.tfrc" TF_IN_AUTOMATION=1
   check "terraform fmt -check" terraform fmt -check -recursive "$TF"
@@ -41,7 +42,7 @@ else
 
   aws=$TF/aws
   if [ ! -d "$MIRROR" ]; then
-    log "no local mirror of hashicorp/aws ($MIRROR): init/validate/plan/test of the AWS root are skipped"
+    skip_or_fail "no local mirror of hashicorp/aws ($MIRROR): init/validate/plan/test of the AWS root cannot run"
   else
     check "terraform init aws" tf "$aws" init -backend=false -input=false -lockfile=readonly
     check "terraform validate aws" tf "$aws" validate
@@ -62,7 +63,7 @@ if python3 -c 'import hcl2' >/dev/null 2>&1; then
   check "tests/terraform/check_roots.py" python3 "$ROOT/tests/terraform/check_roots.py"
   grep -E '^check_roots: ' "$WORK/log" || true
 else
-  log "python-hcl2 is not installed (scripts/setup.sh installs it): tests/terraform/check_roots.py is skipped"
+  skip_or_fail "python-hcl2 is not installed (scripts/setup.sh installs it): tests/terraform/check_roots.py cannot run"
 fi
 
 # The count only when something ran: a bare "0 passed" would read as a suite that ran nothing.

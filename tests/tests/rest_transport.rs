@@ -1,6 +1,6 @@
 //! The Upstash REST transport (`crates/spin-edge/src/rest.rs`) against the REST facade in front of a
-//! real `redis-server`, over the host's pooled outbound HTTPS. The whole sale and order suites
-//! also run over it (`SECKILL_TRANSPORT=rest` in the test command); this file checks what only
+//! real `redis-server`, over the host's pooled outbound HTTPS. A representative sale and order
+//! subset also runs over it (`SECKILL_TRANSPORT=rest` in the test command); this file checks what only
 //! this transport has: pooled connections, the token, the allowed hosts, the health probe.
 
 use anyhow::Result;

@@ -33,7 +33,8 @@ error_codes! {
     BadEventId = "bad_event_id",
     /// Admin: a configuration value out of range, or nothing to change.
     InvalidConfig = "invalid_config",
-    /// Admin: a deny list with no entries or too many.
+    /// Admin: a deny list with no entries, more than 50 in a list, or an entry that is neither
+    /// a user id nor an IP address.
     InvalidDenyList = "invalid_deny_list",
     /// Pay: the order id is not 1–64 hex digits.
     BadOrderId = "bad_order_id",

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::error::{Error, ErrorCode};
 
 /// An event id: 1–64 of `[A-Za-z0-9_-]`, safe inside Redis keys and URLs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -20,7 +20,7 @@ impl EventId {
             Ok(EventId(raw.to_owned()))
         } else {
             Err(Error::invalid(
-                "bad_event_id",
+                ErrorCode::BadEventId,
                 "event ids are 1-64 of [A-Za-z0-9_-]",
             ))
         }
@@ -60,43 +60,52 @@ pub struct EventConfig {
     /// The item on sale.
     pub sku: String,
     /// Units for sale.
+    #[serde(deserialize_with = "whole::number")]
     pub stock: u64,
     /// Stock shards (1–256).
-    #[serde(default = "defaults::shards")]
+    #[serde(default = "defaults::shards", deserialize_with = "whole::number")]
     pub shards: u32,
     /// Sale opens (Unix ms, server clock).
+    #[serde(deserialize_with = "whole::number")]
     pub start_ms: u64,
     /// Sale closes (Unix ms).
+    #[serde(deserialize_with = "whole::number")]
     pub end_ms: u64,
     /// First come or lottery.
     #[serde(default)]
     pub admission_mode: AdmissionMode,
     /// Admission tokens per unit of stock (10 → 2,000,000 tokens for 200,000 items).
-    #[serde(default = "defaults::multiplier")]
+    #[serde(default = "defaults::multiplier", deserialize_with = "whole::number")]
     pub admission_multiplier: u32,
     /// Unpaid orders are released after this long.
-    #[serde(default = "defaults::payment_timeout_s")]
+    #[serde(
+        default = "defaults::payment_timeout_s",
+        deserialize_with = "whole::number"
+    )]
     pub payment_timeout_s: u64,
     /// How long a purchase token from precheck stays valid.
-    #[serde(default = "defaults::purchase_token_ttl_ms")]
+    #[serde(
+        default = "defaults::purchase_token_ttl_ms",
+        deserialize_with = "whole::number"
+    )]
     pub purchase_token_ttl_ms: u64,
     /// Prechecks per second per user (token-bucket refill); 0 = unlimited.
     #[serde(default = "defaults::user_rate")]
     pub user_rate: f64,
     /// Per-user bucket capacity.
-    #[serde(default = "defaults::user_burst")]
+    #[serde(default = "defaults::user_burst", deserialize_with = "whole::number")]
     pub user_burst: u32,
     /// Buys per second for the whole event; 0 = unlimited.
     #[serde(default)]
     pub buy_rate: f64,
     /// Event-wide buy bucket capacity.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole::number")]
     pub buy_burst: u32,
     /// The operator's on/off switch.
     #[serde(default = "defaults::enabled")]
     pub enabled: bool,
     /// Expected drain throughput (orders/s), for poll's wait estimate.
-    #[serde(default = "defaults::drain_rate")]
+    #[serde(default = "defaults::drain_rate", deserialize_with = "whole::number")]
     pub drain_rate: u32,
 }
 
@@ -127,8 +136,89 @@ mod defaults {
     }
 }
 
+/// The integer fields of [`EventConfig`] and [`Switches`] take any JSON number whose value is a
+/// whole number in the field's range: `5`, `5.0` and `5e0` alike, as JSON Schema's
+/// `type: integer` (api/openapi.yaml) does. `5.5`, a negative number or one beyond the field's
+/// type is refused (`400 malformed_json`, like any other wrong type).
+mod whole {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::de::{self, Deserializer, Unexpected, Visitor};
+
+    /// An unsigned integer type a field holds.
+    pub trait Whole: Sized + TryFrom<u64> {
+        /// Its largest value.
+        const MAX: u64;
+    }
+
+    impl Whole for u32 {
+        const MAX: u64 = u32::MAX as u64;
+    }
+
+    impl Whole for u64 {
+        const MAX: u64 = u64::MAX;
+    }
+
+    /// 2^64, the smallest `f64` beyond `u64::MAX` (which an `f64` cannot hold exactly).
+    const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
+
+    struct WholeVisitor<T>(PhantomData<T>);
+
+    impl<T: Whole> WholeVisitor<T> {
+        fn fit<E: de::Error>(&self, v: u64, as_read: Unexpected<'_>) -> Result<T, E> {
+            T::try_from(v).map_err(|_| E::invalid_value(as_read, self))
+        }
+    }
+
+    impl<T: Whole> Visitor<'_> for WholeVisitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a whole number from 0 to {}", T::MAX)
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+            self.fit(v, Unexpected::Unsigned(v))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+            match u64::try_from(v) {
+                Ok(u) => self.fit(u, Unexpected::Signed(v)),
+                Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+            }
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+            // NaN and infinities have no whole value (their `fract` is NaN); -0.0 is 0.
+            if v.fract() == 0.0 && (0.0..TWO_TO_THE_64).contains(&v) {
+                self.fit(v as u64, Unexpected::Float(v))
+            } else {
+                Err(E::invalid_value(Unexpected::Float(v), &self))
+            }
+        }
+    }
+
+    /// A required (or defaulted) integer field.
+    pub fn number<'de, D: Deserializer<'de>, T: Whole>(d: D) -> Result<T, D::Error> {
+        d.deserialize_any(WholeVisitor(PhantomData))
+    }
+
+    /// An optional integer field: `null` is `None` (absent is `None` through
+    /// `#[serde(default)]`).
+    pub fn optional<'de, D: Deserializer<'de>, T: Whole>(d: D) -> Result<Option<T>, D::Error> {
+        struct Present<T>(T);
+        impl<'de, T: Whole> de::Deserialize<'de> for Present<T> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                number(d).map(Present)
+            }
+        }
+        Ok(<Option<Present<T>> as de::Deserialize>::deserialize(d)?.map(|p| p.0))
+    }
+}
+
 fn invalid(message: impl Into<String>) -> Error {
-    Error::invalid("invalid_config", message)
+    Error::invalid(ErrorCode::InvalidConfig, message)
 }
 
 fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
@@ -149,7 +239,8 @@ fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
 impl EventConfig {
     /// Checks every field; nothing invalid reaches Redis.
     pub fn validate(&self) -> Result<(), Error> {
-        if self.sku.is_empty() || self.sku.len() > 128 {
+        // Characters, as JSON Schema's `maxLength` counts them (api/openapi.yaml).
+        if self.sku.is_empty() || self.sku.chars().count() > 128 {
             return Err(invalid("sku must be 1-128 characters"));
         }
         // Postgres cannot store NUL in text: such a sku would make every order a dead letter.
@@ -214,18 +305,23 @@ pub struct Switches {
     /// Open or pause the sale.
     pub enabled: Option<bool>,
     /// Move the end.
+    #[serde(default, deserialize_with = "whole::optional")]
     pub end_ms: Option<u64>,
     /// Per-user precheck limit.
     pub user_rate: Option<f64>,
     /// Per-user precheck bucket capacity.
+    #[serde(default, deserialize_with = "whole::optional")]
     pub user_burst: Option<u32>,
     /// Event-wide buy limit.
     pub buy_rate: Option<f64>,
     /// Event-wide buy bucket capacity.
+    #[serde(default, deserialize_with = "whole::optional")]
     pub buy_burst: Option<u32>,
     /// Purchase token lifetime.
+    #[serde(default, deserialize_with = "whole::optional")]
     pub purchase_token_ttl_ms: Option<u64>,
     /// Expected drain throughput, for wait estimates.
+    #[serde(default, deserialize_with = "whole::optional")]
     pub drain_rate: Option<u32>,
 }
 
@@ -290,8 +386,22 @@ impl Switches {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Every message `api/openapi.yaml` lists under an `x-refused-beyond-schema`.
+    pub(crate) fn refused_beyond_schema() -> Vec<String> {
+        let spec = include_str!("../../../api/openapi.yaml");
+        let mut listed = Vec::new();
+        let mut lines = spec.lines();
+        while let Some(line) = lines.next() {
+            if line.trim() == "x-refused-beyond-schema:" {
+                let items = lines.clone().map_while(|l| l.trim().strip_prefix("- "));
+                listed.extend(items.map(str::to_owned));
+            }
+        }
+        listed
+    }
 
     fn config() -> EventConfig {
         serde_json::from_str(r#"{"sku":"x","stock":10,"start_ms":1,"end_ms":2}"#).unwrap()
@@ -341,6 +451,186 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// `config()` with `field` set to `value`, written into the JSON text as it is given.
+    fn config_with(field: &str, value: &str) -> Result<EventConfig, serde_json::Error> {
+        let mut fields: Vec<String> = [
+            ("sku", "\"x\""),
+            ("stock", "10"),
+            ("start_ms", "1"),
+            ("end_ms", "2"),
+        ]
+        .iter()
+        .filter(|(name, _)| *name != field)
+        .map(|(name, v)| format!("\"{name}\":{v}"))
+        .collect();
+        fields.push(format!("\"{field}\":{value}"));
+        serde_json::from_str(&format!("{{{}}}", fields.join(",")))
+    }
+
+    #[test]
+    fn integer_fields_take_any_whole_number_in_range() {
+        let c = config_with("buy_burst", "5.0").unwrap();
+        assert_eq!(c.buy_burst, 5);
+        assert_eq!(
+            config_with("buy_burst", "35246040.0").unwrap().buy_burst,
+            35_246_040
+        );
+        assert_eq!(config_with("buy_burst", "5e0").unwrap().buy_burst, 5);
+        assert_eq!(config_with("buy_burst", "-0.0").unwrap().buy_burst, 0);
+        assert_eq!(
+            config_with("user_burst", "4294967295.0")
+                .unwrap()
+                .user_burst,
+            u32::MAX
+        );
+        assert_eq!(config_with("stock", "1e9").unwrap().stock, 1_000_000_000);
+        assert_eq!(
+            config_with("end_ms", "18446744073709551615")
+                .unwrap()
+                .end_ms,
+            u64::MAX
+        );
+        // 2^53 + 2 as a float is exact: the value, not a rounding of it.
+        assert_eq!(
+            config_with("end_ms", "9007199254740994.0").unwrap().end_ms,
+            9_007_199_254_740_994
+        );
+        for (field, value) in [
+            ("buy_burst", "5.5"),
+            ("buy_burst", "0.1"),
+            ("buy_burst", "-1"),
+            ("buy_burst", "-1.0"),
+            ("buy_burst", "4294967296"),
+            ("buy_burst", "4294967296.0"),
+            ("shards", "1e300"),
+            ("end_ms", "18446744073709551616"),
+            ("end_ms", "1.8446744073709552e19"),
+            ("start_ms", "-9223372036854775809"),
+            ("stock", "\"5\""),
+            ("stock", "true"),
+            ("stock", "null"),
+        ] {
+            let err = config_with(field, value).expect_err(&format!("{field}: {value}"));
+            assert!(
+                err.to_string()
+                    .contains("expected a whole number from 0 to"),
+                "{field}: {value}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn switches_take_whole_numbers_null_or_nothing() {
+        let s: Switches = serde_json::from_str(r#"{"buy_rate":1,"buy_burst":3.0}"#).unwrap();
+        assert_eq!((s.buy_rate, s.buy_burst), (Some(1.0), Some(3)));
+        let s: Switches =
+            serde_json::from_str(r#"{"end_ms":1767232800000.0,"drain_rate":null}"#).unwrap();
+        assert_eq!(
+            (s.end_ms, s.drain_rate, s.user_burst),
+            (Some(1_767_232_800_000), None, None)
+        );
+        for bad in [
+            r#"{"buy_rate":1,"buy_burst":3.5}"#,
+            r#"{"purchase_token_ttl_ms":-1000.0}"#,
+            r#"{"drain_rate":4294967296.0}"#,
+            r#"{"end_ms":"1"}"#,
+        ] {
+            assert!(serde_json::from_str::<Switches>(bad).is_err(), "{bad}");
+        }
+        // The same shapes through serde_json::Value (the tests and the bench build configs so).
+        let s: Switches =
+            serde_json::from_value(serde_json::json!({ "user_rate": 2, "user_burst": 5.0 }))
+                .unwrap();
+        assert_eq!(s.user_burst, Some(5));
+    }
+
+    #[test]
+    fn cross_field_rules_are_refused_with_their_listed_messages() {
+        // api/openapi.yaml lists these messages in `x-refused-beyond-schema`.
+        let message = |e: Error| match e {
+            Error::Invalid { message, .. } => message,
+            other => panic!("{other:?}"),
+        };
+        let c = config();
+        assert_eq!(
+            message(
+                EventConfig {
+                    start_ms: 2,
+                    ..c.clone()
+                }
+                .validate()
+                .unwrap_err()
+            ),
+            "start_ms must be before end_ms"
+        );
+        assert_eq!(
+            message(
+                EventConfig {
+                    user_burst: 0,
+                    ..c.clone()
+                }
+                .validate()
+                .unwrap_err()
+            ),
+            "user_burst must be >= 1 when user_rate > 0"
+        );
+        assert_eq!(
+            message(EventConfig { buy_rate: 1.0, ..c }.validate().unwrap_err()),
+            "buy_burst must be >= 1 when buy_rate > 0"
+        );
+        for (switches, want) in [
+            (
+                r#"{"user_rate":1}"#,
+                "set user_rate and user_burst together",
+            ),
+            (
+                r#"{"buy_burst":1,"buy_rate":null}"#,
+                "set buy_rate and buy_burst together",
+            ),
+            (
+                r#"{"user_rate":1,"user_burst":0}"#,
+                "user_burst must be >= 1 when user_rate > 0",
+            ),
+            (
+                r#"{"buy_rate":1,"buy_burst":0}"#,
+                "buy_burst must be >= 1 when buy_rate > 0",
+            ),
+            (r#"{"enabled":null,"end_ms":null}"#, "nothing to change"),
+        ] {
+            let s: Switches = serde_json::from_str(switches).unwrap();
+            assert_eq!(message(s.fields().unwrap_err()), want, "{switches}");
+        }
+        let listed = refused_beyond_schema();
+        for want in [
+            "start_ms must be before end_ms",
+            "user_burst must be >= 1 when user_rate > 0",
+            "buy_burst must be >= 1 when buy_rate > 0",
+            "set user_rate and user_burst together",
+            "set buy_rate and buy_burst together",
+            "nothing to change",
+        ] {
+            assert!(
+                listed.iter().any(|l| l == want),
+                "{want:?} not in {listed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sku_length_is_counted_in_characters() {
+        let c = config();
+        let sku = |s: String| {
+            EventConfig {
+                sku: s,
+                ..c.clone()
+            }
+            .validate()
+        };
+        assert!(sku("é".repeat(128)).is_ok(), "256 bytes, 128 characters");
+        assert!(sku("é".repeat(129)).is_err());
+        assert!(sku(String::new()).is_err());
     }
 
     #[test]

@@ -156,7 +156,12 @@ mod tests {
             .split("\n    ErrorCode:\n")
             .nth(1)
             .expect("the spec has an ErrorCode schema");
-        let schema = &schema[..schema.find("\n    ").unwrap_or(schema.len())];
+        // The schema ends where the next line indented by exactly four spaces (its sibling) starts.
+        let end = schema
+            .match_indices("\n    ")
+            .find(|(i, _)| !schema[i + 5..].starts_with(' '))
+            .map_or(schema.len(), |(i, _)| i);
+        let schema = &schema[..end];
         let mut table = BTreeMap::new();
         let mut listed = Vec::new();
         let mut in_enum = false;

@@ -9,8 +9,8 @@ use crate::redis_server::RedisServer;
 use crate::support::repo_root;
 
 /// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
-/// the one `SECKILL_MANIFEST` names. The test command runs the manifest-bound tests a second
-/// time over `spin.http.toml`, the manifest every platform accepts.
+/// the one `SECKILL_MANIFEST` names. The test command runs a whole sale and the job routes
+/// again over `spin.http.toml`, the manifest every platform accepts.
 pub fn product_manifest() -> &'static str {
     static MANIFEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     MANIFEST.get_or_init(|| {

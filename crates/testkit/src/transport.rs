@@ -7,7 +7,7 @@ use crate::rest_facade::RestFacade;
 use crate::tls::TestCa;
 
 /// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`); the test
-/// command runs the sale and order tests both ways.
+/// command runs a representative subset both ways (scripts/test.sh).
 pub fn rest_transport() -> bool {
     match std::env::var("SECKILL_TRANSPORT").as_deref() {
         Ok("rest") => true,

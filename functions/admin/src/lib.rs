@@ -2,7 +2,7 @@
 //!
 //! | method | path | does |
 //! |---|---|---|
-//! | GET | `/admin/events` | every registered event, on every Redis node ([`orders::registered_events`]) |
+//! | GET | `/admin/events` | every registered event, on every Redis node ([`registry::events`]) |
 //! | PUT | `/admin/events/{id}` | create or update the event ([`admin::upsert_event`]) |
 //! | PATCH | `/admin/events/{id}` | live switches and limits ([`admin::set_switches`]) |
 //! | GET | `/admin/events/{id}` | state: config, stock per shard, sold, queued… ([`admin::status`]) |
@@ -12,9 +12,10 @@
 
 use seckill_domain::admin::{self, DenyList};
 use seckill_domain::event::{EventConfig, Switches};
-use seckill_domain::orders;
+use seckill_domain::registry;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, event_id, json_body, operator};
+use seckill_spin_edge::store;
 use serde_json::json;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -43,7 +44,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         .header("spin-path-info")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    let redis = || http::redis_for(&event);
+    let redis = || store::for_event(&event);
     match (req.method(), rest) {
         (Method::Put, "" | "/") => {
             let config: EventConfig = json_body(req)?;
@@ -57,6 +58,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         }
         (Method::Patch, "" | "/") => {
             let switches: Switches = json_body(req)?;
+            switches.fields()?; // refused even when Redis is down (set_switches checks again)
             admin::set_switches(&redis()?, &event, &switches)?;
             Ok((200, json!({ "event_id": event.as_str(), "updated": true })))
         }
@@ -66,6 +68,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         }
         (Method::Post, "/deny") => {
             let list: DenyList = json_body(req)?;
+            admin::check_deny_list(&list)?; // refused even when Redis is down (deny checks again)
             admin::deny(&redis()?, &event, &list)?;
             Ok((
                 200,
@@ -86,10 +89,10 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
 fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
     http::require_method(req, Method::Get)?;
     let mut events = Vec::new();
-    for node in http::redis_nodes()?.all() {
+    for node in store::every_node()?.all() {
         let node = node.map_err(seckill_domain::Error::from)?;
         events.extend(
-            orders::registered_events(node)?
+            registry::events(node)?
                 .into_iter()
                 .map(|e| e.as_str().to_owned()),
         );

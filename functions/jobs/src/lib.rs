@@ -12,13 +12,19 @@
 //! `drain` and `timeout-release` take `?for_ms=N` (at most [`MAX_FOR_MS`]): the job runs again
 //! and again for N ms ([`orders::repeat_for`]), so a scheduler that fires once a minute (a
 //! Kubernetes CronJob) or every 5 minutes (`spin aka cron`) still keeps orders flowing.
+//!
+//! Every job checks both query parameters, whichever it uses: a malformed `for_ms` is
+//! `400 bad_query` and a malformed `event` `400 bad_event_id` on any job (api/openapi.yaml gives
+//! both one schema for the route), before any database is opened.
 
 use std::time::Duration;
 
+use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{auth, clock, orders};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::operator;
+use seckill_spin_edge::store;
 use seckill_spin_edge::{config, http};
 use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
@@ -43,6 +49,26 @@ const DRAIN_PAUSE: Duration = Duration::from_millis(200);
 /// Pause after a release run that found nothing: deadlines are judged to the second.
 const RELEASE_PAUSE: Duration = Duration::from_millis(1_000);
 
+/// The jobs this route runs.
+#[derive(Clone, Copy)]
+enum Job {
+    Drain,
+    TimeoutRelease,
+    Reconcile,
+}
+
+impl Job {
+    /// The `:job` of the route; any other name is `404 not_found`.
+    fn parse(name: &str) -> Result<Job, ApiError> {
+        match name {
+            "drain" => Ok(Job::Drain),
+            "timeout-release" => Ok(Job::TimeoutRelease),
+            "reconcile" => Ok(Job::Reconcile),
+            other => Err(ApiError::not_found(format!("no job `{other}`"))),
+        }
+    }
+}
+
 /// The first `name=` pair of the query.
 fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.query()
@@ -57,11 +83,17 @@ fn budget(req: &Request) -> Result<Duration, ApiError> {
     };
     match raw.parse::<u64>() {
         Ok(ms) if ms <= MAX_FOR_MS => Ok(Duration::from_millis(ms)),
-        _ => Err(ApiError::bad_request(
-            "bad_query",
+        _ => Err(ApiError::new(
+            ErrorCode::BadQuery,
             format!("for_ms must be a whole number of milliseconds from 0 to {MAX_FOR_MS}"),
         )),
     }
+}
+
+/// `?event=`: the one event to reconcile (none: every registered event). A malformed id is
+/// `400 bad_event_id`.
+fn event(req: &Request) -> Result<Option<EventId>, ApiError> {
+    Ok(query_param(req, "event").map(EventId::parse).transpose()?)
 }
 
 /// An operator (bearer admin token), or a scheduler holding the job key (`?key=`; only when
@@ -81,18 +113,14 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     if !matches!(req.method(), Method::Post | Method::Get) {
         return Err(ApiError::method_not_allowed("GET, POST"));
     }
-    let job = http::path_param(req, "job")?;
-    if !["drain", "timeout-release", "reconcile"].contains(&job) {
-        return Err(ApiError::not_found(format!("no job `{job}`")));
-    }
-    let budget = if job == "reconcile" {
-        Duration::ZERO
-    } else {
-        budget(req)?
-    };
-    let (nodes, db) = (http::redis_nodes()?, config::postgres()?);
+    let job = Job::parse(http::path_param(req, "job")?)?;
+    // Every job checks both parameters (the document gives each its schema), so a malformed
+    // one is refused whichever job it is sent to; each job uses only its own: `for_ms` the
+    // drain and the release, `event` reconcile.
+    let (budget, event) = (budget(req)?, event(req)?);
+    let (nodes, db) = (store::every_node()?, config::postgres()?);
     match job {
-        "drain" => {
+        Job::Drain => {
             let opts = config::drain_options();
             http::to_value(&orders::repeat_for(budget, DRAIN_PAUSE, |until| {
                 let opts = orders::DrainOptions {
@@ -102,16 +130,12 @@ fn run(req: &Request) -> Result<Value, ApiError> {
                 orders::drain(&nodes, &db, &opts, clock::now_ms())
             })?)
         }
-        "timeout-release" => http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
+        Job::TimeoutRelease => http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
             orders::release_expired(&nodes, &db, clock::now_ms(), config::release_batch())
         })?),
-        "reconcile" => {
-            let event = query_param(req, "event");
-            let events = event
-                .map(|id| EventId::parse(id).map(|e| vec![e]))
-                .transpose()?;
+        Job::Reconcile => {
+            let events = event.map(|e| vec![e]);
             http::to_value(&orders::reconcile_all(&nodes, &db, events, true)?)
         }
-        other => Err(ApiError::not_found(format!("no job `{other}`"))),
     }
 }

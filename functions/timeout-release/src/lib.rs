@@ -2,17 +2,20 @@
 //! to their shards, exactly once ([`orders::release_expired`]). Also `POST /admin/jobs/timeout-release`.
 
 use seckill_domain::{clock, orders};
+use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::{config, http};
+use seckill_spin_edge::store;
 
 /// The exported component.
 struct TimeoutRelease;
 
 impl seckill_cron_bindings::Guest for TimeoutRelease {
-    fn handle_cron_event(_: seckill_cron_bindings::Metadata) -> Result<(), seckill_cron_bindings::Error> {
+    fn handle_cron_event(
+        _: seckill_cron_bindings::Metadata,
+    ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::release_expired(
-                &http::redis_nodes()?,
+                &store::every_node()?,
                 &config::postgres()?,
                 clock::now_ms(),
                 config::release_batch(),
