@@ -3,7 +3,8 @@
 //! prints a table; nothing here asserts (that is the tests' job).
 //!
 //! One module per part of the table, in the order of its rows: [`raw_redis`], [`hello`],
-//! [`buy`] (with its transports), [`endpoints`], [`native`], [`scale`], [`drain`]. They share
+//! [`buy`] (with its transports), [`endpoints`], [`spin_costs`] (what each hot route would cost
+//! real Spin per request, counted), [`native`], [`scale`], [`drain`]. They share
 //! [`server`] (the processes under test), [`fixture`] (events and buyers set up natively),
 //! [`measure`] (rows over one endpoint), [`load`] (the generator) and [`table`].
 
@@ -19,6 +20,7 @@ mod native;
 mod raw_redis;
 mod scale;
 mod server;
+mod spin_costs;
 mod table;
 
 use std::time::Duration;
@@ -58,8 +60,9 @@ struct Args {
     /// installs it there on demand. The row is left empty when it is missing.
     #[arg(long, default_value = ".data/tools/bin/wasmtime")]
     wasmtime: std::path::PathBuf,
-    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain` or `scale` (the same
-    /// three-SKU sale on one Redis node, then on three).
+    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain`, `scale` (the same
+    /// three-SKU sale on one Redis node, then on three) or `spin-costs` (Spin's costs per
+    /// request of poll, buy, precheck and admission, counted by the host).
     #[arg(long, value_enum)]
     only: Option<Only>,
 }
@@ -78,6 +81,7 @@ enum Only {
     Buy,
     Scale,
     Drain,
+    SpinCosts,
 }
 
 #[tokio::main]
@@ -106,6 +110,7 @@ async fn rows(args: &Args, ca: &TestCa, redis: &RedisServer, pg: &PgServer) -> R
     match args.only {
         Some(Only::Scale) => return scale::rows(redis, pg, args).await,
         Some(Only::Drain) => return Ok(vec![drain().await?]),
+        Some(Only::SpinCosts) => return spin_costs::rows(&vars).await,
         Some(Only::Hello | Only::Buy) | None => {}
     }
     // The drain runs first, as later rows leave orders of their own behind; its row goes last.
@@ -126,6 +131,7 @@ async fn rows(args: &Args, ca: &TestCa, redis: &RedisServer, pg: &PgServer) -> R
     }
     let wasm_rps = sale.rps;
     rows.extend(endpoints::rows(sale, redis, args).await?);
+    rows.extend(spin_costs::rows(&vars).await?);
     rows.push(native::row(redis, wasm_rps, args).await?);
     rows.extend(scale::rows(redis, pg, args).await?);
     rows.extend(drain);

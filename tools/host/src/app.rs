@@ -13,6 +13,7 @@ use crate::http_trigger::HttpTrigger;
 use crate::manifest::ManifestFile;
 use crate::redis::ConnectionMode;
 use crate::runtime::Runtime;
+use crate::spin_costs::SpinCostTotals;
 use crate::state::Services;
 use crate::variables::{self, Providers};
 
@@ -77,6 +78,28 @@ impl App {
     /// Shared services (exposed for measurements such as connections opened).
     pub fn services(&self) -> &Services {
         self.runtime.services()
+    }
+
+    /// What each component's instances since the last reset would have cost real Spin
+    /// (variable lookups, outbound opens, allowed-host entries parsed: see [`crate::spin_costs`]),
+    /// by component id in manifest order. Each route of the product names one component.
+    pub fn spin_costs(&self) -> Vec<(String, SpinCostTotals)> {
+        self.runtime
+            .spin_costs()
+            .map(|(id, totals)| (id.to_owned(), totals))
+            .collect()
+    }
+
+    /// [`Self::spin_costs`] of the component with id `component`.
+    pub fn spin_costs_of(&self, component: &str) -> Option<SpinCostTotals> {
+        self.runtime
+            .spin_costs()
+            .find_map(|(id, totals)| (id == component).then_some(totals))
+    }
+
+    /// Zeroes every component's Spin costs.
+    pub fn reset_spin_costs(&self) {
+        self.runtime.reset_spin_costs();
     }
 
     /// The runtime the triggers run components on.

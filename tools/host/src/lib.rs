@@ -11,7 +11,8 @@
 //! [`runtime`] resolves ([`component`]), compiles and pre-instantiates the components, then
 //! [`http_trigger`] (with [`routes`]) and [`cron_trigger`] each check and build their own
 //! triggers, which they then run. [`allowed_hosts`] and [`tls`] are what the outbound factors
-//! check and trust.
+//! check and trust. [`spin_costs`] counts, per component, what real Spin would pay per request
+//! for the work this host does once at startup ([`App::spin_costs`]).
 
 pub mod allowed_hosts;
 pub mod app;
@@ -25,6 +26,7 @@ pub mod postgres;
 pub mod redis;
 pub mod routes;
 pub mod runtime;
+pub mod spin_costs;
 pub mod state;
 pub mod tls;
 pub mod variables;
@@ -32,3 +34,4 @@ pub mod wasi;
 
 pub use app::{App, Options};
 pub use redis::ConnectionMode;
+pub use spin_costs::{SpinCostTotals, SpinCosts};

@@ -26,6 +26,7 @@ use wasmtime_wasi_http::{
 
 use crate::allowed_hosts::default_port;
 use crate::component::ComponentConfig;
+use crate::spin_costs::InstanceMeter;
 use crate::tls::TlsTrust;
 
 /// Idle connections kept per origin.
@@ -114,11 +115,12 @@ pub struct InstanceState {
 }
 
 impl InstanceState {
-    /// The state of an instance of `component`, sending through `pool`.
-    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool) -> Self {
+    /// The state of an instance of `component`, sending through `pool`, counting Spin's costs
+    /// on `meter`.
+    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool, meter: Arc<InstanceMeter>) -> Self {
         InstanceState {
             ctx: WasiHttpCtx::new(),
-            hooks: OutboundHttp::new(component, pool),
+            hooks: OutboundHttp::new(component, pool, meter),
         }
     }
 
@@ -150,12 +152,18 @@ pub fn add_to_linker<T: Send + 'static>(
 pub struct OutboundHttp {
     component: Arc<ComponentConfig>,
     pool: HttpPool,
+    /// What Spin would pay for this instance.
+    meter: Arc<InstanceMeter>,
 }
 
 impl OutboundHttp {
-    /// The policy of `component`, sending through `pool`.
-    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool) -> Self {
-        OutboundHttp { component, pool }
+    /// The policy of `component`, sending through `pool`, counting Spin's costs on `meter`.
+    pub fn new(component: Arc<ComponentConfig>, pool: HttpPool, meter: Arc<InstanceMeter>) -> Self {
+        OutboundHttp {
+            component,
+            pool,
+            meter,
+        }
     }
 
     fn allowed(&self, uri: &http::Uri) -> bool {
@@ -187,6 +195,8 @@ impl WasiHttpHooks for OutboundHttp {
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> ResponseFuture {
+        // Spin checks every request (`factor-outbound-http/src/wasi.rs`, `prepare_request`).
+        self.meter.outbound_open();
         if !self.allowed(request.uri()) {
             tracing::warn!(component = %self.component.id, uri = %request.uri(), "outbound HTTP denied by allowed_outbound_hosts");
             return Box::new(async { Err(Error::HttpRequestDenied) });

@@ -18,6 +18,7 @@ use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
 use crate::component::ComponentConfig;
+use crate::spin_costs::InstanceMeter;
 use crate::tls::TlsTrust;
 use bindings::fermyon::spin::redis::{
     self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
@@ -269,16 +270,24 @@ pub struct InstanceState {
     connections: ResourceTable,
     /// Connections open now (Spin's table refuses the 1025th).
     open: u32,
+    /// What Spin would pay for this instance.
+    meter: Arc<InstanceMeter>,
 }
 
 impl InstanceState {
-    /// The state of an instance of `component`, connecting through `pools`.
-    pub fn new(pools: Arc<RedisPools>, component: Arc<ComponentConfig>) -> Self {
+    /// The state of an instance of `component`, connecting through `pools`, counting Spin's
+    /// costs on `meter`.
+    pub fn new(
+        pools: Arc<RedisPools>,
+        component: Arc<ComponentConfig>,
+        meter: Arc<InstanceMeter>,
+    ) -> Self {
         InstanceState {
             pools,
             component,
             connections: ResourceTable::new(),
             open: 0,
+            meter,
         }
     }
 
@@ -302,6 +311,8 @@ impl Host for InstanceState {}
 
 impl HostConnection for InstanceState {
     async fn open(&mut self, address: String) -> Result<Resource<RedisConnection>, Error> {
+        // Spin: `check_url` first, then a new connection (`factor-outbound-redis/src/host.rs`).
+        self.meter.outbound_open();
         if !self.component.allowed_hosts.allows_url(&address) {
             tracing::warn!(component = %self.component.id, "redis address not allowed by allowed_outbound_hosts");
             return Err(Error::InvalidAddress);
@@ -548,11 +559,15 @@ mod server_tests {
     fn ctx(redis: RedisPools) -> InstanceState {
         let component = ComponentConfig {
             id: "test".into(),
-            variables: Default::default(),
             allowed_hosts: AllowedHosts::parse(["redis://127.0.0.1:*"]).unwrap(),
-            environment: Vec::new(),
+            ..ComponentConfig::default()
         };
-        InstanceState::new(Arc::new(redis), Arc::new(component))
+        let component = Arc::new(component);
+        InstanceState::new(
+            Arc::new(redis),
+            component.clone(),
+            InstanceMeter::detached(component),
+        )
     }
 
     /// Another handle to the same table entry, for calls that take the handle by value.

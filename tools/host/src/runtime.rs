@@ -3,7 +3,7 @@
 //! factor, each component compiled and pre-instantiated once, and a fresh `Store` per instance.
 //! The triggers run their components through it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -13,6 +13,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use crate::allowed_hosts::AllowedHosts;
 use crate::component::{ComponentConfig, ComponentVariables};
 use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
+use crate::spin_costs::{ComponentCosts, SpinCostTotals};
 use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
 use crate::variables;
 
@@ -20,6 +21,8 @@ use crate::variables;
 struct Loaded {
     config: Arc<ComponentConfig>,
     pre: InstancePre<Ctx>,
+    /// What its instances would have cost Spin.
+    costs: Arc<ComponentCosts>,
 }
 
 /// The engine, the components and the app-wide services.
@@ -82,6 +85,7 @@ impl Runtime {
             components.push(Loaded {
                 config: Arc::new(config),
                 pre,
+                costs: Arc::default(),
             });
         }
         Ok(Runtime {
@@ -129,7 +133,8 @@ impl Runtime {
 
     /// A fresh store for one instance of component `c`.
     pub(crate) fn store(&self, c: usize) -> Store<Ctx> {
-        let ctx = Ctx::new(&self.components[c].config, &self.services);
+        let loaded = &self.components[c];
+        let ctx = Ctx::new(&loaded.config, &loaded.costs, &self.services);
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| ctx.limiter());
         store
@@ -143,6 +148,18 @@ impl Runtime {
     /// The app-wide services.
     pub(crate) fn services(&self) -> &Services {
         &self.services
+    }
+
+    /// Each component's Spin costs since the last reset, in manifest order.
+    pub(crate) fn spin_costs(&self) -> impl Iterator<Item = (&str, SpinCostTotals)> {
+        self.components
+            .iter()
+            .map(|c| (c.config.id.as_str(), c.costs.totals()))
+    }
+
+    /// Zeroes every component's Spin costs.
+    pub(crate) fn reset_spin_costs(&self) {
+        self.components.iter().for_each(|c| c.costs.reset());
     }
 }
 
@@ -159,9 +176,17 @@ fn component_config(
             .map_err(|e| file.error_at(t, e))
     };
     let mut vars = ComponentVariables::new();
+    let mut variable_refs = BTreeMap::new();
     for (name, template) in &def.variables {
         variables::check_name(name.get_ref()).map_err(|e| file.error_at(name, e))?;
         vars.insert(name.get_ref().clone(), expand(template)?);
+        let parts = variables::parse_template(template.get_ref())
+            .map_err(|e| file.error_at(template, e))?;
+        let refs = parts
+            .iter()
+            .filter(|p| matches!(p, variables::Part::Variable(_)))
+            .count();
+        variable_refs.insert(name.get_ref().clone(), refs as u32);
     }
     let mut hosts = Vec::new();
     for h in &def.allowed_outbound_hosts {
@@ -181,6 +206,10 @@ fn component_config(
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        // Spin's `ProviderResolver::prepare` resolves every declared variable.
+        app_variables: file.manifest.variables.len() as u32,
+        allowed_host_entries: def.allowed_outbound_hosts.len() as u32,
+        variable_refs,
     })
 }
 

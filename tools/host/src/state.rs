@@ -16,6 +16,7 @@ use crate::component::ComponentConfig;
 use crate::outbound_http::HttpPool;
 use crate::postgres::PgPools;
 use crate::redis::{ConnectionMode, RedisPools};
+use crate::spin_costs::{ComponentCosts, InstanceMeter};
 use crate::tls::TlsTrust;
 use crate::{outbound_http, postgres, redis, variables, wasi};
 
@@ -57,8 +58,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A fresh context for one instance of `component`.
-    pub fn new(component: &Arc<ComponentConfig>, services: &Services) -> Self {
+    /// A fresh context for one instance of `component`, counting what Spin would pay for it
+    /// into `costs`.
+    pub fn new(
+        component: &Arc<ComponentConfig>,
+        costs: &Arc<ComponentCosts>,
+        services: &Services,
+    ) -> Self {
+        // One meter per instance, shared by the factors that pay Spin's costs.
+        let meter = InstanceMeter::new(component.clone(), costs.clone());
         Ctx {
             table: ResourceTable::new(),
             limits: wasmtime::StoreLimitsBuilder::new()
@@ -69,10 +77,19 @@ impl Ctx {
             outbound_http: outbound_http::InstanceState::new(
                 component.clone(),
                 services.http.clone(),
+                meter.clone(),
             ),
-            redis: redis::InstanceState::new(services.redis.clone(), component.clone()),
-            postgres: postgres::InstanceState::new(services.pg.clone(), component.clone()),
-            variables: variables::InstanceState::new(component.clone()),
+            redis: redis::InstanceState::new(
+                services.redis.clone(),
+                component.clone(),
+                meter.clone(),
+            ),
+            postgres: postgres::InstanceState::new(
+                services.pg.clone(),
+                component.clone(),
+                meter.clone(),
+            ),
+            variables: variables::InstanceState::new(component.clone(), meter),
         }
     }
 

@@ -5,7 +5,8 @@
 //! (`SPIN_VARIABLE_<UPPER_NAME>`), then a `.env` file beside the manifest or given on the command
 //! line (same names), then the manifest's `default`. A `required` variable without a value is a
 //! startup error. Component variables are templates over application variables; all of them are
-//! resolved once at startup, so a `get` is a map lookup.
+//! resolved once at startup, so a `get` is a map lookup (what Spin would pay instead is counted:
+//! `spin_costs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use crate::component::ComponentConfig;
 use crate::manifest::{ManifestError, ManifestFile};
+use crate::spin_costs::InstanceMeter;
 use bindings::fermyon::spin::variables::{self, Error};
 
 /// Host bindings of the interface, generated here so that this module is the whole factor.
@@ -191,12 +193,14 @@ pub fn expand(parts: &[Part], app: &HashMap<String, String>) -> Result<String, S
 /// One instance's view of its component's variables.
 pub struct InstanceState {
     component: Arc<ComponentConfig>,
+    /// What Spin would pay for this instance: Spin resolves on every `get`.
+    meter: Arc<InstanceMeter>,
 }
 
 impl InstanceState {
-    /// The variables of `component`.
-    pub fn new(component: Arc<ComponentConfig>) -> Self {
-        InstanceState { component }
+    /// The variables of `component`, counting Spin's costs on `meter`.
+    pub fn new(component: Arc<ComponentConfig>, meter: Arc<InstanceMeter>) -> Self {
+        InstanceState { component, meter }
     }
 }
 
@@ -210,6 +214,7 @@ pub fn add_to_linker<T: Send + 'static>(
 
 impl variables::Host for InstanceState {
     async fn get(&mut self, name: String) -> Result<String, Error> {
+        self.meter.variable_get(&name);
         // Spin's texts: `crates/expressions/src/lib.rs` (`Key::new`, `Resolver::get_template`).
         check_name(&name).map_err(Error::InvalidName)?;
         self.component.variables.get(&name).cloned().ok_or_else(|| {

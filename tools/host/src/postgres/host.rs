@@ -13,6 +13,7 @@ use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
 use crate::component::ComponentConfig;
+use crate::spin_costs::InstanceMeter;
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table
 /// of its own, as Spin's `InstanceState` keeps one) and the app-wide pools.
@@ -20,15 +21,23 @@ pub struct InstanceState {
     pools: Arc<PgPools>,
     component: Arc<ComponentConfig>,
     connections: ResourceTable,
+    /// What Spin would pay for this instance.
+    meter: Arc<InstanceMeter>,
 }
 
 impl InstanceState {
-    /// The state of an instance of `component`, connecting through `pools`.
-    pub fn new(pools: Arc<PgPools>, component: Arc<ComponentConfig>) -> Self {
+    /// The state of an instance of `component`, connecting through `pools`, counting Spin's
+    /// costs on `meter`.
+    pub fn new(
+        pools: Arc<PgPools>,
+        component: Arc<ComponentConfig>,
+        meter: Arc<InstanceMeter>,
+    ) -> Self {
         InstanceState {
             pools,
             component,
             connections: ResourceTable::new(),
+            meter,
         }
     }
 
@@ -115,6 +124,9 @@ impl pg::Host for InstanceState {}
 impl pg::HostConnection for InstanceState {
     /// Checks `address` against `allowed_outbound_hosts`, then takes a client from its pool.
     async fn open(&mut self, address: String) -> Result<Resource<PgConnection>, pg::Error> {
+        // Spin: `ensure_address_allowed` (`factor-outbound-pg/src/allowed_hosts.rs`), then a
+        // client from the connection string's pool.
+        self.meter.outbound_open();
         let config = self.ensure_pg_address_allowed(&address)?;
         let client = self
             .pools

@@ -1,0 +1,188 @@
+//! The budget of the sale's hot routes on real Spin 3.6.3: what each request would pay in Spin
+//! for work our host does once at startup, as the host counts it (`tools/host/src/spin_costs.rs`,
+//! which cites the Spin files). Real Spin is not installed here, so this is where a change that
+//! adds a variable read or an outbound open is caught.
+//!
+//! Today's figures, per request (`spin.toml`; `spin.http.toml` has the same variables and hosts):
+//!
+//! | route | component | variable lookups | of which `get`s | outbound opens | allowed-host entries parsed |
+//! |---|---|---:|---:|---:|---:|
+//! | `POST …/admission` | `issue-token` | 19 = 16 + 3 | 3 | 1 | 3 |
+//! | `POST …/precheck` | `precheck` | 19 = 16 + 3 | 3 | 1 | 3 |
+//! | `POST …/buy` | `buy` | 18 = 16 + 2 | 2 | 1 | 3 |
+//! | `GET …/orders/me` (poll) | `poll` | 19 = 16 + 3 | 3 | 1 | 4 |
+//!
+//! - **16**: `spin.toml`'s `[variables]`. The first allowed-hosts check of an instance resolves
+//!   every application variable (`crates/factor-outbound-networking/src/lib.rs`, `prepare`;
+//!   `crates/expressions/src/lib.rs`, `ProviderResolver::prepare`), whichever it needs.
+//! - **`get`s**, one lookup each (each component variable is one `{{ variable }}`): `jwt_secret`
+//!   (the buyer's JWT, `crates/spin-edge/src/http.rs`), `redis_url` (`store::for_event`), then
+//!   `admission_secret` for admission and precheck, `poll_drain_ms` for poll. The poll-carried
+//!   drain is off (`poll_drain_ms` 0), so poll never reads the drain's five knobs or `pg_url`.
+//! - **1 open**: `store::for_event` opens the event's Redis node once (`redis://`: a Redis
+//!   `open`; over REST, each command is an outbound HTTP request: one EVALSHA once the script
+//!   is loaded).
+//! - **Entries**: the component's `allowed_outbound_hosts`, all parsed on that first check
+//!   (`crates/outbound-networking-config/src/allowed_hosts.rs`, `AllowedHostsConfig::parse`):
+//!   `redis://`, `rediss://` and `https://` `{{ redis_host }}`, plus `postgres://` for poll.
+//!
+//! A request that opens nothing pays only its `get`s: `GET /api/time` pays nothing, a poll with
+//! a forged JWT one lookup (`jwt_secret`).
+
+use std::future::Future;
+
+use anyhow::Result;
+use reqwest::Method;
+use seckill_host::{SpinCostTotals, SpinCosts};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for, product_manifest};
+use serde_json::{Value, json};
+
+/// The application variables `spin.toml` declares: every instance's first open resolves them.
+const APP_VARIABLES: u64 = 16;
+
+/// Per request: `lookups` = [`APP_VARIABLES`] + `gets`, one open, `entries` hosts parsed.
+const fn budget(gets: u64, entries: u64) -> SpinCosts {
+    SpinCosts {
+        variable_lookups: APP_VARIABLES + gets,
+        variable_gets: gets,
+        outbound_opens: 1,
+        allowed_host_entries_parsed: entries,
+    }
+}
+
+/// The routes of a buyer's way through the sale, their components and their budgets.
+const BUDGETS: [(&str, &str, SpinCosts); 4] = [
+    ("admission", "issue-token", budget(3, 3)),
+    ("precheck", "precheck", budget(3, 3)),
+    ("buy", "buy", budget(2, 3)),
+    ("poll", "poll", budget(3, 4)),
+];
+
+/// Runs `request` alone and returns its status and what its one instance would cost Spin,
+/// checking that no other component ran meanwhile.
+async fn measured(
+    app: &TestApp,
+    component: &str,
+    request: impl Future<Output = Result<(u16, Value)>>,
+) -> Result<(u16, Value, SpinCostTotals)> {
+    app.app.reset_spin_costs();
+    let (status, body) = request.await?;
+    for (id, totals) in app.app.spin_costs() {
+        if id != component {
+            assert_eq!(
+                totals,
+                SpinCostTotals::default(),
+                "{id} ran for {component}"
+            );
+        }
+    }
+    let totals = app.app.spin_costs_of(component).expect("a component");
+    Ok((status, body, totals))
+}
+
+/// `user`'s way through the sale, one route at a time: each route's status and costs.
+async fn buyer_costs(app: &TestApp, event: &str, user: &str) -> Result<Vec<(u16, SpinCostTotals)>> {
+    let jwt = jwt_for(user);
+    let path = |route: &str| format!("/api/events/{event}/{route}");
+    let (s1, body, admission) = measured(
+        app,
+        "issue-token",
+        app.call(Method::POST, &path("admission"), Some(&jwt), None),
+    )
+    .await?;
+    let admission_token = json!({ "admission_token": body["admission_token"] });
+    let (s2, body, precheck) = measured(
+        app,
+        "precheck",
+        app.call(
+            Method::POST,
+            &path("precheck"),
+            Some(&jwt),
+            Some(&admission_token),
+        ),
+    )
+    .await?;
+    let token = body["purchase_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (s3, _, buy) = measured(app, "buy", app.buy(event, user, &token)).await?;
+    let (s4, _, poll) = measured(
+        app,
+        "poll",
+        app.call(Method::GET, &path("orders/me"), Some(&jwt), None),
+    )
+    .await?;
+    Ok(vec![(s1, admission), (s2, precheck), (s3, buy), (s4, poll)])
+}
+
+/// Each route's second buyer pays exactly its budget (the first one loads the scripts: over
+/// REST, EVALSHA → NOSCRIPT → EVAL is two requests).
+async fn assert_budgets(app: &TestApp) -> Result<()> {
+    app.open_event("costs", json!({ "stock": 10 })).await?;
+    buyer_costs(app, "costs", "warm-up").await?;
+    let measured = buyer_costs(app, "costs", "buyer").await?;
+    for ((route, component, budget), (status, totals)) in BUDGETS.iter().zip(measured) {
+        assert!(
+            [200, 202].contains(&status),
+            "{route}: {status} (the way through the sale failed)"
+        );
+        assert_eq!(
+            totals,
+            SpinCostTotals {
+                instances: 1,
+                costs: *budget
+            },
+            "{route} ({component}): Spin's costs per request changed"
+        );
+    }
+    Ok(())
+}
+
+/// The hot routes over the manifest's own transport.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_hot_route_pays_its_spin_budget() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    assert_budgets(&app).await?;
+
+    // No open, no resolution: a request pays its gets only.
+    let (status, _, time) = measured(&app, "server-time", async {
+        let (status, body) = app.get("/api/time").await?;
+        Ok((status, Value::String(body)))
+    })
+    .await?;
+    assert_eq!((status, time.instances), (200, 1));
+    assert_eq!(time.costs, SpinCosts::default(), "GET /api/time");
+    let forged = measured(
+        &app,
+        "poll",
+        app.call(
+            Method::GET,
+            "/api/events/costs/orders/me",
+            Some("not-a-jwt"),
+            None,
+        ),
+    )
+    .await?;
+    assert_eq!(forged.0, 401, "{}", forged.1);
+    let one_get = SpinCosts {
+        variable_lookups: 1,
+        variable_gets: 1,
+        ..SpinCosts::default()
+    };
+    assert_eq!(forged.2.costs, one_get, "a poll with a forged JWT");
+    Ok(())
+}
+
+/// The same budgets over the Upstash REST transport: an outbound HTTP request is an open too.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rest_transport_pays_the_same_budget() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = TestApp::builder(product_manifest())
+        .vars(&app_vars(&redis, &pg))
+        .over_rest()
+        .start()
+        .await?;
+    assert_budgets(&app).await
+}
