@@ -20,7 +20,16 @@ wiring. For each root:
   hosts       with example endpoints of the root's services, the manifests' allowed_outbound_hosts
               (rendered with the redis_host / pg_host the root passes) parse as real Spin parses
               them (rediss:// needs an explicit port) and admit every URL in redis_url and pg_url,
-              in every component of both manifests; the root's multi-node host patterns too.
+              in every component of both manifests; the root's multi-node host patterns too;
+  spin        Spin's settings do not waste its CPU (issue 22): no RUST_BACKTRACE (nor
+              RUST_LIB_BACKTRACE) set to anything but 0 in any deploy path; self-hosted Spin (aws)
+              runs `spin up --log-dir "" --runtime-config-file ...` with a static variables
+              provider, RUST_BACKTRACE explicitly unset and RUST_LIB_BACKTRACE=0; the SpinApp
+              (spinkube) loads a runtime config with a static provider from a Secret; the
+              serverless platforms take no such setting, so only the first rule applies there.
+              DEPLOY.md's `spin up` commands follow the same rules, and
+              files/spin-runtime-config.sh, run on both manifests, writes a static provider
+              holding every variable (environment values first, then defaults), mode 0600.
 
 A self-check then breaks copies of the roots in a temporary directory, one defect at a time, and
 expects each defect to be reported: the checks are known to be able to fail.
@@ -34,8 +43,11 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import re
 import shutil
+import stat
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -71,7 +83,7 @@ SAMPLE_PORT = {"aws": 6379, "serverless": 6379, "spinkube": 6380}
 
 SECRETISH_INPUT = re.compile(r"(^|_)(password|passwords|secrets|api_key|token|access_token|auth_token|private_key)$")
 SECRET_ATTRS = re.compile(r"\.(password|passwords|database_password|rest_token|read_only_rest_token|connection_uri|auth_token|secret_string)\b")
-SECRET_MODULE_OUTPUTS = ("module.app_variables.spin_variables", "module.app_variables.environment")
+SECRET_MODULE_OUTPUTS = ("module.app_variables.spin_variables", "module.app_variables.environment", "module.runtime_config.toml")
 # Places that must never carry a secret value in the clear.
 CLEAR_SINKS = {"user_data", "command", "args"}
 CLEAR_RESOURCES = {"kubernetes_manifest", "kubernetes_deployment_v1", "kubernetes_deployment", "aws_launch_template", "aws_instance"}
@@ -449,9 +461,14 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
     if secret_material(root, local_closure(root, root.locals.get("spin_public_variables", ""))):
         problems.append("spin_public_variables carries secret material")
     delivered = {"secret": [], "public": []}
+    for mname, body in root.modules.items():
+        # A module that renders the variables (the runtime config) delivers them onwards; what
+        # it outputs is secret material (SECRET_MODULE_OUTPUTS) that must reach a secret store.
+        if mname != "app_variables" and re.search(r"\blocal\.spin_public_variables\b", local_closure(root, body)):
+            delivered["public"].append(("module", mname))
     for (rtype, rname), body in root.resources.items():
         closure = local_closure(root, body)
-        if re.search(r"<local\.spin_secret_variables>|\blocal\.spin_secret_variables\b|\blocal\.spin_secret_names\b", closure):
+        if re.search(r"<local\.spin_secret_variables>|\blocal\.spin_secret_variables\b|\blocal\.spin_secret_names\b|\bmodule\.runtime_config\.toml\b", closure):
             delivered["secret"].append((rtype, rname))
         if re.search(r"\blocal\.spin_public_variables\b", closure):
             delivered["public"].append((rtype, rname))
@@ -518,11 +535,200 @@ def walk(value, path=()):
             yield from walk(v, path)
 
 
+# ---------------------------------------------------------------------------------------------
+# Spin's settings: what real Spin pays per request for them (issue 22)
+# ---------------------------------------------------------------------------------------------
+#
+# Sources (spinframework/spin, Spin 3.6): crates/trigger/src/cli.rs (`--log-dir ""` unsets the
+# log directory; `--runtime-config-file`), crates/trigger/src/cli/stdio.rs (with a log directory,
+# two files opened per instance), crates/runtime-config/src/variables.rs (runtime-config
+# providers first, the environment provider appended last; `type = "static"`),
+# crates/variables-env/src/lib.rs (each environment lookup is a `block_in_place`),
+# crates/factor-outbound-networking/src/lib.rs (every app variable resolved on an instance's
+# first outbound connection). containerd-shim-spin src/trigger.rs: the shim never logs to files
+# and loads /runtime-config.toml, which spin-operator mounts from runtimeConfig.loadFromSecret.
+
+BACKTRACE_SET = re.compile(r"""RUST_(?:LIB_)?BACKTRACE["']?[ \t]*[=:][ \t]*["']?([^"'\s;:,)}]*)""")
+SPIN_UP = re.compile(r"""(?:^|[;&|]\s*|\$\(\s*)(?:exec\s+)?(?:env\s+(?:-u\s*\S+\s+|-\S+\s+|\w+=\S*\s+)*|(?:\w+=\S*\s+)*)spin up\b""")
+LOG_DIR_EMPTY = re.compile(r"""(?:--log-dir|-L)(?:=|\s+)(?:""|'')(?=\s|$)""")
+RUNTIME_CONFIG_ARG = re.compile(r"""--runtime-config-file(?:=|\s+)\S+""")
+STATIC_PROVIDER = re.compile(r"""\[\[(?:variables|config)_provider\]\][\s\S]{0,200}?type\s*=\s*\\?"static\\?\"""")
+LOG_DIR_IN_CONFIG = re.compile(r"""(?m)^\s*log_dir\s*=\s*"([^"]+)\"""")
+WRITER = "infra/terraform/files/spin-runtime-config.sh"
+RUNTIME_CONFIG_MODULE = "../modules/spin-runtime-config"
+
+
+def deployed_text(root: Path, tf_text: str) -> dict:
+    """The root's .tf text and every file it ships with file("${path.module}/...")."""
+    texts = {"*.tf": tf_text}
+    for rel in sorted(set(re.findall(r'file\("\$\{path\.module\}/([^"$]+)"\)', tf_text))):
+        f = (root / rel).resolve()
+        texts[rel] = f.read_text() if f.is_file() else ""
+    return texts
+
+
+def shell_commands(text: str) -> list:
+    """Non-comment lines with `\\`-continuations joined."""
+    lines, cur = [], ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not cur and stripped.startswith("#"):
+            continue
+        cur += stripped[:-1] + " " if stripped.endswith("\\") else stripped
+        if not stripped.endswith("\\"):
+            lines.append(cur)
+            cur = ""
+    return lines + ([cur] if cur else [])
+
+
+def spin_up_commands(text: str) -> list:
+    """Commands that run `spin up` (at a command's start, after exec, env or assignments)."""
+    return [c for c in shell_commands(text) if SPIN_UP.search(c)]
+
+
+def uncommented(text: str) -> str:
+    """The text without comment lines (# or //): a comment sets nothing."""
+    return "\n".join(line for line in text.splitlines() if not re.match(r"\s*(#|//)", line))
+
+
+def backtrace_problems(texts: dict, parsed=None) -> list:
+    problems = []
+    for where, text in texts.items():
+        for m in BACKTRACE_SET.finditer(uncommented(text)):
+            if m.group(1) != "0":
+                problems.append(f"{where} sets {m.group(0).strip()!r}: a backtrace is captured for every error Spin builds per request (2-6 % of its CPU); leave it unset or 0")
+    for path, value in walk(parsed or {}):
+        if isinstance(value, dict) and unq(value.get("name")) in ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE") and unq(value.get("value")) != "0":
+            problems.append(f"{'.'.join(path)} sets {unq(value.get('name'))} = {unq(value.get('value'))!r}")
+    return problems
+
+
+def spin_up_problems(where: str, commands: list) -> list:
+    problems = []
+    for c in commands:
+        if not LOG_DIR_EMPTY.search(c):
+            problems.append(f'{where}: `{c}` lacks --log-dir "": Spin would open two log files per request (crates/trigger/src/cli/stdio.rs)')
+        if not RUNTIME_CONFIG_ARG.search(c):
+            problems.append(f"{where}: `{c}` lacks --runtime-config-file: every variable lookup would go through the environment provider's block_in_place")
+    return problems
+
+
+def check_spin_settings(repo: Path, root: Root, report: Report):
+    n = root.name
+    texts = deployed_text(root.path, root.text)
+    parsed = {"resource": {f"{t}.{r}": b for (t, r), b in root.resources.items()}, "locals": root.locals, "module": root.modules}
+    problems = backtrace_problems(texts, parsed)
+    joined = "\n".join(texts.values())
+    for m in LOG_DIR_IN_CONFIG.finditer(joined):
+        problems.append(f"a runtime config sets log_dir = {m.group(1)!r}: component output would go to files opened per request")
+
+    if n == "aws":
+        commands = [c for where, t in texts.items() for c in spin_up_commands(t)]
+        if not commands:
+            problems.append("no `spin up` command found in the root or the files it ships")
+        problems += spin_up_problems("aws", commands)
+        if not STATIC_PROVIDER.search(joined):
+            problems.append('the runtime config it writes has no [[variables_provider]] with type = "static"')
+        if not re.search(r"(?m)^UnsetEnvironment=.*\bRUST_BACKTRACE\b|\bunset\s+(?:[A-Z_]+\s+)*RUST_BACKTRACE\b|\benv\s+-u\s*RUST_BACKTRACE\b", joined):
+            problems.append("RUST_BACKTRACE is not explicitly unset (UnsetEnvironment= in the unit, or unset before exec): a base image or the manager's environment may set it")
+        if not re.search(r"RUST_LIB_BACKTRACE=0\b", joined):
+            problems.append("RUST_LIB_BACKTRACE=0 is not set: errors capture backtraces whenever RUST_BACKTRACE is set")
+        if not re.search(r"\bumask 0?077\b|\bchmod 0?600\b", joined):
+            problems.append("the runtime config (it holds the secrets) is not written with umask 077 / mode 0600")
+
+    elif n == "spinkube":
+        spinapps = [b for (t, _), b in root.resources.items() if t == "kubernetes_manifest" and unq(b.get("manifest", {}).get("kind")) == "SpinApp"]
+        if len(spinapps) != 1:
+            problems.append(f"expected one SpinApp kubernetes_manifest, found {len(spinapps)}")
+        for app in spinapps:
+            spec = app.get("manifest", {}).get("spec", {})
+            lfs = expr((spec.get("runtimeConfig") or {}).get("loadFromSecret", ""))
+            m = re.fullmatch(r"(kubernetes_secret_v1|kubernetes_secret)\.(\w+)\.metadata\[0\]\.name", lfs or "")
+            if not m:
+                problems.append(f"the SpinApp has no runtimeConfig.loadFromSecret naming a Secret of this root ({lfs!r}): Spin would resolve every variable through its environment provider")
+                continue
+            data = root.resources.get((m.group(1), m.group(2)), {}).get("data", "")
+            data_text = local_closure(root, data)
+            if "runtime-config.toml" not in data_text:
+                problems.append(f"Secret {m.group(2)} has no key runtime-config.toml (what loadFromSecret mounts at /runtime-config.toml)")
+            if not re.search(r"\bmodule\.runtime_config\.toml\b", data_text):
+                problems.append(f"Secret {m.group(2)}'s runtime-config.toml does not come from module.runtime_config")
+        mod = root.modules.get("runtime_config")
+        if not mod or unq(mod.get("source")) != RUNTIME_CONFIG_MODULE:
+            problems.append(f'no module "runtime_config" with source {RUNTIME_CONFIG_MODULE}')
+        else:
+            values = local_closure(root, mod.get("values", ""))
+            if not (re.search(r"\blocal\.spin_secret_variables\b", values) and re.search(r"\blocal\.spin_public_variables\b", values)):
+                problems.append("module runtime_config's values are not spin_public_variables and spin_secret_variables")
+            mod_text = "".join(f.read_text() for f in sorted((root.path / RUNTIME_CONFIG_MODULE).glob("*.tf")))
+            if not STATIC_PROVIDER.search(mod_text):
+                problems.append('modules/spin-runtime-config renders no [[variables_provider]] with type = "static"')
+    report.check(f"{n}: Spin's settings: no RUST_BACKTRACE, no per-request log files, a static variables provider", problems)
+
+
+def check_deploy_guide(repo: Path, report: Report):
+    guide = repo / "infra/terraform/DEPLOY.md"
+    text = guide.read_text() if guide.is_file() else ""
+    blocks = re.findall(r"(?ms)^```(?:bash|sh|shell)?\n(.*?)^```", text)
+    problems = backtrace_problems({f"DEPLOY.md code block {i + 1}": b for i, b in enumerate(blocks)})
+    commands = [c for b in blocks for c in spin_up_commands(b)]
+    if not commands:
+        problems.append("DEPLOY.md shows no `spin up` command")
+    problems += spin_up_problems("DEPLOY.md", commands)
+    if "spin-runtime-config.sh" not in "\n".join(blocks):
+        problems.append("DEPLOY.md's self-hosted commands do not write the runtime config (files/spin-runtime-config.sh)")
+    report.check("DEPLOY.md: spin up with --log-dir \"\" and a static-provider runtime config, no RUST_BACKTRACE", problems)
+
+
+def check_runtime_config_writer(repo: Path, manifests, report: Report):
+    """Runs files/spin-runtime-config.sh on both manifests and reads what it wrote."""
+    writer = repo / WRITER
+    problems = []
+    if not writer.is_file():
+        report.check("files/spin-runtime-config.sh: a static provider with every variable, mode 0600", [f"{WRITER} is missing"])
+        return
+    for mname, man in manifests.items():
+        declared = man.get("variables", {})
+        given = {name: f'v"al\\ue {name} <&>' for name, d in declared.items() if d.get("required") or d.get("secret")}
+        overridden = next((k for k, d in declared.items() if "default" in d and not d.get("secret")), None)
+        if overridden:
+            given[overridden] = "override"
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **{f"SPIN_VARIABLE_{k.upper()}": v for k, v in given.items()}}
+        with tempfile.TemporaryDirectory(prefix="runtime-config.") as tmp:
+            out = Path(tmp) / "runtime-config.toml"
+            run = subprocess.run(["sh", str(writer), str(repo / mname), str(out)], env=env, capture_output=True, text=True)
+            if run.returncode != 0 or not out.is_file():
+                problems.append(f"{mname}: the writer failed ({run.returncode}): {run.stderr.strip()}")
+                continue
+            mode = stat.S_IMODE(out.stat().st_mode)
+            if mode != 0o600:
+                problems.append(f"{mname}: written with mode {mode:o}, not 600 (it holds the secrets)")
+            try:
+                config = tomllib.loads(out.read_text())
+            except tomllib.TOMLDecodeError as e:
+                problems.append(f"{mname}: the runtime config is not TOML: {e}")
+                continue
+        providers = config.get("variables_provider", [])
+        if [p.get("type") for p in providers] != ["static"]:
+            problems.append(f"{mname}: providers {[p.get('type') for p in providers]}, expected one static provider")
+            continue
+        values = providers[0].get("values", {})
+        for name, decl in declared.items():
+            want = given.get(name, decl.get("default"))
+            if values.get(name) != want:
+                problems.append(f"{mname}: {name} = {values.get(name)!r}, expected {want!r} (the environment's value, else the default)")
+    report.check("files/spin-runtime-config.sh: a static provider with every variable, mode 0600", problems)
+
+
 def run_checks(repo: Path, report: Report):
     manifests = load_manifests(repo)
     check_module(repo, report)
     for name in ROOTS:
-        check_root(repo, load_root(repo / "infra/terraform" / name), manifests, report)
+        root = load_root(repo / "infra/terraform" / name)
+        check_root(repo, root, manifests, report)
+        check_spin_settings(repo, root, report)
+    check_deploy_guide(repo, report)
+    check_runtime_config_writer(repo, manifests, report)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,7 +743,7 @@ def edit(path: Path, old: str, new: str):
 
 
 DEFECTS = [
-    # (what, file, old, new, expected message fragment)
+    # (what, file, old, new, expected message fragment); old may be a list of (old, new) edits
     ("a password input not sensitive", "infra/terraform/serverless/variables.tf",
      'variable "neon_api_key" {\n  description = "A Neon API key."\n  type        = string\n  sensitive   = true\n',
      'variable "neon_api_key" {\n  description = "A Neon API key."\n  type        = string\n',
@@ -574,6 +780,43 @@ DEFECTS = [
      '"rediss://{{ redis_host }}", "https://{{ redis_host }}"]',
      '"https://{{ redis_host }}"]',
      "may not reach"),
+    # Spin's settings (issue 22)
+    ("spin up logging to files again", "infra/terraform/aws/files/boot.sh",
+     ' --log-dir "" ', " ",
+     'lacks --log-dir ""'),
+    ("spin up without the runtime config", "infra/terraform/aws/files/boot.sh",
+     ' --runtime-config-file "$config"', "",
+     "lacks --runtime-config-file"),
+    ("RUST_BACKTRACE set in the unit", "infra/terraform/aws/files/boot.sh",
+     "Environment=RUST_LIB_BACKTRACE=0\n", "Environment=RUST_LIB_BACKTRACE=0\nEnvironment=RUST_BACKTRACE=1\n",
+     "sets 'RUST_BACKTRACE=1'"),
+    ("RUST_BACKTRACE no longer unset", "infra/terraform/aws/files/boot.sh",
+     [("UnsetEnvironment=RUST_BACKTRACE\n", ""), ("unset RUST_BACKTRACE\n", "")], None,
+     "RUST_BACKTRACE is not explicitly unset"),
+    ("RUST_BACKTRACE in a deploy command's environment", "infra/terraform/serverless/main.tf",
+     "      SECKILL_MANIFEST         = var.manifest\n",
+     '      SECKILL_MANIFEST         = var.manifest\n      RUST_BACKTRACE           = "full"\n',
+     "sets 'RUST_BACKTRACE"),
+    ("a writer that leaves the environment provider in charge", "infra/terraform/files/spin-runtime-config.sh",
+     'print "type = \\"static\\""', 'print "type = \\"env\\""',
+     "expected one static provider"),
+    ("a runtime config readable by others", "infra/terraform/files/spin-runtime-config.sh",
+     'chmod 0600 "$tmp"', 'chmod 0644 "$tmp"',
+     "not 600"),
+    ("a SpinApp without its runtime config", "infra/terraform/spinkube/main.tf",
+     "      runtimeConfig = { loadFromSecret = kubernetes_secret_v1.spin.metadata[0].name }\n", "",
+     "no runtimeConfig.loadFromSecret"),
+    ("a SpinApp runtime config without the secrets", "infra/terraform/spinkube/main.tf",
+     "  values   = merge(local.spin_public_variables, local.spin_secret_variables)",
+     "  values   = local.spin_public_variables",
+     "values are not spin_public_variables and spin_secret_variables"),
+    ("the runtime config in a SpinApp annotation", "infra/terraform/spinkube/main.tf",
+     '"seckill/runtime-config-sha256" = module.runtime_config.sha256',
+     '"seckill/runtime-config-sha256" = module.runtime_config.toml',
+     "carries module.runtime_config.toml in the clear"),
+    ("the guide's spin up without --log-dir", "infra/terraform/DEPLOY.md",
+     'spin up -f spin.toml --listen 0.0.0.0:3000 --log-dir "" ', "spin up -f spin.toml --listen 0.0.0.0:3000 ",
+     'DEPLOY.md: `'),
 ]
 
 
@@ -590,7 +833,8 @@ def self_check(repo: Path, report: Report):
             copy = Path(tmp) / f"defect{i}"
             shutil.copytree(base, copy)
             try:
-                edit(copy / rel, old, new)
+                for o, n in (old if isinstance(old, list) else [(old, new)]):
+                    edit(copy / rel, o, n)
             except AssertionError as e:
                 report.check(f"self-check: reports {what}", [str(e)])
                 continue

@@ -8,6 +8,12 @@
 # cluster to operate, and scale horizontally: every instance runs the cron jobs, and the drain's
 # per-event lease in Redis (with fencing tokens in Postgres) makes parallel drainers safe.
 #
+# Spin's settings (files/boot.sh, the seckill.service unit): `spin up --log-dir ""` (component
+# output to the journal, not two files opened per request), `--runtime-config-file` with a
+# static variables provider (spin.tf says what that costs), RUST_BACKTRACE unset and
+# RUST_LIB_BACKTRACE=0 (no backtrace captured per request). tests/terraform/check_roots.py fails
+# if one goes missing.
+#
 # Rollout: a new artifact or setting makes a new launch template version; the group's instance
 # refresh replaces instances a few at a time. Each new instance applies pending migrations before
 # it serves (under a Postgres advisory lock, so simultaneous boots wait for each other); old
@@ -48,6 +54,10 @@ locals {
     "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
     trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
     "SECKILL_MIGRATE",
+    "cat >/etc/seckill/spin-runtime-config <<'SECKILL_RUNTIME_CONFIG'",
+    # Without its comment lines (user_data is limited to 16 KiB); the file in the repo explains it.
+    join("\n", [for l in split("\n", trimsuffix(file("${path.module}/../files/spin-runtime-config.sh"), "\n")) : l if !can(regex("^[ \t]*#($|[^!])", l))]),
+    "SECKILL_RUNTIME_CONFIG",
     file("${path.module}/files/boot.sh"),
   ])
 }
@@ -150,7 +160,8 @@ resource "aws_launch_template" "app" {
       error_message = "Settings passed to the instances cannot contain quotes, $, backticks, backslashes or newlines."
     }
     precondition {
-      condition     = length(base64encode(local.user_data)) <= 25600
+      # EC2 limits user data to 16 KiB before base64 encoding.
+      condition     = length(local.user_data) <= 16384
       error_message = "user_data is over EC2's 16 KiB limit."
     }
   }

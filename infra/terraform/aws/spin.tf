@@ -6,6 +6,15 @@
 # What holds a secret (spin.toml `secret = true`: the URLs carry passwords, and the three keys)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
 # user_data. The rest (the hosts, tuning overrides) is passed in the clear.
+#
+# Spin reads them from a file, not its environment: at each start the service writes every
+# variable of spin.toml (these values, then the manifest's defaults) into Spin's runtime config
+# as a static variables provider (../files/spin-runtime-config.sh), because each lookup through
+# Spin's environment provider is a blocking call and Spin resolves every app-level variable on
+# an instance's first outbound connection. The cost: the secrets then live in that file on the
+# instance, /run/seckill/runtime-config.toml (tmpfs, mode 0600, owned by the seckill service
+# user, removed when the service stops), fetched from Secrets Manager at start; never in
+# user_data, and no more in the Terraform state than the Secrets Manager versions below.
 
 module "app_variables" {
   source = "../modules/app-variables"

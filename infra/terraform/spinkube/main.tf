@@ -27,6 +27,9 @@ locals {
   }
   spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
 
+  # The manifest the image was pushed from (`spin registry push -f spin.http.toml`, this checkout).
+  manifest_file = "${path.module}/../../../spin.http.toml"
+
   secret_name = "${var.app_name}-variables"
   # The Service the SpinKube operator creates for the SpinApp (port 80).
   app_service_url = "http://${var.app_name}.${var.namespace}.svc.cluster.local"
@@ -37,6 +40,33 @@ locals {
     [for f in local.migration_files : filesha256("${local.migrations_dir}/${f}")],
     [filesha256("${path.module}/../files/migrate-locked.sh")],
   ))), 0, 10)
+}
+
+# --- Spin's settings: a runtime config, no backtraces, logs to stdout ---------------------------
+# The SpinApp gets every variable through runtimeConfig.loadFromSecret: the operator mounts the
+# Secret's `runtime-config.toml` at /runtime-config.toml (spin-operator
+# internal/controller/deployment.go), which containerd-shim-spin loads when it exists
+# (containerd-shim-spin src/constants.rs RUNTIME_CONFIG_PATH, src/trigger.rs). It holds one static
+# variables provider with a value for every variable of the manifest, so Spin never asks its
+# environment provider (a blocking call per lookup, and Spin resolves every app-level variable on
+# an instance's first outbound connection; ../files/spin-runtime-config.sh cites Spin's source).
+# SPIN_VARIABLE_* env (SpinApp `variables`) would be that slower path, so the SpinApp sets none.
+# The cost: the secrets are in a Secret key the pods mount as a file (read-only, inside the pod);
+# they were already in this Secret, and the Terraform state, which already held them there,
+# holds them once more in that key.
+#
+# Logs: the shim never writes component logs to files (src/trigger.rs: log_dir Unset, "force logs
+# to be displayed to stdout"). Backtraces: the shim runs Spin in the container process, whose
+# environment runwasi's libcontainer resets to the OCI spec's (youki container_init_process.rs),
+# i.e. the image's (a `spin registry push` image sets none) and the pod's, and a SpinApp puts
+# nothing there but SPIN_VARIABLE_* (spin-operator ConstructEnvForApp): no RUST_BACKTRACE can be
+# set, nor RUST_LIB_BACKTRACE=0, and this root sets none.
+
+module "runtime_config" {
+  source = "../modules/spin-runtime-config"
+
+  manifest = file(local.manifest_file)
+  values   = merge(local.spin_public_variables, local.spin_secret_variables)
 }
 
 resource "kubernetes_namespace_v1" "app" {
@@ -54,6 +84,8 @@ resource "kubernetes_secret_v1" "spin" {
   data = merge(local.spin_secret_variables, {
     # The ticker's header file (curl -H @file): the admin token never reaches a command line.
     authorization = "Authorization: Bearer ${var.secrets.admin_token}"
+    # Spin's runtime config (runtimeConfig.loadFromSecret reads this key).
+    "runtime-config.toml" = module.runtime_config.toml
   })
 }
 
@@ -137,19 +169,21 @@ resource "kubernetes_manifest" "spinapp" {
       image    = var.image
       executor = var.executor
       replicas = var.replicas
-      variables = concat(
-        [
-          for name in sort(keys(local.spin_secret_variables)) : {
-            name      = name
-            valueFrom = { secretKeyRef = { name = kubernetes_secret_v1.spin.metadata[0].name, key = name } }
-          }
-        ],
-        [for name, value in local.spin_public_variables : { name = name, value = value }],
-      )
+      # Every variable, from the Secret's runtime-config.toml (a static provider; see above).
+      runtimeConfig = { loadFromSecret = kubernetes_secret_v1.spin.metadata[0].name }
+      # Spin reads the runtime config once, at start: a new one rolls the pods.
+      podAnnotations = { "seckill/runtime-config-sha256" = module.runtime_config.sha256 }
     }
   }
 
   depends_on = [kubernetes_job_v1.migrate]
+
+  lifecycle {
+    precondition {
+      condition     = length(module.runtime_config.missing) == 0
+      error_message = "Some variables of spin.http.toml have neither a value nor a default: ${join(", ", module.runtime_config.missing)}."
+    }
+  }
 }
 
 # --- The scheduler: a ticker that keeps the drain and the timeout release running -----------------

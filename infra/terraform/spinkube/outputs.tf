@@ -9,12 +9,12 @@ output "app_service_url" {
 }
 
 output "secret_name" {
-  description = "The Secret holding the secret Spin variables."
+  description = "The Secret holding the secret Spin variables and Spin's runtime config (key runtime-config.toml: every variable, secrets included, in a static provider)."
   value       = kubernetes_secret_v1.spin.metadata[0].name
 }
 
 output "spin_variables" {
-  description = "The non-secret variables set on the SpinApp (redis_host, pg_host, tuning overrides)."
+  description = "The non-secret variables the SpinApp gets through its runtime config (redis_host, pg_host, tuning overrides)."
   value       = local.spin_public_variables
 }
 

@@ -235,6 +235,26 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
   }
 }
 
+run "spin_settings_that_do_not_waste_cpu" {
+  command = apply
+
+  assert {
+    condition = alltrue([
+      for s in ["--log-dir \"\"", "--runtime-config-file \"$config\"", "/opt/seckill/bin/spin-runtime-config /opt/seckill/app/spin.toml", "[[variables_provider]]", "type = \\\"static\\\"", "RuntimeDirectoryMode=0700", "umask 077"] :
+      strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "spin up logs to the journal and reads every variable from a static provider written at start (0600, tmpfs)"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "UnsetEnvironment=RUST_BACKTRACE") && strcontains(base64decode(aws_launch_template.app.user_data), "RUST_LIB_BACKTRACE=0")
+    error_message = "no backtrace captured per request: RUST_BACKTRACE unset, RUST_LIB_BACKTRACE=0"
+  }
+  assert {
+    condition     = length(regexall("RUST_BACKTRACE=[^0]", base64decode(aws_launch_template.app.user_data))) == 0
+    error_message = "RUST_BACKTRACE is never set"
+  }
+}
+
 run "artifact_on_s3" {
   command = plan
 
