@@ -19,7 +19,7 @@ pub fn run(
         orders: k.orders(),
     };
     let args = Args {
-        entries: super::flat_pairs(committed),
+        entries: super::flat_pairs(committed.iter().copied()),
     };
     let mut r = call_ok(store, keys, args)?;
     Ok(OkReply::read(&mut r)?.confirmed)

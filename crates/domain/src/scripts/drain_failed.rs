@@ -12,7 +12,7 @@ pub fn run(store: &impl Store, k: &EventKeys, failed: &[(&str, &str)]) -> Result
         errors: k.drain_errors(),
     };
     let args = Args {
-        failures: super::flat_pairs(failed),
+        failures: super::flat_pairs(failed.iter().copied()),
     };
     call_ok(store, keys, args)?.finish()?;
     Ok(())

@@ -279,18 +279,12 @@ fn call_ok(
     }
 }
 
-/// Field/value pairs as script arguments.
-fn field_pairs(fields: Vec<(&'static str, String)>) -> Vec<String> {
-    fields
-        .into_iter()
-        .flat_map(|(f, v)| [f.to_owned(), v])
-        .collect()
-}
-
-/// (a, b) pairs as script arguments, flat.
-fn flat_pairs(pairs: &[(&str, &str)]) -> Vec<String> {
+/// (a, b) pairs as script arguments, flat: field/value pairs, (stream id, order id) pairs…
+fn flat_pairs<A: AsRef<str>, B: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (A, B)>,
+) -> Vec<String> {
     pairs
-        .iter()
-        .flat_map(|(a, b)| [(*a).to_owned(), (*b).to_owned()])
+        .into_iter()
+        .flat_map(|(a, b)| [a.as_ref().to_owned(), b.as_ref().to_owned()])
         .collect()
 }

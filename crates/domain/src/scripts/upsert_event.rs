@@ -13,7 +13,7 @@ pub fn run(
     fields: Vec<(&'static str, String)>,
 ) -> Result<bool, ScriptError> {
     let args = Args {
-        fields: super::field_pairs(fields),
+        fields: super::flat_pairs(fields),
     };
     let mut r = call_ok(store, Keys { cfg: k.cfg() }, args)?;
     Ok(OkReply::read(&mut r)?.created)
