@@ -22,24 +22,26 @@ PACKAGES=(-p seckill-host -p seckill-domain -p seckill-spin-edge -p seckill-nati
 ARGS=("$@")
 
 # run_tests [NAME=VALUE...] [-- BINARY::TEST...]: with NAME=VALUE in the environment, every test
-# of PACKAGES, or only each TEST of tests/tests/BINARY.rs; through cargo-nextest (the tests as a
-# filter expression), or cargo test where nextest could not be installed.
+# of PACKAGES, or only each TEST (a function name, in whichever module) of the test binary BINARY
+# (tests/tests/BINARY.rs or tests/tests/BINARY/); through cargo-nextest (the tests as a filter
+# expression), or cargo test where nextest could not be installed.
 run_tests() {
   local envs=() tests=() t
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   if [ $# -gt 0 ]; then shift; tests=("$@"); fi
   for t in "${tests[@]}"; do # a renamed test must not drop out of its subset unnoticed
-    grep -q "fn ${t#*::}()" "$ROOT/tests/tests/${t%%::*}.rs" || die "test.sh names $t: no such test"
+    grep -rqs "fn ${t#*::}()" "$ROOT/tests/tests/${t%%::*}.rs" "$ROOT/tests/tests/${t%%::*}/" ||
+      die "test.sh names $t: no such test"
   done
   if command -v cargo-nextest >/dev/null 2>&1; then
     local expr="" filter=()
-    for t in "${tests[@]}"; do expr+="${expr:+ | }(binary(=${t%%::*}) & test(=${t#*::}))"; done
+    for t in "${tests[@]}"; do expr+="${expr:+ | }(binary(=${t%%::*}) & test(/(^|::)${t#*::}\$/))"; done
     [ -z "$expr" ] || filter=(-E "$expr")
     env "${envs[@]}" cargo nextest run --release --no-fail-fast "${PACKAGES[@]}" "${filter[@]}" "${ARGS[@]}"
   else
     local targets=() names=()
     for t in "${tests[@]}"; do targets+=(--test "${t%%::*}"); names+=("${t#*::}"); done
-    [ ${#names[@]} = 0 ] || names=(-- --exact "${names[@]}")
+    [ ${#names[@]} = 0 ] || names=(-- "${names[@]}") # a substring: the module path may precede it
     env "${envs[@]}" cargo test --release --no-fail-fast "${PACKAGES[@]}" "${targets[@]}" "${ARGS[@]}" "${names[@]}"
   fi
 }
