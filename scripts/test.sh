@@ -84,7 +84,7 @@ run_tests SECKILL_MANIFEST=spin.http.toml -- "${HTTP_MANIFEST_TESTS[@]}"
 #    - a representative whole sale: 2 × 10,000 buyers, 512 at once, for 1,000 units over 8
 #      shards, with the invariants (exactly the stock sold, nobody twice, no shard below zero,
 #      every refusal counted) — the pooled connections under a spike;
-#    - every refusal a script answers, mapped to its code and header: tokens (forged, replayed,
+#    - every refusal a script answers, mapped to its code and header: tokens (not the buyer's, replayed,
 #      expired, foreign), the window (`too_early` with Retry-After, `sale_ended`), unknown
 #      events, conflicts, both rate limits and their refill, poll's states, the lottery,
 #      `sale_paused`, `denied`; a script error as 500 `internal` and an unreachable node as 503
@@ -102,15 +102,26 @@ run_tests SECKILL_MANIFEST=spin.http.toml -- "${HTTP_MANIFEST_TESTS[@]}"
 #    by URL, which the facades change.
 REST_TESTS=(
   sale::ten_thousand_buyers_eight_shards
-  sale::forged_expired_replayed_and_foreign_tokens_change_nothing
-  sale::windows_and_bad_input_get_the_right_4xx
-  sale::rate_limits_refuse_bursts_and_refill
-  sale::poll_lottery_switches_and_deny_lists
-  sale::data_errors_are_500_and_an_unreachable_redis_is_503
+  sale::a_purchase_token_not_issued_to_the_buyer_is_403_and_changes_nothing
+  sale::a_replayed_purchase_token_is_409_and_changes_nothing
+  sale::an_expired_purchase_token_is_403_and_changes_nothing
+  sale::before_the_start_admission_is_granted_and_precheck_is_425_with_retry_after
+  sale::after_the_end_admission_is_410_sale_ended
+  sale::an_unknown_event_is_404_event_not_found
+  sale::moving_the_end_before_the_start_is_409_and_changes_nothing
+  sale::the_user_rate_limit_refuses_a_burst_and_refills
+  sale::the_event_buy_rate_limit_refuses_a_burst_and_the_refused_token_works_after_refill
+  sale::poll_says_none_before_a_buy_queued_after_it_and_sold_out_to_the_rest
+  sale::a_lottery_admits_exactly_the_drawn_winners
+  sale::a_paused_sale_is_503_sale_paused_until_resumed
+  sale::a_denied_user_is_403_denied
+  sale::a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_detail
+  sale::an_unreachable_redis_is_503_unavailable_with_retry_after
   sale::one_redis_command_per_buy_poll_and_precheck
   orders::the_drain_lands_every_order_once_and_poll_shows_it
+  orders::paying_is_idempotent_and_poll_shows_paid
   orders::payment_racing_timeout_release_never_both
-  orders::one_broken_event_fails_alone_in_the_jobs
+  orders::one_broken_event_fails_alone_in_the_drain
   script_keys::scripts_touch_only_the_keys_they_are_given
 )
 log "over the REST transport: a whole sale, the error mapping, NOSCRIPT, the order path"

@@ -1,7 +1,7 @@
 //! The order pipeline without WASM: drain, pay, timeout release and reconcile straight from the
 //! domain (`seckill-domain`) over the native adapters (`seckill-native`), against a real Redis
 //! and a real PostgreSQL. Fast checks of the hardest logic; the end-to-end versions through the
-//! host and the `.wasm` files are in `orders.rs`.
+//! host and the `.wasm` files are in `orders/`.
 
 use anyhow::{Context, Result};
 use seckill_domain::event::{EventConfig, EventId};

@@ -49,9 +49,13 @@ async fn a_sale_runs_over_tls_trusting_the_operators_ca() -> Result<()> {
     let vars = tls_vars(&redis, &pg, "localhost", "localhost");
     // Both connection modes: pooled, and a new TLS connection per request as Spin opens them.
     for mode in [ConnectionMode::Pooled, ConnectionMode::SpinFaithful] {
-        let app =
-            TestApp::start_trusting(seckill_testkit::product_manifest(), &vars, mode, ca.trust()?)
-                .await?;
+        let app = TestApp::start_trusting(
+            seckill_testkit::product_manifest(),
+            &vars,
+            mode,
+            ca.trust()?,
+        )
+        .await?;
         let event = format!("tls-{mode:?}").to_lowercase();
         app.open_event(&event, json!({ "stock": 2 })).await?;
         let token = app

@@ -9,10 +9,11 @@
 //! - `auth` — the test secrets and [`jwt_for`]; `tls` — [`TestCa`];
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
 //! - `record` — the API exchange recorder behind the OpenAPI check;
-//! - `support` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness.
+//! - `support` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness;
+//! - `scratch` — where the servers keep their data (in memory when there is room).
 //!
-//! Imports go one way: `support`, `tls`, `auth` and `record` use no other module; `app` is the
-//! only module that nothing else uses.
+//! Imports go one way: `support`, `scratch`, `tls`, `auth` and `record` use no other module;
+//! `app` is the only module that nothing else uses.
 
 mod app;
 mod auth;
@@ -21,6 +22,7 @@ mod pg_server;
 mod record;
 mod redis_server;
 pub mod rest_facade;
+mod scratch;
 mod support;
 mod tls;
 mod transport;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::scratch;
 use crate::support::{find_binary, free_port, wait_for};
 use crate::tls::TestCa;
 
@@ -15,7 +16,7 @@ pub struct RedisServer {
     child: Child,
     /// Its port on 127.0.0.1.
     pub port: u16,
-    /// Its data directory.
+    /// Its data directory (in memory when there is room: see `scratch`).
     pub dir: tempfile::TempDir,
     extra: Vec<String>,
     /// Its TLS port on 127.0.0.1, when started with [`RedisServer::start_tls`].
@@ -30,7 +31,7 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments.
     pub fn start_with(args: &[&str]) -> Result<Self> {
-        let dir = tempfile::tempdir()?;
+        let dir = scratch::tempdir()?;
         let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let (child, port) = spawn_redis(dir.path(), free_port(), &extra)?;
         Ok(RedisServer {

@@ -1,0 +1,70 @@
+//! Failures and what the client hears: a script that fails on the data is our problem, 500
+//! `internal` with no retry advice and no detail; Redis that cannot be reached is 503
+//! `unavailable` with `Retry-After`.
+
+use anyhow::Result;
+use seckill_testkit::jwt_for;
+use serde_json::{Value, json};
+
+use crate::{code, start};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_detail() -> Result<()>
+{
+    let (redis, _pg, app) = start().await?;
+    app.open_event("corrupt", json!({ "stock": 10 })).await?;
+    let token = app
+        .admit_and_precheck("corrupt", "victim")
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    redis::pipe()
+        .cmd("DEL")
+        .arg("{sk:corrupt}:bought")
+        .cmd("SET")
+        .arg("{sk:corrupt}:bought")
+        .arg("not a hash")
+        .query_async::<()>(&mut conn)
+        .await?;
+    let resp = app
+        .http
+        .post(format!("{}/api/events/corrupt/buy", app.base_url))
+        .bearer_auth(jwt_for("victim"))
+        .json(&json!({ "purchase_token": token }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 500);
+    assert!(resp.headers().get("retry-after").is_none());
+    let body: Value = resp.json().await?;
+    assert_eq!(
+        body,
+        json!({ "error": { "code": "internal", "message": "internal error" } })
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_redis_is_503_unavailable_with_retry_after() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    app.open_event("down", json!({ "stock": 10 })).await?;
+    let token = app
+        .admit_and_precheck("down", "stranded")
+        .await?
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    drop(redis);
+    let resp = app
+        .http
+        .post(format!("{}/api/events/down/buy", app.base_url))
+        .bearer_auth(jwt_for("stranded"))
+        .json(&json!({ "purchase_token": token }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 503);
+    assert_eq!(
+        resp.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let body: Value = resp.json().await?;
+    assert_eq!(code(&body), "unavailable");
+    Ok(())
+}

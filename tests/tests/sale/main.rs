@@ -1,0 +1,96 @@
+//! The sale path end to end: the real functions in the real host over HTTP, real Redis.
+//! Every test asserts the invariants afterwards: exactly the stock sold, nobody twice, no shard
+//! below zero, refused requests change nothing.
+//!
+//! One binary (`binary(sale)`), one module per concern, one behaviour per test:
+//! - `sell_out` — spikes of buyers sell exactly the stock, whatever the shards and the users;
+//! - `tokens` — identities, purchase and admission tokens, one order per user;
+//! - `windows` — when admission and precheck are open: before the start, after the end, sold out;
+//! - `input` — requests the API cannot take: event ids, bodies, methods, a 64 MiB body;
+//! - `operators` — the admin token, event configuration, changes to a warmed-up event;
+//! - `limits` — the per-user and the event-wide rate limits;
+//! - `redis_budget` — what a request costs Redis: commands, AOF writes;
+//! - `poll`, `lottery`, `switches` — the poll's states, the lottery, pause and deny lists;
+//! - `errors` — a script failing on the data, an unreachable Redis.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::Result;
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
+use serde_json::{Value, json};
+
+mod errors;
+mod input;
+mod limits;
+mod lottery;
+mod operators;
+mod poll;
+mod redis_budget;
+mod sell_out;
+mod switches;
+mod tokens;
+mod windows;
+
+async fn start() -> Result<(RedisServer, PgServer, TestApp)> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = TestApp::start(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
+    Ok((redis, pg, app))
+}
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"]
+        .as_str()
+        .or(body.as_str())
+        .unwrap_or("<no error code>")
+}
+
+/// Milliseconds since the Unix epoch.
+fn epoch_ms() -> Result<u64> {
+    Ok(std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as u64)
+}
+
+/// What a refused request must leave untouched.
+async fn snapshot(app: &TestApp, redis: &RedisServer, event: &str) -> Result<Value> {
+    let status = app.status(event).await?;
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let bought: i64 = redis::cmd("HLEN")
+        .arg(format!("{{sk:{event}}}:bought"))
+        .query_async(&mut conn)
+        .await?;
+    Ok(
+        json!({ "stock": status["stock_by_shard"], "sold": status["sold"], "queued": status["queued"], "bought": bought }),
+    )
+}
+
+/// Checks the end state of a sale: `sold` units sold exactly once each, shards never negative.
+async fn assert_sold_exactly(
+    app: &TestApp,
+    redis: &RedisServer,
+    event: &str,
+    stock: i64,
+    sold: i64,
+) -> Result<()> {
+    let status = app.status(event).await?;
+    let shards: Vec<i64> = serde_json::from_value(status["stock_by_shard"].clone())?;
+    assert!(
+        shards.iter().all(|s| *s >= 0),
+        "a shard went negative: {shards:?}"
+    );
+    assert_eq!(shards.iter().sum::<i64>(), stock - sold, "stock left");
+    assert_eq!(status["sold"], sold, "{status}");
+    assert_eq!(
+        status["queued"], sold,
+        "every accepted order is in the queue: {status}"
+    );
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let bought: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{{sk:{event}}}:bought"))
+        .query_async(&mut conn)
+        .await?;
+    assert_eq!(bought.len() as i64, sold, "one order per buying user");
+    let orders: HashSet<&String> = bought.values().collect();
+    assert_eq!(orders.len() as i64, sold, "order ids are unique");
+    Ok(())
+}

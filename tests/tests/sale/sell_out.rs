@@ -1,0 +1,205 @@
+//! Spikes of buyers sell exactly the stock: 10,000 buyers for 1,000 units over 1, 8 and 32
+//! shards, users whose home shards are all alike, and each buy starting at the home shard the
+//! tests compute.
+
+use std::collections::{HashMap, HashSet};
+
+use anyhow::Result;
+use futures::{StreamExt, stream};
+use seckill_testkit::{RedisServer, TestApp};
+use serde_json::{Value, json};
+
+use crate::{assert_sold_exactly, code, start};
+
+/// `users` buyers for `stock` units over `shards`: everyone gets a purchase token first, then
+/// all buys go at once. Exactly `stock` are accepted; everyone else hears `sold_out`.
+async fn sell_out(
+    app: &TestApp,
+    redis: &RedisServer,
+    event: &str,
+    shards: u32,
+    stock: i64,
+    users: usize,
+    seed: u64,
+) -> Result<()> {
+    app.open_event(event, json!({ "stock": stock, "shards": shards }))
+        .await?;
+    // A seeded shuffle of arrival order.
+    let mut ids: Vec<String> = (0..users).map(|i| format!("u{seed}-{i}")).collect();
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for i in (1..ids.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ids.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let tokens: Vec<(String, String)> = stream::iter(ids)
+        .map(|user| async move {
+            let token = app
+                .admit_and_precheck(event, &user)
+                .await?
+                .map_err(|e| anyhow::anyhow!("{user}: {e:?}"))?;
+            anyhow::Ok((user, token))
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let results: Vec<(String, u16, Value)> = stream::iter(tokens)
+        .map(|(user, token)| async move {
+            let (status, body) = app.buy(event, &user, &token).await?;
+            anyhow::Ok((user, status, body))
+        })
+        .buffer_unordered(512)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let accepted: Vec<&(String, u16, Value)> = results.iter().filter(|r| r.1 == 202).collect();
+    let sold_out = results
+        .iter()
+        .filter(|r| r.1 == 410 && code(&r.2) == "sold_out")
+        .count();
+    assert_eq!(accepted.len() as i64, stock, "{shards} shards, seed {seed}");
+    let mut outcomes: HashMap<(u16, String), usize> = HashMap::new();
+    for r in &results {
+        *outcomes.entry((r.1, code(&r.2).to_owned())).or_default() += 1;
+    }
+    assert_eq!(
+        sold_out,
+        users - stock as usize,
+        "everyone else hears sold_out: {outcomes:?}"
+    );
+    let buyers: HashSet<&String> = accepted.iter().map(|r| &r.0).collect();
+    assert_eq!(buyers.len() as i64, stock, "no user twice");
+    let status = app.status(event).await?;
+    assert_eq!(
+        status["refusals"],
+        json!({ "sold_out": sold_out }),
+        "the console counts every refusal by its code"
+    );
+    assert_sold_exactly(app, redis, event, stock, stock).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_buyers_one_shard() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    for seed in [1, 2] {
+        sell_out(&app, &redis, &format!("one-{seed}"), 1, 1_000, 10_000, seed).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_buyers_eight_shards() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    for seed in [3, 4] {
+        sell_out(
+            &app,
+            &redis,
+            &format!("eight-{seed}"),
+            8,
+            1_000,
+            10_000,
+            seed,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_buyers_thirty_two_shards() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    for seed in [5, 6] {
+        sell_out(&app, &redis, &format!("tt-{seed}"), 32, 1_000, 10_000, seed).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skewed_users_still_sell_out_exactly() -> Result<()> {
+    let (redis, _pg, app) = start().await?;
+    let (event, shards, stock) = ("skewed", 32u32, 320i64);
+    app.open_event(event, json!({ "stock": stock, "shards": shards }))
+        .await?;
+    // Users whose home shard is 0 or 1: the other 30 shards' stock must still be sold.
+    let users: Vec<String> = (0..)
+        .map(|i| format!("skew{i}"))
+        .filter(|u| seckill_domain::ids::home_shard(event, u, shards) < 2)
+        .take(1_000)
+        .collect();
+    let results: Vec<(u16, Value)> = stream::iter(users)
+        .map(|user| {
+            let app = &app;
+            async move {
+                match app.admit_and_precheck(event, &user).await? {
+                    Ok(token) => app.buy(event, &user, &token).await,
+                    // Late arrivals may already hear sold_out at admission or precheck.
+                    Err(refused) => Ok(refused),
+                }
+            }
+        })
+        .buffer_unordered(128)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    assert_eq!(results.iter().filter(|r| r.0 == 202).count() as i64, stock);
+    assert!(
+        results
+            .iter()
+            .all(|r| r.0 == 202 || code(&r.1) == "sold_out"),
+        "only sold_out refusals"
+    );
+    assert_sold_exactly(&app, &redis, event, stock, stock).await?;
+    // Orders came from every shard, not just the two home shards.
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    // XRANGE entries are [id, [field, value, ...]]: collect the `shard` field of each.
+    let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg("{sk:skewed}:queue")
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await?;
+    let shard_of = |fields: &Vec<String>| {
+        fields
+            .chunks(2)
+            .find(|kv| kv[0] == "shard")
+            .map(|kv| kv[1].clone())
+    };
+    let shards_used: HashSet<String> = raw.iter().filter_map(|(_, f)| shard_of(f)).collect();
+    assert_eq!(
+        shards_used.len(),
+        shards as usize,
+        "every shard sold its stock"
+    );
+    Ok(())
+}
+
+/// A buy takes its unit from the home shard the test kit computes (`ids::home_shard`), for a
+/// shard count that is not a power of two too: the tests' formula is production's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    let (event, shards) = ("seven", 7u32);
+    app.open_event(event, json!({ "stock": 70, "shards": shards }))
+        .await?;
+    for i in 0..12 {
+        let user = format!("seven-{i}");
+        let before: Vec<i64> =
+            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+        let token = app
+            .admit_and_precheck(event, &user)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let (status, body) = app.buy(event, &user, &token).await?;
+        assert_eq!(status, 202, "{body}");
+        let after: Vec<i64> =
+            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+        let home = seckill_domain::ids::home_shard(event, &user, shards) as usize;
+        assert_eq!(after[home], before[home] - 1, "{user}: home shard {home}");
+    }
+    Ok(())
+}
