@@ -125,6 +125,8 @@ impl<'a> TestAppBuilder<'a> {
             providers,
             max_instances: Some(max_instances),
             tls,
+            // Every test starts a host: compile each component once per build, not per test.
+            compile_cache: Some(repo_root().join("target/host-compile-cache")),
             ..Options::default()
         };
         let path = repo_root().join(manifest);

@@ -33,6 +33,8 @@ pub struct Options {
     pub max_request_body: Option<u64>,
     /// The roots `rediss://` and Postgres TLS trust: the system's, plus an operator's CA.
     pub tls: crate::tls::TlsTrust,
+    /// Where compiled components are kept between loads (`None`: compile every time).
+    pub compile_cache: Option<std::path::PathBuf>,
 }
 
 /// A loaded app, ready to serve.
@@ -55,7 +57,13 @@ impl App {
         let app_vars = variables::resolve_manifest_variables(&file, &options.providers)?;
         let services = Services::new(options.connection_mode, &options.tls);
         let max_instances = options.max_instances.unwrap_or(1000);
-        let runtime = Arc::new(Runtime::load(&file, &app_vars, services, max_instances)?);
+        let runtime = Arc::new(Runtime::load(
+            &file,
+            &app_vars,
+            services,
+            max_instances,
+            options.compile_cache.as_deref(),
+        )?);
         let max_request_body = options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY);
         let http = HttpTrigger::build(&file, runtime.clone(), max_request_body)?;
         let cron = CronTrigger::build(&file, runtime.clone())?;

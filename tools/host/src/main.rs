@@ -77,6 +77,10 @@ struct AppArgs {
     /// system's (e.g. Amazon's RDS bundle). Real Spin 3.x reads only the system's store.
     #[arg(long)]
     tls_ca: Option<PathBuf>,
+    /// A directory to keep compiled components in, keyed by their bytes and the engine's
+    /// settings, so a restart skips compiling what it compiled before.
+    #[arg(long)]
+    compile_cache: Option<PathBuf>,
 }
 
 impl AppArgs {
@@ -100,6 +104,7 @@ impl AppArgs {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
                 None => seckill_host::tls::TlsTrust::system(),
             },
+            compile_cache: self.compile_cache.clone(),
         };
         App::load(&self.manifest, options)
     }

@@ -4,9 +4,12 @@
 //! The triggers run their components through it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use sha2::Digest;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
@@ -16,6 +19,39 @@ use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
 use crate::spin_costs::{ComponentCosts, SpinCostTotals};
 use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
 use crate::variables;
+
+/// Compiles the component at `source`, or loads what an earlier load compiled from the same
+/// bytes with the same engine settings from `cache`. A test starts a host per test, and
+/// compiling every component is most of that start-up.
+fn compile(engine: &Engine, source: &Path, cache: Option<&Path>) -> Result<Component> {
+    let bytes = std::fs::read(source)?;
+    let Some(cache) = cache else {
+        return Ok(Component::from_binary(engine, &bytes)?);
+    };
+    let mut settings = std::hash::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut settings);
+    let key = format!(
+        "{:x}-{:016x}.cwasm",
+        sha2::Sha256::digest(&bytes),
+        settings.finish()
+    );
+    let path = cache.join(key);
+    if path.exists() {
+        // SAFETY: the file is one this function wrote with `serialize` for these bytes and this
+        // engine's settings (its name says so) into a directory of the host's own; wasmtime
+        // still checks the engine's compatibility and refuses a file it did not make.
+        if let Ok(component) = unsafe { Component::deserialize_file(engine, &path) } {
+            return Ok(component);
+        }
+    }
+    let component = Component::from_binary(engine, &bytes)?;
+    std::fs::create_dir_all(cache)?;
+    // Written aside and renamed: hosts loading at once never read a half-written file.
+    let aside = path.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&aside, component.serialize()?)?;
+    std::fs::rename(&aside, &path)?;
+    Ok(component)
+}
 
 /// A component, compiled and pre-instantiated once.
 struct Loaded {
@@ -44,6 +80,7 @@ impl Runtime {
         app_vars: &HashMap<String, String>,
         services: Services,
         max_instances: u32,
+        compile_cache: Option<&Path>,
     ) -> Result<Runtime> {
         let engine = engine(max_instances)?;
         let mut linker = Linker::new(&engine);
@@ -64,15 +101,13 @@ impl Runtime {
                     )
                     .into());
             }
-            let component = Component::from_file(&engine, &source)
-                .map_err(anyhow::Error::from)
-                .with_context(|| {
-                    format!(
-                        "compiling component `{}` from {}",
-                        id.get_ref(),
-                        source.display()
-                    )
-                })?;
+            let component = compile(&engine, &source, compile_cache).with_context(|| {
+                format!(
+                    "compiling component `{}` from {}",
+                    id.get_ref(),
+                    source.display()
+                )
+            })?;
             let pre = linker
                 .instantiate_pre(&component)
                 .map_err(anyhow::Error::from)
