@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks every request and response the test suite recorded against api/openapi.yaml.
 
-The test kit (crates/testkit/src/record.rs, `record_exchange`) appends each exchange to
+The test kit (tools/testkit/src/record.rs, `record_exchange`) appends each exchange to
 $SECKILL_API_RECORD/<pid>.jsonl. The validator is openapi-core (a maintained OpenAPI 3.1
 implementation), not our own code. Three rules:
   - every response matches the document (status, content type, body schema, no extra fields);

@@ -1,2 +1,2 @@
 //! Tests only: the end-to-end suites are `tests/*.rs`. What they start and drive (servers, the
-//! host, a REST facade, a CA) is the test kit, `crates/testkit`, which the tooling uses too.
+//! host, a REST facade, a CA) is the test kit, `tools/testkit`, which the tooling uses too.

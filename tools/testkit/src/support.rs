@@ -12,7 +12,7 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
-        .expect("crates/testkit is two levels down")
+        .expect("tools/testkit is two levels down")
         .to_owned()
 }
 
