@@ -170,7 +170,14 @@ fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
     // every deadline, then the other half try to pay: each order ends paid xor expired.
     let at = u64::try_from(deadline).context("a deadline")?;
     let pay_just_in_time = |(user, order): &(String, String)| {
-        orders::pay(&store, &db, &event, user, &OrderId::parse(order)?, at - 1_001)
+        orders::pay(
+            &store,
+            &db,
+            &event,
+            user,
+            &OrderId::parse(order)?,
+            at - 1_001,
+        )
     };
     for sold in &accepted[..5] {
         pay_just_in_time(sold)?;
