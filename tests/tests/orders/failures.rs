@@ -73,14 +73,7 @@ async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result
 
 /// A `redis-server` with the AOF fsynced on every write, a migrated Postgres and the app.
 async fn start_with_aof_always() -> Result<(RedisServer, PgServer, TestApp)> {
-    let redis = RedisServer::start_with(&[
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--save",
-        "",
-    ])?;
+    let redis = RedisServer::start_durable()?;
     let pg = PgServer::start()?;
     pg.migrate().await?;
     let app = TestApp::start(seckill_testkit::product_manifest(), &vars(&redis, &pg, &[])).await?;

@@ -91,14 +91,7 @@ async fn one_redis_command_per_buy_poll_and_precheck() -> Result<()> {
 /// refused buys leave the AOF as it was (the count is kept out of it), and are still counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_counted_without_writing_the_aof() -> Result<()> {
-    let redis = RedisServer::start_with(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-    ])?;
+    let redis = RedisServer::start_durable()?;
     let pg = PgServer::start()?;
     let app = TestApp::start(seckill_testkit::product_manifest(), &app_vars(&redis, &pg)).await?;
     let event = "storm";

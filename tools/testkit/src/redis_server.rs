@@ -29,6 +29,19 @@ impl RedisServer {
         Self::start_with(&["--save", "", "--appendonly", "no"])
     }
 
+    /// Starts a server as the sale runs it: the AOF fsynced on every write (an accepted order
+    /// survives a crash, ARCHITECTURE.md's durability contract), no snapshots.
+    pub fn start_durable() -> Result<Self> {
+        Self::start_with(&[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+        ])
+    }
+
     /// Starts a server with extra `redis-server` arguments.
     pub fn start_with(args: &[&str]) -> Result<Self> {
         let dir = scratch::tempdir()?;

@@ -28,14 +28,7 @@ impl Servers {
     /// Starts Redis and Postgres (migrated), then the host on them, reaching Redis through a
     /// REST facade when `rest` is set.
     pub async fn start(rest: bool) -> Result<Self> {
-        let redis = RedisServer::start_with(&[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ])?;
+        let redis = RedisServer::start_durable()?;
         let pg = PgServer::start()?;
         pg.migrate().await?;
         let mut vars = seckill_testkit::app_vars(&redis, &pg);
