@@ -5,7 +5,7 @@ spin.toml is for self-hosted Spin with the spin-trigger-cron plugin. SpinKube, A
 and Fermyon Cloud take HTTP triggers only, so spin.http.toml is the same app without the cron
 triggers and the components only they use; the scheduled work stays reachable at
 POST /admin/jobs/{drain,timeout-release,reconcile} for the platform's scheduler, and the
-poll-carried drain is on (`poll_drain_ms` defaults to 1000 instead of 0): with no scheduler
+poll-carried drain is on (the `poll` component's `poll_drain_ms` is 1000 instead of 0): with no scheduler
 finer than a minute, the buyers waiting in the queue carry the drain.
 
   scripts/manifests.py           rewrite spin.http.toml
@@ -38,10 +38,10 @@ def http_only(text):
         return p not in cron and not any(h in only_cron for h in headers)
 
     text = "\n\n".join(p for p in paragraphs if keep(p)).rstrip("\n") + "\n"
-    poll_drain = 'poll_drain_ms = { default = "0" }'
-    if poll_drain not in text:
-        sys.exit(f"spin.toml has no `{poll_drain}` to turn on")
-    return HEADER + "\n" + text.replace(poll_drain, 'poll_drain_ms = { default = "1000" }')
+    poll_drain = '\npoll_drain_ms = "0"\n'
+    if text.count(poll_drain) != 1:
+        sys.exit(f"spin.toml has no one `{poll_drain.strip()}` to turn on")
+    return HEADER + "\n" + text.replace(poll_drain, '\npoll_drain_ms = "1000"\n')
 
 
 def main():

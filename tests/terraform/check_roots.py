@@ -10,6 +10,13 @@ wiring. For each root:
               endpoints (checked in the module's own HCL too);
   supplied    every variable a deployment must set is delivered: `required = true`, no default,
               used by allowed_outbound_hosts, or a default that names the local stack (loopback);
+              an optional one (a default such as "": job_key, settings) may be left to it;
+  settings    the root's `settings` input (a map) is validated against modules/app-variables'
+              setting_patterns, passed to the module, and the module's rendering (`settings`:
+              name=value pairs in name order joined by commas, set only when the map is not
+              empty) reaches the non-secret variables; the module's names and defaults are the
+              app's (crates/spin-edge/src/config.rs, `Settings`), and both manifests declare
+              `settings` as a non-secret variable with a default;
   from module each delivered connection variable and secret is the module's output of that name,
               so redis_host / pg_host come from the endpoints the URLs are built from;
   secret      every `secret = true` variable travels as a secret (Secrets Manager, a Kubernetes
@@ -64,6 +71,9 @@ except ImportError:  # pragma: no cover - reported, not hidden
 ROOTS = ("aws", "serverless", "spinkube")
 MANIFESTS = ("spin.toml", "spin.http.toml")
 MODULE_SOURCE = "../modules/app-variables"
+# The app's optional settings (their names and defaults), travelling as one Spin variable.
+SETTINGS_SOURCE = "crates/spin-edge/src/config.rs"
+SETTINGS_VARIABLE = "settings"
 
 # Example endpoints of each root's services: what a node host really looks like there.
 SAMPLE_NODES = {
@@ -353,6 +363,44 @@ def check_module(repo: Path, report: Report):
             problems.append(f"module output {out} is not sensitive")
     report.check("module app-variables: URLs and hosts from one list of endpoints, TLS", problems)
 
+    # The settings: one list of names (the app's), one rendering.
+    problems = []
+    app = app_settings(repo)
+    defaults = {k: unq(v) for k, v in (mod.locals.get("setting_defaults") or {}).items()}
+    if app is None:
+        problems.append(f"{SETTINGS_SOURCE} has no `struct Settings` with a `Default` to compare with")
+    elif defaults != app:
+        problems.append(f"module local.setting_defaults {defaults} differs from the app's settings and defaults ({SETTINGS_SOURCE}): {app}")
+    if not re.search(r"local\.setting_defaults", loc.get("setting_patterns", "")):
+        problems.append(f"module local.setting_patterns does not come from local.setting_defaults: {loc.get('setting_patterns')!r}")
+    rendering = loc.get("settings", "")
+    if not re.fullmatch(r'join\(",", \[for (\w+) in sort\(keys\(var\.settings\)\) : "\$\{\1\}=\$\{var\.settings\[\1\]\}"\]\)', rendering):
+        problems.append(f"module local.settings is not the name=value pairs of var.settings in name order, joined by commas: {rendering!r}")
+    only = loc.get("settings_variable", "")
+    if not re.fullmatch(r"length\(var\.settings\) > 0 \? \{settings = local\.settings\} : \{\}", only):
+        problems.append(f"module local.settings_variable is not {{ settings = local.settings }} when var.settings is not empty, else {{}}: {only!r}")
+    for out, want in (("settings_variable", "local.settings_variable"), ("setting_patterns", "local.setting_patterns")):
+        body = mod.outputs.get(out, {})
+        if expr(body.get("value", "")) != want or body.get("sensitive") is True:
+            problems.append(f"module output {out} is not {want}, in the clear")
+    validations = mod.variables.get("settings", {}).get("validation", [])
+    if not any("local.setting_patterns" in expr(v.get("condition", "")) for v in validations):
+        problems.append("module variable settings is not validated against local.setting_patterns")
+    report.check("module app-variables: the settings, one variable rendered from the app's names", problems)
+
+
+def app_settings(repo: Path):
+    """The app's settings and their defaults as strings, from `struct Settings` and its Default."""
+    source = repo / SETTINGS_SOURCE
+    text = source.read_text() if source.is_file() else ""
+    struct = re.search(r"(?s)pub struct Settings \{(.*?)\n\}", text)
+    default = re.search(r"(?s)impl Default for Settings \{.*?Settings \{(.*?)\}", text)
+    if not (struct and default):
+        return None
+    names = re.findall(r"(?m)^\s*pub (\w+):", struct.group(1))
+    values = dict(re.findall(r"(?m)^\s*(\w+): ([\w.]+),", default.group(1)))
+    return {n: values.get(n, "?").replace("_", "") for n in names}
+
 
 def simulate(root_name: str, hosts: list, port: int, pattern) -> dict:
     """The module's values for these endpoints (its HCL is checked by check_module)."""
@@ -424,8 +472,8 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
     if secret_map is None or host_map is None:
         problems.append("locals spin_secret_variables and spin_host_variables must be map literals (what the root delivers)")
         secret_map, host_map = secret_map or {}, host_map or {}
-    if not (re.search(r"\bvar\.spin_variable_overrides\b", public) and re.search(r"\blocal\.spin_host_variables\b", public)):
-        problems.append(f"local.spin_public_variables must merge var.spin_variable_overrides and local.spin_host_variables: {public!r}")
+    if not re.fullmatch(r"merge\(module\.app_variables\.settings_variable, local\.spin_host_variables\)", public):
+        problems.append(f"local.spin_public_variables must merge module.app_variables.settings_variable and local.spin_host_variables: {public!r}")
     supplied = set(secret_map) | set(host_map)
     for name, why in sorted(need.items()):
         if name not in supplied:
@@ -433,6 +481,31 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
     for name in sorted(supplied - set(all_vars)):
         problems.append(f"{name} is not a variable of the manifests")
     report.check(f"{n}: supplies every variable a deployment must set", problems)
+
+    # settings ----------------------------------------------------------------------------
+    problems = []
+    decl = root.variables.get("settings")
+    if decl is None:
+        problems.append("no variable settings (the app's optional settings, a map)")
+    else:
+        if expr(decl.get("type", "")) != "map(string)" or decl.get("default") != {}:
+            problems.append(f"variable settings is not map(string) with default {{}}: type {decl.get('type')!r}, default {decl.get('default')!r}")
+        if decl.get("sensitive") is True:
+            problems.append("variable settings is sensitive: the settings are not secret")
+        if not any("module.app_variables.setting_patterns" in expr(v.get("condition", "")) for v in decl.get("validation", [])):
+            problems.append("variable settings is not validated against module.app_variables.setting_patterns (the module's one list of names)")
+    if expr(root.modules.get("app_variables", {}).get("settings", "")) != "var.settings":
+        problems.append("module app_variables does not get settings = var.settings")
+    for mname, man in manifests.items():
+        sdecl = man.get("variables", {}).get(SETTINGS_VARIABLE)
+        if sdecl is None:
+            problems.append(f"{mname} declares no variable {SETTINGS_VARIABLE}")
+        elif sdecl.get("secret") or sdecl.get("required") or "default" not in sdecl:
+            problems.append(f"{SETTINGS_VARIABLE} in {mname} must be optional and non-secret with a default (it is delivered in the clear): {sdecl}")
+    for name in sorted(root.variables):
+        if name == "spin_variable_overrides" or name.endswith("_overrides"):
+            problems.append(f"variable {name}: the app's tuning is the settings input (every other Spin variable the root sets itself)")
+    report.check(f"{n}: settings validated, rendered by the module, delivered in the clear", problems)
 
     # from the module ---------------------------------------------------------------------
     problems = []
@@ -456,7 +529,7 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
         # An optional secret (it has a default, like job_key) may be left to its default.
         if name not in secret_map and (name in need or name in supplied):
             problems.append(f"{name} is secret in the manifest but not in spin_secret_variables")
-    for name in sorted(set(host_map) & secret_names):
+    for name in sorted((set(host_map) | {SETTINGS_VARIABLE}) & secret_names):
         problems.append(f"{name} is secret in the manifest but delivered in the clear")
     if secret_material(root, local_closure(root, root.locals.get("spin_public_variables", ""))):
         problems.append("spin_public_variables carries secret material")
@@ -693,6 +766,8 @@ def check_runtime_config_writer(repo: Path, manifests, report: Report):
         overridden = next((k for k, d in declared.items() if "default" in d and not d.get("secret")), None)
         if overridden:
             given[overridden] = "override"
+        if SETTINGS_VARIABLE in declared:
+            given[SETTINGS_VARIABLE] = "drain_batch=1000,release_batch=500"
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **{f"SPIN_VARIABLE_{k.upper()}": v for k, v in given.items()}}
         with tempfile.TemporaryDirectory(prefix="runtime-config.") as tmp:
             out = Path(tmp) / "runtime-config.toml"
@@ -766,9 +841,34 @@ DEFECTS = [
      'command     = "sh infra/terraform/files/migrate-locked.sh migrations ${module.app_variables.spin_variables.pg_url}"',
      "carries module.app_variables.spin_variables in the clear"),
     ("a secret variable delivered in the clear", "infra/terraform/serverless/main.tf",
-     "    pg_host    = module.app_variables.hosts.pg_host\n  }\n  spin_public_variables",
-     "    pg_host    = module.app_variables.hosts.pg_host\n    jwt_secret = module.app_variables.hosts.pg_host\n  }\n  spin_public_variables",
+     "    pg_host    = module.app_variables.hosts.pg_host\n  }\n",
+     "    pg_host    = module.app_variables.hosts.pg_host\n    jwt_secret = module.app_variables.hosts.pg_host\n  }\n",
      "jwt_secret is secret in the manifest but delivered in the clear"),
+    # The settings
+    ("the settings no longer delivered", "infra/terraform/spinkube/main.tf",
+     "spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)",
+     "spin_public_variables = local.spin_host_variables",
+     "local.spin_public_variables must merge module.app_variables.settings_variable"),
+    ("a root that keeps its settings from the module", "infra/terraform/serverless/main.tf",
+     "  settings          = var.settings\n", "",
+     "module app_variables does not get settings = var.settings"),
+    ("settings accepted unvalidated", "infra/terraform/aws/variables.tf",
+     "condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])",
+     "condition     = alltrue([for k, v in var.settings : length(k) > 0])",
+     "variable settings is not validated"),
+    ("the module joins the settings with another separator", "infra/terraform/modules/app-variables/main.tf",
+     'settings          = join(",", ', 'settings          = join(";", ',
+     "module local.settings is not"),
+    ("the module sets settings even when none is given", "infra/terraform/modules/app-variables/main.tf",
+     "settings_variable = length(var.settings) > 0 ? { settings = local.settings } : {}",
+     "settings_variable = { settings = local.settings }",
+     "module local.settings_variable is not"),
+    ("a setting the app does not know", "infra/terraform/modules/app-variables/main.tf",
+     'release_batch         = "1000"', 'release_batch         = "1000"\n    poll_drain_ms         = "0"',
+     "differs from the app's settings"),
+    ("the settings made secret in a manifest", "spin.http.toml",
+     'settings = { default = "" }', 'settings = { default = "", secret = true }',
+     "settings is secret in the manifest but delivered in the clear"),
     ("a host pattern without the port rediss:// needs", "infra/terraform/serverless/variables.tf",
      'default     = "*.upstash.io:6379"', 'default     = "*.upstash.io"',
      "none of the root's host patterns"),
@@ -826,6 +926,8 @@ def self_check(repo: Path, report: Report):
         shutil.copytree(repo / "infra/terraform", base / "infra/terraform", ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
         for m in MANIFESTS:
             shutil.copy(repo / m, base / m)
+        (base / SETTINGS_SOURCE).parent.mkdir(parents=True)
+        shutil.copy(repo / SETTINGS_SOURCE, base / SETTINGS_SOURCE)
         pristine = Report(quiet=True)
         run_checks(base, pristine)
         report.check("self-check: an unmodified copy passes", [f"copy fails: {f}" for f in pristine.failures])

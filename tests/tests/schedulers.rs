@@ -13,23 +13,35 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, derived_from, jwt_for};
 use serde_json::json;
 
 /// The scheduler's key in these tests (`job_key`).
 const JOB_KEY: &str = "test-job-key";
 
-/// The cron-free manifest, with `extra` variables on top of the test ones. `poll_drain_ms`
-/// keeps the manifest's own default unless `extra` sets it.
+/// `spin.http.toml`, the cron-free manifest, with `extra` variables on top of the test ones.
 async fn start(extra: &[(&'static str, &str)]) -> Result<(RedisServer, PgServer, TestApp)> {
+    start_on("spin.http.toml", extra).await
+}
+
+/// `spin.http.toml` with the poll-carried drain off: only the scheduler drains.
+fn without_poll_drain() -> Result<String> {
+    derived_from(
+        "spin.http.toml",
+        "http-no-poll-drain.toml",
+        &[("\npoll_drain_ms = \"1000\"\n", "\npoll_drain_ms = \"0\"\n")],
+    )
+}
+
+async fn start_on(
+    manifest: &str,
+    extra: &[(&'static str, &str)],
+) -> Result<(RedisServer, PgServer, TestApp)> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     pg.migrate().await?;
-    let mut vars: Vec<_> = app_vars(&redis, &pg)
-        .into_iter()
-        .filter(|(k, _)| *k != "poll_drain_ms")
-        .collect();
+    let mut vars = app_vars(&redis, &pg);
     vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
-    let app = TestApp::start("spin.http.toml", &vars).await?;
+    let app = TestApp::start(manifest, &vars).await?;
     Ok((redis, pg, app))
 }
 
@@ -144,7 +156,7 @@ async fn waiting_buyers_carry_the_drain_when_no_scheduler_runs() -> Result<()> {
 async fn a_coarse_scheduler_with_a_budget_keeps_orders_flowing() -> Result<()> {
     const PERIOD: Duration = Duration::from_secs(10);
     const BUDGET_MS: u64 = 8_000;
-    let (_redis, pg, app) = start(&[("poll_drain_ms", "0"), ("job_key", JOB_KEY)]).await?;
+    let (_redis, pg, app) = start_on(&without_poll_drain()?, &[("job_key", JOB_KEY)]).await?;
     let event = "scheduled";
     app.open_event(event, json!({ "stock": 31 })).await?;
     for bad in ["60001", "-1", "8s", ""] {

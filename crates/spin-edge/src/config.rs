@@ -1,4 +1,12 @@
 //! The Spin variables the functions read, in one place.
+//!
+//! Real Spin resolves every application variable (`spin.toml`'s `[variables]`) through its
+//! providers on an instance's first outbound open, whichever the instance needs
+//! (`tools/host/src/spin_costs.rs` cites the files), so the application declares only what a
+//! deployment must set: where Redis and Postgres are, and the secrets. The optional knobs are
+//! one variable, [`SETTINGS`], read only by the components that use them; the poll-carried
+//! drain's period is a literal of the manifest's `poll` component (it follows from whether the
+//! manifest has cron triggers, not from the deployment).
 
 use crate::error::ApiError;
 use seckill_domain::orders::DrainOptions;
@@ -15,6 +23,12 @@ pub const JWT_SECRET: &str = "jwt_secret";
 pub const ADMISSION_SECRET: &str = "admission_secret";
 /// The operators' bearer secret.
 pub const ADMIN_TOKEN: &str = "admin_token";
+/// The schedulers' key for `?key=` (empty: that way in is off).
+pub const JOB_KEY: &str = "job_key";
+/// The optional settings: `name=value` pairs separated by commas (see [`Settings`]).
+pub const SETTINGS: &str = "settings";
+/// The `poll` component's literal: how often one poll per event is elected to drain.
+pub const POLL_DRAIN_MS: &str = "poll_drain_ms";
 
 /// Reads a Spin variable; a missing one is a configuration error, reported as 500.
 pub fn get(name: &str) -> Result<String, ApiError> {
@@ -29,38 +43,147 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// The drain's tuning: `drain_batch`, `drain_max_batches`, `drain_lease_ms`,
-/// `drain_reclaim_idle_ms`, `drain_max_deliveries`. In the tests' build only, it also arms the
-/// drain's `fault_injection` point.
-pub fn drain_options() -> DrainOptions {
-    #[cfg(feature = "fault-injection")]
-    if let Ok(point) = spin_sdk::variables::get("fault_injection") {
-        seckill_domain::orders::fault::arm(&point);
-    }
-    DrainOptions {
-        owner: format!("drainer-{}", seckill_domain::ids::random_hex(6)),
-        batch: get_or("drain_batch", 500),
-        max_batches: get_or("drain_max_batches", 200),
-        lease_ms: get_or("drain_lease_ms", 30_000),
-        reclaim_idle_ms: get_or("drain_reclaim_idle_ms", 30_000),
-        max_deliveries: get_or("drain_max_deliveries", 5),
-        until: None,
+/// The optional settings, each with its default; [`SETTINGS`] overrides any of them, e.g.
+/// `drain_batch=1000,release_batch=500`. A name that is not one of these, or a value that does
+/// not parse, is a configuration error (500), not silently the default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Orders per Postgres transaction.
+    pub drain_batch: usize,
+    /// Transactions per drain run and event.
+    pub drain_max_batches: usize,
+    /// The drain lease: how long a drainer owns an event before another may take it over.
+    pub drain_lease_ms: u64,
+    /// How long an entry stays with a consumer that stopped before it is delivered again.
+    pub drain_reclaim_idle_ms: u64,
+    /// Deliveries before an entry goes to the dead letters.
+    pub drain_max_deliveries: u32,
+    /// Timeout release: expired orders handled per run, units given back per event per run.
+    pub release_batch: i64,
+    /// `POST /shop/demo-login` mints a buyer token for any name: for trying a sale locally.
+    pub demo_login: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            drain_batch: 500,
+            drain_max_batches: 200,
+            drain_lease_ms: 30_000,
+            drain_reclaim_idle_ms: 30_000,
+            drain_max_deliveries: 5,
+            release_batch: 1_000,
+            demo_login: false,
+        }
     }
 }
 
-/// How often one poll per event is elected to drain after answering (`poll_drain_ms`; 0, the
-/// default of `spin.toml` whose cron drains every second, turns the poll-carried drain off).
+impl Settings {
+    /// The settings of this deployment: [`SETTINGS`] over the defaults (a manifest that does
+    /// not declare the variable gets the defaults).
+    pub fn read() -> Result<Self, ApiError> {
+        match spin_sdk::variables::get(SETTINGS) {
+            Ok(text) => Self::parse(&text).map_err(ApiError::internal),
+            Err(_) => Ok(Self::default()),
+        }
+    }
+
+    /// `name=value` pairs separated by commas (blanks around them ignored) over the defaults.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
+            value
+                .parse()
+                .map_err(|_| format!("setting {name}: {value:?} is not a whole number"))
+        }
+        let mut s = Self::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .map(|(n, v)| (n.trim(), v.trim()))
+                .ok_or_else(|| format!("setting {pair:?}: expected name=value"))?;
+            match name {
+                "drain_batch" => s.drain_batch = number(name, value)?,
+                "drain_max_batches" => s.drain_max_batches = number(name, value)?,
+                "drain_lease_ms" => s.drain_lease_ms = number(name, value)?,
+                "drain_reclaim_idle_ms" => s.drain_reclaim_idle_ms = number(name, value)?,
+                "drain_max_deliveries" => s.drain_max_deliveries = number(name, value)?,
+                "release_batch" => s.release_batch = number(name, value)?,
+                "demo_login" => {
+                    s.demo_login = match value {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(format!(
+                                "setting demo_login: {value:?} is not true or false"
+                            ));
+                        }
+                    }
+                }
+                _ => return Err(format!("setting {name:?} is not one of the settings")),
+            }
+        }
+        Ok(s)
+    }
+
+    /// The drain's options. In the tests' build only, it also arms the drain's
+    /// `fault_injection` point.
+    pub fn drain_options(&self) -> DrainOptions {
+        #[cfg(feature = "fault-injection")]
+        if let Ok(point) = spin_sdk::variables::get("fault_injection") {
+            seckill_domain::orders::fault::arm(&point);
+        }
+        DrainOptions {
+            owner: format!("drainer-{}", seckill_domain::ids::random_hex(6)),
+            batch: self.drain_batch,
+            max_batches: self.drain_max_batches,
+            lease_ms: self.drain_lease_ms,
+            reclaim_idle_ms: self.drain_reclaim_idle_ms,
+            max_deliveries: self.drain_max_deliveries,
+            until: None,
+        }
+    }
+}
+
+/// How often one poll per event is elected to drain after answering (the `poll` component's
+/// `poll_drain_ms` literal; 0, `spin.toml`'s whose cron drains every second, turns it off).
 pub fn poll_drain_ms() -> u64 {
-    get_or("poll_drain_ms", 0)
-}
-
-/// Timeout release: expired orders handled per run, and units given back per event per run
-/// (`release_batch`).
-pub fn release_batch() -> i64 {
-    get_or("release_batch", 1_000)
+    get_or(POLL_DRAIN_MS, 0)
 }
 
 /// The orders database.
 pub fn postgres() -> Result<SpinPg, ApiError> {
     Ok(SpinPg::open(&get(PG_URL)?).map_err(seckill_domain::Error::from)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+
+    #[test]
+    fn settings_override_the_defaults_by_name() {
+        assert_eq!(Settings::parse("").unwrap(), Settings::default());
+        let s = Settings::parse(" drain_batch=50 , demo_login=true,release_batch=7").unwrap();
+        assert_eq!(
+            s,
+            Settings {
+                drain_batch: 50,
+                release_batch: 7,
+                demo_login: true,
+                ..Settings::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_setting_that_is_not_one_or_does_not_parse_is_an_error() {
+        for bad in [
+            "drain_bach=5",
+            "drain_batch",
+            "drain_batch=-1",
+            "demo_login=yes",
+            "release_batch=1e3",
+        ] {
+            assert!(Settings::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -17,7 +17,7 @@ impl seckill_cron_bindings::Guest for Drain {
             Ok(orders::drain(
                 &store::every_node()?,
                 &config::postgres()?,
-                &config::drain_options(),
+                &config::Settings::read()?.drain_options(),
                 clock::now_ms(),
             )?)
         };

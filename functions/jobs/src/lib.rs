@@ -102,7 +102,7 @@ fn authorize(req: &Request) -> Result<(), ApiError> {
     match query_param(req, "key") {
         Some(key) => Ok(auth::check_job_key(
             key,
-            &config::get_or("job_key", String::new()),
+            &config::get_or(config::JOB_KEY, String::new()),
         )?),
         None => operator(req),
     }
@@ -121,7 +121,7 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     let (nodes, db) = (store::every_node()?, config::postgres()?);
     match job {
         Job::Drain => {
-            let opts = config::drain_options();
+            let opts = config::Settings::read()?.drain_options();
             http::to_value(&orders::repeat_for(budget, DRAIN_PAUSE, |until| {
                 let opts = orders::DrainOptions {
                     until: Some(until).filter(|_| !budget.is_zero()),
@@ -130,9 +130,12 @@ fn run(req: &Request) -> Result<Value, ApiError> {
                 orders::drain(&nodes, &db, &opts, clock::now_ms())
             })?)
         }
-        Job::TimeoutRelease => http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
-            orders::release_expired(&nodes, &db, clock::now_ms(), config::release_batch())
-        })?),
+        Job::TimeoutRelease => {
+            let batch = config::Settings::read()?.release_batch;
+            http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
+                orders::release_expired(&nodes, &db, clock::now_ms(), batch)
+            })?)
+        }
         Job::Reconcile => {
             let events = event.map(|e| vec![e]);
             http::to_value(&orders::reconcile_all(&nodes, &db, events, true)?)

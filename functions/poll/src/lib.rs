@@ -51,10 +51,15 @@ fn poll(req: &Request) -> Result<(SpinStore, EventId, Polled), ApiError> {
 /// The poll-carried drain, bounded by `poll_drain_ms`. The buyer has their answer already:
 /// a failure here is only logged, and the next elected poll (or the scheduler) goes on.
 fn drain(store: &SpinStore, event: &EventId) {
-    let mut opts = config::drain_options();
-    opts.until = Some(Instant::now() + Duration::from_millis(config::poll_drain_ms()));
-    let result = config::postgres()
-        .and_then(|db| Ok(orders::catch_up(store, &db, event, &opts, clock::now_ms())?));
+    let until = Instant::now() + Duration::from_millis(config::poll_drain_ms());
+    let result = config::Settings::read().and_then(|settings| {
+        let opts = orders::DrainOptions {
+            until: Some(until),
+            ..settings.drain_options()
+        };
+        let db = config::postgres()?;
+        Ok(orders::catch_up(store, &db, event, &opts, clock::now_ms())?)
+    });
     if let Err(e) = result {
         eprintln!("poll-carried drain of {}: {e}", event.as_str());
     }

@@ -18,7 +18,7 @@ impl seckill_cron_bindings::Guest for TimeoutRelease {
                 &store::every_node()?,
                 &config::postgres()?,
                 clock::now_ms(),
-                config::release_batch(),
+                config::Settings::read()?.release_batch,
             )?)
         };
         run()

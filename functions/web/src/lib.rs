@@ -6,7 +6,7 @@
 //! | GET | `/console` | the operator console (HTML; the admin token stays in the browser) |
 //! | GET | `/shop/assets/{name}.{hash}.{ext}` | CSS and JS, named by content hash: `immutable` |
 //! | GET | `/shop/events/{event_id}` | what a buyer may know of an event (JSON, one script run) |
-//! | POST | `/shop/demo-login` | a 30-minute buyer JWT for any name, only when `demo_login` is `"true"` |
+//! | POST | `/shop/demo-login` | a 30-minute buyer JWT for any name, only when the `settings` variable says `demo_login=true` |
 //! | GET | `/shop/demo-login` | whether the demo login is on |
 //!
 //! Every page and asset is gzipped at build time and sent so when the client accepts gzip.
@@ -133,10 +133,10 @@ struct DemoLogin {
 }
 
 /// `POST /shop/demo-login`: a buyer JWT for any name, so a person can try a sale locally. Off
-/// (`404 demo_login_off`) unless the `demo_login` variable is `"true"`: anyone could be anyone.
+/// (`404 demo_login_off`) unless the `settings` variable says `demo_login=true`: anyone could be anyone.
 /// `GET` tells the storefront whether to offer it.
 fn demo_login(req: &Request) -> Result<Value, ApiError> {
-    let enabled = config::get_or("demo_login", String::new()) == "true";
+    let enabled = config::Settings::read()?.demo_login;
     match req.method() {
         Method::Get => return Ok(json!({ "enabled": enabled })),
         Method::Post => {}
@@ -145,7 +145,7 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
     if !enabled {
         return Err(ApiError::new(
             ErrorCode::DemoLoginOff,
-            "the demo login is off (the demo_login variable is not \"true\")",
+            "the demo login is off (the settings variable does not say demo_login=true)",
         ));
     }
     let DemoLogin { user } = json_body(req)?;

@@ -29,7 +29,7 @@ output "postgres_endpoint" {
 }
 
 output "spin_variables" {
-  description = "The non-secret Spin variables the instances get in the clear (redis_host, pg_host, tuning overrides)."
+  description = "The non-secret Spin variables the instances get in the clear (redis_host, pg_host, and settings when any setting is given)."
   value       = local.spin_public_variables
 }
 

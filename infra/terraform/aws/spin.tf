@@ -5,7 +5,7 @@
 #
 # What holds a secret (spin.toml `secret = true`: the URLs carry passwords, and the three keys)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
-# user_data. The rest (the hosts, tuning overrides) is passed in the clear.
+# user_data. The rest (the hosts, and `settings` when any setting is given) is passed in the clear.
 #
 # Spin reads them from a file, not its environment: at each start the service writes every
 # variable of spin.toml (these values, then the manifest's defaults) into Spin's runtime config
@@ -31,6 +31,7 @@ module "app_variables" {
   }
   postgres_password = var.postgres_password
   secrets           = var.secrets
+  settings          = var.settings
 }
 
 locals {
@@ -50,8 +51,9 @@ locals {
     redis_host = module.app_variables.hosts.redis_host
     pg_host    = module.app_variables.hosts.pg_host
   }
-  # The non-secret variables (SPIN_VARIABLE_* in the service's environment file).
-  spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
+  # The non-secret variables (SPIN_VARIABLE_* in the service's environment file): the hosts, and
+  # `settings` (var.settings rendered by the module) only when a setting is given.
+  spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 }
 
 resource "aws_secretsmanager_secret" "spin" {

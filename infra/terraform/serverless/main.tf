@@ -45,6 +45,7 @@ module "app_variables" {
   }
   postgres_password = neon_project.db.database_password
   secrets           = var.secrets
+  settings          = var.settings
 }
 
 locals {
@@ -63,7 +64,9 @@ locals {
     redis_host = module.app_variables.hosts.redis_host
     pg_host    = module.app_variables.hosts.pg_host
   }
-  spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
+  # The non-secret variables: the hosts, and `settings` (var.settings rendered by the module)
+  # only when a setting is given (else the manifest's default, "", stays).
+  spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 
   # Everything the platform receives, as SPIN_VARIABLE_<NAME>: passed in the environment of the
   # deploy command, never on its Terraform-visible command line.
@@ -163,8 +166,9 @@ locals {
 
 # --- The scheduler on Akamai: spin aka cron calls the job routes every 5 minutes; each call keeps
 # working for akamai_drain_for_ms (the app's ?for_ms=N). Between calls, the poll-carried drain
-# (poll_drain_ms in spin.http.toml) moves orders. Fermyon Cloud has no scheduler: there the
-# poll-carried drain alone does it (or an external scheduler calling the same routes).
+# (poll_drain_ms, a literal of spin.http.toml's poll component: 1000) moves orders. Fermyon Cloud
+# has no scheduler: there the poll-carried drain alone does it (or an external scheduler calling
+# the same routes).
 
 locals {
   # spin aka cron sends a GET to a path and query, with no header: the job routes accept GET

@@ -37,7 +37,7 @@ output "postgres_connection_uri" {
 }
 
 output "spin_variables" {
-  description = "The non-secret variables the app gets (redis_host, pg_host, tuning overrides)."
+  description = "The non-secret variables the app gets (redis_host, pg_host, and settings when any setting is given)."
   value       = local.spin_public_variables
 }
 

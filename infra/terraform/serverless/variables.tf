@@ -64,16 +64,14 @@ variable "manifest" {
   }
 }
 
-variable "spin_variable_overrides" {
-  description = "Non-secret tuning variables of the manifest (drain_batch, poll_drain_ms, ...)."
+variable "settings" {
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
-    condition = alltrue([
-      for k in keys(var.spin_variable_overrides) :
-      can(regex("^[a-z][a-z0-9_]*$", k)) && !contains(["redis_url", "redis_host", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"], k)
-    ])
-    error_message = "spin_variable_overrides takes the manifest's tuning variables by name; the connection variables and the secrets are set by this configuration."
+    # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
+    condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 

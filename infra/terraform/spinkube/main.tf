@@ -9,6 +9,7 @@ module "app_variables" {
   postgres           = var.postgres
   postgres_password  = var.postgres_password
   secrets            = var.secrets
+  settings           = var.settings
 }
 
 locals {
@@ -25,7 +26,9 @@ locals {
     redis_host = module.app_variables.hosts.redis_host
     pg_host    = module.app_variables.hosts.pg_host
   }
-  spin_public_variables = merge(var.spin_variable_overrides, local.spin_host_variables)
+  # The non-secret variables: the hosts, and `settings` (var.settings rendered by the module)
+  # only when a setting is given (else the manifest's default, "", stays).
+  spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 
   # The manifest the image was pushed from (`spin registry push -f spin.http.toml`, this checkout).
   manifest_file = "${path.module}/../../../spin.http.toml"

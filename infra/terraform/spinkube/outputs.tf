@@ -14,7 +14,7 @@ output "secret_name" {
 }
 
 output "spin_variables" {
-  description = "The non-secret variables the SpinApp gets through its runtime config (redis_host, pg_host, tuning overrides)."
+  description = "The non-secret variables the SpinApp gets through its runtime config (redis_host, pg_host, and settings when any setting is given)."
   value       = local.spin_public_variables
 }
 

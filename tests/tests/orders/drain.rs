@@ -171,3 +171,29 @@ async fn the_order_stream_stays_bounded() -> Result<()> {
     }
     Ok(())
 }
+
+/// The drain's knobs come from the one `settings` variable (the test kit folds the tests'
+/// `drain_batch=50` and `drain_max_batches=1` into it): one run moves one batch. A name that
+/// is not a setting fails the run loudly instead of being ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_variable_bounds_each_drain_run_and_refuses_unknown_names() -> Result<()> {
+    let (_redis, pg, app) = start(&[("drain_max_batches", "1")]).await?;
+    let accepted = sell(&app, "knobs", 120, 120, json!({})).await?;
+    let (status, report) = job(&app, "drain").await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        report["confirmed"], 50,
+        "one batch of drain_batch=50: {report}"
+    );
+    drain_all(&app).await?;
+    assert_books(&app, &pg, "knobs", 120, &accepted).await?;
+
+    let (_redis, _pg, app) = start(&[("drain_bach", "50")]).await?;
+    let (status, body) = job(&app, "drain").await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (500, Some("internal")),
+        "{body}"
+    );
+    Ok(())
+}

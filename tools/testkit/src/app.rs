@@ -11,7 +11,7 @@ use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
 use crate::auth::{ADMIN_TOKEN, jwt_for};
-use crate::manifests::is_product;
+use crate::manifests::{fold_settings, is_product};
 use crate::record::{Exchange, record_exchange};
 use crate::rest_facade::RestFacade;
 use crate::support::repo_root;
@@ -95,6 +95,7 @@ impl<'a> TestAppBuilder<'a> {
             rest,
             max_instances,
         } = self;
+        fold_settings(manifest, &mut vars)?;
         // Over REST, a product manifest's Redis nodes are reached through facades; the test
         // components keep Spin's Redis interface.
         let (facades, facade_ca) = match rest && is_product(manifest) {

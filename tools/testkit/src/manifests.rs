@@ -29,9 +29,7 @@ pub(crate) fn is_product(manifest: &str) -> bool {
     manifest == "spin.toml" || manifest == "spin.http.toml"
 }
 
-/// The variables the product manifests need, pointing at these servers. The tests drive the
-/// drain themselves, so the poll-carried drain is off (`poll_drain_ms` 0) unless a test turns
-/// it on.
+/// The variables the product manifests need, pointing at these servers.
 pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String)> {
     vec![
         ("redis_url", redis.url()),
@@ -41,8 +39,40 @@ pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String
         ("jwt_secret", JWT_SECRET.into()),
         ("admission_secret", ADMISSION_SECRET.into()),
         ("admin_token", ADMIN_TOKEN.into()),
-        ("poll_drain_ms", "0".into()),
     ]
+}
+
+/// Folds the entries of `vars` that `manifest` (relative to the repo root) does not declare as
+/// application variables into its `settings` variable (`name=value,…`): a test names the
+/// drain's knobs one by one (`("drain_lease_ms", "500")`), the product manifests take them as
+/// one variable (`crates/spin-edge/src/config.rs`, `Settings`). A manifest without `settings`
+/// gets `vars` unchanged.
+pub(crate) fn fold_settings(manifest: &str, vars: &mut Vec<(&str, String)>) -> Result<()> {
+    let text = std::fs::read_to_string(repo_root().join(manifest))?;
+    let parsed: toml::Table = toml::from_str(&text)?;
+    let declared = parsed
+        .get("variables")
+        .and_then(toml::Value::as_table)
+        .cloned()
+        .unwrap_or_default();
+    if !declared.contains_key("settings") {
+        return Ok(());
+    }
+    let (app, knobs): (Vec<_>, Vec<_>) = std::mem::take(vars)
+        .into_iter()
+        .partition(|(name, _)| declared.contains_key(*name));
+    *vars = app;
+    if !knobs.is_empty() {
+        let mut settings: Vec<String> = vars
+            .iter()
+            .filter(|(name, _)| *name == "settings")
+            .map(|(_, v)| v.clone())
+            .collect();
+        settings.extend(knobs.iter().map(|(name, value)| format!("{name}={value}")));
+        vars.retain(|(name, _)| *name != "settings");
+        vars.push(("settings", settings.join(",")));
+    }
+    Ok(())
 }
 
 /// Points `vars` (from [`app_vars`]) at several Redis nodes: `redis_url` lists them all and
@@ -102,10 +132,15 @@ pub fn faulty_manifest() -> Result<String> {
 /// `target/test-manifests/<name>` with its sources pointing back at the build; returns that
 /// path, relative to the repo root.
 pub fn derived_manifest(name: &str, edits: &[(&str, &str)]) -> Result<String> {
-    let product = std::fs::read_to_string(repo_root().join("spin.toml"))?;
+    derived_from("spin.toml", name, edits)
+}
+
+/// [`derived_manifest`] of `product` (`spin.toml` or `spin.http.toml`).
+pub fn derived_from(product: &str, name: &str, edits: &[(&str, &str)]) -> Result<String> {
+    let product = std::fs::read_to_string(repo_root().join(product))?;
     let mut text = product.replace("source = \"target/", "source = \"../../target/");
     for (from, to) in edits {
-        anyhow::ensure!(text.contains(from), "spin.toml changed: no {from:?}");
+        anyhow::ensure!(text.contains(from), "the manifest changed: no {from:?}");
         text = text.replace(from, to);
     }
     // Test processes run at once: write aside, then rename (atomic), never a half file.

@@ -235,6 +235,40 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
   }
 }
 
+run "settings_reach_the_instances_as_one_variable" {
+  command = apply
+
+  variables {
+    settings = { release_batch = "500", drain_batch = "1000", demo_login = "false" }
+  }
+
+  assert {
+    condition     = output.spin_variables.settings == "demo_login=false,drain_batch=1000,release_batch=500"
+    error_message = "the settings are one Spin variable: name=value pairs in name order, joined by commas"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=\"demo_login=false,drain_batch=1000,release_batch=500\"\n")
+    error_message = "settings reaches the service's environment file (and so the runtime config) in the clear, like redis_host and pg_host"
+  }
+  assert {
+    condition     = output.spin_environment["SPIN_VARIABLE_SETTINGS"] == output.spin_variables.settings
+    error_message = "settings is in the SPIN_VARIABLE_* output"
+  }
+  assert {
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"])
+    error_message = "settings is not a secret"
+  }
+}
+
+run "no_settings_leave_the_manifest_default" {
+  command = plan
+
+  assert {
+    condition     = !contains(keys(output.spin_variables), "settings") && !strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=")
+    error_message = "with no setting given, the variable settings is not set: spin.toml's default (\"\") stays"
+  }
+}
+
 run "spin_settings_that_do_not_waste_cpu" {
   command = apply
 
@@ -390,12 +424,28 @@ run "rejects_subnets_that_do_not_match_the_zones" {
   expect_failures = [var.private_subnet_cidrs]
 }
 
-run "rejects_overriding_a_connection_variable" {
+run "rejects_an_unknown_setting" {
   command = plan
   variables {
-    spin_variable_overrides = { redis_url = "redis://127.0.0.1:6379" }
+    settings = { drain_bach = "1000" }
   }
-  expect_failures = [var.spin_variable_overrides]
+  expect_failures = [var.settings]
+}
+
+run "rejects_a_connection_variable_as_a_setting" {
+  command = plan
+  variables {
+    settings = { redis_url = "redis://127.0.0.1:6379" }
+  }
+  expect_failures = [var.settings]
+}
+
+run "rejects_a_setting_that_does_not_parse" {
+  command = plan
+  variables {
+    settings = { drain_batch = "1e3", demo_login = "yes" }
+  }
+  expect_failures = [var.settings]
 }
 
 run "rejects_short_app_secrets" {

@@ -1,9 +1,10 @@
 # Provider-free: turns endpoints and credentials into the Spin variables of spin.toml and
 # spin.http.toml. TLS everywhere: rediss:// to Redis, sslmode=require to Postgres (Spin verifies
-# the certificate for any sslmode but disable).
+# the certificate for any sslmode but disable). The optional settings become the one variable
+# `settings`.
 
 terraform {
-  required_version = ">= 1.6"
+  required_version = ">= 1.9" # a variable validation that refers to a local
 }
 
 locals {
@@ -34,4 +35,27 @@ locals {
     admission_secret = var.secrets.admission_secret
     admin_token      = var.secrets.admin_token
   }
+
+  # The app's optional settings and their defaults (crates/spin-edge/src/config.rs, `Settings`):
+  # the one list of names in this Terraform. They travel as ONE Spin variable, `settings`, not
+  # one variable each: real Spin resolves every app-level variable on each instance's first
+  # outbound connection, whichever the app reads.
+  setting_defaults = {
+    drain_batch           = "500"   # orders per Postgres transaction
+    drain_max_batches     = "200"   # transactions per drain run and event
+    drain_lease_ms        = "30000" # how long a drainer owns an event
+    drain_reclaim_idle_ms = "30000" # idle time before an entry is delivered again
+    drain_max_deliveries  = "5"     # deliveries before an entry goes to the dead letters
+    release_batch         = "1000"  # timeout release: orders / units per event per run
+    demo_login            = "false" # "true": anyone may mint a buyer token (local trials only)
+  }
+  # What each setting accepts: "true" or "false" where the default is one, else a whole number
+  # (at most 9 digits: every setting's type holds it). The app refuses anything else at run time.
+  setting_patterns = {
+    for k, d in local.setting_defaults : k => contains(["true", "false"], d) ? "^(true|false)$" : "^[0-9]{1,9}$"
+  }
+  # name=value pairs in sorted name order, joined by commas ("" when none is given); only a
+  # non-empty map sets the variable, an empty one leaves the manifest's default ("").
+  settings          = join(",", [for k in sort(keys(var.settings)) : "${k}=${var.settings[k]}"])
+  settings_variable = length(var.settings) > 0 ? { settings = local.settings } : {}
 }

@@ -1,6 +1,6 @@
 output "spin_variables" {
-  description = "The app's Spin variables by name (spin.toml's [variables])."
-  value       = local.spin_variables
+  description = "The app's Spin variables by name (spin.toml's [variables]): the connection variables, the secrets, and `settings` when any setting is given."
+  value       = merge(local.spin_variables, local.settings_variable)
   sensitive   = true
 
   precondition {
@@ -23,11 +23,26 @@ output "hosts" {
 
 output "environment" {
   description = "The same as SPIN_VARIABLE_<NAME> environment variables, for `spin up` or a platform's secret store."
-  value       = { for k, v in local.spin_variables : "SPIN_VARIABLE_${upper(k)}" => v }
+  value       = { for k, v in merge(local.spin_variables, local.settings_variable) : "SPIN_VARIABLE_${upper(k)}" => v }
   sensitive   = true
 }
 
 output "allowed_outbound_hosts" {
   description = "What the manifest's allowed_outbound_hosts entries resolve to."
   value       = concat([for h in compact([local.redis_host]) : "rediss://${h}"], ["postgres://${local.pg_host}"])
+}
+
+output "settings" {
+  description = "The settings as the value of the Spin variable `settings`: name=value pairs in sorted name order, joined by commas (e.g. \"drain_batch=1000,release_batch=500\"); \"\" when none is given."
+  value       = local.settings
+}
+
+output "settings_variable" {
+  description = "{ settings = <the rendered settings> } when any setting is given, else {} (the manifest's default, \"\", stays): merge it into the non-secret variables a root passes in the clear."
+  value       = local.settings_variable
+}
+
+output "setting_patterns" {
+  description = "Each setting's name and the pattern its value must match: what a root's own `settings` input validates against (one list of names, here)."
+  value       = local.setting_patterns
 }

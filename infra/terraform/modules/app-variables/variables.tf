@@ -77,3 +77,13 @@ variable "secrets" {
     error_message = "Use at least 32 characters for each secret."
   }
 }
+
+variable "settings" {
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"). Rendered into the one Spin variable `settings`."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
+    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+  }
+}

@@ -32,7 +32,7 @@ impl Servers {
         let pg = PgServer::start()?;
         pg.migrate().await?;
         let mut vars = seckill_testkit::app_vars(&redis, &pg);
-        vars.push(("drain_reclaim_idle_ms", "2000".into()));
+        vars.push(("settings", "drain_reclaim_idle_ms=2000".into()));
         let ca = TestCa::new()?;
         let (host, facade) = if rest {
             let facade = RestFacade::start(&redis.url(), &ca, "demo-token").await?;

@@ -36,6 +36,10 @@ run "one_node_over_tls" {
     error_message = "the seven variables spin.toml needs from a deployment"
   }
   assert {
+    condition     = output.settings == "" && length(output.settings_variable) == 0 && !contains(keys(output.spin_variables), "settings")
+    error_message = "no settings given: the variable settings is not set (the manifest's default stays)"
+  }
+  assert {
     condition     = output.allowed_outbound_hosts == ["rediss://redis-1.cache.example.com:6379", "postgres://db.example.com:5432"]
     error_message = "the hosts the manifest must allow"
   }
@@ -130,4 +134,94 @@ run "a_password_for_every_node" {
   }
 
   expect_failures = [output.spin_variables]
+}
+
+run "settings_render_as_one_variable" {
+  command = plan
+
+  variables {
+    settings = { release_batch = "500", drain_batch = "1000", demo_login = "false" }
+  }
+
+  assert {
+    condition     = output.settings == "demo_login=false,drain_batch=1000,release_batch=500"
+    error_message = "name=value pairs in sorted name order, joined by commas"
+  }
+  assert {
+    condition     = output.settings_variable == tomap({ settings = "demo_login=false,drain_batch=1000,release_batch=500" })
+    error_message = "the one Spin variable settings, for a root to pass in the clear"
+  }
+  assert {
+    condition     = output.environment["SPIN_VARIABLE_SETTINGS"] == output.settings && output.spin_variables.settings == output.settings && length(output.environment) == 8
+    error_message = "settings is offered with the other variables, as SPIN_VARIABLE_SETTINGS"
+  }
+  assert {
+    condition     = !issensitive(output.settings) && !issensitive(output.settings_variable)
+    error_message = "the settings are not secret"
+  }
+  assert {
+    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "release_batch"]
+    error_message = "the seven settings of the app (crates/spin-edge/src/config.rs)"
+  }
+}
+
+run "every_setting_at_once" {
+  command = plan
+
+  variables {
+    settings = {
+      drain_batch           = "0"
+      drain_max_batches     = "1"
+      drain_lease_ms        = "60000"
+      drain_reclaim_idle_ms = "999999999"
+      drain_max_deliveries  = "3"
+      release_batch         = "10"
+      demo_login            = "true"
+    }
+  }
+
+  assert {
+    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,release_batch=10"
+    error_message = "every setting, sorted by name"
+  }
+}
+
+run "an_unknown_setting_is_refused" {
+  command = plan
+
+  variables {
+    settings = { drain_bach = "5" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "a_former_variable_that_is_not_a_setting_is_refused" {
+  command = plan
+
+  variables {
+    settings = { poll_drain_ms = "1000" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "a_negative_number_is_refused" {
+  command = plan
+
+  variables {
+    settings = { drain_batch = "-1" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "demo_login_is_true_or_false" {
+  command = plan
+
+  variables {
+    settings = { demo_login = "yes" }
+  }
+
+  expect_failures = [var.settings]
 }
