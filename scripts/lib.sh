@@ -103,7 +103,7 @@ stop_pg() {
 
 # start_stores DIR REDIS_PORT PG_PORT [redis-server args...]: the app's Redis and PostgreSQL on
 # loopback, their data in DIR/redis and DIR/pg (reused if already running), the schema
-# migrated, and the SPIN_VARIABLE_{REDIS,PG}_{URL,HOST} that point the app at them exported.
+# migrated, and the SPIN_VARIABLE_REDIS_{URL,ORIGIN} and SPIN_VARIABLE_PG_{URL,HOST} that point the app at them exported.
 # The start-up scripts/up.sh and scripts/browser-tests.sh share.
 start_stores() {
   local dir=$1 redis_port=$2 pg_port=$3; shift 3
@@ -112,7 +112,7 @@ start_stores() {
   local pg_url="postgres://seckill@127.0.0.1:$pg_port/seckill?sslmode=disable"
   bash "$ROOT/scripts/migrate.sh" "$pg_url"
   export SPIN_VARIABLE_REDIS_URL="redis://127.0.0.1:$redis_port"
-  export SPIN_VARIABLE_REDIS_HOST="127.0.0.1:$redis_port"
+  export SPIN_VARIABLE_REDIS_ORIGIN="redis://127.0.0.1:$redis_port"
   export SPIN_VARIABLE_PG_URL="$pg_url"
   export SPIN_VARIABLE_PG_HOST="127.0.0.1:$pg_port"
 }

@@ -18,16 +18,19 @@ wiring. For each root:
               app's (crates/spin-edge/src/config.rs, `Settings`), and both manifests declare
               `settings` as a non-secret variable with a default;
   from module each delivered connection variable and secret is the module's output of that name,
-              so redis_host / pg_host come from the endpoints the URLs are built from;
+              so redis_origin / pg_host come from the endpoints the URLs are built from;
   secret      every `secret = true` variable travels as a secret (Secrets Manager, a Kubernetes
               Secret, a deploy command's environment), never through user_data, a command line
               or a workload spec in the clear;
   sensitive   every input that holds a password, token or key, and every output that carries
               secret material, is `sensitive = true`;
   hosts       with example endpoints of the root's services, the manifests' allowed_outbound_hosts
-              (rendered with the redis_host / pg_host the root passes) parse as real Spin parses
-              them (rediss:// needs an explicit port) and admit every URL in redis_url and pg_url,
-              in every component of both manifests; the root's multi-node host patterns too;
+              (rendered with the redis_origin / pg_host the root passes; "{{ redis_origin }}" is
+              a whole entry, resolved and then parsed, so its scheme comes from the variable)
+              parse as real Spin parses them (rediss:// needs an explicit port) and admit every
+              URL in redis_url and pg_url, in every component of both manifests; redis_origin
+              itself is scheme://host:port with redis_url's scheme; the root's multi-node host
+              patterns too. The manifests' own defaults admit their default URLs likewise;
   spin        Spin's settings do not waste its CPU (issue 22): no RUST_BACKTRACE (nor
               RUST_LIB_BACKTRACE) set to anything but 0 in any deploy path; self-hosted Spin (aws)
               runs `spin up --log-dir "" --runtime-config-file ...` with a static variables
@@ -240,6 +243,8 @@ class AllowedHost:
             try:
                 self.host = ("cidr", ipaddress.ip_network(host, strict=False))
             except ValueError:
+                if len(host.split("/")) > 1 and host.split("/")[1]:
+                    raise ValueError(f"{text!r}: hosts must not contain paths")
                 if host.startswith("*."):
                     if "*" in host[2:]:
                         raise ValueError(f"invalid allowed host {host}: wildcards are allowed only as prefixes")
@@ -344,24 +349,34 @@ def check_module(repo: Path, report: Report):
     problems = []
     want = {
         "redis_addrs": (r'"\$\{e\.host\}:\$\{e\.port\}"', "each node as host:port, the port written out (rediss:// has no default port)"),
-        "redis_url": (r"^(?=.*local\.redis_addrs)(?=.*\"rediss://)", "redis_url: rediss:// over local.redis_addrs"),
+        "redis_scheme": (r"^rediss$", "redis_scheme: rediss (TLS)"),
+        "redis_url": (r'^(?=.*local\.redis_addrs)(?=.*"\$\{local\.redis_scheme\}://)', "redis_url: local.redis_scheme:// over local.redis_addrs"),
         "redis_host": (r"var\.redis_host_pattern.*local\.redis_addrs", "redis_host: the pattern, or the one node of local.redis_addrs"),
+        "redis_origin": (r'"\$\{local\.redis_scheme\}://\$\{local\.redis_host\}"', "redis_origin: local.redis_scheme://local.redis_host (redis_url's scheme)"),
         "pg_host": (r'^\$\{var\.postgres\.host\}:\$\{var\.postgres\.port\}$', "pg_host: host:port of var.postgres"),
         "pg_url": (r"local\.pg_host.*sslmode=require", "pg_url: local.pg_host with sslmode=require"),
     }
     for name, (pattern, what) in want.items():
         if not re.search(pattern, loc.get(name, ""), re.S):
             problems.append(f"module local.{name} is not {what}: {loc.get(name)!r}")
-    for name in ("redis_url", "redis_host", "pg_url", "pg_host"):
+    for name in ("redis_url", "redis_origin", "pg_url", "pg_host"):
         if expr(sv.get(name, "")) != f"local.{name}":
             problems.append(f"module spin_variables.{name} is not local.{name}")
+    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"}):
+        problems.append(f"module spin_variables.{name} is not a variable the manifests declare")
     hosts = mod.outputs.get("hosts", {}).get("value", {})
-    if not (isinstance(hosts, dict) and expr(hosts.get("redis_host")) == "local.redis_host" and expr(hosts.get("pg_host")) == "local.pg_host"):
-        problems.append("module output hosts is not { redis_host = local.redis_host, pg_host = local.pg_host }")
+    if not (isinstance(hosts, dict) and set(hosts) == {"redis_origin", "pg_host"} and expr(hosts.get("redis_origin")) == "local.redis_origin" and expr(hosts.get("pg_host")) == "local.pg_host"):
+        problems.append("module output hosts is not { redis_origin = local.redis_origin, pg_host = local.pg_host }")
+    conditions = [expr(c.get("condition", "")) for c in mod.outputs.get("spin_variables", {}).get("precondition", [])]
+    if not any(re.search(r"length\(local\.redis_uncovered\) == 0", c) for c in conditions):
+        problems.append("module output spin_variables has no precondition that redis_origin admits every node (local.redis_uncovered)")
+    schemes = module_schemes(mod)
+    if None in schemes or schemes[0] != schemes[1]:
+        problems.append(f"module redis_url's scheme and redis_origin's differ: {schemes[0]!r} vs {schemes[1]!r}")
     for out in ("spin_variables", "environment"):
         if mod.outputs.get(out, {}).get("sensitive") is not True:
             problems.append(f"module output {out} is not sensitive")
-    report.check("module app-variables: URLs and hosts from one list of endpoints, TLS", problems)
+    report.check("module app-variables: URLs and hosts from one list of endpoints, TLS, redis_origin with redis_url's scheme", problems)
 
     # The settings: one list of names (the app's), one rendering.
     problems = []
@@ -402,22 +417,59 @@ def app_settings(repo: Path):
     return {n: values.get(n, "?").replace("_", "") for n in names}
 
 
-def simulate(root_name: str, hosts: list, port: int, pattern) -> dict:
-    """The module's values for these endpoints (its HCL is checked by check_module)."""
+def module_schemes(mod: Root) -> tuple:
+    """The schemes the module writes in front of redis_url's nodes and of redis_origin, read from
+    its HCL (`${local.X}` replaced by a literal local X): (url scheme, origin scheme)."""
+    loc = {k: expr(v) for k, v in mod.locals.items() if not isinstance(v, dict)}
+
+    def literal(text: str) -> str:
+        return re.sub(r"\$\{local\.(\w+)\}", lambda m: loc[m.group(1)] if re.fullmatch(r"[\w+.-]+", loc.get(m.group(1), "")) else m.group(0), text)
+
+    url = re.search(r'"([\w*]+)://\$\{urlencode', literal(loc.get("redis_url", "")))
+    origin = re.search(r'"([\w*]+)://\$\{local\.redis_host\}"', literal(loc.get("redis_origin", "")))
+    return (url.group(1) if url else None, origin.group(1) if origin else None)
+
+
+def simulate(root_name: str, hosts: list, port: int, pattern, schemes: tuple) -> dict:
+    """The module's values for these endpoints (its HCL is checked by check_module; the schemes
+    are the ones it writes, so an origin whose scheme disagrees with the URLs' shows here)."""
+    url_scheme, origin_scheme = schemes
     addrs = [f"{h}:{port}" for h in hosts]
     pg_host = f"{SAMPLE_PG_HOST[root_name]}:5432"
+    host = pattern if pattern is not None else (addrs[0] if len(set(addrs)) == 1 else None)
     return {
-        "redis_url": ",".join(f"rediss://user:p%40ss@{a}" for a in addrs),
-        "redis_host": pattern if pattern is not None else (addrs[0] if len(set(addrs)) == 1 else None),
+        "redis_url": ",".join(f"{url_scheme}://user:p%40ss@{a}" for a in addrs),
+        "redis_origin": f"{origin_scheme}://{host}" if host is not None and origin_scheme else None,
         "pg_url": f"postgres://app:s3cret@{pg_host}/seckill?sslmode=require",
         "pg_host": pg_host,
     }
 
 
+def origin_problems(values: dict, label: str) -> list:
+    """redis_origin on its own: scheme://host:port as Spin parses it, the scheme redis_url's
+    nodes use (one entry for Redis: another scheme would admit none of them), every node covered."""
+    origin = values["redis_origin"]
+    try:
+        allowed = AllowedHost(origin)
+    except ValueError as e:
+        return [f"{label}: redis_origin {origin!r} is not scheme://host:port as Spin parses it: {e}"]
+    problems = []
+    if not re.fullmatch(r"[a-z]+://[^/:]+:[^/:]+", origin):
+        problems.append(f"{label}: redis_origin {origin!r} is not scheme://host:port with the port written out")
+    url_schemes = sorted({urlsplit(u).scheme for u in values["redis_url"].split(",")})
+    if url_schemes != [allowed.scheme]:
+        problems.append(f"{label}: redis_origin's scheme {allowed.scheme!r} is not redis_url's ({', '.join(url_schemes)})")
+    for url in values["redis_url"].split(","):
+        if not allowed.allows(url):
+            problems.append(f"{label}: redis_origin {origin!r} does not admit {re.sub(r'//[^@]*@', '//', url)}")
+    return problems
+
+
 def hosts_problems(manifests, values: dict, label: str) -> list:
     problems = []
-    if values["redis_host"] is None:
-        return [f"{label}: no redis_host covers the nodes"]
+    if values["redis_origin"] is None:
+        return [f"{label}: no redis_origin covers the nodes"]
+    problems += origin_problems(values, label)
     for mname, man in manifests.items():
         for cname, comp in man.get("component", {}).items():
             templates = comp.get("allowed_outbound_hosts", [])
@@ -454,6 +506,7 @@ def host_patterns(root: Root) -> list:
 
 def check_root(repo: Path, root: Root, manifests, report: Report):
     n = root.name
+    schemes = module_schemes(load_root(repo / "infra/terraform/modules/app-variables"))
     need = deployment_variables(manifests)
     all_vars = {k: v for man in manifests.values() for k, v in man.get("variables", {}).items()}
     secret_names = {k for k, v in all_vars.items() if v.get("secret")}
@@ -585,16 +638,16 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
     problems = []
     port = SAMPLE_PORT[n]
     for family, tmpl in SAMPLE_NODES[n].items():
-        one = simulate(n, [tmpl.format(i=0)], port, None)
+        one = simulate(n, [tmpl.format(i=0)], port, None, schemes)
         problems += hosts_problems(manifests, one, f"one {family} node")
         patterns = host_patterns(root)
         if n == "spinkube":
             continue  # the operator gives the pattern for several nodes
         nodes = [tmpl.format(i=i) for i in range(3)]
-        fits = [p for p in patterns if not hosts_problems(manifests, simulate(n, nodes, port, p), "")]
+        fits = [p for p in patterns if not hosts_problems(manifests, simulate(n, nodes, port, p, schemes), "")]
         if not fits:
             problems.append(f"three {family} nodes: none of the root's host patterns {patterns} lets every component reach them all")
-    report.check(f"{n}: redis_host / pg_host match allowed_outbound_hosts of both manifests", problems)
+    report.check(f"{n}: redis_origin / pg_host match allowed_outbound_hosts of both manifests", problems)
 
 
 def walk(value, path=()):
@@ -795,8 +848,23 @@ def check_runtime_config_writer(repo: Path, manifests, report: Report):
     report.check("files/spin-runtime-config.sh: a static provider with every variable, mode 0600", problems)
 
 
+def check_manifest_defaults(manifests, report: Report):
+    """Each manifest on its own defaults (the local stack): its allowed_outbound_hosts admit its
+    default redis_url and pg_url, and its redis_origin carries redis_url's scheme."""
+    problems = []
+    for mname, man in manifests.items():
+        values = {k: str(d["default"]) for k, d in man.get("variables", {}).items() if "default" in d}
+        missing = [k for k in ("redis_url", "redis_origin", "pg_url", "pg_host") if k not in values]
+        if missing:
+            problems.append(f"{mname}: no default for {', '.join(missing)}")
+            continue
+        problems += hosts_problems({mname: man}, values, f"{mname} defaults")
+    report.check("manifests: on their defaults, allowed_outbound_hosts admit the default URLs", problems)
+
+
 def run_checks(repo: Path, report: Report):
     manifests = load_manifests(repo)
+    check_manifest_defaults(manifests, report)
     check_module(repo, report)
     for name in ROOTS:
         root = load_root(repo / "infra/terraform" / name)
@@ -830,9 +898,12 @@ DEFECTS = [
     ("a required secret not delivered", "infra/terraform/spinkube/main.tf",
      "    admin_token      = module.app_variables.spin_variables.admin_token\n", "",
      "admin_token is not supplied"),
-    ("redis_host not from the URLs' endpoints", "infra/terraform/aws/spin.tf",
-     "redis_host = module.app_variables.hosts.redis_host", "redis_host = var.redis_host_pattern",
-     "not module.app_variables.hosts.redis_host"),
+    ("redis_origin not from the URLs' endpoints", "infra/terraform/aws/spin.tf",
+     "redis_origin = module.app_variables.hosts.redis_origin", 'redis_origin = "rediss://${var.redis_host_pattern}"',
+     "not module.app_variables.hosts.redis_origin"),
+    ("a root that still delivers redis_host", "infra/terraform/spinkube/main.tf",
+     "    redis_origin = module.app_variables.hosts.redis_origin\n", "    redis_host = module.app_variables.hosts.redis_origin\n",
+     "redis_origin is not supplied"),
     ("a secret in user_data", "infra/terraform/aws/app.tf",
      "SECKILL_REGION              = var.region", "SECKILL_REGION = module.app_variables.environment[\"SPIN_VARIABLE_ADMIN_TOKEN\"]",
      "carries module.app_variables.environment in the clear"),
@@ -841,8 +912,8 @@ DEFECTS = [
      'command     = "sh infra/terraform/files/migrate-locked.sh migrations ${module.app_variables.spin_variables.pg_url}"',
      "carries module.app_variables.spin_variables in the clear"),
     ("a secret variable delivered in the clear", "infra/terraform/serverless/main.tf",
-     "    pg_host    = module.app_variables.hosts.pg_host\n  }\n",
-     "    pg_host    = module.app_variables.hosts.pg_host\n    jwt_secret = module.app_variables.hosts.pg_host\n  }\n",
+     "    pg_host      = module.app_variables.hosts.pg_host\n  }\n",
+     "    pg_host      = module.app_variables.hosts.pg_host\n    jwt_secret   = module.app_variables.hosts.pg_host\n  }\n",
      "jwt_secret is secret in the manifest but delivered in the clear"),
     # The settings
     ("the settings no longer delivered", "infra/terraform/spinkube/main.tf",
@@ -872,14 +943,30 @@ DEFECTS = [
     ("a host pattern without the port rediss:// needs", "infra/terraform/serverless/variables.tf",
      'default     = "*.upstash.io:6379"', 'default     = "*.upstash.io"',
      "none of the root's host patterns"),
-    ("the module drops the port from redis_host", "infra/terraform/modules/app-variables/main.tf",
+    ("the module drops the port from redis_origin", "infra/terraform/modules/app-variables/main.tf",
      'redis_addrs = [for e in var.redis_endpoints : "${e.host}:${e.port}"]',
      'redis_addrs = [for e in var.redis_endpoints : "${e.host}"]',
      "module local.redis_addrs"),
-    ("a component that cannot reach rediss://", "spin.http.toml",
-     '"rediss://{{ redis_host }}", "https://{{ redis_host }}"]',
-     '"https://{{ redis_host }}"]',
+    ("a component without its Redis entry", "spin.http.toml",
+     'allowed_outbound_hosts = ["{{ redis_origin }}"]', "allowed_outbound_hosts = []",
      "may not reach"),
+    ("a component that puts a fixed scheme before redis_origin", "spin.toml",
+     'allowed_outbound_hosts = ["{{ redis_origin }}", "postgres://{{ pg_host }}"]',
+     'allowed_outbound_hosts = ["redis://{{ redis_origin }}", "postgres://{{ pg_host }}"]',
+     "may not reach"),
+    ("redis_origin's scheme disagrees with redis_url's", "infra/terraform/modules/app-variables/main.tf",
+     'redis_origin = local.redis_host != null ? "${local.redis_scheme}://${local.redis_host}" : null',
+     'redis_origin = local.redis_host != null ? "redis://${local.redis_host}" : null',
+     "redis_origin's scheme 'redis' is not redis_url's (rediss)"),
+    ("the module builds redis_url with another scheme than redis_origin's", "infra/terraform/modules/app-variables/main.tf",
+     'for i, a in local.redis_addrs : "${local.redis_scheme}://', 'for i, a in local.redis_addrs : "redis://',
+     "may not reach redis://"),
+    ("the module no longer checks that redis_origin admits every node", "infra/terraform/modules/app-variables/outputs.tf",
+     "condition     = length(local.redis_uncovered) == 0", "condition     = true",
+     "no precondition that redis_origin admits every node"),
+    ("a manifest whose default redis_origin has another scheme than its redis_url", "spin.toml",
+     'redis_origin = { default = "redis://127.0.0.1:6379" }', 'redis_origin = { default = "rediss://127.0.0.1:6379" }',
+     "spin.toml defaults"),
     # Spin's settings (issue 22)
     ("spin up logging to files again", "infra/terraform/aws/files/boot.sh",
      ' --log-dir "" ', " ",

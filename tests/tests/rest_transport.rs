@@ -92,10 +92,10 @@ async fn a_wrong_token_or_a_host_not_allowed_is_a_clean_503() -> Result<()> {
     let facade = &app.facades[0];
     let wrong_token = facade.url().replace("token0@", "wrong@");
     for (url, allowed, case, refused_before_connecting) in [
-        (wrong_token, facade.host(), "a wrong token", false),
+        (wrong_token, facade.origin(), "a wrong token", false),
         (
             facade.url(),
-            "localhost:1".to_owned(),
+            "https://localhost:1".to_owned(),
             "a host not allowed",
             true,
         ),
@@ -104,7 +104,7 @@ async fn a_wrong_token_or_a_host_not_allowed_is_a_clean_503() -> Result<()> {
             .into_iter()
             .map(|(k, v)| match k {
                 "redis_url" => (k, url.clone()),
-                "redis_host" => (k, allowed.clone()),
+                "redis_origin" => (k, allowed.clone()),
                 _ => (k, v),
             })
             .collect();

@@ -6,15 +6,15 @@
 //! Today's figures, per request (`spin.toml`; `spin.http.toml` has the same variables and hosts),
 //! and before the variable diet (16 application variables, each tuning knob one of them):
 //!
-//! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | lookups before |
+//! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
-//! | `POST …/admission` | `issue-token` | 12 = 9 + 3 | 3 | 3 | 1 | 3 | 19 |
-//! | `POST …/precheck` | `precheck` | 12 = 9 + 3 | 3 | 3 | 1 | 3 | 19 |
-//! | `POST …/buy` | `buy` | 11 = 9 + 2 | 2 | 2 | 1 | 3 | 18 |
-//! | `GET …/orders/me` (poll) | `poll` | 11 = 9 + 2 | 2 | 3 | 1 | 4 | 19 |
+//! | `POST …/admission` | `issue-token` | 12 = 9 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
+//! | `POST …/precheck` | `precheck` | 12 = 9 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
+//! | `POST …/buy` | `buy` | 11 = 9 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
+//! | `GET …/orders/me` (poll) | `poll` | 11 = 9 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
 //!
 //! - **9**: `spin.toml`'s `[variables]`: where Redis and Postgres are (`redis_url`,
-//!   `redis_host`, `pg_url`, `pg_host`), the four secrets, and `settings`, the optional knobs in
+//!   `redis_origin`, `pg_url`, `pg_host`), the four secrets, and `settings`, the optional knobs in
 //!   one variable. The first allowed-hosts check of an instance resolves every application
 //!   variable (`crates/factor-outbound-networking/src/lib.rs`, `prepare`;
 //!   `crates/expressions/src/lib.rs`, `ProviderResolver::prepare`), whichever it needs.
@@ -23,6 +23,15 @@
 //!   (`store::for_event`), then `admission_secret` for admission and precheck; poll's third
 //!   `get`, `poll_drain_ms`, is a literal of the manifest (`"0"` in `spin.toml`) and looks up
 //!   nothing. The poll-carried drain is off, so poll never reads `settings` or `pg_url`.
+//! - **1 open**: `store::for_event` opens the event's Redis node once (`redis://`: a Redis
+//!   `open`; over REST, each command is an outbound HTTP request: one EVALSHA once the script
+//!   is loaded).
+//! - **Entries**: the component's `allowed_outbound_hosts`, all parsed on that first check
+//!   (`crates/outbound-networking-config/src/allowed_hosts.rs`, `AllowedHostsConfig::parse`):
+//!   `{{ redis_origin }}`, one entry whose template is resolved whole before it is parsed, so
+//!   its scheme is the deployment's (before: `redis://`, `rediss://` and `https://` of
+//!   `{{ redis_host }}`), plus `postgres://{{ pg_host }}` for poll.
+//!
 //! A request that opens nothing pays only its `get`s: `GET /api/time` pays nothing, a poll with
 //! a forged JWT one lookup (`jwt_secret`).
 
@@ -50,10 +59,10 @@ const fn budget(gets: u64, templated: u64, entries: u64) -> SpinCosts {
 
 /// The routes of a buyer's way through the sale, their components and their budgets.
 const BUDGETS: [(&str, &str, SpinCosts); 4] = [
-    ("admission", "issue-token", budget(3, 3, 3)),
-    ("precheck", "precheck", budget(3, 3, 3)),
-    ("buy", "buy", budget(2, 2, 3)),
-    ("poll", "poll", budget(3, 2, 4)),
+    ("admission", "issue-token", budget(3, 3, 1)),
+    ("precheck", "precheck", budget(3, 3, 1)),
+    ("buy", "buy", budget(2, 2, 1)),
+    ("poll", "poll", budget(3, 2, 2)),
 ];
 
 /// Runs `request` alone and returns its status and what its one instance would cost Spin,

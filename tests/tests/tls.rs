@@ -21,7 +21,7 @@ fn tls_vars(
     for (k, v) in vars.iter_mut() {
         *v = match *k {
             "redis_url" => redis.tls_url(redis_name),
-            "redis_host" => format!("{redis_name}:{redis_port}"),
+            "redis_origin" => format!("rediss://{redis_name}:{redis_port}"),
             "pg_url" => format!(
                 "postgres://postgres@{pg_name}:{}/postgres?sslmode=require",
                 pg.port

@@ -26,7 +26,7 @@ locals {
     ] : [
     for g in aws_elasticache_replication_group.redis : { host = g.primary_endpoint_address, port = var.redis_port }
   ]
-  # Several nodes need one allowed_outbound_hosts pattern that covers them all.
+  # Several nodes need one host:port pattern that covers them all (redis_origin: rediss:// and it).
   redis_host_pattern = var.redis_host_pattern != null ? var.redis_host_pattern : (
     var.redis_nodes == 1 ? null : (
       local.memorydb ? "*.memorydb.${var.region}.amazonaws.com:${var.redis_port}" : "*.cache.amazonaws.com:${var.redis_port}"

@@ -1,11 +1,12 @@
 # The app's Spin variables (spin.toml [variables]), computed by the shared module from the same
-# endpoints the resources above expose: redis_url (rediss://, every node) and redis_host come
-# from one list, pg_url (sslmode=require) and pg_host from one address, so allowed_outbound_hosts
-# always admits what the URLs name.
+# endpoints the resources above expose: redis_url (rediss://, every node) and redis_origin
+# (rediss://host:port, the one allowed_outbound_hosts entry for Redis) come from one list, pg_url
+# (sslmode=require) and pg_host from one address, so allowed_outbound_hosts always admits what
+# the URLs name.
 #
 # What holds a secret (spin.toml `secret = true`: the URLs carry passwords, and the three keys)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
-# user_data. The rest (the hosts, and `settings` when any setting is given) is passed in the clear.
+# user_data. The rest (redis_origin, pg_host, and `settings` when any setting is given) is passed in the clear.
 #
 # Spin reads them from a file, not its environment: at each start the service writes every
 # variable of spin.toml (these values, then the manifest's defaults) into Spin's runtime config
@@ -48,8 +49,8 @@ locals {
 
   # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
   spin_host_variables = {
-    redis_host = module.app_variables.hosts.redis_host
-    pg_host    = module.app_variables.hosts.pg_host
+    redis_origin = module.app_variables.hosts.redis_origin
+    pg_host      = module.app_variables.hosts.pg_host
   }
   # The non-secret variables (SPIN_VARIABLE_* in the service's environment file): the hosts, and
   # `settings` (var.settings rendered by the module) only when a setting is given.

@@ -195,7 +195,7 @@ variable "redis_snapshot_retention_days" {
 }
 
 variable "redis_host_pattern" {
-  description = "With several Redis nodes, the allowed_outbound_hosts pattern that covers them all (host:port). Default: *.memorydb.<region>.amazonaws.com:<port> or *.cache.amazonaws.com:<port>."
+  description = "With several Redis nodes, the host:port pattern that covers them all, no scheme (redis_origin is rediss:// and this). Default: *.memorydb.<region>.amazonaws.com:<port> or *.cache.amazonaws.com:<port>."
   type        = string
   default     = null
 }

@@ -123,7 +123,7 @@ variable "upstash_primary_region" {
 }
 
 variable "redis_host_pattern" {
-  description = "With several databases, the allowed_outbound_hosts pattern (host:port) that covers them all."
+  description = "With several databases, the host:port pattern that covers them all, no scheme (redis_origin is rediss:// and this)."
   type        = string
   default     = "*.upstash.io:6379"
 }

@@ -23,8 +23,8 @@ locals {
   }
   # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
   spin_host_variables = {
-    redis_host = module.app_variables.hosts.redis_host
-    pg_host    = module.app_variables.hosts.pg_host
+    redis_origin = module.app_variables.hosts.redis_origin
+    pg_host      = module.app_variables.hosts.pg_host
   }
   # The non-secret variables: the hosts, and `settings` (var.settings rendered by the module)
   # only when a setting is given (else the manifest's default, "", stays).

@@ -69,7 +69,7 @@ variable "redis_endpoints" {
 }
 
 variable "redis_host_pattern" {
-  description = "With several nodes that do not share host:port, the allowed_outbound_hosts pattern (host:port) that covers them all."
+  description = "With several nodes that do not share host:port, the host:port pattern that covers them all, no scheme (e.g. \"*.cache.example.com:6379\"; redis_origin is rediss:// and this)."
   type        = string
   default     = null
 }

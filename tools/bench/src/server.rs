@@ -112,12 +112,12 @@ pub fn local_addr() -> Result<SocketAddr> {
 }
 
 /// Points the host's variables at another Redis endpoint: `redis_url` (what the functions
-/// connect to) and `redis_host` (what `allowed_outbound_hosts` lets them reach).
-pub fn point_redis_at(vars: &mut [(&str, String)], url: String, host: String) {
+/// connect to) and `redis_origin` (what `allowed_outbound_hosts` lets them reach).
+pub fn point_redis_at(vars: &mut [(&str, String)], url: String, origin: String) {
     for (k, v) in vars.iter_mut() {
         match *k {
             "redis_url" => *v = url.clone(),
-            "redis_host" => *v = host.clone(),
+            "redis_origin" => *v = origin.clone(),
             _ => {}
         }
     }
@@ -128,22 +128,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn point_redis_at_rewrites_url_and_host_only() {
+    fn point_redis_at_rewrites_url_and_origin_only() {
         let mut vars = vec![
             ("redis_url", "redis://127.0.0.1:6379".to_owned()),
-            ("redis_host", "127.0.0.1:6379".to_owned()),
+            ("redis_origin", "redis://127.0.0.1:6379".to_owned()),
             ("pg_host", "127.0.0.1:5432".to_owned()),
         ];
         point_redis_at(
             &mut vars,
             "https://localhost:8443".into(),
-            "localhost:8443".into(),
+            "https://localhost:8443".into(),
         );
         assert_eq!(
             vars,
             [
                 ("redis_url", "https://localhost:8443".to_owned()),
-                ("redis_host", "localhost:8443".to_owned()),
+                ("redis_origin", "https://localhost:8443".to_owned()),
                 ("pg_host", "127.0.0.1:5432".to_owned()),
             ]
         );

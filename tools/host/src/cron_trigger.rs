@@ -1,14 +1,18 @@
 //! The cron trigger, as the spin-trigger-cron plugin runs it: each `[[trigger.cron]]` fires its
 //! component on a seconds-first cron expression, in a fresh instance, with
 //! `metadata.timestamp` = the firing time in Unix seconds. Runs of one trigger never overlap: a run
-//! that outlasts its period makes the next firing wait, rather than piling up instances.
+//! that outlasts its period makes the next firing wait, rather than piling up instances. On
+//! shutdown no run starts and the runs in progress finish.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Result, anyhow};
 use chrono::Utc;
+use tokio_util::sync::CancellationToken;
 
 use crate::manifest::{ManifestError, ManifestFile};
+use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 use crate::state::Ctx;
 use bindings::SpinCronPre;
@@ -84,17 +88,38 @@ pub async fn run_schedules<A>(app: Arc<A>)
 where
     A: AsRef<CronTrigger> + Send + Sync + 'static,
 {
+    run_schedules_until(app, CancellationToken::new(), None).await
+}
+
+/// Runs every cron trigger of `app` until `shutdown` is cancelled, then returns once the runs in
+/// progress have finished (none is cut short; the caller bounds the wait). Counts each run in
+/// `metrics`.
+pub async fn run_schedules_until<A>(
+    app: Arc<A>,
+    shutdown: CancellationToken,
+    metrics: Option<Arc<Metrics>>,
+) where
+    A: AsRef<CronTrigger> + Send + Sync + 'static,
+{
     let mut tasks = tokio::task::JoinSet::new();
     for job in 0..(*app).as_ref().jobs.len() {
-        let app = app.clone();
+        let (app, shutdown, metrics) = (app.clone(), shutdown.clone(), metrics.clone());
         tasks.spawn(async move {
             let trigger: &CronTrigger = (*app).as_ref();
             let cron = &trigger.jobs[job];
             let id = trigger.runtime.id(cron.component).to_owned();
             while let Some(next) = cron.schedule.upcoming(Utc).next() {
                 let wait = (next - Utc::now()).to_std().unwrap_or_default();
-                tokio::time::sleep(wait).await;
-                if let Err(e) = run_component(trigger, cron.component, next.timestamp() as u64).await {
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+                let start = Instant::now();
+                let result = run_component(trigger, cron.component, next.timestamp() as u64).await;
+                if let Some(metrics) = &metrics {
+                    metrics.cron_run(&id, result.is_ok(), start.elapsed());
+                }
+                if let Err(e) = result {
                     tracing::error!(component = %id, expression = %cron.expression, "cron run failed: {e:#}");
                 }
             }

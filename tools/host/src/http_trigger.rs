@@ -4,6 +4,7 @@
 //! of the matched component, and empty-bodied 404s and 500s. The conformance table in
 //! `host/README.md` lists each behaviour with the Spin file it comes from.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,15 +17,16 @@ use futures::FutureExt;
 use http::uri::Authority;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty, Full, Limited, combinators::UnsyncBoxBody};
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper::body::Body;
 use tokio::net::TcpListener;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use crate::manifest::{ManifestError, ManifestFile};
+use crate::metrics::MatchedRoute;
 use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 use crate::runtime::Runtime;
+use crate::serve::{BodyTimedOut, ServeOptions};
 use crate::state::Ctx;
 
 /// The body of every response this server sends.
@@ -111,51 +113,46 @@ impl HttpTrigger {
     pub(crate) fn handler(&self, c: usize) -> Option<&ProxyPre<Ctx>> {
         self.handlers[c].as_ref()
     }
+
+    /// The runtime its components run on.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
 }
 
-/// Serves the HTTP trigger of `app` on `listener` until the task is dropped.
+/// Serves the HTTP trigger of `app` on `listener` until the task is dropped, with the default
+/// [`ServeOptions`] and no shutdown but the drop (`crate::serve::serve` takes both).
 pub async fn serve<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
 where
     A: AsRef<HttpTrigger> + Send + Sync + 'static,
 {
-    loop {
-        let (stream, client) = match listener.accept().await {
-            Ok(conn) => conn,
-            Err(e) => {
-                // Out of file descriptors and the like: keep serving.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let app = app.clone();
-                async move { handle((*app).as_ref(), req, client).await }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!("connection from {client} ended: {e}");
-            }
-        });
-    }
+    let never = tokio_util::sync::CancellationToken::new();
+    crate::serve::serve(app, listener, ServeOptions::default(), never).await
 }
 
-/// Answers one request: well-known routes, routing, then the matched component.
+/// A request body as [`handle`] takes it: hyper's, or hyper's under the body timeout.
+pub trait RequestBody: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static {}
+
+impl<B: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static> RequestBody for B {}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Answers one request: well-known routes, routing, then the matched component. The response's
+/// extensions name the route that answered it ([`MatchedRoute`], for the metrics).
 pub async fn handle(
     trigger: &HttpTrigger,
-    mut req: Request<Incoming>,
+    mut req: Request<impl RequestBody>,
     client: SocketAddr,
 ) -> Result<Response<ResponseBody>, ConnectionError> {
     strip_forbidden_headers(&mut req);
     let path = req.uri().path();
     if let Some(well_known) = path.strip_prefix(WELL_KNOWN_PREFIX) {
         return Ok(match well_known {
-            "health" => full(StatusCode::OK, Bytes::from_static(b"OK"), None),
-            "info" => app_info(trigger),
+            "health" => routed(
+                full(StatusCode::OK, Bytes::from_static(b"OK"), None),
+                Cow::Borrowed("/.well-known/spin/health"),
+            ),
+            "info" => routed(app_info(trigger), Cow::Borrowed("/.well-known/spin/info")),
             _ => empty(StatusCode::NOT_FOUND),
         });
     }
@@ -164,20 +161,27 @@ pub async fn handle(
     };
     set_req_uri(&mut req).map_err(|e| ConnectionError::other(format!("{e:#}")))?;
     if let Some(refusal) = body_too_large(trigger, &req) {
-        return Ok(refusal);
+        return Ok(routed(refusal, Cow::Owned(matched.raw_route)));
     }
     let component = trigger.runtime.id(matched.component);
     let result = async {
         set_spin_headers(&mut req, &matched, client)?;
         run(trigger, matched.component, req).await
     };
-    Ok(match result.await {
+    let resp = match result.await {
         Ok(resp) => resp,
         Err(e) => {
             tracing::error!(component = %component, "Error processing request: {e:?}");
             empty(StatusCode::INTERNAL_SERVER_ERROR)
         }
-    })
+    };
+    Ok(routed(resp, Cow::Owned(matched.raw_route)))
+}
+
+/// `resp`, naming the manifest route that answered it.
+fn routed(mut resp: Response<ResponseBody>, route: Cow<'static, str>) -> Response<ResponseBody> {
+    resp.extensions_mut().insert(MatchedRoute(route));
+    resp
 }
 
 /// A guest's `handle` call, boxed so that it can outlive the request that started it.
@@ -204,7 +208,7 @@ impl Drop for RunToCompletion {
 async fn run(
     trigger: &HttpTrigger,
     c: usize,
-    req: Request<Incoming>,
+    req: Request<impl RequestBody>,
 ) -> Result<Response<ResponseBody>> {
     let pre = trigger
         .handler(c)
@@ -264,8 +268,11 @@ async fn run(
 
 /// A body over the limit is cut off with `HttpRequestBodySize`, which the guest sees as a
 /// stream error; a declared `Content-Length` over it never reaches a guest (see
-/// [`body_too_large`]).
-fn body_error(e: Box<dyn std::error::Error + Send + Sync>) -> wasmtime_wasi_http::Error {
+/// [`body_too_large`]). A body that comes too slowly ends with `ConnectionReadTimeout`.
+fn body_error(e: BoxError) -> wasmtime_wasi_http::Error {
+    if e.is::<BodyTimedOut>() {
+        return wasmtime_wasi_http::Error::ConnectionReadTimeout;
+    }
     match e.downcast::<hyper::Error>() {
         Ok(e) => wasmtime_wasi_http::Error::Hyper(*e),
         Err(_) => wasmtime_wasi_http::Error::HttpRequestBodySize(None),
@@ -273,10 +280,7 @@ fn body_error(e: Box<dyn std::error::Error + Send + Sync>) -> wasmtime_wasi_http
 }
 
 /// A JSON 413 (the API's error shape) when the declared body exceeds the host's limit.
-fn body_too_large(
-    trigger: &HttpTrigger,
-    req: &Request<Incoming>,
-) -> Option<Response<ResponseBody>> {
+fn body_too_large<B>(trigger: &HttpTrigger, req: &Request<B>) -> Option<Response<ResponseBody>> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)?
@@ -294,7 +298,8 @@ fn body_too_large(
             Bytes::from(body),
             Some("application/json"),
         );
-        // The body is not read: the connection cannot be reused.
+        // The body is not read: the connection cannot be reused (and closes lingering, so that
+        // a client still sending reads this response: `crate::serve`).
         resp.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         resp
@@ -302,7 +307,7 @@ fn body_too_large(
 }
 
 /// Spin's `strip_forbidden_headers`: a `Host` naming a service-chaining host is removed.
-fn strip_forbidden_headers(req: &mut Request<Incoming>) {
+fn strip_forbidden_headers<B>(req: &mut Request<B>) {
     let chaining = req
         .headers()
         .get(header::HOST)
@@ -318,7 +323,7 @@ fn strip_forbidden_headers(req: &mut Request<Incoming>) {
 
 /// Spin's `set_req_uri`: the URI gets the scheme and the authority of the `Host` header (or
 /// its own); none, an unparsable one, or two that differ fail the request.
-fn set_req_uri(req: &mut Request<Incoming>) -> Result<()> {
+fn set_req_uri<B>(req: &mut Request<B>) -> Result<()> {
     let header_authority = req
         .headers()
         .get(header::HOST)
@@ -349,7 +354,7 @@ fn set_req_uri(req: &mut Request<Incoming>) -> Result<()> {
 /// Spin's order, so a guest that keeps the last value of a name (spin-sdk's `Request`) sees
 /// Spin's. Names are `SPIN_*` with `_` → `-`, lower-cased: `:event_id` arrives as
 /// `spin-path-match-event-id`. Built straight into the header map: this runs on every request.
-fn set_spin_headers(req: &mut Request<Incoming>, m: &RouteMatch, client: SocketAddr) -> Result<()> {
+fn set_spin_headers<B>(req: &mut Request<B>, m: &RouteMatch, client: SocketAddr) -> Result<()> {
     // Spin reads every header value as UTF-8 and fails the request otherwise.
     for value in req.headers().values() {
         std::str::from_utf8(value.as_bytes())?;

@@ -11,7 +11,8 @@
 //! [`runtime`] resolves ([`component`]), compiles and pre-instantiates the components, then
 //! [`http_trigger`] (with [`routes`]) and [`cron_trigger`] each check and build their own
 //! triggers, which they then run. [`allowed_hosts`] and [`tls`] are what the outbound factors
-//! check and trust. [`spin_costs`] counts, per component, what real Spin would pay per request
+//! check and trust. [`serve`] serves the HTTP trigger (connection limits, timeouts, graceful
+//! shutdown, lingering close) and [`metrics`] counts what it serves. [`spin_costs`] counts, per component, what real Spin would pay per request
 //! for the work this host does once at startup ([`App::spin_costs`]).
 
 pub mod allowed_hosts;
@@ -21,11 +22,13 @@ pub mod component;
 pub mod cron_trigger;
 pub mod http_trigger;
 pub mod manifest;
+pub mod metrics;
 pub mod outbound_http;
 pub mod postgres;
 pub mod redis;
 pub mod routes;
 pub mod runtime;
+pub mod serve;
 pub mod spin_costs;
 pub mod state;
 pub mod tls;

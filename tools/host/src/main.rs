@@ -1,13 +1,19 @@
 //! `seckill-host`: the command line of the local Spin-compatible host.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use seckill_host::http_trigger::HttpTrigger;
+use seckill_host::metrics::Metrics;
+use seckill_host::serve::ServeOptions;
 use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
+use tokio_util::sync::CancellationToken;
 
 /// glibc malloc took ~18% of the host's CPU on the buy path (perf): every request allocates
 /// and frees a store, WASI resources and header maps on whichever worker thread runs it.
@@ -18,8 +24,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    /// How the host logs to stderr: `text`, or `json` (one object per line).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -34,6 +49,8 @@ enum Command {
         /// Do not run `[[trigger.cron]]` schedules (an operator calls the HTTP routes instead).
         #[arg(long)]
         no_cron: bool,
+        #[command(flatten)]
+        serve: ServeArgs,
     },
     /// Load and check the manifest and every component, then exit.
     Check {
@@ -83,6 +100,47 @@ struct AppArgs {
     compile_cache: Option<PathBuf>,
 }
 
+/// How `up` serves: limits, timeouts, shutdown, metrics. Durations are `500ms`, `30s`, `2m` or
+/// a number of seconds.
+#[derive(Args)]
+struct ServeArgs {
+    /// A request head must arrive within this of the connection's start or its first byte.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    header_timeout: Duration,
+    /// A request body must arrive within this of the guest's first read of it.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    body_timeout: Duration,
+    /// A keep-alive connection with no request for this long is closed (above a load
+    /// balancer's own idle timeout: AWS's ALB keeps 60 s).
+    #[arg(long, default_value = "75s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Connections open at once; more wait in the listen backlog.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// On SIGTERM or SIGINT, how long requests and cron runs in progress may take to finish.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    shutdown_grace: Duration,
+    /// Serve Prometheus metrics at `http://ADDR/metrics` (off unless given).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+}
+
+/// `500ms`, `30s`, `2m`, or a number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, "s"), |i| text.split_at(i));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (500ms, 30s, 2m)"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("`{text}`: the unit is ms, s or m")),
+    }
+}
+
 impl AppArgs {
     fn load(&self) -> Result<App> {
         let env_file = self.env_file.clone().unwrap_or_else(|| {
@@ -111,37 +169,29 @@ impl AppArgs {
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt()
+    let cli = Cli::parse();
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,wasmtime_cranelift=warn,cranelift=warn".into()),
         )
-        .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Text => subscriber.with_ansi(std::io::stderr().is_terminal()).init(),
+        // One object per line: timestamp, level, message, the event's fields, target.
+        LogFormat::Json => subscriber.json().flatten_event(true).init(),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let result = runtime.block_on(async move {
         match cli.command {
-            Command::Up { app, listen, no_cron } => {
-                let app = Arc::new(app.load()?);
-                let listener = tokio::net::TcpListener::bind(listen).await?;
-                tracing::info!("serving {} on http://{}", app.name, listener.local_addr()?);
-                let crons = if no_cron {
-                    None
-                } else {
-                    Some(tokio::spawn(seckill_host::cron_trigger::run_schedules(app.clone())))
-                };
-                tokio::select! {
-                    r = seckill_host::http_trigger::serve(app, listener) => r?,
-                    _ = tokio::signal::ctrl_c() => tracing::info!("shutting down"),
-                }
-                if let Some(c) = crons {
-                    c.abort();
-                }
-                Ok(())
-            }
+            Command::Up {
+                app,
+                listen,
+                no_cron,
+                serve,
+            } => up(app.load()?, listen, no_cron, serve).await,
             Command::Check { app } => {
                 let app = app.load()?;
                 println!("ok: {} ({})", app.name, app.component_ids().collect::<Vec<_>>().join(", "));
@@ -161,5 +211,80 @@ fn main() -> Result<()> {
                 Ok(())
             }
         }
-    })
+    });
+    // A task the grace period cut off must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// `up`: serves until SIGTERM or SIGINT, then stops accepting, lets requests and cron runs in
+/// progress finish within the grace period, and returns.
+async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let app = Arc::new(app);
+    let trigger: &HttpTrigger = (*app).as_ref();
+    let instances = trigger.runtime().clone();
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let metrics = match args.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+            let metrics = Arc::new(Metrics::new(instances.clone()));
+            tokio::spawn(seckill_host::metrics::serve(metrics.clone(), listener));
+            Some(metrics)
+        }
+        None => None,
+    };
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let shutdown = CancellationToken::new();
+    let crons = (!no_cron).then(|| {
+        tokio::spawn(seckill_host::cron_trigger::run_schedules_until(
+            app.clone(),
+            shutdown.clone(),
+            metrics.clone(),
+        ))
+    });
+    let options = ServeOptions {
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        idle_timeout: args.idle_timeout,
+        max_connections: args.max_connections,
+        metrics,
+    };
+    tracing::info!("serving {} on http://{}", app.name, listener.local_addr()?);
+    let mut server = tokio::spawn(seckill_host::serve::serve(
+        app.clone(),
+        listener,
+        options,
+        shutdown.clone(),
+    ));
+    let signal = tokio::select! {
+        _ = sigterm.recv() => "SIGTERM",
+        _ = sigint.recv() => "SIGINT",
+        ended = &mut server => return ended?,
+    };
+    let grace = args.shutdown_grace;
+    tracing::info!(
+        "{signal}: shutting down, up to {grace:?} for the requests and cron runs in progress"
+    );
+    shutdown.cancel();
+    let drained = async {
+        server.await??;
+        if let Some(crons) = crons {
+            crons.await?;
+        }
+        // A guest whose client went away, or whose response is still streaming, holds an
+        // instance until it returns.
+        seckill_host::serve::instances_done(&instances).await;
+        anyhow::Ok(())
+    };
+    match tokio::time::timeout(grace, drained).await {
+        Ok(drained) => {
+            drained?;
+            tracing::info!("shut down cleanly");
+        }
+        Err(_) => tracing::warn!("grace period over: cutting off what is still in progress"),
+    }
+    Ok(())
 }

@@ -70,6 +70,8 @@ pub struct Runtime {
     /// One permit per pooling-allocator slot: a spike waits for a free instance instead of
     /// failing to instantiate.
     slots: Arc<tokio::sync::Semaphore>,
+    /// The permits `slots` started with.
+    max_instances: u32,
 }
 
 impl Runtime {
@@ -128,6 +130,7 @@ impl Runtime {
             components,
             services,
             slots: Arc::new(tokio::sync::Semaphore::new(max_instances as usize)),
+            max_instances,
         })
     }
 
@@ -178,6 +181,11 @@ impl Runtime {
     /// The pool slots: hold a permit while an instance lives.
     pub(crate) fn slots(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.slots
+    }
+
+    /// How many instances may be alive at once (the permits of [`Self::slots`]).
+    pub(crate) fn max_instances(&self) -> u32 {
+        self.max_instances
     }
 
     /// The app-wide services.

@@ -5,6 +5,7 @@
 //! One module per concern, every public name re-exported here (`seckill_testkit::TestApp`):
 //! - `redis_server` — [`RedisServer`], [`Monitor`]; `pg_server` — [`PgServer`];
 //! - `app` — [`TestApp`] and its [`TestAppBuilder`]: the host serving a manifest, and the calls;
+//! - [`host_process`] — the host binary as a child process (signals, exit status, log lines);
 //! - `manifests` — which manifest to serve and its variables ([`app_vars`], [`over_nodes`], …);
 //! - `auth` — the test secrets and [`jwt_for`]; `tls` — [`TestCa`];
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
@@ -17,6 +18,7 @@
 
 mod app;
 mod auth;
+pub mod host_process;
 mod manifests;
 mod pg_server;
 mod record;

@@ -33,7 +33,7 @@ pub(crate) fn is_product(manifest: &str) -> bool {
 pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String)> {
     vec![
         ("redis_url", redis.url()),
-        ("redis_host", redis.host()),
+        ("redis_origin", format!("redis://{}", redis.host())),
         ("pg_url", pg.url()),
         ("pg_host", pg.host()),
         ("jwt_secret", JWT_SECRET.into()),
@@ -76,12 +76,12 @@ pub(crate) fn fold_settings(manifest: &str, vars: &mut Vec<(&str, String)>) -> R
 }
 
 /// Points `vars` (from [`app_vars`]) at several Redis nodes: `redis_url` lists them all and
-/// `redis_host` lets the functions reach any loopback port.
+/// `redis_origin` lets the functions reach any loopback port.
 pub fn over_nodes(vars: &mut [(&str, String)], nodes: &[&RedisServer]) {
     for (k, v) in vars.iter_mut() {
         match *k {
             "redis_url" => *v = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(","),
-            "redis_host" => *v = "127.0.0.1:*".into(),
+            "redis_origin" => *v = "redis://127.0.0.1:*".into(),
             _ => {}
         }
     }

@@ -100,9 +100,15 @@ impl RestFacade {
         )
     }
 
-    /// The `redis_host` that `allowed_outbound_hosts` needs for it.
+    /// Its `host:port`.
     pub fn host(&self) -> String {
         format!("localhost:{}", self.addr.port())
+    }
+
+    /// The `redis_origin` that `allowed_outbound_hosts` needs for it: `https://localhost:PORT`
+    /// (`http://` for a plain facade).
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.host())
     }
 
     /// TCP connections accepted so far.

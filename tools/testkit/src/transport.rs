@@ -17,7 +17,7 @@ pub fn rest_transport() -> bool {
 }
 
 /// Puts a REST facade (certificate from a new CA) in front of every `redis://` node of `vars`
-/// and points `redis_url` and `redis_host` at them; returns the facades and their CA.
+/// and points `redis_url` and `redis_origin` at them; returns the facades and their CA.
 pub(crate) async fn over_rest(vars: &mut [(&str, String)]) -> Result<(Vec<RestFacade>, TestCa)> {
     let ca = TestCa::new()?;
     let mut facades = Vec::new();
@@ -34,10 +34,10 @@ pub(crate) async fn over_rest(vars: &mut [(&str, String)]) -> Result<(Vec<RestFa
         *v = urls.join(",");
     }
     for (k, v) in vars.iter_mut() {
-        if *k == "redis_host" && !facades.is_empty() {
+        if *k == "redis_origin" && !facades.is_empty() {
             *v = match facades.as_slice() {
-                [one] => one.host(),
-                _ => "localhost:*".into(),
+                [one] => one.origin(),
+                _ => "https://localhost:*".into(),
             };
         }
     }

@@ -97,16 +97,16 @@ run "memorydb_by_default" {
     error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
   }
   assert {
-    condition     = output.spin_variables == { redis_host = "clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432" }
-    error_message = "redis_host and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port)"
+    condition     = output.spin_variables == { redis_origin = "rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432" }
+    error_message = "redis_origin (redis_url's scheme, rediss://) and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port)"
   }
   assert {
     condition     = output.allowed_outbound_hosts == ["rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", "postgres://seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432"]
-    error_message = "the hosts spin.toml lets the functions reach"
+    error_message = "the hosts spin.toml lets the functions reach: one Redis entry, then Postgres"
   }
   assert {
-    condition     = output.spin_environment["SPIN_VARIABLE_REDIS_HOST"] == output.spin_variables.redis_host && startswith(output.spin_environment["SPIN_VARIABLE_REDIS_URL"], "rediss://")
-    error_message = "SPIN_VARIABLE_* environment offered as an output"
+    condition     = output.spin_environment["SPIN_VARIABLE_REDIS_ORIGIN"] == output.spin_variables.redis_origin && startswith(output.spin_environment["SPIN_VARIABLE_REDIS_URL"], "rediss://") && !contains(keys(output.spin_environment), "SPIN_VARIABLE_REDIS_HOST")
+    error_message = "SPIN_VARIABLE_* environment offered as an output, SPIN_VARIABLE_REDIS_ORIGIN in place of SPIN_VARIABLE_REDIS_HOST"
   }
   assert {
     condition     = output.redis_engine == "memorydb" && output.manifest == "spin.toml"
@@ -216,7 +216,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
   }
   assert {
     condition = alltrue([
-      for s in ["spin up -f spin.toml", "trigger-cron.json", "pg_advisory_lock", "update-ca-trust", "secretsmanager get-secret-value", "SPIN_VARIABLE_REDIS_HOST=\"clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379\"", "https://truststore.pki.rds.amazonaws.com/us-east-1/us-east-1-bundle.pem"] :
+      for s in ["spin up -f spin.toml", "trigger-cron.json", "pg_advisory_lock", "update-ca-trust", "secretsmanager get-secret-value", "SPIN_VARIABLE_REDIS_ORIGIN=\"rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379\"", "https://truststore.pki.rds.amazonaws.com/us-east-1/us-east-1-bundle.pem"] :
       strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "user_data installs the cron plugin and the RDS CA, reads secrets, migrates under a lock, runs spin.toml"
@@ -248,7 +248,7 @@ run "settings_reach_the_instances_as_one_variable" {
   }
   assert {
     condition     = strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=\"demo_login=false,drain_batch=1000,release_batch=500\"\n")
-    error_message = "settings reaches the service's environment file (and so the runtime config) in the clear, like redis_host and pg_host"
+    error_message = "settings reaches the service's environment file (and so the runtime config) in the clear, like redis_origin and pg_host"
   }
   assert {
     condition     = output.spin_environment["SPIN_VARIABLE_SETTINGS"] == output.spin_variables.settings
@@ -368,8 +368,8 @@ run "several_redis_nodes" {
     error_message = "redis_url lists every node"
   }
   assert {
-    condition     = output.spin_variables.redis_host == "*.memorydb.us-east-1.amazonaws.com:6379"
-    error_message = "one allowed_outbound_hosts pattern covers every node, with the port"
+    condition     = output.spin_variables.redis_origin == "rediss://*.memorydb.us-east-1.amazonaws.com:6379"
+    error_message = "one allowed_outbound_hosts entry covers every node: rediss:// (redis_url's scheme) and a pattern with the port"
   }
 }
 

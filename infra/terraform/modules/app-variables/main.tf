@@ -2,6 +2,11 @@
 # spin.http.toml. TLS everywhere: rediss:// to Redis, sslmode=require to Postgres (Spin verifies
 # the certificate for any sslmode but disable). The optional settings become the one variable
 # `settings`.
+#
+# redis_origin is what each component's allowed_outbound_hosts entry "{{ redis_origin }}" becomes:
+# scheme://host:port with the one scheme redis_url's nodes use (rediss: this module builds TLS
+# URLs only), so real Spin, which resolves a whole-template entry and then parses it, admits
+# every node and parses one Redis entry per instance instead of one per scheme.
 
 terraform {
   required_version = ">= 1.9" # a variable validation that refers to a local
@@ -15,20 +20,43 @@ locals {
     length(local.redis_passwords) == length(local.redis_addrs) &&
     alltrue([for p in local.redis_passwords : p != null])
   )
+  # The one scheme the functions reach Redis by: every node of redis_url and redis_origin use it.
+  # rediss (TLS) has no default port in Spin: every host:port below writes the port out.
+  redis_scheme = "rediss"
   redis_url = local.redis_passwords_ok ? join(",", [
-    for i, a in local.redis_addrs : "rediss://${urlencode(var.redis_username)}:${urlencode(local.redis_passwords[i])}@${a}"
+    for i, a in local.redis_addrs : "${local.redis_scheme}://${urlencode(var.redis_username)}:${urlencode(local.redis_passwords[i])}@${a}"
   ]) : null
-  # One value must let the functions reach every node (allowed_outbound_hosts takes a pattern).
+  # One host:port must let the functions reach every node (allowed_outbound_hosts takes a pattern):
+  # the pattern given, else the nodes' one host:port.
   redis_host = var.redis_host_pattern != null ? var.redis_host_pattern : (
     length(distinct(local.redis_addrs)) == 1 ? local.redis_addrs[0] : null
   )
+  redis_origin = local.redis_host != null ? "${local.redis_scheme}://${local.redis_host}" : null
+  # The nodes redis_host does not cover, by Spin's rules (crates/outbound-networking-config/src/
+  # allowed_hosts.rs): host "*", "*.domain" (any name ending in .domain) or the exact name; port
+  # "*", a range "a..b" (b excluded) or the exact number.
+  redis_host_parts = try(regex("^([^:/]+):([^:/]+)$", local.redis_host), null)
+  redis_uncovered = local.redis_host_parts == null ? local.redis_addrs : [
+    for e in var.redis_endpoints : "${e.host}:${e.port}" if !try(
+      (
+        local.redis_host_parts[0] == "*" ? true : startswith(local.redis_host_parts[0], "*.") ? (
+          endswith(e.host, trimprefix(local.redis_host_parts[0], "*"))
+        ) : local.redis_host_parts[0] == e.host
+        ) && (
+        local.redis_host_parts[1] == "*" ? true : strcontains(local.redis_host_parts[1], "..") ? (
+          e.port >= tonumber(split("..", local.redis_host_parts[1])[0]) && e.port < tonumber(split("..", local.redis_host_parts[1])[1])
+        ) : local.redis_host_parts[1] == tostring(e.port)
+      ),
+      false
+    )
+  ]
 
   pg_host = "${var.postgres.host}:${var.postgres.port}"
   pg_url  = "postgres://${urlencode(var.postgres.user)}:${urlencode(var.postgres_password)}@${local.pg_host}/${urlencode(var.postgres.database)}?sslmode=require"
 
   spin_variables = {
     redis_url        = local.redis_url
-    redis_host       = local.redis_host
+    redis_origin     = local.redis_origin
     pg_url           = local.pg_url
     pg_host          = local.pg_host
     jwt_secret       = var.secrets.jwt_secret

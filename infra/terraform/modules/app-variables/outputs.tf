@@ -4,8 +4,12 @@ output "spin_variables" {
   sensitive   = true
 
   precondition {
-    condition     = local.redis_host != null
-    error_message = "The Redis nodes have different host:port: set redis_host_pattern to one that matches them all (allowed_outbound_hosts takes a single pattern per scheme)."
+    condition     = local.redis_origin != null
+    error_message = "The Redis nodes have different host:port: set redis_host_pattern to one that matches them all (redis_origin, the one allowed_outbound_hosts entry for Redis, takes a single pattern)."
+  }
+  precondition {
+    condition     = length(local.redis_uncovered) == 0
+    error_message = "redis_origin ${coalesce(local.redis_origin, "(none)")} does not admit every Redis node: ${join(", ", local.redis_uncovered)}. Set redis_host_pattern to host:port that covers them all (host \"*.domain\" or a name, port a number, \"*\" or \"a..b\")."
   }
   precondition {
     condition     = local.redis_passwords_ok
@@ -14,10 +18,10 @@ output "spin_variables" {
 }
 
 output "hosts" {
-  description = "The non-secret variables allowed_outbound_hosts uses (redis_host, pg_host): built from the same endpoints as redis_url and pg_url, so a root can pass them in the clear (spin_variables checks that redis_host is set)."
+  description = "The non-secret variables allowed_outbound_hosts uses: redis_origin (scheme://host:port, the scheme redis_url's nodes use: \"{{ redis_origin }}\" is a whole entry) and pg_host (host:port, after \"postgres://\"). Built from the same endpoints as redis_url and pg_url, so a root can pass them in the clear (spin_variables checks that redis_origin is set and admits every node)."
   value = {
-    redis_host = local.redis_host
-    pg_host    = local.pg_host
+    redis_origin = local.redis_origin
+    pg_host      = local.pg_host
   }
 }
 
@@ -28,8 +32,8 @@ output "environment" {
 }
 
 output "allowed_outbound_hosts" {
-  description = "What the manifest's allowed_outbound_hosts entries resolve to."
-  value       = concat([for h in compact([local.redis_host]) : "rediss://${h}"], ["postgres://${local.pg_host}"])
+  description = "What the manifests' allowed_outbound_hosts entries resolve to: \"{{ redis_origin }}\" and \"postgres://{{ pg_host }}\"."
+  value       = concat(compact([local.redis_origin]), ["postgres://${local.pg_host}"])
 }
 
 output "settings" {

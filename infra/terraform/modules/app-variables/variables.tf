@@ -11,9 +11,13 @@ variable "redis_endpoints" {
 }
 
 variable "redis_host_pattern" {
-  description = "What allowed_outbound_hosts lets the functions reach, as host:port. Needed only when the nodes do not share one host:port (e.g. \"*.cache.example.com:6379\")."
+  description = "The host:port pattern that covers every node, without a scheme: the module puts redis_url's scheme in front to make redis_origin (\"*.cache.example.com:6379\" becomes \"rediss://*.cache.example.com:6379\"). Spin's rules: the host is a name, \"*\" or \"*.domain\"; the port is written out (rediss has no default port), \"*\" or a range \"a..b\". Needed only when the nodes do not share one host:port."
   type        = string
   default     = null
+  validation {
+    condition     = var.redis_host_pattern == null ? true : can(regex("^[^:/]+:(\\*|[0-9]+|[0-9]+\\.\\.[0-9]+)$", var.redis_host_pattern))
+    error_message = "redis_host_pattern is host:port with the port written out (e.g. \"*.cache.example.com:6379\"), no scheme: the module adds redis_url's (rediss://), which has no default port."
+  }
 }
 
 variable "redis_username" {

@@ -27,8 +27,8 @@ pub async fn rows(
     drop(faithful);
 
     let mut tls_vars = vars.to_vec();
-    let tls_host = format!("localhost:{}", redis.tls_port.unwrap_or_default());
-    point_redis_at(&mut tls_vars, redis.tls_url("localhost"), tls_host);
+    let tls_origin = format!("rediss://localhost:{}", redis.tls_port.unwrap_or_default());
+    point_redis_at(&mut tls_vars, redis.tls_url("localhost"), tls_origin);
     let mut tls_new_rps = 0.0;
     for (faithful, id, name) in [
         (false, "tls-pooled", "buy over TLS (pooled connection)"),
@@ -82,7 +82,7 @@ async fn rest_row(
         false => RestFacade::start_plain(&redis.url(), "bench-token").await?,
     };
     let mut rest = vars.to_vec();
-    point_redis_at(&mut rest, facade.url(), facade.host());
+    point_redis_at(&mut rest, facade.url(), facade.origin());
     let (host, name, id) = match tls {
         true => (
             HostProcess::start_trusting(&rest, false, &ca.path("ca.pem"))?,
@@ -90,7 +90,7 @@ async fn rest_row(
             "rest-tls",
         ),
         false => (
-            HostProcess::start(&plain_http_manifest()?, &rest, false)?,
+            HostProcess::start("spin.toml", &rest, false)?,
             "buy over Upstash REST (pooled plain HTTP, facade in-process)",
             "rest",
         ),
@@ -101,18 +101,6 @@ async fn rest_row(
     let rest = (row.rps(), cpu);
     row.add_note(&rest_note(rest, pooled, tls_new_rps, facade.connections()));
     Ok(row)
-}
-
-/// `spin.toml` that also lets the functions reach the Redis host over plain `http://`, for the
-/// plain REST row only.
-fn plain_http_manifest() -> Result<String> {
-    seckill_testkit::derived_manifest(
-        "spin.rest-plain.toml",
-        &[(
-            "\"https://{{ redis_host }}\"",
-            "\"https://{{ redis_host }}\", \"http://{{ redis_host }}\"",
-        )],
-    )
 }
 
 /// The REST row's comparisons, from (req/s, host CPU µs per request) of the REST and the pooled

@@ -36,7 +36,7 @@ impl Servers {
         let ca = TestCa::new()?;
         let (host, facade) = if rest {
             let facade = RestFacade::start(&redis.url(), &ca, "demo-token").await?;
-            point_redis_at(&mut vars, facade.url(), facade.host());
+            point_redis_at(&mut vars, facade.url(), facade.origin());
             eprintln!("Redis over REST: {}", facade.host());
             let tls_ca = ca.path("ca.pem");
             let host =

@@ -50,6 +50,21 @@ impl PgPools {
         Ok(pool.get().await?)
     }
 
+    /// Connections checked out and connections idle, over every pool (for the metrics: a
+    /// pool's key is a connection string, which may hold a password).
+    pub fn connections(&self) -> (usize, usize) {
+        let pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        pools
+            .values()
+            .map(Pool::status)
+            .fold((0, 0), |(busy, idle), s| {
+                (
+                    busy + s.size.saturating_sub(s.available),
+                    idle + s.available,
+                )
+            })
+    }
+
     /// `address`'s pool. The lock is only held here, never across an `.await`.
     fn pool(&self, address: &str, config: &Config) -> anyhow::Result<Pool> {
         let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);

@@ -20,8 +20,16 @@ run "one_node_over_tls" {
     error_message = "Redis URL: rediss://, the password URL-encoded"
   }
   assert {
-    condition     = output.spin_variables.redis_host == "redis-1.cache.example.com:6379"
-    error_message = "redis_host is the node's host:port"
+    condition     = output.spin_variables.redis_origin == "rediss://redis-1.cache.example.com:6379"
+    error_message = "redis_origin is the node's host:port behind redis_url's scheme, the port written out"
+  }
+  assert {
+    condition     = split("://", output.hosts.redis_origin)[0] == split("://", output.spin_variables.redis_url)[0]
+    error_message = "redis_origin's scheme is redis_url's (one allowed_outbound_hosts entry for Redis)"
+  }
+  assert {
+    condition     = !contains(keys(output.spin_variables), "redis_host") && !contains(keys(output.environment), "SPIN_VARIABLE_REDIS_HOST")
+    error_message = "redis_host is gone: redis_origin replaces it"
   }
   assert {
     condition     = output.spin_variables.pg_url == "postgres://app:s3cret%26%3F@db.example.com:5432/seckill?sslmode=require"
@@ -61,9 +69,100 @@ run "several_nodes_share_a_pattern" {
     error_message = "every node in redis_url, comma-separated"
   }
   assert {
-    condition     = output.spin_variables.redis_host == "*.cache.example.com:6379"
-    error_message = "one pattern reaches every node"
+    condition     = output.spin_variables.redis_origin == "rediss://*.cache.example.com:6379"
+    error_message = "one pattern reaches every node, behind redis_url's scheme"
   }
+  assert {
+    condition     = output.allowed_outbound_hosts == ["rediss://*.cache.example.com:6379", "postgres://db.example.com:5432"]
+    error_message = "one Redis entry, then Postgres"
+  }
+}
+
+run "a_port_range_or_any_host_covers_the_nodes" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "10.0.1.5", port = 6379 },
+      { host = "redis-b.internal", port = 6380 },
+    ]
+    redis_host_pattern = "*:6379..6381"
+  }
+
+  assert {
+    condition     = output.hosts.redis_origin == "rediss://*:6379..6381"
+    error_message = "Spin's host \"*\" and port range a..b (b excluded) cover both nodes"
+  }
+}
+
+run "a_pattern_that_misses_a_node" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.other.example.com", port = 6379 },
+    ]
+    redis_host_pattern = "*.cache.example.com:6379"
+  }
+
+  expect_failures = [output.spin_variables]
+}
+
+run "a_pattern_on_another_port" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6380 },
+      { host = "b.cache.example.com", port = 6380 },
+    ]
+    redis_host_pattern = "*.cache.example.com:6379"
+  }
+
+  expect_failures = [output.spin_variables]
+}
+
+run "a_range_that_excludes_its_end" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.cache.example.com", port = 6380 },
+    ]
+    redis_host_pattern = "*.cache.example.com:6379..6380"
+  }
+
+  expect_failures = [output.spin_variables]
+}
+
+run "a_pattern_with_a_scheme_is_refused" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.cache.example.com", port = 6379 },
+    ]
+    redis_host_pattern = "rediss://*.cache.example.com:6379"
+  }
+
+  expect_failures = [var.redis_host_pattern]
+}
+
+run "a_pattern_without_a_port_is_refused" {
+  command = plan
+
+  variables {
+    redis_endpoints = [
+      { host = "a.cache.example.com", port = 6379 },
+      { host = "b.cache.example.com", port = 6379 },
+    ]
+    redis_host_pattern = "*.cache.example.com"
+  }
+
+  expect_failures = [var.redis_host_pattern]
 }
 
 run "several_nodes_need_a_pattern" {
@@ -111,7 +210,7 @@ run "one_password_per_node" {
     error_message = "each node carries its own password"
   }
   assert {
-    condition     = output.hosts == { redis_host = "*.upstash.io:6379", pg_host = "db.example.com:5432" }
+    condition     = output.hosts == { redis_origin = "rediss://*.upstash.io:6379", pg_host = "db.example.com:5432" }
     error_message = "the hosts output carries what allowed_outbound_hosts uses, in the clear"
   }
   assert {

@@ -1,0 +1,527 @@
+//! The host as a production runtime: the `seckill-host up` binary as a child process (signals,
+//! exit status, flags, log lines), over raw TCP where a client must misbehave. Graceful shutdown,
+//! header/body/idle timeouts and the connection cap, the 413's lingering close, metrics, JSON
+//! logs. Runs `target/release/seckill-host`: `cargo build --release -p seckill-host` first
+//! (scripts/test.sh's run builds it with the tests).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use seckill_testkit::host_process::{HostProcess, get};
+use seckill_testkit::{PgServer, RedisServer, free_port};
+
+/// The conformance app (`/hello`, `/conformance/...`, a cron trigger every second) on the host
+/// binary, with `args`.
+fn host(redis: &RedisServer, pg: &PgServer, args: &[&str]) -> Result<HostProcess> {
+    HostProcess::start(
+        "tests/manifests/conformance.toml",
+        &[("redis_host", redis.host()), ("pg_host", pg.host())],
+        args,
+    )
+}
+
+fn connect(addr: SocketAddr) -> Result<TcpStream> {
+    let stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(15)))?;
+    Ok(stream)
+}
+
+/// A response, read to the end of its `Content-Length` body.
+struct Response {
+    head: String,
+    body: String,
+}
+
+impl Response {
+    fn status(&self) -> u16 {
+        self.head[9..12].parse().expect("a status code")
+    }
+}
+
+/// Reads up to and including the next CRLF.
+fn read_line(stream: &mut TcpStream) -> Result<String> {
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n") {
+        if stream.read(&mut byte)? == 0 {
+            bail!(
+                "connection closed mid-line: {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        bytes.push(byte[0]);
+    }
+    Ok(String::from_utf8(bytes)?)
+}
+
+/// One response, its body read by `Content-Length` or chunk by chunk.
+fn read_response(stream: &mut TcpStream) -> Result<Response> {
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        head += &read_line(stream)?;
+    }
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (n, value) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    };
+    let mut body = Vec::new();
+    if header("transfer-encoding").is_some_and(|te| te.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let size = usize::from_str_radix(read_line(stream)?.trim_end(), 16)?;
+            let mut chunk = vec![0; size + 2];
+            stream.read_exact(&mut chunk)?;
+            body.extend_from_slice(&chunk[..size]);
+            if size == 0 {
+                break;
+            }
+        }
+    } else {
+        let length = header("content-length").map_or(Ok(0), |l| l.parse())?;
+        body.resize(length, 0);
+        stream.read_exact(&mut body)?;
+    }
+    Ok(Response {
+        head,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Whether the peer has closed `stream`, waiting up to `wait` for it.
+fn closed_within(stream: &mut TcpStream, wait: Duration) -> Result<bool> {
+    stream.set_read_timeout(Some(wait))?;
+    let mut scratch = [0u8; 1024];
+    match stream.read(&mut scratch) {
+        Ok(0) => Ok(true),
+        Ok(n) => bail!(
+            "unexpected bytes: {:?}",
+            String::from_utf8_lossy(&scratch[..n])
+        ),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// SIGTERM: the listening socket closes at once (a new connection is refused), a request whose
+/// body is still arriving and a guest still running both get their normal responses, an idle
+/// keep-alive connection is closed, and the process exits 0.
+#[test]
+fn sigterm_finishes_requests_in_flight_then_exits_0() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let mut host = host(&redis, &pg, &["--shutdown-grace", "20s"])?;
+    let addr = host.addr;
+
+    let mut idle = connect(addr)?;
+    write!(idle, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(read_response(&mut idle)?.status(), 200);
+
+    // Half a body sent: the guest is reading it.
+    let mut uploading = connect(addr)?;
+    write!(
+        uploading,
+        "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello"
+    )?;
+    // A guest that takes 700 ms.
+    let mut slow = connect(addr)?;
+    write!(
+        slow,
+        "GET /conformance/slow-incr HTTP/1.1\r\nHost: x\r\n\r\n"
+    )?;
+    std::thread::sleep(Duration::from_millis(200));
+
+    host.signal("TERM")?;
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect(addr) {
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => break,
+            _ if start.elapsed() > Duration::from_secs(2) => bail!("still accepting after SIGTERM"),
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(2))?,
+        "an idle keep-alive connection is closed on shutdown"
+    );
+    drop(idle);
+
+    let resp = read_response(&mut slow)?;
+    assert_eq!(resp.status(), 200, "{}{}", resp.head, resp.body);
+    assert!(resp.body.contains("done"), "{}", resp.body);
+    drop(slow);
+
+    std::thread::sleep(Duration::from_millis(300));
+    uploading.write_all(b"world")?;
+    let resp = read_response(&mut uploading)?;
+    assert_eq!(resp.status(), 200, "{}{}", resp.head, resp.body);
+    assert_eq!(resp.body, "hello");
+    assert!(
+        resp.head.to_ascii_lowercase().contains("connection: close"),
+        "{}",
+        resp.head
+    );
+    drop(uploading);
+
+    let status = host.wait_exit(Duration::from_secs(10))?;
+    assert!(status.success(), "{status}");
+    let log = host.log().join("\n");
+    assert!(log.contains("SIGTERM: shutting down"), "{log}");
+    assert!(log.contains("shut down cleanly"), "{log}");
+    Ok(())
+}
+
+/// A request that never completes holds the exit only for `--shutdown-grace`; SIGINT works as
+/// SIGTERM does.
+#[test]
+fn the_shutdown_grace_bounds_the_wait() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let mut host = host(&redis, &pg, &["--shutdown-grace", "1s"])?;
+    let mut stuck = connect(host.addr)?;
+    write!(
+        stuck,
+        "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhel"
+    )?;
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    host.signal("INT")?;
+    let status = host.wait_exit(Duration::from_secs(10))?;
+    let took = start.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let log = host.log().join("\n");
+    assert!(log.contains("SIGINT: shutting down"), "{log}");
+    assert!(log.contains("grace period over"), "{log}");
+    Ok(())
+}
+
+/// Slowloris: more connections than the cap, each sending its head a byte at a time, are each
+/// closed at the header timeout, and a normal client is served meanwhile (within about one
+/// header timeout, when the first slow ones are cut off and its connection is accepted).
+#[test]
+fn slow_heads_are_cut_off_and_do_not_starve_other_clients() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(
+        &redis,
+        &pg,
+        &["--header-timeout", "1s", "--max-connections", "48"],
+    )?;
+    let addr = host.addr;
+    let start = Instant::now();
+    let slow: Vec<_> = (0..64)
+        .map(|_| {
+            std::thread::spawn(move || -> Result<Duration> {
+                let mut stream = TcpStream::connect(addr)?;
+                let opened = Instant::now();
+                stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+                let head = b"GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+                let mut scratch = [0u8; 256];
+                for byte in head.iter().cycle() {
+                    if opened.elapsed() > Duration::from_secs(8) {
+                        bail!("never closed");
+                    }
+                    if stream.write_all(&[*byte]).is_err() {
+                        return Ok(opened.elapsed());
+                    }
+                    match stream.read(&mut scratch) {
+                        Ok(0) => return Ok(opened.elapsed()),
+                        Ok(_) => bail!("a response to an unfinished head"),
+                        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                        Err(_) => return Ok(opened.elapsed()),
+                    }
+                }
+                unreachable!("cycle never ends")
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let response = get(addr, "/hello")?;
+    let served = start.elapsed();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(served < Duration::from_secs(3), "served after {served:?}");
+    for thread in slow {
+        let lasted = thread.join().expect("no panic")?;
+        // From the client's connect: a connection beyond the cap waits ~1 s to be accepted.
+        assert!(
+            lasted >= Duration::from_millis(900) && lasted < Duration::from_secs(4),
+            "a slow connection lasted {lasted:?}"
+        );
+    }
+    Ok(())
+}
+
+/// The idle timeout is the keep-alive's own, not the header timeout: a connection idle longer
+/// than the header timeout still serves its next request, then closes after the idle timeout.
+#[test]
+fn idle_keep_alive_has_its_own_timeout() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(
+        &redis,
+        &pg,
+        &["--header-timeout", "1s", "--idle-timeout", "3s"],
+    )?;
+    let mut stream = connect(host.addr)?;
+    write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(read_response(&mut stream)?.status(), 200);
+    assert!(!closed_within(&mut stream, Duration::from_secs(2))?);
+    write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(read_response(&mut stream)?.status(), 200);
+    let idle = Instant::now();
+    assert!(closed_within(&mut stream, Duration::from_secs(6))?);
+    let lasted = idle.elapsed();
+    assert!(
+        lasted >= Duration::from_millis(2500) && lasted < Duration::from_secs(5),
+        "{lasted:?}"
+    );
+    Ok(())
+}
+
+/// A body trickling in is cut off at the body timeout: the guest's read fails, the client gets
+/// the response the guest makes of that, and the connection closes.
+#[test]
+fn a_slow_body_is_cut_off_at_the_body_timeout() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--body-timeout", "1s"])?;
+    let mut stream = connect(host.addr)?;
+    write!(
+        stream,
+        "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nab"
+    )?;
+    let start = Instant::now();
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let mut received = Vec::new();
+    let mut scratch = [0u8; 1024];
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(6), "no end");
+        let _ = stream.write_all(b"c");
+        match stream.read(&mut scratch) {
+            Ok(0) => break,
+            Ok(n) => received.extend_from_slice(&scratch[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    let took = start.elapsed();
+    let text = String::from_utf8_lossy(&received);
+    assert!(text.starts_with("HTTP/1.1 "), "{text:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    Ok(())
+}
+
+/// A client still sending a body over the limit reads the 413 (the host reads and discards the
+/// rest before closing) instead of losing it to EPIPE or ECONNRESET.
+#[test]
+fn a_413_reaches_a_client_still_sending_its_body() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--max-request-body", "65536"])?;
+    let chunk = vec![b'x'; 64 << 10];
+    for attempt in 0..5 {
+        let mut stream = connect(host.addr)?;
+        write!(
+            stream,
+            "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            64 * chunk.len()
+        )?;
+        for _ in 0..64 {
+            stream
+                .write_all(&chunk)
+                .with_context(|| format!("attempt {attempt}: sending the body"))?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let resp = read_response(&mut stream).with_context(|| format!("attempt {attempt}"))?;
+        assert_eq!(resp.status(), 413, "{}", resp.head);
+        assert!(resp.body.contains("body_too_large"), "{}", resp.body);
+    }
+    Ok(())
+}
+
+/// `--metrics-listen`: requests by manifest route (not path) and status, latency by route, the
+/// instance pool, Redis and Postgres connections, cron runs by component and outcome.
+#[test]
+fn metrics_count_by_route_status_and_component() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+    let host = host(&redis, &pg, &["--metrics-listen", &metrics.to_string()])?;
+    for _ in 0..3 {
+        assert!(get(host.addr, "/hello")?.starts_with("HTTP/1.1 200"));
+    }
+    assert!(get(host.addr, "/conformance/variables")?.starts_with("HTTP/1.1 200"));
+    assert!(get(host.addr, "/conformance/pg")?.starts_with("HTTP/1.1 200"));
+    assert!(get(host.addr, "/nowhere")?.starts_with("HTTP/1.1 404"));
+    // The cron trigger fires every second.
+    std::thread::sleep(Duration::from_millis(2200));
+
+    let scrape = get(metrics, "/metrics")?;
+    assert!(scrape.starts_with("HTTP/1.1 200"), "{scrape}");
+    let value = |series: &str| -> f64 {
+        scrape
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no `{series}` in\n{scrape}"))
+    };
+    // Start-up polled the well-known health route: counted under its own label.
+    assert_eq!(
+        value(r#"seckill_http_requests_total{route="/hello",status="200"}"#),
+        3.0
+    );
+    assert_eq!(
+        value(r#"seckill_http_requests_total{route="/conformance/...",status="200"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"seckill_http_requests_total{route="unmatched",status="404"}"#),
+        1.0
+    );
+    assert!(
+        value(r#"seckill_http_requests_total{route="/.well-known/spin/health",status="200"}"#)
+            >= 1.0
+    );
+    assert_eq!(
+        value(r#"seckill_http_request_duration_seconds_count{route="/hello"}"#),
+        3.0
+    );
+    assert_eq!(
+        value(r#"seckill_http_request_duration_seconds_bucket{le="+Inf",route="/hello"}"#),
+        3.0
+    );
+    assert!(value(r#"seckill_cron_runs_total{component="cron-probe",outcome="ok"}"#) >= 1.0);
+    assert!(value(r#"seckill_cron_run_duration_seconds_count{component="cron-probe"}"#) >= 1.0);
+    assert_eq!(value("seckill_instances_limit"), 1000.0);
+    assert!(value("seckill_instances_in_use") <= 1.0);
+    assert!(value("seckill_redis_connections_opened_total") >= 1.0);
+    let pg_connections = value(r#"seckill_postgres_connections{state="in_use"}"#)
+        + value(r#"seckill_postgres_connections{state="idle"}"#);
+    assert!(pg_connections >= 1.0, "{scrape}");
+    // This scrape's own connection is open; the `get`s before it closed theirs.
+    assert!(value("seckill_http_connections") <= 1.0);
+    assert!(get(metrics, "/other")?.starts_with("HTTP/1.1 404"));
+    Ok(())
+}
+
+/// `--log-format json`: every line the host logs is one JSON object with a timestamp, level,
+/// target and message, and an event's fields beside them. (A guest's own stderr, here its panic
+/// message, passes through as it wrote it, as under Spin.)
+#[test]
+fn json_logs_are_one_object_per_line() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--log-format", "json"])?;
+    // A guest trap is logged with its component as a field.
+    assert!(get(host.addr, "/conformance/trap")?.starts_with("HTTP/1.1 500"));
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = host.log();
+    let (host_lines, guest_lines): (Vec<_>, Vec<_>) =
+        lines.iter().partition(|l| l.starts_with('{'));
+    assert!(
+        guest_lines
+            .iter()
+            .all(|l| !l.contains(" INFO ") && !l.contains(" ERROR ")),
+        "a text log line: {guest_lines:?}"
+    );
+    let events: Vec<serde_json::Value> = host_lines
+        .iter()
+        .map(|l| serde_json::from_str(l).with_context(|| format!("not JSON: {l}")))
+        .collect::<Result<_>>()?;
+    for e in &events {
+        for key in ["timestamp", "level", "target", "message"] {
+            assert!(e.get(key).is_some(), "no {key} in {e}");
+        }
+    }
+    assert!(
+        events.iter().any(|e| e["level"] == "INFO"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("serving conformance on http://"))),
+        "{lines:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["level"] == "ERROR" && e["component"] == "conformance"),
+        "{lines:?}"
+    );
+    Ok(())
+}
+
+/// scripts/release.sh (packing what is built): the tarball holds the host, every component,
+/// spin.toml pointing inside it, the migrations, the API, the unit and SHA256SUMS; unpacked, the
+/// host serves the app from it.
+#[test]
+fn the_release_artifact_serves_from_its_unpacked_tree() -> Result<()> {
+    let dist = tempfile::tempdir()?;
+    let out = std::process::Command::new("bash")
+        .arg(seckill_testkit::repo_root().join("scripts/release.sh"))
+        .env("SECKILL_RELEASE_NO_BUILD", "1")
+        .env("SECKILL_DIST_DIR", dist.path())
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tarball = String::from_utf8(out.stdout)?.trim().to_owned();
+    assert!(
+        tarball.contains("/seckill-") && tarball.ends_with(".tar.gz"),
+        "{tarball}"
+    );
+    let listing = std::process::Command::new("tar")
+        .args(["-tzf", &tarball])
+        .output()?;
+    let listing = String::from_utf8(listing.stdout)?;
+    for file in [
+        "./bin/seckill-host",
+        "./spin.toml",
+        "./wasm/server_time.wasm",
+        "./wasm/buy.wasm",
+        "./migrations/0001_orders.sql",
+        "./api/openapi.yaml",
+        "./seckill-host.service",
+        "./SHA256SUMS",
+    ] {
+        assert!(
+            listing.lines().any(|l| l == file),
+            "no {file} in\n{listing}"
+        );
+    }
+
+    let tree = tempfile::tempdir()?;
+    let unpacked = std::process::Command::new("tar")
+        .args(["-xzf", &tarball, "-C"])
+        .arg(tree.path())
+        .status()?;
+    assert!(unpacked.success());
+    let sums = std::process::Command::new("sha256sum")
+        .args(["--quiet", "-c", "SHA256SUMS"])
+        .current_dir(tree.path())
+        .status()?;
+    assert!(sums.success(), "SHA256SUMS does not match the files");
+    let manifest = std::fs::read_to_string(tree.path().join("spin.toml"))?;
+    assert!(
+        manifest
+            .lines()
+            .filter(|l| l.starts_with("source = "))
+            .all(|l| l.starts_with("source = \"wasm/")),
+        "{manifest}"
+    );
+
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let manifest = tree.path().join("spin.toml");
+    let host = HostProcess::start_binary(
+        &tree.path().join("bin/seckill-host"),
+        manifest.to_str().context("a UTF-8 path")?,
+        &seckill_testkit::app_vars(&redis, &pg),
+        &["--no-cron"],
+    )?;
+    let response = get(host.addr, "/api/time")?;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"now_ms\":"), "{response}");
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! Prometheus metrics (`seckill-host up --metrics-listen ADDR`), through `prometheus-client`:
+//! requests by manifest route and status, latency by route, open connections, cron runs by
+//! component and outcome, and, read at each scrape, the instance pool and the Redis and Postgres
+//! connections. Served on an address of its own, so the app's routes and the scrape never meet.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+use crate::runtime::Runtime;
+
+/// The route a response answered, put in its extensions by [`crate::http_trigger::handle`]:
+/// the route as written in the manifest (`/api/events/:event_id/buy`), never the raw path, so
+/// the label set stays as small as the manifest.
+#[derive(Debug, Clone)]
+pub struct MatchedRoute(pub Cow<'static, str>);
+
+/// The label of a request no route matched.
+const UNMATCHED: &str = "unmatched";
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Cow<'static, str>,
+    status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: Cow<'static, str>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ComponentLabels {
+    component: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CronLabels {
+    component: String,
+    outcome: &'static str,
+}
+
+/// Seconds, from half a millisecond (a hello) to ten seconds (a long job run).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+/// The host's metrics. Recording is a few atomic operations and a read-locked map lookup.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    connections: Gauge,
+    cron_runs: Family<CronLabels, Counter>,
+    cron_latency: Family<ComponentLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Metrics {
+    /// The metrics of a host running `runtime`.
+    pub fn new(runtime: Arc<Runtime>) -> Metrics {
+        let mut registry = Registry::with_prefix("seckill");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by manifest route and status",
+            requests.clone(),
+        );
+        let latency = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from the request head to the response head, by manifest route",
+            latency.clone(),
+        );
+        let connections = Gauge::default();
+        registry.register(
+            "http_connections",
+            "HTTP connections open now",
+            connections.clone(),
+        );
+        let cron_runs = Family::<CronLabels, Counter>::default();
+        registry.register(
+            "cron_runs",
+            "Cron runs, by component and outcome (ok or error)",
+            cron_runs.clone(),
+        );
+        let cron_latency = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        registry.register(
+            "cron_run_duration_seconds",
+            "Cron run time, by component",
+            cron_latency.clone(),
+        );
+        registry.register_collector(Box::new(Pools(runtime)));
+        Metrics {
+            registry,
+            requests,
+            latency,
+            connections,
+            cron_runs,
+            cron_latency,
+        }
+    }
+
+    /// Counts a response and the time to its head.
+    pub(crate) fn request<B>(&self, resp: &Response<B>, elapsed: Duration) {
+        let route = resp
+            .extensions()
+            .get::<MatchedRoute>()
+            .map_or(Cow::Borrowed(UNMATCHED), |r| r.0.clone());
+        self.latency
+            .get_or_create(&RouteLabels {
+                route: route.clone(),
+            })
+            .observe(elapsed.as_secs_f64());
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                status: resp.status().as_u16(),
+            })
+            .inc();
+    }
+
+    /// A connection opened (`+1`) or closed (`-1`).
+    pub(crate) fn connection(&self, delta: i64) {
+        self.connections.inc_by(delta);
+    }
+
+    /// Counts one cron run of `component`.
+    pub(crate) fn cron_run(&self, component: &str, ok: bool, elapsed: Duration) {
+        let outcome = if ok { "ok" } else { "error" };
+        self.cron_runs
+            .get_or_create(&CronLabels {
+                component: component.to_owned(),
+                outcome,
+            })
+            .inc();
+        self.cron_latency
+            .get_or_create(&ComponentLabels {
+                component: component.to_owned(),
+            })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// What is read at each scrape rather than counted: the instance pool and the connection pools.
+struct Pools(Arc<Runtime>);
+
+impl std::fmt::Debug for Pools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pools")
+    }
+}
+
+impl Collector for Pools {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let runtime = &self.0;
+        let limit = runtime.max_instances() as i64;
+        let free = runtime.slots().available_permits() as i64;
+        gauge(
+            &mut encoder,
+            "instances_in_use",
+            "Guest instances alive now",
+            limit - free,
+        )?;
+        gauge(
+            &mut encoder,
+            "instances_limit",
+            "Guest instances that may be alive at once",
+            limit,
+        )?;
+        let services = runtime.services();
+        let opened = ConstCounter::new(services.redis.connections_opened());
+        opened.encode(encoder.encode_descriptor(
+            "redis_connections_opened",
+            "TCP connections opened to Redis (pooled: one per node, again after a reconnect)",
+            None,
+            opened.metric_type(),
+        )?)?;
+        let (busy, idle) = services.pg.connections();
+        let pg = encoder.encode_descriptor(
+            "postgres_connections",
+            "Postgres connections by state (in_use: checked out by an instance)",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        );
+        let mut pg = pg?;
+        for (state, n) in [("in_use", busy), ("idle", idle)] {
+            ConstGauge::new(n as i64).encode(pg.encode_family(&[("state", state)])?)?;
+        }
+        Ok(())
+    }
+}
+
+fn gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: i64,
+) -> Result<(), std::fmt::Error> {
+    let gauge = ConstGauge::new(value);
+    gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)
+}
+
+/// Serves `GET /metrics` on `listener` until the task is dropped.
+pub async fn serve(metrics: Arc<Metrics>, listener: TcpListener) -> Result<()> {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!("metrics accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let metrics = metrics.clone();
+                async move { Ok::<_, Infallible>(scrape(&metrics, &req)) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn scrape(metrics: &Metrics, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::default());
+    if req.uri().path() != "/metrics" {
+        *resp.status_mut() = StatusCode::NOT_FOUND;
+        return resp;
+    }
+    *resp.body_mut() = Full::new(Bytes::from(metrics.encode()));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
+}

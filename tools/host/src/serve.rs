@@ -1,0 +1,448 @@
+//! Serving the HTTP trigger as a production runtime: a cap on open connections, header, body and
+//! idle timeouts, graceful shutdown and a lingering close. What a request gets is
+//! [`http_trigger::handle`]'s; this module only decides how long a connection may take and how
+//! it ends, so responses are the same whichever options are set.
+//!
+//! A connection is in one of three phases ([`Phase`]): waiting for a request head (the header
+//! timeout runs from the connection's start or from a request's first byte), serving a request
+//! (no deadline of the connection's own: the body timeout runs on the request body, the guest
+//! takes what it takes), or idle between requests (the idle timeout). hyper's own
+//! `header_read_timeout` cannot tell the first from the third: it starts as soon as hyper waits
+//! for a head, so an idle keep-alive connection would get the header timeout.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use anyhow::Result;
+use bytes::Bytes;
+use http::Request;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
+
+use crate::http_trigger::{ConnectionError, HttpTrigger, ResponseBody, handle};
+use crate::metrics::Metrics;
+use crate::runtime::Runtime;
+
+/// How connections are served.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// A request head must arrive within this, from the connection's start or the head's first
+    /// byte (slowloris).
+    pub header_timeout: Duration,
+    /// A request body must arrive within this, from the guest's first read of it.
+    pub body_timeout: Duration,
+    /// A keep-alive connection with no request for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once; more wait in the listen backlog.
+    pub max_connections: u32,
+    /// Where requests and connections are counted, if anywhere.
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(75),
+            max_connections: 10_000,
+            metrics: None,
+        }
+    }
+}
+
+/// After a response that ends the connection, what the client still sends is read and thrown
+/// away for at most this long in all, or until it pauses for [`LINGER_PAUSE`], or sends
+/// [`LINGER_BYTES`]: a socket closed with unread input resets the connection, and a client still
+/// writing its body (a 413) then sees EPIPE or ECONNRESET instead of the response it was sent.
+const LINGER_TIME: Duration = Duration::from_secs(10);
+const LINGER_PAUSE: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 16 << 20;
+
+/// Serves the HTTP trigger of `app` on `listener` until `shutdown` is cancelled; then stops
+/// accepting (the listening socket closes, so new connections are refused), lets each request in
+/// flight finish and returns once every connection has closed. The caller bounds that wait.
+pub async fn serve<A>(
+    app: Arc<A>,
+    listener: TcpListener,
+    options: ServeOptions,
+    shutdown: CancellationToken,
+) -> Result<()>
+where
+    A: AsRef<HttpTrigger> + Send + Sync + 'static,
+{
+    let open = Arc::new(Semaphore::new(options.max_connections as usize));
+    let options = Arc::new(options);
+    loop {
+        let (stream, client, permit) = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            accepted = accept(&listener, &open) => accepted,
+        };
+        let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            connection(app, stream, client, &options, &shutdown).await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Each connection holds a permit until it has closed.
+    let _ = open.acquire_many(options.max_connections).await;
+    Ok(())
+}
+
+/// The next connection, once there is room for it.
+async fn accept(
+    listener: &TcpListener,
+    open: &Arc<Semaphore>,
+) -> (TcpStream, SocketAddr, OwnedSemaphorePermit) {
+    let permit = open
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the semaphore is never closed");
+    loop {
+        match listener.accept().await {
+            Ok((stream, client)) => return (stream, client, permit),
+            Err(e) => {
+                // Out of file descriptors and the like: keep serving.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// Serves one connection until it closes, or until its request in flight is answered after
+/// `shutdown`.
+async fn connection<A>(
+    app: Arc<A>,
+    stream: TcpStream,
+    client: SocketAddr,
+    options: &ServeOptions,
+    shutdown: &CancellationToken,
+) where
+    A: AsRef<HttpTrigger> + Send + Sync + 'static,
+{
+    let _ = stream.set_nodelay(true);
+    let _open = options.metrics.clone().map(OpenConnection::new);
+    let clock = Arc::new(Clock::new());
+    let io = Watched::new(stream, clock.clone(), options);
+    let (metrics, body_timeout) = (options.metrics.clone(), options.body_timeout);
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        // Set before the future is first polled: hyper may read the body before that.
+        clock.set(Phase::Serving);
+        let (app, clock, metrics) = (app.clone(), clock.clone(), metrics.clone());
+        async move {
+            let start = Instant::now();
+            let req = req.map(|body| TimedBody::new(body, body_timeout));
+            let resp = handle((*app).as_ref(), req, client).await?;
+            if let Some(metrics) = &metrics {
+                metrics.request(&resp, start.elapsed());
+            }
+            Ok::<_, ConnectionError>(resp.map(|body| Answered { body, clock }))
+        }
+    });
+    let conn =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    let mut conn = std::pin::pin!(conn);
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
+        _ = shutdown.cancelled() => {
+            // No keep-alive: an idle connection closes now, a busy one after its response.
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!("connection from {client} ended: {e}");
+    }
+}
+
+/// Counts a connection as open while it lives.
+struct OpenConnection(Arc<Metrics>);
+
+impl OpenConnection {
+    fn new(metrics: Arc<Metrics>) -> Self {
+        metrics.connection(1);
+        OpenConnection(metrics)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connection(-1);
+    }
+}
+
+/// Where a connection is between requests, and since when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for (the rest of) a request head.
+    Head,
+    /// A request is being served: from its head to the end of its response.
+    Serving,
+    /// Between requests, nothing received yet.
+    Idle,
+}
+
+/// A connection's phase, shared by its socket, its service and its responses.
+struct Clock(Mutex<(Phase, Instant)>);
+
+impl Clock {
+    fn new() -> Self {
+        Clock(Mutex::new((Phase::Head, Instant::now())))
+    }
+
+    fn get(&self) -> (Phase, Instant) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, phase: Phase) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = (phase, Instant::now());
+    }
+
+    /// Bytes arrived: an idle connection starts a request head.
+    fn received(&self) {
+        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.0 == Phase::Idle {
+            *state = (Phase::Head, Instant::now());
+        }
+    }
+}
+
+/// The socket, as hyper sees it: reads fail with `TimedOut` past the phase's deadline, and
+/// shutting down lingers (see [`LINGER_TIME`]).
+struct Watched {
+    stream: TcpStream,
+    clock: Arc<Clock>,
+    header_timeout: Duration,
+    idle_timeout: Duration,
+    /// The phase's deadline, or the lingering's.
+    timer: Pin<Box<Sleep>>,
+    /// Set once the write side is shut.
+    lingering: Option<Lingering>,
+}
+
+impl Watched {
+    fn new(stream: TcpStream, clock: Arc<Clock>, options: &ServeOptions) -> Self {
+        Watched {
+            stream,
+            clock,
+            header_timeout: options.header_timeout,
+            idle_timeout: options.idle_timeout,
+            timer: Box::pin(tokio::time::sleep(options.header_timeout)),
+            lingering: None,
+        }
+    }
+
+    /// Pending until `deadline`, then ready.
+    fn poll_until(&mut self, cx: &mut Context<'_>, deadline: Instant) -> Poll<()> {
+        if self.timer.deadline() != deadline {
+            self.timer.as_mut().reset(deadline);
+        }
+        self.timer.as_mut().poll(cx)
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.clock.received();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                let (phase, since) = this.clock.get();
+                let (limit, what) = match phase {
+                    Phase::Head => (this.header_timeout, "request head timed out"),
+                    Phase::Idle => (this.idle_timeout, "idle keep-alive timed out"),
+                    Phase::Serving => return Poll::Pending,
+                };
+                ready!(this.poll_until(cx, since + limit));
+                Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, what)))
+            }
+            failed => failed,
+        }
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    /// hyper shuts the socket down when it ends a connection cleanly (`Connection: close`, a
+    /// graceful shutdown, the client's EOF): send our FIN, then linger.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.lingering.is_none() {
+            ready!(Pin::new(&mut this.stream).poll_shutdown(cx))?;
+            let now = Instant::now();
+            this.lingering = Some(Lingering {
+                until: now + LINGER_TIME,
+                last: now,
+                discarded: 0,
+            });
+        }
+        let mut scratch = [0u8; 16 << 10];
+        loop {
+            let linger = this.lingering.as_mut().expect("set above");
+            if linger.discarded >= LINGER_BYTES {
+                return Poll::Ready(Ok(()));
+            }
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.stream).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => {
+                    linger.discarded += buf.filled().len();
+                    linger.last = Instant::now();
+                }
+                // EOF (the client closed) or an error: nothing more to wait for.
+                Poll::Ready(_) => return Poll::Ready(Ok(())),
+                Poll::Pending => {
+                    let deadline = linger.until.min(linger.last + LINGER_PAUSE);
+                    ready!(this.poll_until(cx, deadline));
+                    return Poll::Ready(Ok(()));
+                }
+            }
+        }
+    }
+}
+
+/// A closing connection's lingering.
+struct Lingering {
+    /// When it ends at the latest.
+    until: Instant,
+    /// When the client last sent something.
+    last: Instant,
+    /// Bytes thrown away.
+    discarded: usize,
+}
+
+/// A request body must arrive within the body timeout of the guest's first read of it.
+pub(crate) struct TimedBody {
+    inner: Incoming,
+    limit: Duration,
+    /// Started at the first read that has to wait.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+/// The error a guest's body stream gets when the client sends the body too slowly.
+#[derive(Debug, thiserror::Error)]
+#[error("request body not received within {0:?}")]
+pub struct BodyTimedOut(pub Duration);
+
+impl TimedBody {
+    fn new(inner: Incoming, limit: Duration) -> Self {
+        TimedBody {
+            inner,
+            limit,
+            timer: None,
+        }
+    }
+}
+
+impl Body for TimedBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
+            Poll::Pending => {
+                let limit = this.limit;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                ready!(timer.as_mut().poll(cx));
+                Poll::Ready(Some(Err(Box::new(BodyTimedOut(limit)))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response body that marks its connection idle once hyper is done with it.
+struct Answered {
+    body: ResponseBody,
+    clock: Arc<Clock>,
+}
+
+impl Body for Answered {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for Answered {
+    fn drop(&mut self) {
+        self.clock.set(Phase::Idle);
+    }
+}
+
+/// Waits until no guest instance of `runtime` is alive.
+pub async fn instances_done(runtime: &Runtime) {
+    let _ = runtime.slots().acquire_many(runtime.max_instances()).await;
+}
