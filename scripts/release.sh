@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The self-hosted release artifact: target/dist/seckill-<version>-<target>.tar.gz, to unpack
-# into one directory (flat, as infra/terraform/aws/files/boot.sh unpacks the app) and run with
+# into one directory (flat, as infra/terraform/aws/files/boot.sh.tftpl unpacks the app) and run with
 # bin/seckill-host or with `spin up`:
 #   bin/seckill-host        the host, release build
 #   wasm/*.wasm             every component spin.toml names

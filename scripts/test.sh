@@ -3,8 +3,8 @@
 # (over spin.toml, with Redis reached over its own protocol through the host's pooled
 # connections), then again, over spin.http.toml and over the Upstash REST transport, the tests
 # whose outcome those can change (the subsets below say why each covers its difference), then
-# checks every request and response the first pass exchanged against api/openapi.yaml, then
-# runs the browser tests and the Terraform checks. Under CI=true (.ci/run) a check whose tool is
+# checks every request and response the first pass exchanged against api/openapi.yaml while
+# the browser tests and the Terraform checks run (all three at once). Under CI=true (.ci/run) a check whose tool is
 # missing fails the run; elsewhere it is skipped, saying so (lib.sh's skip_or_fail).
 # The tests start their own redis-server and PostgreSQL on free loopback ports. Arguments go to
 # every test run (e.g. a filter).
@@ -127,8 +127,27 @@ REST_TESTS=(
 log "over the REST transport: a whole sale, the error mapping, NOSCRIPT, the order path"
 run_tests SECKILL_TRANSPORT=rest -- "${REST_TESTS[@]}"
 
-bash "$ROOT/scripts/browser-tests.sh"
-log "checking the recorded exchanges against api/openapi.yaml"
-python3 "$ROOT/scripts/check-openapi.py" "$RECORD"
-log "Terraform checks"
-bash "$ROOT/scripts/terraform-checks.sh"
+# The last three checks share nothing (the browser tests start their own servers; the OpenAPI
+# check reads the record; the Terraform checks plan offline) and each waits on something (the
+# browser, Python, Terraform) much of the time, so they run at once, each into its own log,
+# printed whole when it ends.
+CHECK_LOGS="$ROOT/target/check-logs"
+mkdir -p "$CHECK_LOGS"
+check_in_background() { # NAME COMMAND...: runs COMMAND, its output in $CHECK_LOGS/NAME.log
+  local name=$1; shift
+  log "$name (in the background, $CHECK_LOGS/$name.log)"
+  "$@" >"$CHECK_LOGS/$name.log" 2>&1 &
+  CHECKS+=("$name:$!")
+}
+CHECKS=()
+check_in_background openapi python3 "$ROOT/scripts/check-openapi.py" "$RECORD"
+check_in_background terraform bash "$ROOT/scripts/terraform-checks.sh"
+failed=()
+bash "$ROOT/scripts/browser-tests.sh" || failed+=(browser)
+for check in "${CHECKS[@]}"; do
+  rc=0; wait "${check#*:}" || rc=$?
+  log "${check%%:*} check: exit $rc"
+  cat "$CHECK_LOGS/${check%%:*}.log"
+  [ "$rc" = 0 ] || failed+=("${check%%:*}")
+done
+[ ${#failed[@]} = 0 ] || die "failed: ${failed[*]}"

@@ -40,6 +40,14 @@ wiring. For each root:
               DEPLOY.md's `spin up` commands follow the same rules, and
               files/spin-runtime-config.sh, run on both manifests, writes a static provider
               holding every variable (environment values first, then defaults), mode 0600.
+              The AWS boot script is a template with one branch per `runtime`: the Spin rules
+              are checked on its "spin" rendering (with the files it ships but the host's);
+  host        the AWS root's `runtime` is validated ("spin" by default, or "seckill-host"); its
+              "seckill-host" rendering installs no Spin, runs files/seckill-host.service, whose
+              ExecStart is `seckill-host ... up --manifest .../spin.toml`, whose environment has
+              RUST_BACKTRACE unset and RUST_LIB_BACKTRACE=0, and whose EnvironmentFile= lines
+              (unit and drop-in) read the files the boot writes: /etc/seckill/boot.env and the
+              secrets file the ExecStartPre= writes in the runtime directory.
 
 A self-check then breaks copies of the roots in a temporary directory, one defect at a time, and
 expects each defect to be reported: the checks are known to be able to fail.
@@ -685,12 +693,34 @@ RUNTIME_CONFIG_MODULE = "../modules/spin-runtime-config"
 
 
 def deployed_text(root: Path, tf_text: str) -> dict:
-    """The root's .tf text and every file it ships with file("${path.module}/...")."""
+    """The root's .tf text and every file it ships: each "${path.module}/..." it names (read with
+    file() or templatefile(), directly or through a map of paths)."""
     texts = {"*.tf": tf_text}
-    for rel in sorted(set(re.findall(r'file\("\$\{path\.module\}/([^"$]+)"\)', tf_text))):
+    for rel in sorted(set(re.findall(r'"\$\{path\.module\}/([^"$]+)"', tf_text))):
         f = (root / rel).resolve()
         texts[rel] = f.read_text() if f.is_file() else ""
     return texts
+
+
+# The AWS boot script's branches: `%{ if runtime == "x" ~}` ... [`%{ else ~}` ...] `%{ endif ~}`,
+# each directive alone on its line (`~}` strips the newline after it), not nested.
+TEMPLATE_IF = re.compile(r'%\{ if runtime == "([\w-]+)" ~\}\n(.*?)(?:%\{ else ~\}\n(.*?))?%\{ endif ~\}\n?', re.S)
+RUNTIMES = ("spin", "seckill-host")
+# What the AWS root ships for its "seckill-host" runtime only.
+HOST_ONLY = ("seckill-host.service", "host-prestart.sh")
+HOST_UNIT = "infra/terraform/files/seckill-host.service"
+
+
+def render_runtime(text: str, runtime: str) -> str:
+    """A boot template as Terraform renders it for one runtime (the branches; `$${` is `${`)."""
+    text = TEMPLATE_IF.sub(lambda m: m.group(2) if m.group(1) == runtime else (m.group(3) or ""), text)
+    return text.replace("$${", "${").replace("%%{", "%{")
+
+
+def spin_texts(texts: dict) -> dict:
+    """What the "spin" runtime's instances get: the templates rendered for it, the host's files out."""
+    return {rel: render_runtime(t, "spin") if rel.endswith(".tftpl") else t
+            for rel, t in texts.items() if Path(rel).name not in HOST_ONLY}
 
 
 def shell_commands(text: str) -> list:
@@ -749,7 +779,11 @@ def check_spin_settings(repo: Path, root: Root, report: Report):
         problems.append(f"a runtime config sets log_dir = {m.group(1)!r}: component output would go to files opened per request")
 
     if n == "aws":
-        commands = [c for where, t in texts.items() for c in spin_up_commands(t)]
+        # Spin's rules on what the "spin" runtime ships (the host's unit would mask a missing
+        # UnsetEnvironment= here); the host's own checks are check_host_runtime's.
+        spin = spin_texts(texts)
+        joined = "\n".join(spin.values())
+        commands = [c for where, t in spin.items() for c in spin_up_commands(t)]
         if not commands:
             problems.append("no `spin up` command found in the root or the files it ships")
         problems += spin_up_problems("aws", commands)
@@ -792,10 +826,72 @@ def check_spin_settings(repo: Path, root: Root, report: Report):
     report.check(f"{n}: Spin's settings: no RUST_BACKTRACE, no per-request log files, a static variables provider", problems)
 
 
+def unit_values(text: str, key: str) -> list:
+    """The values of a systemd setting (`Key=value` lines; a drop-in's lines included)."""
+    return [m.group(1).strip() for m in re.finditer(rf"(?m)^{key}=(.*)$", uncommented(text))]
+
+
+def check_host_runtime(repo: Path, root: Root, report: Report):
+    """The AWS root's runtime = "seckill-host": our host, not Spin, fed as Spin is."""
+    problems = []
+    decl = root.variables.get("runtime")
+    if decl is None:
+        problems.append('no variable runtime ("spin" | "seckill-host")')
+        report.check("aws: runtime = \"seckill-host\" runs files/seckill-host.service with the variables Spin gets", problems)
+        return
+    if unq(decl.get("default")) != "spin":
+        problems.append(f"variable runtime defaults to {decl.get('default')!r}, not \"spin\" (the reference runtime)")
+    conditions = " ".join(expr(v.get("condition", "")) for v in decl.get("validation", []))
+    if not all(f'"{r}"' in conditions for r in RUNTIMES) or "var.runtime" not in conditions:
+        problems.append(f"variable runtime is not validated against {RUNTIMES}: {conditions!r}")
+
+    texts = deployed_text(root.path, root.text)
+    unit_rel = next((rel for rel in texts if Path(rel).name == Path(HOST_UNIT).name), None)
+    templates = {rel: t for rel, t in texts.items() if "%{ if runtime" in t}
+    if unit_rel is None:
+        problems.append(f"the root does not ship {HOST_UNIT}")
+    if not templates:
+        problems.append("no boot template with a branch per runtime")
+    unit = texts.get(unit_rel, "")
+    boot = "\n".join(render_runtime(t, "seckill-host") for t in templates.values())
+    prestart = "\n".join(t for rel, t in texts.items() if Path(rel).name == "host-prestart.sh")
+
+    if spin_up_commands(boot) or re.search(r"\bspin plugins install\b", boot):
+        problems.append("the seckill-host boot still installs or runs Spin")
+    if not re.search(rf"\bsystemctl enable --now {re.escape(Path(HOST_UNIT).name)}\b", boot):
+        problems.append(f"the seckill-host boot does not enable {Path(HOST_UNIT).name}")
+    exec_start = next((c for c in shell_commands(unit) if c.startswith("ExecStart=")), "")
+    if not re.search(r"/seckill-host\b.*\bup\b.*--manifest\s+\S*/spin\.toml\b", exec_start):
+        problems.append(f"{HOST_UNIT}: ExecStart is not `seckill-host ... up --manifest .../spin.toml` (the manifest Spin runs): {exec_start!r}")
+    if not any(re.search(r"\bRUST_BACKTRACE\b", v) for v in unit_values(unit, "UnsetEnvironment")):
+        problems.append(f"{HOST_UNIT} does not unset RUST_BACKTRACE (UnsetEnvironment=): wasmtime would capture a backtrace per request error")
+    if "RUST_LIB_BACKTRACE=0" not in unit_values(unit, "Environment"):
+        problems.append(f"{HOST_UNIT} does not set Environment=RUST_LIB_BACKTRACE=0")
+
+    # The environment files: what the unit and the drop-in read must be what the boot writes.
+    reads = {v.lstrip("-") for v in unit_values(unit, "EnvironmentFile") + unit_values(boot, "EnvironmentFile")}
+    writes = set(re.findall(r"cat >(/etc/seckill/boot\.env) <<", root.text))
+    runtime_dirs = unit_values(boot, "RuntimeDirectory") + unit_values(unit, "RuntimeDirectory")
+    m = re.search(r"(?m)^out=\$\{RUNTIME_DIRECTORY[^}]*\}/(\S+)$", prestart)
+    if not m or not runtime_dirs:
+        problems.append("host-prestart.sh does not write the secrets into the service's RuntimeDirectory= (a tmpfs)")
+    else:
+        writes.add(f"/run/{runtime_dirs[-1]}/{m.group(1)}")
+    if "/etc/seckill/boot.env" not in writes:
+        problems.append("app.tf no longer writes /etc/seckill/boot.env")
+    for path in sorted(writes - reads):
+        problems.append(f"the boot writes {path} but neither {HOST_UNIT} nor its drop-in reads it (EnvironmentFile=)")
+    if not any(v.endswith("/host-prestart") for v in unit_values(boot, "ExecStartPre")):
+        problems.append("the drop-in does not run host-prestart (secrets and migrations) as ExecStartPre=")
+    if not re.search(r"secretsmanager get-secret-value", prestart) or "migrate-locked" not in prestart:
+        problems.append("host-prestart.sh does not read the secrets from Secrets Manager and migrate")
+    report.check("aws: runtime = \"seckill-host\" runs files/seckill-host.service with the variables Spin gets", problems)
+
+
 def check_deploy_guide(repo: Path, report: Report):
     guide = repo / "infra/terraform/DEPLOY.md"
     text = guide.read_text() if guide.is_file() else ""
-    blocks = re.findall(r"(?ms)^```(?:bash|sh|shell)?\n(.*?)^```", text)
+    blocks = re.findall(r"(?ms)^```[\w-]*\n(.*?)^```", text)  # any fence: an hcl block must not shift the pairs
     problems = backtrace_problems({f"DEPLOY.md code block {i + 1}": b for i, b in enumerate(blocks)})
     commands = [c for b in blocks for c in spin_up_commands(b)]
     if not commands:
@@ -870,6 +966,8 @@ def run_checks(repo: Path, report: Report):
         root = load_root(repo / "infra/terraform" / name)
         check_root(repo, root, manifests, report)
         check_spin_settings(repo, root, report)
+        if name == "aws":
+            check_host_runtime(repo, root, report)
     check_deploy_guide(repo, report)
     check_runtime_config_writer(repo, manifests, report)
 
@@ -968,18 +1066,34 @@ DEFECTS = [
      'redis_origin = { default = "redis://127.0.0.1:6379" }', 'redis_origin = { default = "rediss://127.0.0.1:6379" }',
      "spin.toml defaults"),
     # Spin's settings (issue 22)
-    ("spin up logging to files again", "infra/terraform/aws/files/boot.sh",
+    ("spin up logging to files again", "infra/terraform/aws/files/boot.sh.tftpl",
      ' --log-dir "" ', " ",
      'lacks --log-dir ""'),
-    ("spin up without the runtime config", "infra/terraform/aws/files/boot.sh",
+    ("spin up without the runtime config", "infra/terraform/aws/files/boot.sh.tftpl",
      ' --runtime-config-file "$config"', "",
      "lacks --runtime-config-file"),
-    ("RUST_BACKTRACE set in the unit", "infra/terraform/aws/files/boot.sh",
+    ("RUST_BACKTRACE set in the unit", "infra/terraform/aws/files/boot.sh.tftpl",
      "Environment=RUST_LIB_BACKTRACE=0\n", "Environment=RUST_LIB_BACKTRACE=0\nEnvironment=RUST_BACKTRACE=1\n",
      "sets 'RUST_BACKTRACE=1'"),
-    ("RUST_BACKTRACE no longer unset", "infra/terraform/aws/files/boot.sh",
+    ("RUST_BACKTRACE no longer unset", "infra/terraform/aws/files/boot.sh.tftpl",
      [("UnsetEnvironment=RUST_BACKTRACE\n", ""), ("unset RUST_BACKTRACE\n", "")], None,
      "RUST_BACKTRACE is not explicitly unset"),
+    # The AWS root's runtime = "seckill-host"
+    ("runtime accepted unvalidated", "infra/terraform/aws/variables.tf",
+     'condition     = contains(["spin", "seckill-host"], var.runtime)', "condition     = length(var.runtime) > 0",
+     "variable runtime is not validated"),
+    ("the host's drop-in reads the secrets from another file than host-prestart writes", "infra/terraform/aws/files/boot.sh.tftpl",
+     "EnvironmentFile=-/run/seckill/secrets.env", "EnvironmentFile=-/run/seckill-host/secrets.env",
+     "the boot writes /run/seckill/secrets.env but neither"),
+    ("the host's unit no longer reads boot.env", "infra/terraform/files/seckill-host.service",
+     "EnvironmentFile=-/etc/seckill/boot.env\n", "",
+     "the boot writes /etc/seckill/boot.env but neither"),
+    ("the host's unit no longer unsets RUST_BACKTRACE", "infra/terraform/files/seckill-host.service",
+     "UnsetEnvironment=RUST_BACKTRACE\n", "",
+     "seckill-host.service does not unset RUST_BACKTRACE"),
+    ("the seckill-host boot installs Spin", "infra/terraform/aws/files/boot.sh.tftpl",
+     "systemctl enable --now seckill-host.service\n", "systemctl enable --now seckill-host.service\nspin plugins install --yes --url x\n",
+     "the seckill-host boot still installs or runs Spin"),
     ("RUST_BACKTRACE in a deploy command's environment", "infra/terraform/serverless/main.tf",
      "      SECKILL_MANIFEST         = var.manifest\n",
      '      SECKILL_MANIFEST         = var.manifest\n      RUST_BACKTRACE           = "full"\n',

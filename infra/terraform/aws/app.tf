@@ -1,23 +1,29 @@
-# The Spin app: an Auto Scaling group of EC2 instances in the private subnets, each running
-# `spin up -f spin.toml` with the spin-trigger-cron plugin, behind an Application Load Balancer.
+# The Spin app: an Auto Scaling group of EC2 instances in the private subnets, each running the
+# app's spin.toml, cron triggers included, behind an Application Load Balancer. What runs it is
+# the input `runtime`: "spin" (default), `spin up -f spin.toml` with the spin-trigger-cron plugin;
+# "seckill-host", our wasmtime host from the release artifact under
+# ../files/seckill-host.service. Same .wasm files, same manifest, same variables.
 #
 # Why instances and not EKS + SpinKube or Lambda: spin.toml's [[trigger.cron]] (the drain every
 # second, timeout release every 5 s, reconcile every minute) runs only on self-hosted Spin with
-# the cron plugin; SpinKube's shim, Akamai Functions and Fermyon Cloud reject custom triggers and
-# their schedulers fire once a minute at best. Instances keep the one-second drain, need no
-# cluster to operate, and scale horizontally: every instance runs the cron jobs, and the drain's
-# per-event lease in Redis (with fencing tokens in Postgres) makes parallel drainers safe.
+# the cron plugin (or on our host); SpinKube's shim, Akamai Functions and Fermyon Cloud reject
+# custom triggers and their schedulers fire once a minute at best. Instances keep the one-second
+# drain, need no cluster to operate, and scale horizontally: every instance runs the cron jobs,
+# and the drain's per-event lease in Redis (with fencing tokens in Postgres) makes parallel
+# drainers safe.
 #
-# Spin's settings (files/boot.sh, the seckill.service unit): `spin up --log-dir ""` (component
-# output to the journal, not two files opened per request), `--runtime-config-file` with a
-# static variables provider (spin.tf says what that costs), RUST_BACKTRACE unset and
+# Spin's settings (files/boot.sh.tftpl, the seckill.service unit): `spin up --log-dir ""`
+# (component output to the journal, not two files opened per request), `--runtime-config-file`
+# with a static variables provider (spin.tf says what that costs), RUST_BACKTRACE unset and
 # RUST_LIB_BACKTRACE=0 (no backtrace captured per request). tests/terraform/check_roots.py fails
-# if one goes missing.
+# if one goes missing. Our host needs no runtime config (it resolves every variable once, at
+# start); its unit unsets RUST_BACKTRACE and sets RUST_LIB_BACKTRACE=0 too.
 #
 # Rollout: a new artifact or setting makes a new launch template version; the group's instance
 # refresh replaces instances a few at a time. Each new instance applies pending migrations before
 # it serves (under a Postgres advisory lock, so simultaneous boots wait for each other); old
-# instances keep serving meanwhile, so migrations must stay backward compatible.
+# instances keep serving meanwhile, so migrations must stay backward compatible. Changing
+# `runtime` rolls the instances the same way.
 
 locals {
   partition  = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
@@ -28,14 +34,17 @@ locals {
   artifact_arn = local.artifact_s3 ? "arn:${local.partition}:s3:::${trimprefix(var.app_artifact_url, "s3://")}" : null
 
   # /etc/seckill/boot.env: settings of the boot script and the service, and the non-secret Spin
-  # variables. Secrets appear here only as Secrets Manager ARNs.
+  # variables. Secrets appear here only as Secrets Manager ARNs. Spin's download settings only
+  # where Spin is installed (runtime = "spin": the same file as before the input existed).
   boot_env = merge(
+    local.host ? {} : {
+      SECKILL_SPIN_URL        = local.spin_url
+      SECKILL_SPIN_SHA256     = var.spin_sha256
+      SECKILL_CRON_PLUGIN_URL = var.cron_plugin_url
+    },
     {
       SECKILL_REGION              = var.region
       SECKILL_APP_PORT            = tostring(var.app_port)
-      SECKILL_SPIN_URL            = local.spin_url
-      SECKILL_SPIN_SHA256         = var.spin_sha256
-      SECKILL_CRON_PLUGIN_URL     = var.cron_plugin_url
       SECKILL_APP_ARTIFACT_URL    = var.app_artifact_url
       SECKILL_APP_ARTIFACT_SHA256 = var.app_artifact_sha256
       SECKILL_RDS_CA_URL          = local.rds_ca_url
@@ -44,22 +53,58 @@ locals {
     { for k, v in local.spin_public_variables : "SPIN_VARIABLE_${upper(k)}" => v },
   )
 
-  user_data = join("\n", [
-    "#!/bin/bash",
-    "set -euo pipefail",
-    "install -d -m 0755 /etc/seckill",
-    "cat >/etc/seckill/boot.env <<'SECKILL_BOOT_ENV'",
-    join("\n", [for k, v in local.boot_env : "${k}=\"${v}\""]),
-    "SECKILL_BOOT_ENV",
-    "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
-    trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
-    "SECKILL_MIGRATE",
-    "cat >/etc/seckill/spin-runtime-config <<'SECKILL_RUNTIME_CONFIG'",
-    # Without its comment lines (user_data is limited to 16 KiB); the file in the repo explains it.
-    join("\n", [for l in split("\n", trimsuffix(file("${path.module}/../files/spin-runtime-config.sh"), "\n")) : l if !can(regex("^[ \t]*#($|[^!])", l))]),
-    "SECKILL_RUNTIME_CONFIG",
-    file("${path.module}/files/boot.sh"),
-  ])
+  # Files shipped in user_data without their comment lines (EC2 limits user_data to 16 KiB); the
+  # files in the repo explain them.
+  shipped = {
+    for name, path in {
+      spin-runtime-config   = "${path.module}/../files/spin-runtime-config.sh"
+      seckill-host-unit     = "${path.module}/../files/seckill-host.service"
+      seckill-host-prestart = "${path.module}/files/host-prestart.sh"
+    } : name => join("\n", [for l in split("\n", trimsuffix(file(path), "\n")) : l if !can(regex("^[ \t]*#($|[^!])", l))])
+  }
+
+  # runtime = "seckill-host": the unit as the release ships it, but for the last line of its
+  # ExecStart, which becomes this root's: a keep-alive idle timeout above the ALB's (so the
+  # balancer, not the host, closes an idle connection: no 502 for a request sent as the host
+  # closes), and --metrics-listen only when metrics_listen is given.
+  host                   = var.runtime == "seckill-host"
+  host_unit_metrics_line = " \\\n    --metrics-listen 127.0.0.1:9090\n"
+  host_unit_flags        = concat(["--idle-timeout ${var.lb_idle_timeout + 15}s"], var.metrics_listen == null ? [] : ["--metrics-listen ${var.metrics_listen}"])
+  host_unit = replace(
+    "${local.shipped.seckill-host-unit}\n",
+    local.host_unit_metrics_line,
+    "${join("", [for f in local.host_unit_flags : " \\\n    ${f}"])}\n",
+  )
+  metrics_port = var.metrics_listen == null ? null : tonumber(regex(":([0-9]+)$", var.metrics_listen)[0])
+
+  # The boot script (files/boot.sh.tftpl, rendered for the runtime) after the files it installs.
+  # Spin's runtime config writer only for Spin; the host's unit and ExecStartPre only for it.
+  user_data = join("\n", concat(
+    [
+      "#!/bin/bash",
+      "set -euo pipefail",
+      "install -d -m 0755 /etc/seckill",
+      "cat >/etc/seckill/boot.env <<'SECKILL_BOOT_ENV'",
+      join("\n", [for k, v in local.boot_env : "${k}=\"${v}\""]),
+      "SECKILL_BOOT_ENV",
+      "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
+      trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
+      "SECKILL_MIGRATE",
+    ],
+    local.host ? [
+      "cat >/etc/seckill/seckill-host.service <<'SECKILL_UNIT'",
+      trimsuffix(local.host_unit, "\n"),
+      "SECKILL_UNIT",
+      "cat >/etc/seckill/host-prestart <<'SECKILL_PRESTART'",
+      local.shipped.seckill-host-prestart,
+      "SECKILL_PRESTART",
+      ] : [
+      "cat >/etc/seckill/spin-runtime-config <<'SECKILL_RUNTIME_CONFIG'",
+      local.shipped.spin-runtime-config,
+      "SECKILL_RUNTIME_CONFIG",
+    ],
+    [templatefile("${path.module}/files/boot.sh.tftpl", { runtime = var.runtime })],
+  ))
 }
 
 # --- Instance role: read the app's secrets (and the artifact, when it is on S3) -----------------
@@ -160,6 +205,10 @@ resource "aws_launch_template" "app" {
       error_message = "Settings passed to the instances cannot contain quotes, $, backticks, backslashes or newlines."
     }
     precondition {
+      condition     = !local.host || strcontains("${local.shipped.seckill-host-unit}\n", local.host_unit_metrics_line)
+      error_message = "../files/seckill-host.service's ExecStart no longer ends with `--metrics-listen 127.0.0.1:9090`, the line app.tf replaces with this root's flags: update local.host_unit_metrics_line."
+    }
+    precondition {
       # EC2 limits user data to 16 KiB before base64 encoding.
       condition     = length(local.user_data) <= 16384
       error_message = "user_data is over EC2's 16 KiB limit."
@@ -174,7 +223,7 @@ resource "aws_autoscaling_group" "app" {
   desired_capacity          = var.instances.desired
   max_size                  = var.instances.max
   health_check_type         = "ELB"
-  health_check_grace_period = 600 # packages, Spin, the artifact, migrations
+  health_check_grace_period = 600 # packages, Spin (or not), the artifact, migrations
   target_group_arns         = [aws_lb_target_group.app.arn]
 
   launch_template {

@@ -1,6 +1,7 @@
 # Security groups, one per tier, with every rule listed here (one resource per direction, driven
 # by a map, so the tests can check them all at once):
-#   clients -> LB listeners (80, and 443 with a certificate): the only ingress from outside;
+#   clients -> LB listeners (80, and 443 with a certificate): the only ingress from outside, but
+#   for metrics_ingress_cidrs -> the metrics port (runtime = "seckill-host", metrics_listen set);
 #   LB -> app port; app -> Redis port; app -> Postgres port; app -> HTTPS (boot-time downloads,
 #   Secrets Manager). Redis and Postgres accept only the app's group and open nothing outward.
 # Terraform removes the default allow-all egress rule of each group it creates.
@@ -51,6 +52,10 @@ locals {
       "app-from-lb"       = { group = aws_security_group.app.id, port = var.app_port, cidr = null, peer = aws_security_group.lb.id, description = "load balancer to spin up" }
       "redis-from-app"    = { group = aws_security_group.redis.id, port = var.redis_port, cidr = null, peer = aws_security_group.app.id, description = "app to Redis (TLS)" }
       "postgres-from-app" = { group = aws_security_group.postgres.id, port = var.postgres_port, cidr = null, peer = aws_security_group.app.id, description = "app to Postgres (TLS)" }
+    },
+    {
+      for c in var.metrics_ingress_cidrs : # only with metrics_listen set (its validation)
+      "app-metrics-${c}" => { group = aws_security_group.app.id, port = local.metrics_port, cidr = c, peer = null, description = "Prometheus to seckill-host's metrics" }
     },
   )
 

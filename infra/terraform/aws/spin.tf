@@ -16,6 +16,10 @@
 # instance, /run/seckill/runtime-config.toml (tmpfs, mode 0600, owned by the seckill service
 # user, removed when the service stops), fetched from Secrets Manager at start; never in
 # user_data, and no more in the Terraform state than the Secrets Manager versions below.
+#
+# runtime = "seckill-host" needs no such file: our host resolves every variable once at start, so
+# it takes them from its environment (/etc/seckill/boot.env, and the secrets fetched from Secrets
+# Manager at each start into /run/seckill/secrets.env, tmpfs, 0600: files/host-prestart.sh).
 
 module "app_variables" {
   source = "../modules/app-variables"

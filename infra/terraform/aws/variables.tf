@@ -299,14 +299,44 @@ variable "ami_id" {
   }
 }
 
+variable "runtime" {
+  description = "What runs the app on the instances. \"spin\" (default): `spin up -f spin.toml` with the cron plugin, the reference runtime. \"seckill-host\": our wasmtime host (tools/host) under ../files/seckill-host.service, from the release tarball of scripts/release.sh given as app_artifact_url (built for instance_arch): pooled Redis connections, every variable resolved once at start, graceful shutdown, optional metrics. Both run the same .wasm files and spin.toml with the same variables; changing it rolls the instances."
+  type        = string
+  default     = "spin"
+  validation {
+    condition     = contains(["spin", "seckill-host"], var.runtime)
+    error_message = "runtime is \"spin\" or \"seckill-host\"."
+  }
+}
+
+variable "metrics_listen" {
+  description = "runtime = \"seckill-host\" only: where the host serves Prometheus metrics (`--metrics-listen`, IP:port; 0.0.0.0:9090 to scrape from metrics_ingress_cidrs, 127.0.0.1:9090 for an agent on the instance). Null (default): no metrics endpoint."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.metrics_listen == null || (var.runtime == "seckill-host" && can(regex("^([0-9]{1,3}(\\.[0-9]{1,3}){3}|\\[[0-9A-Fa-f:.]+\\]):[0-9]{1,5}$", var.metrics_listen)))
+    error_message = "metrics_listen is an IP:port (e.g. 0.0.0.0:9090 or [::]:9090), and only with runtime = \"seckill-host\" (spin up serves no metrics)."
+  }
+}
+
+variable "metrics_ingress_cidrs" {
+  description = "Who may reach the metrics port (metrics_listen's) on the instances, e.g. your Prometheus' range. Default: nobody (no rule)."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.metrics_ingress_cidrs : can(cidrnetmask(c))]) && (length(var.metrics_ingress_cidrs) == 0 || var.metrics_listen != null)
+    error_message = "metrics_ingress_cidrs: IPv4 CIDR blocks, and only with metrics_listen set."
+  }
+}
+
 variable "instance_type" {
-  description = "EC2 instance type of the Spin hosts."
+  description = "EC2 instance type of the app's hosts."
   type        = string
   default     = "c7i.large"
 }
 
 variable "instance_arch" {
-  description = "\"amd64\" or \"aarch64\": which Spin build to install (must match instance_type and ami_id)."
+  description = "\"amd64\" or \"aarch64\": which Spin build to install (must match instance_type and ami_id; with runtime = \"seckill-host\", the artifact's bin/seckill-host must be built for it)."
   type        = string
   default     = "amd64"
   validation {
@@ -336,7 +366,7 @@ variable "cpu_target_percent" {
 }
 
 variable "app_port" {
-  description = "Where `spin up` listens on each instance."
+  description = "Where the runtime (`spin up` or seckill-host) listens on each instance."
   type        = number
   default     = 3000
 }
@@ -372,7 +402,7 @@ variable "cron_plugin_url" {
 }
 
 variable "app_artifact_url" {
-  description = "The built app: a .tar.gz holding spin.toml, target/wasm32-wasip2/release/*.wasm and migrations/ (DEPLOY.md shows how to make it), at an https:// or s3:// URL. Changing it rolls the instances."
+  description = "The built app: a .tar.gz holding spin.toml, the .wasm files it names and migrations/ (DEPLOY.md shows how to make it), at an https:// or s3:// URL; with runtime = \"seckill-host\", the release tarball of scripts/release.sh (bin/seckill-host, wasm/, spin.toml, migrations/), which `spin up` runs too. Changing it rolls the instances."
   type        = string
   validation {
     condition     = can(regex("^(https://|s3://[a-z0-9][a-z0-9.-]+/).+", var.app_artifact_url))

@@ -235,6 +235,181 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
   }
 }
 
+# --- The runtime: "spin" (default) or "seckill-host" ------------------------------------------
+
+run "default_runtime_is_spin_with_the_same_user_data_as_before" {
+  command = apply
+
+  # The default runtime's user_data, byte for byte, as it was before the input `runtime` existed
+  # (sha256 of the rendered text with this file's variables and mocks): choosing no runtime
+  # changes nothing on running instances, no new launch template version, no refresh. When
+  # boot.sh.tftpl's Spin path or a file it ships changes on purpose, put the new hash here.
+  assert {
+    condition     = sha256(local.user_data) == "9a62370f842131bac1aa35aad865c36ff06b4bde62ad80213b8dcdb0bca7c50f"
+    error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
+  }
+  assert {
+    condition = alltrue([
+      for s in ["SECKILL_SPIN_URL=", "spin plugins install --yes --url \"$SECKILL_CRON_PLUGIN_URL\"", "cat >/etc/seckill/spin-runtime-config", "exec spin up -f spin.toml", "systemctl enable --now seckill.service"] :
+      strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "the default installs Spin and the cron plugin and runs spin up under seckill.service"
+  }
+  assert {
+    condition     = !strcontains(base64decode(aws_launch_template.app.user_data), "seckill-host")
+    error_message = "no seckill-host unit, binary or prestart in the default user_data"
+  }
+}
+
+run "seckill_host_runtime" {
+  command = apply
+
+  variables {
+    runtime          = "seckill-host"
+    app_artifact_url = "https://artifacts.example.com/seckill/seckill-0.1.0-x86_64-unknown-linux-gnu.tar.gz"
+  }
+
+  assert {
+    condition = alltrue([
+      for s in [
+        "cat >/etc/seckill/seckill-host.service <<'SECKILL_UNIT'",
+        "install -m 0644 /etc/seckill/seckill-host.service /etc/systemd/system/seckill-host.service",
+        "systemctl enable --now seckill-host.service",
+        "ExecStart=/opt/seckill/app/bin/seckill-host --log-format json up \\\n    --manifest /opt/seckill/app/spin.toml",
+        "test -x /opt/seckill/app/bin/seckill-host",
+      ] : strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "user_data installs files/seckill-host.service and starts seckill-host on the artifact's spin.toml"
+  }
+  assert {
+    condition = alltrue([
+      for l in split("\n", local.shipped.seckill-host-unit) :
+      strcontains(base64decode(aws_launch_template.app.user_data), "\n${l}\n") if l != "    --metrics-listen 127.0.0.1:9090"
+    ])
+    error_message = "the unit installed is files/seckill-host.service line for line (without comments), but for the metrics flag"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "    --shutdown-grace 30s \\\n    --idle-timeout 105s\nKillSignal=SIGTERM")
+    error_message = "ExecStart ends with an idle timeout above the ALB's 90 s, and without --metrics-listen by default"
+  }
+  assert {
+    condition = alltrue([
+      for s in [
+        # The variables: non-secret ones in boot.env (the unit's EnvironmentFile=), the secrets
+        # fetched from Secrets Manager at each start into the file the drop-in adds.
+        "\nSPIN_VARIABLE_REDIS_ORIGIN=\"rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379\"\n",
+        "\nSPIN_VARIABLE_PG_HOST=\"seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432\"\n",
+        "\nSECKILL_APP_PORT=\"3000\"\n",
+        "SECKILL_SECRET_ARNS=\"redis_url=arn:aws:secretsmanager:",
+        "EnvironmentFile=-/etc/seckill/boot.env",
+        "EnvironmentFile=-/run/seckill/secrets.env",
+        "ExecStartPre=/opt/seckill/bin/host-prestart",
+        "RuntimeDirectory=seckill",
+        "secretsmanager get-secret-value",
+        "printf 'SPIN_VARIABLE_%s=\"%s\"\\n' \"$${name^^}\" \"$value\" >>\"$tmp\"",
+        "/opt/seckill/bin/migrate-locked /opt/seckill/app/migrations",
+        "pg_advisory_lock",
+        "update-ca-trust",
+      ] : strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "the host gets the variables as Spin does (boot.env, secrets from Secrets Manager at start) and migrates first"
+  }
+  assert {
+    condition = alltrue([
+      for s in ["spin up", "spin plugins", "trigger-cron", "SECKILL_SPIN_URL", "spin-runtime-config", "variables_provider", "seckill.service", "--metrics-listen"] :
+      !strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "no Spin, no cron plugin, no Spin runtime config (the host resolves variables once at start), no metrics unless asked"
+  }
+  assert {
+    condition = alltrue([
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.redis_password, var.postgres_password] :
+      !strcontains(base64decode(aws_launch_template.app.user_data), s)
+    ])
+    error_message = "no secret in user_data"
+  }
+  assert {
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 5
+    error_message = "the same network and permissions as under Spin: no metrics port open, the five secrets readable"
+  }
+}
+
+run "seckill_host_metrics" {
+  command = apply
+
+  variables {
+    runtime               = "seckill-host"
+    metrics_listen        = "0.0.0.0:9100"
+    metrics_ingress_cidrs = ["10.50.0.0/16"]
+  }
+
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "    --idle-timeout 105s \\\n    --metrics-listen 0.0.0.0:9100\nKillSignal=SIGTERM")
+    error_message = "--metrics-listen metrics_listen"
+  }
+  assert {
+    condition = (
+      aws_vpc_security_group_ingress_rule.this["app-metrics-10.50.0.0/16"].security_group_id == aws_security_group.app.id &&
+      aws_vpc_security_group_ingress_rule.this["app-metrics-10.50.0.0/16"].from_port == 9100 &&
+      aws_vpc_security_group_ingress_rule.this["app-metrics-10.50.0.0/16"].to_port == 9100 &&
+      aws_vpc_security_group_ingress_rule.this["app-metrics-10.50.0.0/16"].cidr_ipv4 == "10.50.0.0/16"
+    )
+    error_message = "the metrics port, open to metrics_ingress_cidrs only"
+  }
+  assert {
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 2
+    error_message = "the listener and the metrics port: nothing else from an address range"
+  }
+}
+
+run "seckill_host_metrics_without_a_rule" {
+  command = plan
+
+  variables {
+    runtime        = "seckill-host"
+    metrics_listen = "127.0.0.1:9090"
+  }
+
+  assert {
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if startswith(k, "app-metrics-")]) == 0 && local.metrics_port == 9090
+    error_message = "metrics for an agent on the instance: no ingress rule"
+  }
+}
+
+run "rejects_an_unknown_runtime" {
+  command = plan
+  variables {
+    runtime = "wasmtime"
+  }
+  expect_failures = [var.runtime]
+}
+
+run "rejects_metrics_under_spin" {
+  command = plan
+  variables {
+    metrics_listen = "0.0.0.0:9090"
+  }
+  expect_failures = [var.metrics_listen]
+}
+
+run "rejects_a_metrics_address_that_is_not_ip_port" {
+  command = plan
+  variables {
+    runtime        = "seckill-host"
+    metrics_listen = "metrics.internal:9090"
+  }
+  expect_failures = [var.metrics_listen]
+}
+
+run "rejects_metrics_cidrs_without_metrics" {
+  command = plan
+  variables {
+    runtime               = "seckill-host"
+    metrics_ingress_cidrs = ["10.50.0.0/16"]
+  }
+  expect_failures = [var.metrics_ingress_cidrs]
+}
+
 run "settings_reach_the_instances_as_one_variable" {
   command = apply
 
