@@ -10,16 +10,25 @@ use serde_json::json;
 
 use crate::Args;
 use crate::buy::Sale;
+use crate::fixture::Buyer;
 use crate::load::{Call, Calls};
 use crate::measure::endpoint_row;
 use crate::table::Row;
+use seckill_domain::event::EventId;
 
 /// The poll, admission and precheck rows; the buy part's host stops with them.
 pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Row>> {
     let addr = sale.host.addr;
     let event = sale.event.as_str();
     let rows = vec![
-        endpoint_row("poll end to end", addr, redis, args, poll(&sale)).await?,
+        endpoint_row(
+            "poll end to end",
+            addr,
+            redis,
+            args,
+            poll(&sale.event, &sale.buyers[..sale.bought.max(1)]),
+        )
+        .await?,
         endpoint_row(
             "admission end to end",
             addr,
@@ -40,19 +49,18 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Ro
     Ok(rows)
 }
 
-/// The buyers who bought poll for their order, round after round.
-fn poll(sale: &Sale) -> Calls {
-    let jwts: Vec<String> = sale.buyers.iter().map(|b| b.jwt.clone()).collect();
-    let bought = sale.bought.max(1);
-    let path = format!("/api/events/{}/orders/me", sale.event.as_str());
+/// `buyers` (who bought) poll for their order, round after round.
+pub(crate) fn poll(event: &EventId, buyers: &[Buyer]) -> Calls {
+    let jwts: Vec<String> = buyers.iter().map(|b| b.jwt.clone()).collect();
+    let path = format!("/api/events/{}/orders/me", event.as_str());
     Arc::new(move |i: u64| {
-        let jwt = &jwts[(i as usize) % bought];
+        let jwt = &jwts[(i as usize) % jwts.len()];
         Some(Call::get(path.clone(), Some(jwt.clone())))
     })
 }
 
 /// Fresh users ask for admission, each once.
-fn admission(event: &str, args: &Args) -> Calls {
+pub(crate) fn admission(event: &str, args: &Args) -> Calls {
     let jwts: Vec<String> = (0..args.users).map(|i| jwt_for(&format!("a{i}"))).collect();
     let path = format!("/api/events/{event}/admission");
     Arc::new(move |i: u64| {
@@ -66,7 +74,7 @@ fn admission(event: &str, args: &Args) -> Calls {
 
 /// Other users precheck, each once; their admission tokens are computed here, as checking one
 /// needs no Redis.
-fn precheck(event: &str, args: &Args) -> Calls {
+pub(crate) fn precheck(event: &str, args: &Args) -> Calls {
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let fresh: Vec<(String, String)> = (0..args.users)
         .map(|i| {

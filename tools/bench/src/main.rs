@@ -18,6 +18,7 @@ mod load;
 mod measure;
 mod native;
 mod raw_redis;
+mod routes;
 mod scale;
 mod server;
 mod spin_costs;
@@ -61,8 +62,10 @@ struct Args {
     #[arg(long, default_value = ".data/tools/bin/wasmtime")]
     wasmtime: std::path::PathBuf,
     /// Run a part only: `hello`, `buy` (hello, time and buy), `drain`, `scale` (the same
-    /// three-SKU sale on one Redis node, then on three) or `spin-costs` (Spin's costs per
-    /// request of poll, buy, precheck and admission, counted by the host).
+    /// three-SKU sale on one Redis node, then on three), `spin-costs` (Spin's costs per
+    /// request of poll, buy, precheck and admission, counted by the host) or `routes` (those
+    /// four routes on our host plain and Spin-faithful, over redis:// and REST, side by side,
+    /// then the counts).
     #[arg(long, value_enum)]
     only: Option<Only>,
 }
@@ -82,6 +85,7 @@ enum Only {
     Scale,
     Drain,
     SpinCosts,
+    Routes,
 }
 
 #[tokio::main]
@@ -111,6 +115,7 @@ async fn rows(args: &Args, ca: &TestCa, redis: &RedisServer, pg: &PgServer) -> R
         Some(Only::Scale) => return scale::rows(redis, pg, args).await,
         Some(Only::Drain) => return Ok(vec![drain().await?]),
         Some(Only::SpinCosts) => return spin_costs::rows(&vars).await,
+        Some(Only::Routes) => return routes::rows(redis, &vars, args).await,
         Some(Only::Hello | Only::Buy) | None => {}
     }
     // The drain runs first, as later rows leave orders of their own behind; its row goes last.

@@ -57,9 +57,13 @@ impl App {
         let app_vars = variables::resolve_manifest_variables(&file, &options.providers)?;
         let services = Services::new(options.connection_mode, &options.tls);
         let max_instances = options.max_instances.unwrap_or(1000);
+        // Spin-faithful mode pays, per instance, what Spin pays: a connection, and the variables.
+        let spin_work =
+            (options.connection_mode == ConnectionMode::SpinFaithful).then_some(&options.providers);
         let runtime = Arc::new(Runtime::load(
             &file,
             &app_vars,
+            spin_work,
             services,
             max_instances,
             options.compile_cache.as_deref(),

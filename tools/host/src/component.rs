@@ -28,4 +28,6 @@ pub struct ComponentConfig {
     /// and, per component variable, the application variables its template names, which each
     /// `get` of it resolves.
     pub variable_refs: BTreeMap<String, u32>,
+    /// In Spin-faithful mode, that work itself, done again per instance as Spin does it.
+    pub spin_work: Option<std::sync::Arc<crate::spin_costs::SpinWork>>,
 }

@@ -16,9 +16,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use crate::allowed_hosts::AllowedHosts;
 use crate::component::{ComponentConfig, ComponentVariables};
 use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
-use crate::spin_costs::{ComponentCosts, SpinCostTotals};
+use crate::spin_costs::{ComponentCosts, SpinCostTotals, SpinWork};
 use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
 use crate::variables;
+use crate::variables::Providers;
 
 /// Compiles the component at `source`, or loads what an earlier load compiled from the same
 /// bytes with the same engine settings from `cache`. A test starts a host per test, and
@@ -76,10 +77,13 @@ pub struct Runtime {
 
 impl Runtime {
     /// Resolves, compiles and pre-instantiates every component of `file` (application variables
-    /// `app_vars`), for at most `max_instances` live instances using `services`.
+    /// `app_vars`), for at most `max_instances` live instances using `services`. With
+    /// `spin_work` (Spin-faithful mode: the providers), each instance also redoes the variable
+    /// resolution and host parsing Spin does per instance.
     pub(crate) fn load(
         file: &ManifestFile,
         app_vars: &HashMap<String, String>,
+        spin_work: Option<&Providers>,
         services: Services,
         max_instances: u32,
         compile_cache: Option<&Path>,
@@ -90,7 +94,8 @@ impl Runtime {
         let base = file.base_dir();
         let mut components = Vec::new();
         for (id, def) in &file.manifest.component {
-            let config = component_config(file, id.get_ref(), def, app_vars)?;
+            let mut config = component_config(file, id.get_ref(), def, app_vars)?;
+            config.spin_work = spin_work.map(|p| Arc::new(SpinWork::new(file, def, p)));
             let source = base.join(def.source.get_ref());
             if !source.exists() {
                 return Err(file
@@ -253,6 +258,7 @@ fn component_config(
         app_variables: file.manifest.variables.len() as u32,
         allowed_host_entries: def.allowed_outbound_hosts.len() as u32,
         variable_refs,
+        spin_work: None,
     })
 }
 

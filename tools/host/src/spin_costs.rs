@@ -1,7 +1,8 @@
 //! What real Spin 3.6.3 would pay per request, counted. This host resolves variables and parses
 //! `allowed_outbound_hosts` once at startup, so none of this costs it anything; Spin pays it in
 //! every instance, and the counters make that visible where Spin is not installed (the tests pin
-//! a budget per route, the benchmark prints it).
+//! a budget per route, the benchmark prints it). In Spin-faithful mode the host also does that
+//! work per instance ([`SpinWork`]), so the benchmark's faithful rows include its time.
 //!
 //! What Spin pays, from its source at `v3.6.3`:
 //! - **First allowed-hosts check of an instance.** `OutboundNetworkingFactor::prepare`
@@ -20,10 +21,14 @@
 //!   `ProviderResolver::resolve`: one provider lookup per `{{ variable }}` its component
 //!   variable's template names (`resolve_template`); an invalid or undefined name looks up nothing.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::allowed_hosts::AllowedHost;
 use crate::component::ComponentConfig;
+use crate::manifest::{ComponentDef, ManifestFile};
+use crate::variables::{self, Part, Providers};
 
 /// What Spin would pay: per request, or summed over requests (see [`SpinCostTotals`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -123,6 +128,9 @@ impl InstanceMeter {
     pub fn outbound_open(&self) {
         ComponentCosts::add(&self.costs.outbound_opens, 1);
         if !self.resolved.swap(true, Ordering::Relaxed) {
+            if let Some(work) = &self.component.spin_work {
+                work.prepare();
+            }
             ComponentCosts::add(
                 &self.costs.variable_lookups,
                 self.component.app_variables as u64,
@@ -137,6 +145,9 @@ impl InstanceMeter {
     /// A `variables::get` of `name`: one lookup per application variable its template names
     /// (none for a name the component does not define).
     pub fn variable_get(&self, name: &str) {
+        if let Some(work) = &self.component.spin_work {
+            work.get(name);
+        }
         ComponentCosts::add(&self.costs.variable_gets, 1);
         let lookups = self.component.variable_refs.get(name).copied().unwrap_or(0);
         ComponentCosts::add(&self.costs.variable_lookups, lookups as u64);
@@ -146,6 +157,93 @@ impl InstanceMeter {
     #[cfg(test)]
     pub(crate) fn detached(component: Arc<ComponentConfig>) -> Arc<Self> {
         Self::new(component, Arc::default())
+    }
+}
+
+/// What Spin redoes per instance, done for real in Spin-faithful mode (`--spin-faithful`), so
+/// that mode's figures include it: on the first outbound open, every application variable
+/// looked up through the providers and every `allowed_outbound_hosts` entry expanded and parsed;
+/// on each `get`, the application variables its template names looked up. Each lookup runs as
+/// Spin's environment provider runs it, in `tokio::task::block_in_place`
+/// (`crates/variables/src/env.rs`, `EnvVariablesProvider::get`).
+#[derive(Debug)]
+pub struct SpinWork {
+    providers: Providers,
+    /// `[variables]`: each name and its default.
+    app_variables: Vec<(String, Option<String>)>,
+    /// The component's `allowed_outbound_hosts`, as written.
+    hosts: Vec<String>,
+    /// Per component variable, the application variables its template names.
+    refs: BTreeMap<String, Vec<String>>,
+}
+
+impl SpinWork {
+    /// The work of an instance of `def` in `file`, looking up through `providers`.
+    pub(crate) fn new(file: &ManifestFile, def: &ComponentDef, providers: &Providers) -> Self {
+        let names = |template: &str| -> Vec<String> {
+            variables::parse_template(template)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::Variable(name) => Some(name),
+                    Part::Literal(_) => None,
+                })
+                .collect()
+        };
+        SpinWork {
+            providers: providers.clone(),
+            app_variables: file
+                .manifest
+                .variables
+                .iter()
+                .map(|(k, d)| (k.get_ref().clone(), d.default.clone()))
+                .collect(),
+            hosts: def
+                .allowed_outbound_hosts
+                .iter()
+                .map(|h| h.get_ref().clone())
+                .collect(),
+            refs: def
+                .variables
+                .iter()
+                .map(|(k, t)| (k.get_ref().clone(), names(t.get_ref())))
+                .collect(),
+        }
+    }
+
+    /// One provider lookup, blocking the worker as Spin's does (not possible, and so not done,
+    /// on a current-thread runtime).
+    fn lookup(&self, name: &str) -> Option<String> {
+        let look = || self.providers.lookup(name);
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(look),
+            _ => look(),
+        }
+    }
+
+    /// The first outbound open: every application variable, then every entry.
+    fn prepare(&self) {
+        let values: HashMap<String, String> = self
+            .app_variables
+            .iter()
+            .filter_map(|(name, default)| {
+                let value = self.lookup(name).or_else(|| default.clone())?;
+                Some((name.clone(), value))
+            })
+            .collect();
+        for host in &self.hosts {
+            let parsed = variables::parse_template(host)
+                .and_then(|parts| variables::expand(&parts, &values))
+                .map(|h| AllowedHost::parse(&h).is_ok());
+            let _ = std::hint::black_box(parsed);
+        }
+    }
+
+    /// A `get` of `name`.
+    fn get(&self, name: &str) {
+        for app_variable in self.refs.get(name).into_iter().flatten() {
+            std::hint::black_box(self.lookup(app_variable));
+        }
     }
 }
 

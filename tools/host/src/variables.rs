@@ -108,7 +108,7 @@ impl Providers {
         Ok(self)
     }
 
-    fn lookup(&self, name: &str) -> Option<String> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<String> {
         let key = format!("SPIN_VARIABLE_{}", name.to_ascii_uppercase());
         self.overrides
             .get(&key)
