@@ -48,45 +48,20 @@ pub async fn rows(
             let id = format!("routes-{}-{}", u8::from(rest), u8::from(faithful));
             let event = open_event(redis, &id, 10_000_000)?;
             let buyers = prepare_buyers(redis, &event, args.users, &id)?;
-            let addr = host.addr;
-            let route = |name: &str| format!("{name} ({label})");
-            let (admission, _) = host
-                .measured(endpoint_row(
-                    &route("admission"),
-                    addr,
-                    redis,
-                    args,
-                    endpoints::admission(&id, args),
-                ))
-                .await?;
-            let (precheck, _) = host
-                .measured(endpoint_row(
-                    &route("precheck"),
-                    addr,
-                    redis,
-                    args,
-                    endpoints::precheck(&id, args),
-                ))
-                .await?;
-            let (buy, _) = host
-                .measured(endpoint_row(
-                    &route("buy"),
-                    addr,
-                    redis,
-                    args,
-                    buys(&event, buyers.clone()),
-                ))
-                .await?;
+            let host = &host;
+            let row = |route: &str, calls| {
+                let name = format!("{route} ({label})");
+                async move {
+                    let measured = endpoint_row(&name, host.addr, redis, args, calls);
+                    Ok::<_, anyhow::Error>(host.measured(measured).await?.0)
+                }
+            };
+            let admission = row("admission", endpoints::admission(&id, args)).await?;
+            let precheck = row("precheck", endpoints::precheck(&id, args)).await?;
+            let buy = row("buy", buys(&event, buyers.clone())).await?;
+            // Those who bought poll for their order.
             let bought = (buy.requests() as usize).clamp(1, buyers.len());
-            let (poll, _) = host
-                .measured(endpoint_row(
-                    &route("poll"),
-                    addr,
-                    redis,
-                    args,
-                    endpoints::poll(&event, &buyers[..bought]),
-                ))
-                .await?;
+            let poll = row("poll", endpoints::poll(&event, &buyers[..bought])).await?;
             rows.extend([admission, precheck, buy, poll]);
         }
     }
