@@ -46,6 +46,11 @@ run_tests() {
   fi
 }
 
+# The tests and the host's binary, which the host_runtime and browser tests run, in one build:
+# with the package set the test runs take, nothing is built twice.
+log "building the host and the tests"
+cargo build --release "${PACKAGES[@]}" --tests --bin seckill-host
+
 # 1. Everything, once. Only this run records its exchanges for the OpenAPI check: the other
 #    runs repeat the same API.
 RECORD="$ROOT/target/api-record"
