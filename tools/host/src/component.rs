@@ -27,7 +27,7 @@ pub struct ComponentConfig {
     pub allowed_host_entries: u32,
     /// and, per component variable, the application variables its template names, which each
     /// `get` of it resolves.
-    pub variable_refs: BTreeMap<String, u32>,
+    pub variable_refs: BTreeMap<String, Vec<String>>,
     /// In Spin-faithful mode, that work itself, done again per instance as Spin does it.
     pub spin_work: Option<std::sync::Arc<crate::spin_costs::SpinWork>>,
 }

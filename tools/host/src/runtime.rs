@@ -231,10 +231,13 @@ fn component_config(
         let parts = variables::parse_template(template.get_ref())
             .map_err(|e| file.error_at(template, e))?;
         let refs = parts
-            .iter()
-            .filter(|p| matches!(p, variables::Part::Variable(_)))
-            .count();
-        variable_refs.insert(name.get_ref().clone(), refs as u32);
+            .into_iter()
+            .filter_map(|p| match p {
+                variables::Part::Variable(app_variable) => Some(app_variable),
+                variables::Part::Literal(_) => None,
+            })
+            .collect();
+        variable_refs.insert(name.get_ref().clone(), refs);
     }
     let mut hosts = Vec::new();
     for h in &def.allowed_outbound_hosts {

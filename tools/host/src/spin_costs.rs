@@ -21,14 +21,14 @@
 //!   `ProviderResolver::resolve`: one provider lookup per `{{ variable }}` its component
 //!   variable's template names (`resolve_template`); an invalid or undefined name looks up nothing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::allowed_hosts::AllowedHost;
 use crate::component::ComponentConfig;
 use crate::manifest::{ComponentDef, ManifestFile};
-use crate::variables::{self, Part, Providers};
+use crate::variables::{self, Providers};
 
 /// What Spin would pay: per request, or summed over requests (see [`SpinCostTotals`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,10 +146,10 @@ impl InstanceMeter {
     /// (none for a name the component does not define).
     pub fn variable_get(&self, name: &str) {
         if let Some(work) = &self.component.spin_work {
-            work.get(name);
+            work.get(&self.component, name);
         }
         ComponentCosts::add(&self.costs.variable_gets, 1);
-        let lookups = self.component.variable_refs.get(name).copied().unwrap_or(0);
+        let lookups = self.component.variable_refs.get(name).map_or(0, Vec::len);
         ComponentCosts::add(&self.costs.variable_lookups, lookups as u64);
     }
 
@@ -173,23 +173,11 @@ pub struct SpinWork {
     app_variables: Vec<(String, Option<String>)>,
     /// The component's `allowed_outbound_hosts`, as written.
     hosts: Vec<String>,
-    /// Per component variable, the application variables its template names.
-    refs: BTreeMap<String, Vec<String>>,
 }
 
 impl SpinWork {
     /// The work of an instance of `def` in `file`, looking up through `providers`.
     pub(crate) fn new(file: &ManifestFile, def: &ComponentDef, providers: &Providers) -> Self {
-        let names = |template: &str| -> Vec<String> {
-            variables::parse_template(template)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|p| match p {
-                    Part::Variable(name) => Some(name),
-                    Part::Literal(_) => None,
-                })
-                .collect()
-        };
         SpinWork {
             providers: providers.clone(),
             app_variables: file
@@ -202,11 +190,6 @@ impl SpinWork {
                 .allowed_outbound_hosts
                 .iter()
                 .map(|h| h.get_ref().clone())
-                .collect(),
-            refs: def
-                .variables
-                .iter()
-                .map(|(k, t)| (k.get_ref().clone(), names(t.get_ref())))
                 .collect(),
         }
     }
@@ -239,9 +222,9 @@ impl SpinWork {
         }
     }
 
-    /// A `get` of `name`.
-    fn get(&self, name: &str) {
-        for app_variable in self.refs.get(name).into_iter().flatten() {
+    /// A `get` of `name` in `component`: the application variables its template names.
+    fn get(&self, component: &ComponentConfig, name: &str) {
+        for app_variable in component.variable_refs.get(name).into_iter().flatten() {
             std::hint::black_box(self.lookup(app_variable));
         }
     }
@@ -256,7 +239,11 @@ mod tests {
             id: "c".into(),
             app_variables: 16,
             allowed_host_entries: 4,
-            variable_refs: [("redis_url".to_owned(), 1), ("literal".to_owned(), 0)].into(),
+            variable_refs: [
+                ("redis_url".to_owned(), vec!["redis_url".to_owned()]),
+                ("literal".to_owned(), Vec::new()),
+            ]
+            .into(),
             ..ComponentConfig::default()
         })
     }
