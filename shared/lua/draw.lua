@@ -6,11 +6,11 @@
 --- args: page
 --- ok: winners:u64 done:flag
 -- Otherwise: {CONFLICT} (already drawn or not a lottery) | {NOT_FOUND}.
-local cfg = hmget(K_CFG, 'stock', 'admission_multiplier', 'admission_mode', 'drawn')
+local cfg = hmget(K_CFG, 'stock', 'admission_multiplier', 'admission_mode', 'drawn', 'admission_cap')
 if not cfg.stock then return {NOT_FOUND} end
 if cfg.admission_mode ~= 'lottery' or cfg.drawn == '1' then return {CONFLICT} end
 redis.call('HSET', K_CFG, 'drawing', '1')
-local cap = tonumber(cfg.stock) * tonumber(cfg.admission_multiplier)
+local cap = admission_cap(cfg)
 local left = cap - redis.call('SCARD', K_ADMITTED)
 local n = math.min(tonumber(A_PAGE), left)
 if n > 0 then

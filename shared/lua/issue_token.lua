@@ -1,11 +1,13 @@
 -- issue-token: admit a user to an event, idempotently.
 --- keys: cfg admitted registrants counts
---- args: user
+--- args: user home_hash
 --- ok:
--- Otherwise: {REGISTERED} | {NOT_SELECTED} | {ADMISSION_CLOSED} | {SOLD_OUT} | {ENDED} | {NOT_FOUND}.
-local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'soldout', 'stock', 'admission_multiplier', 'admission_mode', 'drawn', 'drawing')
+-- Otherwise: {WRONG_SHARD, shards} | {REGISTERED} | {NOT_SELECTED} | {ADMISSION_CLOSED} | {SOLD_OUT} | {ENDED} | {NOT_FOUND}.
+local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'soldout', 'stock', 'admission_multiplier', 'admission_mode', 'drawn', 'drawing', 'admission_cap', 'shard', 'shards')
 local now = now_ms()
 if not cfg.start_ms then return {NOT_FOUND} end
+local moved = not_home(cfg, A_HOME_HASH)
+if moved then return moved end
 if redis.call('SISMEMBER', K_ADMITTED, A_USER) == 1 then return {OK} end
 if cfg.soldout == '1' then return refused(K_COUNTS, {SOLD_OUT}) end
 if now >= tonumber(cfg.end_ms) then return refused(K_COUNTS, {ENDED}) end
@@ -19,7 +21,7 @@ if cfg.admission_mode == 'lottery' then
   redis.call('SADD', K_REGISTRANTS, A_USER)
   return {REGISTERED}
 end
-if redis.call('SCARD', K_ADMITTED) >= tonumber(cfg.stock) * tonumber(cfg.admission_multiplier) then
+if redis.call('SCARD', K_ADMITTED) >= admission_cap(cfg) then
   return refused(K_COUNTS, {ADMISSION_CLOSED})
 end
 redis.call('SADD', K_ADMITTED, A_USER)

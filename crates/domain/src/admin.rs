@@ -176,6 +176,34 @@ pub struct EventStatus {
     pub refusals: BTreeMap<&'static str, i64>,
 }
 
+impl EventStatus {
+    /// Nothing yet: the start of a sum over shards.
+    pub(crate) fn empty() -> Self {
+        EventStatus {
+            config: BTreeMap::new(),
+            stock_by_shard: Vec::new(),
+            stock_left: 0,
+            sold: 0,
+            drained: 0,
+            queued: 0,
+            dead_letters: 0,
+            stream_length: 0,
+            admitted: 0,
+            registrants: 0,
+            paid: 0,
+            expired: 0,
+            refusals: BTreeMap::new(),
+        }
+    }
+
+    /// Takes `paid`, `expired` and the refusals from a counts hash.
+    pub(crate) fn set_counts(&mut self, counts: &BTreeMap<String, i64>) {
+        self.paid = counts.get("paid").copied().unwrap_or(0);
+        self.expired = counts.get("expired").copied().unwrap_or(0);
+        self.refusals = refusals_by_code(counts);
+    }
+}
+
 /// Reads an event's state in one script.
 pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, Error> {
     let raw = scripts::status::run(store, &EventKeys::new(event))?;

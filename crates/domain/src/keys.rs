@@ -21,6 +21,9 @@
 //! | `{sk:E}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
 //! | `{sk:E}:drain:nudge` | string, TTL | a poll elected to drain (one per `poll_drain_ms`) |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own) |
+//! | `{sk:E/s}:…` | | a sharded event's shard `s` ([`crate::sharded`]): the names above, in the shard's own slot, with `cfg` a copy holding `shard` and `version` |
+//! | `{sk:E/s}:empty` | hash | shard → until (ms): other shards this one believes empty |
+//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled; transfers credited |
 //!
 //! Only purchase tokens, rate buckets and the drain's lease and nudge expire; nothing a sale depends on does.
 
@@ -37,6 +40,14 @@ impl EventKeys {
     pub fn new(event: &EventId) -> Self {
         EventKeys {
             prefix: format!("{{sk:{}}}:", event.as_str()),
+        }
+    }
+
+    /// Keys of stock shard `shard` of a sharded event ([`crate::sharded`]): the same names in a
+    /// slot of the shard's own, `{sk:E/s}` (event ids never hold `/`).
+    pub fn shard(event: &EventId, shard: u32) -> Self {
+        EventKeys {
+            prefix: format!("{{sk:{}/{shard}}}:", event.as_str()),
         }
     }
 
@@ -128,6 +139,18 @@ impl EventKeys {
     /// Last error of each pending entry.
     pub fn drain_errors(&self) -> String {
         self.key("drain:errors")
+    }
+    /// A shard's beliefs that other shards are empty (hash: shard → until ms).
+    pub fn empty(&self) -> String {
+        self.key("empty")
+    }
+    /// Units a shard lent and has not settled (hash: transfer id → `to|units|ms`).
+    pub fn lent(&self) -> String {
+        self.key("lent")
+    }
+    /// Transfers a shard was credited with (set of transfer ids): each credits once.
+    pub fn credited(&self) -> String {
+        self.key("credited")
     }
 }
 

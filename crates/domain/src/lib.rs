@@ -4,6 +4,7 @@
 //!
 //! - [`sale`]: issue-token, precheck, buy, poll; [`admin`]: what operators do; [`orders`]: the
 //!   drain into Postgres, payment, timeout release, reconciliation.
+//! - [`sharded`]: one event's stock shards over many Redis nodes, each shard a slot of its own.
 //! - [`keys`]: the Redis key schema; [`nodes`]: which Redis node holds an event;
 //!   [`registry`]: the events each node holds; [`scripts`]: every Lua script, typed, from the
 //!   contracts declared in `shared/lua/`.
@@ -22,6 +23,7 @@ pub mod nodes;
 pub mod orders;
 pub mod registry;
 pub mod sale;
+pub mod sharded;
 pub mod scripts;
 pub mod sql;
 pub mod store;

@@ -34,6 +34,16 @@ pub fn index_for(event: &EventId, urls: &[&str]) -> usize {
         .unwrap_or(0)
 }
 
+/// The index in `urls` of the node that holds shard `shard` of a sharded event
+/// ([`crate::sharded`]): rendezvous hashing of (event, shard) and each node, so one event's shards
+/// spread over every node, and adding a node moves only the shards it wins.
+pub fn index_for_shard(event: &EventId, shard: u32, urls: &[&str]) -> usize {
+    let shard = shard.to_string();
+    (0..urls.len())
+        .max_by_key(|&i| hash64(&[event.as_str(), &shard, identity(urls[i])]))
+        .unwrap_or(0)
+}
+
 /// A connection to every node, in `redis_url` order (the scheduled jobs walk them all). A node
 /// that cannot be reached is remembered as down, so the jobs still serve the events of the others.
 pub struct Nodes<S> {
@@ -63,6 +73,29 @@ impl<S: Store> Nodes<S> {
             .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
     }
 
+    /// The node holding shard `shard` of `event`, unless it is down.
+    pub fn for_shard(&self, event: &EventId, shard: u32) -> Result<&S, StoreError> {
+        let urls: Vec<&str> = self.nodes.iter().map(|(u, _)| u.as_str()).collect();
+        if urls.is_empty() {
+            return Err(StoreError::failed("redis_url lists no node"));
+        }
+        let i = index_for_shard(event, shard, &urls);
+        self.nodes[i]
+            .1
+            .as_ref()
+            .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
+    }
+
+    /// How many nodes `redis_url` lists.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether `redis_url` lists no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
     /// Every node, or why it is down (errors name nodes by place: URLs may carry passwords).
     pub fn all(&self) -> impl Iterator<Item = Result<&S, StoreError>> {
         self.nodes.iter().enumerate().map(|(i, (_, s))| {
@@ -75,6 +108,19 @@ impl<S: Store> Nodes<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_events_shards_spread_over_every_node() {
+        let three = ["redis://a:1", "redis://b:1", "redis://c:1"];
+        let e = EventId::parse("hot").unwrap();
+        let mut per_node = [0usize; 3];
+        for s in 0..3000 {
+            per_node[index_for_shard(&e, s, &three)] += 1;
+        }
+        for n in per_node {
+            assert!((900..=1100).contains(&n), "uneven spread {per_node:?}");
+        }
+    }
 
     #[test]
     fn identity_is_host_and_port() {

@@ -64,6 +64,10 @@ impl From<Refusal> for Error {
             Refusal::Conflict => {
                 Error::refused(ErrorCode::Conflict, "conflicts with the event's state")
             }
+            // The sharded calls find the home again; one that reaches the edge is a bug.
+            Refusal::WrongShard { shards } => Error::bug(format!(
+                "a request reached a shard that is not its home (the event has {shards} shards)"
+            )),
         }
     }
 }
@@ -97,7 +101,12 @@ pub fn issue_token(
     user: &str,
     admission_secret: &[u8],
 ) -> Result<Admission, Error> {
-    match scripts::issue_token::run(store, &EventKeys::new(event), user)? {
+    match scripts::issue_token::run(
+        store,
+        &EventKeys::new(event),
+        user,
+        ids::home_hash(event.as_str(), user),
+    )? {
         scripts::issue_token::Issued::Admitted => Ok(Admission::Admitted {
             admission_token: auth::admission_token(admission_secret, event.as_str(), user),
         }),
@@ -127,7 +136,14 @@ pub fn precheck(
     auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
     let token = ids::new_purchase_token();
     let expires_in_ms =
-        scripts::precheck::run(store, &EventKeys::new(event), user, client_addr, &token)?;
+        scripts::precheck::run(
+        store,
+        &EventKeys::new(event),
+        user,
+        client_addr,
+        &token,
+        ids::home_hash(event.as_str(), user),
+    )?;
     Ok(PurchaseToken {
         purchase_token: token,
         expires_in_ms,
@@ -225,8 +241,20 @@ pub fn poll(
     user: &str,
     poll_drain_ms: u64,
 ) -> Result<Polled, Error> {
+    let state = scripts::poll::run(
+        store,
+        &EventKeys::new(event),
+        user,
+        poll_drain_ms,
+        ids::home_hash(event.as_str(), user),
+    )?;
+    Ok(polled(state))
+}
+
+/// What the buyer is told of a poll script's answer.
+pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
     use scripts::poll::OrderState;
-    let polled = match scripts::poll::run(store, &EventKeys::new(event), user, poll_drain_ms)? {
+    match state {
         OrderState::Order(o) if o.status != "queued" => Polled {
             result: PollResult::Order {
                 order_id: o.order_id,
@@ -253,8 +281,7 @@ pub fn poll(
             },
             drain_due: false,
         },
-    };
-    Ok(polled)
+    }
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).

@@ -41,3 +41,36 @@ local function units_left(stock)
   for _, units in ipairs(redis.call('HVALS', stock)) do left = left + tonumber(units) end
   return left
 end
+
+-- A sharded event keeps each stock shard in a slot of its own (`{sk:E/s}`), holding a copy of
+-- the configuration with its index (`shard`). A user's requests must land on their home shard,
+-- `home_hash % shards`, or one-per-user would not hold across shards: a request that reached
+-- another slot is answered {WRONG_SHARD, shards} and changes nothing. A slot without `shard`
+-- (an event created before the split) holds every shard: any request is home there.
+local function not_home(cfg, home_hash)
+  if not cfg.shard then return nil end
+  if tonumber(home_hash) % tonumber(cfg.shards) == tonumber(cfg.shard) then return nil end
+  return {WRONG_SHARD, tonumber(cfg.shards)}
+end
+
+-- How long a slot believes another shard is empty after a tail found it so (ms). A refill
+-- (release, rebalance, repair) clears the belief at once (shard_refilled.lua); the expiry only
+-- bounds a belief whose clearing was lost in a crash.
+local EMPTY_BELIEF_MS = 5000
+
+-- The other shards this slot does not believe empty (fresh beliefs in `empty`: shard → until).
+local function maybe_stocked(empty, shards, self, now)
+  local until_ms = pairs_to_table(redis.call('HGETALL', empty))
+  local out = {}
+  for s = 0, shards - 1 do
+    local u = tonumber(until_ms[tostring(s)])
+    if s ~= self and not (u and u > now) then out[#out + 1] = s end
+  end
+  return out
+end
+
+-- How many users may hold admission here: multiplier × stock for an event in one slot; a
+-- shard's slot admits its part of that (`admission_cap`, written with its configuration).
+local function admission_cap(cfg)
+  return tonumber(cfg.admission_cap) or tonumber(cfg.stock) * tonumber(cfg.admission_multiplier)
+end

@@ -184,7 +184,8 @@ fn no_order_polls_as_sold_out_or_none() {
 fn a_poll_passes_how_often_a_poll_may_be_elected_to_drain() {
     let store = FakeStore::holding_every_script().answers(&POLL, &[code::NONE.into(), 0.into()]);
     super::poll(&store, &event(), "u1", 250).unwrap();
-    assert_eq!(store.calls.borrow()[0].args, ["u1", "250"]);
+    let home_hash = crate::ids::home_hash(event().as_str(), "u1").to_string();
+    assert_eq!(store.calls.borrow()[0].args, ["u1", "250", &home_hash]);
 }
 
 #[test]

@@ -16,7 +16,12 @@ pub enum Issued {
 }
 
 /// Runs it for `user`.
-pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Issued, ScriptError> {
+pub fn run(
+    store: &impl Store,
+    k: &EventKeys,
+    user: &str,
+    home_hash: u64,
+) -> Result<Issued, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
         admitted: k.admitted(),
@@ -25,6 +30,7 @@ pub fn run(store: &impl Store, k: &EventKeys, user: &str) -> Result<Issued, Scri
     };
     let args = Args {
         user: user.to_owned(),
+        home_hash: home_hash.to_string(),
     };
     let (c, r) = call(store, keys, args)?;
     let issued = match c {

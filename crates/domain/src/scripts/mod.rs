@@ -23,6 +23,13 @@ pub mod reconcile_read;
 pub mod register_event;
 pub mod set_fields;
 pub mod set_order_status;
+pub mod shard_buy;
+pub mod shard_credit;
+pub mod shard_lend;
+pub mod shard_lent;
+pub mod shard_refilled;
+pub mod shard_settle;
+pub mod shard_warmup;
 pub mod status;
 pub mod upsert_event;
 pub mod warmup;
@@ -81,6 +88,12 @@ pub enum Refusal {
     NotSelected,
     /// The change conflicts with the event's state.
     Conflict,
+    /// The request reached a shard's slot that is not the user's home (see
+    /// [`crate::sharded`]); changed nothing.
+    WrongShard {
+        /// The event's shard count, to find the home with.
+        shards: u32,
+    },
 }
 
 impl Refusal {
@@ -102,6 +115,7 @@ impl Refusal {
             code::ADMISSION_CLOSED => Refusal::AdmissionClosed,
             code::NOT_SELECTED => Refusal::NotSelected,
             code::CONFLICT => Refusal::Conflict,
+            code::WRONG_SHARD => Refusal::WrongShard { shards: 0 },
             _ => return None,
         })
     }
@@ -219,6 +233,9 @@ impl Reader {
             },
             Some(Refusal::Already { .. }) => Refusal::Already {
                 order_id: self.next_text()?,
+            },
+            Some(Refusal::WrongShard { .. }) => Refusal::WrongShard {
+                shards: self.next_u32()?,
             },
             Some(refusal) => refusal,
             None => {

@@ -26,6 +26,7 @@ pub fn run(
     k: &EventKeys,
     user: &str,
     poll_drain_ms: u64,
+    home_hash: u64,
 ) -> Result<OrderState, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
@@ -37,6 +38,7 @@ pub fn run(
     let args = Args {
         user: user.to_owned(),
         poll_drain_ms: poll_drain_ms.to_string(),
+        home_hash: home_hash.to_string(),
     };
     let (c, mut r) = call(store, keys, args)?;
     match c {

@@ -13,6 +13,7 @@ pub fn run(
     user: &str,
     client_addr: &str,
     token: &str,
+    home_hash: u64,
 ) -> Result<u64, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
@@ -27,6 +28,7 @@ pub fn run(
         user: user.to_owned(),
         client_addr: client_addr.to_owned(),
         purchase_token: token.to_owned(),
+        home_hash: home_hash.to_string(),
     };
     let mut r = call_ok(store, keys, args)?;
     Ok(OkReply::read(&mut r)?.ttl_ms)

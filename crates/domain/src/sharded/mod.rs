@@ -1,0 +1,103 @@
+//! One hot item over many Redis nodes: a **sharded event** keeps each stock shard in a hash
+//! slot of its own (`{sk:E/s}`, [`EventKeys::shard`]), placed on the nodes of `redis_url` by
+//! rendezvous hashing of (event, shard) ([`crate::nodes::index_for_shard`]), so one event spans
+//! every node and adds each node's core to the sale.
+//!
+//! A buyer belongs to one shard, their **home** (`home_hash(event, user) % shards`,
+//! [`crate::ids::home_shard`]), and everything their requests need lives in its slot: a copy of
+//! the event's configuration (written to every shard, with a `version`), their admission,
+//! purchase token and rate bucket, one-per-user, the order, the shard's order stream and
+//! counters. So admission, precheck, buy and poll are one EVALSHA each, on one node; a request
+//! that reaches another slot is refused there without a change ([`Refusal::WrongShard`]) and
+//! sent home once. One-per-user is exact because a user only ever buys at home.
+//!
+//! When the home shard is empty and others are not, the buy takes the **tail**
+//! ([`sale::buy`]): a unit is lent from another shard to the home shard (`shard_lend.lua`, which
+//! records the transfer there) and the home shard credits it and sells it in the same script
+//! (`shard_buy.lua`, which remembers the transfer id so it credits once). At most four round
+//! trips. A tail cut short leaves a transfer recorded at the lender and not credited: the
+//! [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
+//! between shards with the same two steps.
+//!
+//! The module is the domain's side; the scripts are `shared/lua/shard_*.lua` plus the sale
+//! scripts that run per slot unchanged (precheck, poll, issue-token, draw, deny, set-fields,
+//! status).
+
+pub mod admin;
+pub mod sale;
+pub mod transfer;
+
+use crate::event::EventId;
+use crate::keys::EventKeys;
+use crate::nodes::Nodes;
+use crate::scripts::{Refusal, ScriptError};
+use crate::store::{Store, StoreError};
+
+/// A sharded event over the nodes: where each shard's slot is.
+pub struct Event<'a, S> {
+    nodes: &'a Nodes<S>,
+    id: &'a EventId,
+    shards: u32,
+}
+
+impl<'a, S: Store> Event<'a, S> {
+    /// `id`, with `shards` shards, over `nodes`.
+    pub fn new(nodes: &'a Nodes<S>, id: &'a EventId, shards: u32) -> Self {
+        Event {
+            nodes,
+            id,
+            shards: shards.max(1),
+        }
+    }
+
+    /// The event.
+    pub fn id(&self) -> &EventId {
+        self.id
+    }
+
+    /// How many shards it has.
+    pub fn shards(&self) -> u32 {
+        self.shards
+    }
+
+    /// Shard `shard`'s node and keys.
+    pub fn slot(&self, shard: u32) -> Result<(&'a S, EventKeys), StoreError> {
+        Ok((
+            self.nodes.for_shard(self.id, shard)?,
+            EventKeys::shard(self.id, shard),
+        ))
+    }
+
+    /// The master copy of the configuration: the event's own slot `{sk:E}`, on its node.
+    pub fn master(&self) -> Result<(&'a S, EventKeys), StoreError> {
+        Ok((self.nodes.for_event(self.id)?, EventKeys::new(self.id)))
+    }
+
+    /// Every shard, in order.
+    pub fn all(&self) -> impl Iterator<Item = u32> {
+        0..self.shards
+    }
+}
+
+/// Runs `op` at `user`'s home shard (by `shards`, the caller's count). Refused with
+/// [`Refusal::WrongShard`] (the count was stale or wrong: the slot knows the event's), it runs
+/// once more at the home the slot named. Returns the result and the count it used.
+pub fn at_home<'a, S: Store, T>(
+    nodes: &'a Nodes<S>,
+    id: &'a EventId,
+    shards: u32,
+    user: &str,
+    mut op: impl FnMut(&Event<'a, S>, u32, u64) -> Result<T, ScriptError>,
+) -> Result<(T, Event<'a, S>), ScriptError> {
+    let hash = crate::ids::home_hash(id.as_str(), user);
+    let event = Event::new(nodes, id, shards);
+    let home = (hash % u64::from(event.shards)) as u32;
+    match op(&event, home, hash) {
+        Err(ScriptError::Refused(Refusal::WrongShard { shards })) if shards != event.shards => {
+            let event = Event::new(nodes, id, shards);
+            let home = (hash % u64::from(event.shards)) as u32;
+            op(&event, home, hash).map(|t| (t, event))
+        }
+        other => other.map(|t| (t, event)),
+    }
+}

@@ -1,0 +1,58 @@
+-- buy on a sharded event, at the buyer's home shard's slot: the whole purchase in one atomic
+-- step while the home shard has stock. When it is empty, the reply names up to two other shards
+-- to take a unit from; the caller lends one there (shard_lend.lua) and comes back here with it
+-- (`credit_id`): the tail, at most 4 round trips (ARCHITECTURE.md, "One hot item over nodes").
+--- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited
+--- args: user purchase_token home_hash order_id credit_id credit_units empties...
+--- ok: seq:u64 shard:u32 drained:u64
+-- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
+-- credit_id/credit_units: a unit lent to this shard for this buy ('' and 0 when none); empties:
+-- shards the caller found empty, believed so here for EMPTY_BELIEF_MS.
+local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'soldout', 'buy_rate', 'buy_burst',
+  'shards', 'shard')
+local now = now_ms()
+if not cfg.start_ms then return {NOT_FOUND} end
+local moved = not_home(cfg, A_HOME_HASH)
+if moved then return moved end
+local home = cfg.shard
+-- A lent unit is credited first, whatever this buy becomes: it left its shard, so it must land
+-- somewhere, once (the credited set makes a replay, or the repair's credit, a no-op).
+if A_CREDIT_ID ~= '' and redis.call('SADD', K_CREDITED, A_CREDIT_ID) == 1 then
+  redis.call('HINCRBY', K_STOCK, home, tonumber(A_CREDIT_UNITS))
+  redis.call('HSET', K_CFG, 'soldout', '0')
+  cfg.soldout = '0'
+end
+for _, s in ipairs(A_EMPTIES) do redis.call('HSET', K_EMPTY, s, now + EMPTY_BELIEF_MS) end
+local shut = closed(cfg, now)
+if shut then return refused(K_COUNTS, shut) end
+local order = redis.call('HGET', K_BOUGHT, A_USER)
+if order then return refused(K_COUNTS, {ALREADY, order}) end
+if redis.call('GET', K_PURCHASE_TOKEN) ~= A_PURCHASE_TOKEN then return refused(K_COUNTS, {BAD_TOKEN}) end
+-- The bucket is taken once per buy: on its first round trip, not again on its tail's last.
+if A_CREDIT_ID == '' and #A_EMPTIES == 0
+    and not take_token(K_BUY_BUCKET, tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then
+  return refused(K_COUNTS, {LIMITED})
+end
+if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
+  redis.call('HINCRBY', K_STOCK, home, 1)
+  local candidates = maybe_stocked(K_EMPTY, tonumber(cfg.shards), tonumber(home), now)
+  if #candidates == 0 then
+    -- Empty here, and every other shard was found empty moments ago: sold out.
+    redis.call('HSET', K_CFG, 'soldout', '1')
+    return refused(K_COUNTS, {SOLD_OUT})
+  end
+  -- Two candidates from a place the order id's random tail picks, so tails spread.
+  local from = tonumber(string.sub(A_ORDER_ID, -6), 16) or 0
+  local reply = {TAIL}
+  for i = 0, math.min(2, #candidates) - 1 do
+    reply[#reply + 1] = candidates[(from + i) % #candidates + 1]
+  end
+  return reply
+end
+local seq = redis.call('INCR', K_SEQ)
+redis.call('HSET', K_BOUGHT, A_USER, A_ORDER_ID)
+order_put(K_ORDERS, A_ORDER_ID, 'queued', home, seq)
+redis.call('XADD', K_QUEUE, '*', 'order', A_ORDER_ID, 'user', A_USER, 'shard', home, 'seq', seq,
+  'created_ms', now)
+redis.call('DEL', K_PURCHASE_TOKEN)
+return {OK, seq, tonumber(home), get_number(K_DRAINED)}

@@ -1,0 +1,9 @@
+-- Shard `shard` has stock again (a release, a rebalance, a repaired tail): this slot stops
+-- believing it empty, and is not sold out any more (sold out is only ever "every shard empty").
+--- keys: cfg empty
+--- args: shard
+--- ok:
+if redis.call('EXISTS', K_CFG) == 0 then return {NOT_FOUND} end
+redis.call('HDEL', K_EMPTY, A_SHARD)
+redis.call('HSET', K_CFG, 'soldout', '0')
+return {OK}
