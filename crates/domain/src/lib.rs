@@ -23,8 +23,8 @@ pub mod nodes;
 pub mod orders;
 pub mod registry;
 pub mod sale;
-pub mod sharded;
 pub mod scripts;
+pub mod sharded;
 pub mod sql;
 pub mod store;
 

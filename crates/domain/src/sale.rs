@@ -135,8 +135,7 @@ pub fn precheck(
 ) -> Result<PurchaseToken, Error> {
     auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
     let token = ids::new_purchase_token();
-    let expires_in_ms =
-        scripts::precheck::run(
+    let expires_in_ms = scripts::precheck::run(
         store,
         &EventKeys::new(event),
         user,

@@ -17,7 +17,11 @@ pub struct Transfer {
 }
 
 /// The transfers shard slot `k` lent at least `min_age_ms` ago.
-pub fn run(store: &impl Store, k: &EventKeys, min_age_ms: u64) -> Result<Vec<Transfer>, ScriptError> {
+pub fn run(
+    store: &impl Store,
+    k: &EventKeys,
+    min_age_ms: u64,
+) -> Result<Vec<Transfer>, ScriptError> {
     let keys = Keys { lent: k.lent() };
     let args = Args {
         min_age_ms: min_age_ms.to_string(),

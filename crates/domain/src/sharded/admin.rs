@@ -24,7 +24,12 @@ fn new_version() -> String {
 /// The master's fields as shard `shard` of `shards` holds them: its index, its part of the
 /// admission cap and of the event-wide buy bucket (each shard refills `buy_rate / shards`).
 fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
-    let get = |name: &str| fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str());
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    };
     let n = f64::from(shards);
     let mut out: Fields = fields
         .iter()
@@ -92,7 +97,10 @@ fn event_of<'a, S: Store>(
 pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Error> {
     let config = master_config(nodes, event)?;
     let e = event_of(nodes, event, &config)?;
-    let stock: u64 = config.get("stock").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let stock: u64 = config
+        .get("stock")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let n = u64::from(e.shards());
     let mut already = true;
     for s in e.all() {
@@ -187,14 +195,16 @@ pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Err
     for s in e.all() {
         let (store, k) = e.slot(s)?;
         let raw = scripts::status::run(store, &k).map_err(|e| match e {
-            ScriptError::Refused(Refusal::NotFound) => {
-                Error::bug(format!("shard {s} of {} has no configuration", event.as_str()))
-            }
+            ScriptError::Refused(Refusal::NotFound) => Error::bug(format!(
+                "shard {s} of {} has no configuration",
+                event.as_str()
+            )),
             e => e.into(),
         })?;
         versions_agree &= raw.config.get("version") == config.get("version");
         sold_out_shards += u32::from(raw.config.get("soldout").is_some_and(|v| v == "1"));
-        sum.stock_by_shard.push(raw.stock_by_shard.get(s as usize).copied().unwrap_or(0));
+        sum.stock_by_shard
+            .push(raw.stock_by_shard.get(s as usize).copied().unwrap_or(0));
         sum.sold += raw.sold;
         sum.drained += raw.drained;
         sum.dead_letters += raw.dead_letters;

@@ -83,7 +83,15 @@ pub fn buy<S: Store>(
     let (first, e) = at_home(nodes, event, shards, user, |e, home, hash| {
         round_trips += 1;
         let (store, k) = e.slot(home)?;
-        shard_buy::run(store, &k, user, purchase_token, hash, &order_id, &Back::default())
+        shard_buy::run(
+            store,
+            &k,
+            user,
+            purchase_token,
+            hash,
+            &order_id,
+            &Back::default(),
+        )
     })?;
     let candidates = match first {
         Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),

@@ -121,6 +121,10 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
 /// `min_age_ms`, then rebalance when the shards [`drifted`]. Returns the repair and units moved.
 pub fn maintain<S: Store>(e: &Event<'_, S>, min_age_ms: u64) -> Result<(Repaired, u64), Error> {
     let repaired = repair(e, min_age_ms)?;
-    let moved = if drifted(&stocks(e)?) { rebalance(e)? } else { 0 };
+    let moved = if drifted(&stocks(e)?) {
+        rebalance(e)?
+    } else {
+        0
+    };
     Ok((repaired, moved))
 }
