@@ -1,58 +1,58 @@
--- buy: the whole purchase as one atomic step, so "accepted" and "enqueued" can never disagree.
---- keys: cfg purchase_token bought nonempty queue seq buy_bucket drained stock orders counts
---- args: user purchase_token home_hash order_id
+-- buy on a sharded event, at the buyer's home shard's slot: the whole purchase in one atomic
+-- step while the home shard has stock. When it is empty, the reply names up to two other shards
+-- to take a unit from; the caller lends one there (shard_lend.lua) and comes back here with it
+-- (`credit_id`): the tail, at most 4 round trips (ARCHITECTURE.md, "One hot item over nodes").
+--- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited
+--- args: user purchase_token home_hash order_id credit_id credit_units empties...
 --- ok: seq:u64 shard:u32 drained:u64
--- Refusals: {BAD_TOKEN} | {ALREADY, order} | {LIMITED} | {SOLD_OUT} | the window's (closed()).
--- home_hash picks the home shard (home_hash % shards); order_id is the new order's id.
---
--- Invariant kept here and by warm-up/release: a shard is in the non-empty set iff its stock > 0.
--- So the first candidate always has stock, and the set is empty only when every shard is.
+-- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
+-- credit_id/credit_units: a unit lent to this shard for this buy ('' and 0 when none); empties:
+-- shards the caller found empty, believed so here for EMPTY_BELIEF_MS.
 local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'soldout', 'buy_rate', 'buy_burst',
-  'shards')
+  'shards', 'shard')
 local now = now_ms()
+if not cfg.start_ms then return {NOT_FOUND} end
+local moved = not_home(cfg, A_HOME_HASH)
+if moved then return moved end
+local home = cfg.shard
+-- A lent unit is credited first, whatever this buy becomes: it left its shard, so it must land
+-- somewhere, once (the credited set makes a replay, or the repair's credit, a no-op).
+if A_CREDIT_ID ~= '' and redis.call('SADD', K_CREDITED, A_CREDIT_ID) == 1 then
+  redis.call('HINCRBY', K_STOCK, home, tonumber(A_CREDIT_UNITS))
+  redis.call('HSET', K_CFG, 'soldout', '0')
+  cfg.soldout = '0'
+end
+for _, s in ipairs(A_EMPTIES) do redis.call('HSET', K_EMPTY, s, now + EMPTY_BELIEF_MS) end
 local shut = closed(cfg, now)
 if shut then return refused(K_COUNTS, shut) end
--- One per user, checked before stock is touched (repeat clicks must not burn units). First, so
--- a buyer who lost a 202 and retries hears which order is theirs.
 local order = redis.call('HGET', K_BOUGHT, A_USER)
 if order then return refused(K_COUNTS, {ALREADY, order}) end
--- Validate before changing anything: a bad token burns nothing.
 if redis.call('GET', K_PURCHASE_TOKEN) ~= A_PURCHASE_TOKEN then return refused(K_COUNTS, {BAD_TOKEN}) end
-if not take_token(K_BUY_BUCKET, tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then
+-- The bucket is taken once per buy: on its first round trip, not again on its tail's last.
+if A_CREDIT_ID == '' and #A_EMPTIES == 0
+    and not take_token(K_BUY_BUCKET, tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then
   return refused(K_COUNTS, {LIMITED})
 end
-
--- Takes a unit from `shard` in one command; a shard that goes below zero was empty and is put
--- back at once (inside this script: nobody sees it). Returns the units left, or nil.
-local function take_from(shard)
-  local left = redis.call('HINCRBY', K_STOCK, shard, -1)
-  if left >= 0 then return left end
-  redis.call('HINCRBY', K_STOCK, shard, 1)
-  return nil
-end
-
-local shard = tostring(tonumber(A_HOME_HASH) % tonumber(cfg.shards))
-local left = take_from(shard)
-if not left then
-  -- Home shard empty: take another that still has stock (at most 3 looks, never blind probing).
-  shard = nil
-  for _, s in ipairs(redis.call('SRANDMEMBER', K_NONEMPTY, 3)) do
-    left = take_from(s)
-    if left then shard = s; break end
-  end
-  if not shard then
-    mark_sold_out_if_empty(K_NONEMPTY, K_CFG)
+if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
+  redis.call('HINCRBY', K_STOCK, home, 1)
+  local candidates = maybe_stocked(K_EMPTY, tonumber(cfg.shards), tonumber(home), now)
+  if #candidates == 0 then
+    -- Empty here, and every other shard was found empty moments ago: sold out.
+    redis.call('HSET', K_CFG, 'soldout', '1')
     return refused(K_COUNTS, {SOLD_OUT})
   end
-end
-if left == 0 then
-  redis.call('SREM', K_NONEMPTY, shard)
-  mark_sold_out_if_empty(K_NONEMPTY, K_CFG)
+  -- Two candidates from a place the order id's random tail picks, so tails spread.
+  local from = tonumber(string.sub(A_ORDER_ID, -6), 16) or 0
+  local reply = {TAIL}
+  for i = 0, math.min(2, #candidates) - 1 do
+    reply[#reply + 1] = candidates[(from + i) % #candidates + 1]
+  end
+  return reply
 end
 local seq = redis.call('INCR', K_SEQ)
 redis.call('HSET', K_BOUGHT, A_USER, A_ORDER_ID)
-order_put(K_ORDERS, A_ORDER_ID, 'queued', shard, seq)
-redis.call('XADD', K_QUEUE, '*', 'order', A_ORDER_ID, 'user', A_USER, 'shard', shard, 'seq', seq,
+order_put(K_ORDERS, A_ORDER_ID, 'queued', home, seq)
+redis.call('XADD', K_QUEUE, '*', 'order', A_ORDER_ID, 'user', A_USER, 'shard', home, 'seq', seq,
   'created_ms', now)
 redis.call('DEL', K_PURCHASE_TOKEN)
-return {OK, seq, tonumber(shard), get_number(K_DRAINED)}
+return {OK, seq, tonumber(home), get_number(K_DRAINED)}

@@ -4,7 +4,7 @@
 -- expired (drained but not yet confirmed). `paid` and `expired` are final: nothing replaces them,
 -- so a late or replayed `expired` can never put a paid unit back on sale.
 -- counts: `paid` and `expired` count each order once, as it reaches that state.
---- keys: cfg nonempty drained stock orders counts
+--- keys: cfg drained stock orders counts
 --- args: status order_ids...
 --- ok: released:u64
 local released = 0
@@ -19,7 +19,6 @@ for _, id in ipairs(A_ORDER_IDS) do
     redis.call('HINCRBY', K_COUNTS, A_STATUS, 1)
     if A_STATUS == 'expired' then
       redis.call('HINCRBY', K_STOCK, o.shard, 1)
-      redis.call('SADD', K_NONEMPTY, o.shard)
       redis.call('HSET', K_CFG, 'soldout', '0')
       released = released + 1
     end

@@ -1,19 +1,14 @@
--- Admin: write the stock into its shards before the sale, once. Keys never expire.
---- keys: cfg nonempty stock
---- args:
---- ok: stock:u64 shards:u32
--- Otherwise: {CONFLICT} (already warmed) | {NOT_FOUND}.
-local cfg = hmget(K_CFG, 'stock', 'shards', 'warmed')
-if not cfg.stock then return {NOT_FOUND} end
-if cfg.warmed == '1' then return {CONFLICT} end
-local stock, shards = tonumber(cfg.stock), tonumber(cfg.shards)
-local base, extra = math.floor(stock / shards), stock % shards
-redis.call('DEL', K_NONEMPTY, K_STOCK)
-for i = 0, shards - 1 do
-  local n = base
-  if i < extra then n = n + 1 end
-  redis.call('HSET', K_STOCK, i, n)
-  if n > 0 then redis.call('SADD', K_NONEMPTY, i) end
+-- Admin: writes one shard's part of the stock into its slot before the sale, once. A warm-up
+-- cut short is finished by calling it again: a warmed shard answers what it holds.
+--- keys: cfg stock
+--- args: units
+--- ok: units:u64 already:flag
+-- Otherwise: {NOT_FOUND}.
+local cfg = hmget(K_CFG, 'shard', 'warmed')
+if not cfg.shard then return {NOT_FOUND} end
+if cfg.warmed == '1' then
+  return {OK, tonumber(redis.call('HGET', K_STOCK, cfg.shard) or '0'), 1}
 end
-redis.call('HSET', K_CFG, 'warmed', '1', 'soldout', stock == 0 and '1' or '0')
-return {OK, stock, shards}
+redis.call('HSET', K_STOCK, cfg.shard, tonumber(A_UNITS))
+redis.call('HSET', K_CFG, 'warmed', '1', 'soldout', '0')
+return {OK, tonumber(A_UNITS), 0}

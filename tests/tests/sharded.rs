@@ -13,7 +13,7 @@ use seckill_domain::ids;
 use seckill_domain::keys::EventKeys;
 use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::sale::Admission;
-use seckill_domain::scripts::shard_buy::{self, Back, Outcome};
+use seckill_domain::scripts::buy::{self, Back, Outcome};
 use seckill_domain::scripts::{Refusal, ScriptError, shard_lend};
 use seckill_domain::sharded::{self, Event, transfer};
 use seckill_native::NativeStore;
@@ -348,7 +348,7 @@ fn one_per_user_holds_when_the_same_buyer_races_on_two_shards() -> Result<()> {
     // A request sent to another shard's slot is refused there and changes nothing.
     let other = (home + 1) % 4;
     let (store, k) = Event::new(&nodes, &event, 4).slot(other)?;
-    let forged = shard_buy::run(store, &k, user, &token, hash, "00ff", &Back::default());
+    let forged = buy::run(store, &k, user, &token, hash, "00ff", &Back::default());
     assert!(matches!(
         forged,
         Err(ScriptError::Refused(Refusal::WrongShard { shards: 4 }))
@@ -474,7 +474,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         let order_id = ids::new_order_id(clock::now_ms());
         let (store, k) = e.slot(home)?;
         let Outcome::Tail(candidates) =
-            shard_buy::run(store, &k, user, &token, hash, &order_id, &Back::default())?
+            buy::run(store, &k, user, &token, hash, &order_id, &Back::default())?
         else {
             bail!("the home shard is empty: expected the tail")
         };
@@ -489,7 +489,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
                     credit: Some(("t-cut", 1)),
                     empties: vec![],
                 };
-                let done = shard_buy::run(store, &k, user, &token, hash, &order_id, &back)?;
+                let done = buy::run(store, &k, user, &token, hash, &order_id, &back)?;
                 assert!(matches!(done, Outcome::Bought(_)));
             }
         }

@@ -1,33 +1,21 @@
 //! What an operator does: create and update events, warm up stock, flip switches and limits,
-//! deny users and addresses, run the lottery draw, read an event's state.
+//! deny users and addresses, run the lottery draw, read an event's state. An event's master
+//! configuration lives in its own slot, a copy in every shard's slot ([`crate::sharded`]), each
+//! write stamped with one `version`, so a change cut short shows ([`Status::versions_agree`])
+//! and is finished by repeating it.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::auth;
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId, Switches};
-use crate::keys::EventKeys;
-use crate::scripts::{self, Refusal};
+use crate::nodes::Nodes;
+use crate::scripts::{self, Refusal, ScriptError, warmup};
+use crate::sharded::Event;
 use crate::store::Store;
+use crate::{auth, clock, ids};
 
-/// Creates or updates an event. Stock and shards are frozen once warmed up. Returns whether it
-/// was created.
-pub fn upsert_event(
-    store: &impl Store,
-    event: &EventId,
-    config: &EventConfig,
-) -> Result<bool, Error> {
-    config.validate()?;
-    let k = EventKeys::new(event);
-    // The scheduled jobs find events through the registry, a slot of its own (so a second
-    // call). Registered first: if the configuration write then fails, the jobs meet an entry
-    // without configuration and skip it; the other way round, a failure in between would leave
-    // a sellable event the drain never visits.
-    scripts::register_event::run(store, event)?;
-    Ok(scripts::upsert_event::run(store, &k, config.fields())?)
-}
 
 /// The result of a warm-up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,20 +26,7 @@ pub struct Warmed {
     pub shards: u32,
 }
 
-/// Writes the stock into its shards, once, before the sale.
-pub fn warm_up(store: &impl Store, event: &EventId) -> Result<Warmed, Error> {
-    let (stock, shards) = scripts::warmup::run(store, &EventKeys::new(event))?;
-    Ok(Warmed { stock, shards })
-}
 
-/// Applies live switches and limits.
-pub fn set_switches(store: &impl Store, event: &EventId, switches: &Switches) -> Result<(), Error> {
-    Ok(scripts::set_fields::run(
-        store,
-        &EventKeys::new(event),
-        switches.fields()?,
-    )?)
-}
 
 /// Users and client addresses to keep out of an event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,31 +93,10 @@ pub fn check_deny_list(list: &DenyList) -> Result<(), Error> {
     Ok(())
 }
 
-/// Adds to an event's deny lists ([`check_deny_list`] first).
-pub fn deny(store: &impl Store, event: &EventId, list: &DenyList) -> Result<(), Error> {
-    check_deny_list(list)?;
-    Ok(scripts::deny::run(
-        store,
-        &EventKeys::new(event),
-        &list.users,
-        &list.addrs,
-    )?)
-}
 
 /// Winners drawn per script call: small enough that no call blocks Redis for long.
 pub const DRAW_PAGE: u32 = 5_000;
 
-/// Runs the lottery draw, `page` winners per script call; returns how many were admitted.
-/// A draw cut short (a lost connection) resumes where it stopped when called again.
-pub fn draw(store: &impl Store, event: &EventId, page: u32) -> Result<u64, Error> {
-    let k = EventKeys::new(event);
-    loop {
-        let drawn = scripts::draw::run(store, &k, page)?;
-        if drawn.done {
-            return Ok(drawn.winners);
-        }
-    }
-}
 
 /// An event's state, for the operator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -204,23 +158,189 @@ impl EventStatus {
     }
 }
 
-/// Reads an event's state in one script.
-pub fn status(store: &impl Store, event: &EventId) -> Result<EventStatus, Error> {
-    let raw = scripts::status::run(store, &EventKeys::new(event))?;
-    Ok(EventStatus {
-        config: raw.config,
-        stock_left: raw.stock_by_shard.iter().sum(),
-        stock_by_shard: raw.stock_by_shard,
-        sold: raw.sold,
-        drained: raw.drained,
-        queued: (raw.sold - raw.drained - raw.dead_orders).max(0),
-        dead_letters: raw.dead_letters,
-        stream_length: raw.stream_length,
-        admitted: raw.admitted,
-        registrants: raw.registrants,
-        paid: raw.counts.get("paid").copied().unwrap_or(0),
-        expired: raw.counts.get("expired").copied().unwrap_or(0),
-        refusals: refusals_by_code(&raw.counts),
+
+/// A configuration field list.
+type Fields = Vec<(&'static str, String)>;
+
+/// A new version stamp: time-ordered, unique without coordination.
+fn new_version() -> String {
+    ids::new_order_id(clock::now_ms())
+}
+
+/// The master's fields as shard `shard` of `shards` holds them: its index, its part of the
+/// admission cap and of the event-wide buy bucket (each shard refills `buy_rate / shards`).
+fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
+    let get = |name: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let n = f64::from(shards);
+    let mut out: Fields = fields
+        .iter()
+        .filter(|(name, _)| !matches!(*name, "buy_rate" | "buy_burst"))
+        .cloned()
+        .collect();
+    out.push(("shard", shard.to_string()));
+    if let (Some(stock), Some(mult)) = (get("stock"), get("admission_multiplier")) {
+        let (stock, mult): (f64, f64) = (stock.parse().unwrap_or(0.0), mult.parse().unwrap_or(1.0));
+        out.push(("admission_cap", ((stock * mult) / n).ceil().to_string()));
+    }
+    if let (Some(rate), Some(burst)) = (get("buy_rate"), get("buy_burst")) {
+        let (rate, burst): (f64, f64) = (rate.parse().unwrap_or(0.0), burst.parse().unwrap_or(0.0));
+        out.push(("buy_rate", (rate / n).to_string()));
+        out.push(("buy_burst", (burst / n).ceil().max(1.0).to_string()));
+    }
+    out
+}
+
+/// Creates or updates a sharded event: registered, then the master, then every shard's copy,
+/// all with one new version. Returns whether it was created.
+pub fn upsert_event<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    config: &EventConfig,
+) -> Result<bool, Error> {
+    config.validate()?;
+    let e = Event::new(nodes, event, config.shards);
+    let (store, k) = e.master()?;
+    scripts::register_event::run(store, event)?;
+    let mut fields = config.fields();
+    fields.push(("version", new_version()));
+    let created = scripts::upsert_event::run(store, &k, fields.clone())?;
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        scripts::upsert_event::run(store, &k, shard_fields(&fields, s, e.shards()))?;
+    }
+    Ok(created)
+}
+
+/// Writes each shard's part of the stock (the first `stock % shards` shards hold one more),
+/// then marks the master warmed. Repeating it finishes a warm-up cut short.
+pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Error> {
+    let (e, config) = Event::open(nodes, event)?;
+    let stock: u64 = config
+        .get("stock")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let n = u64::from(e.shards());
+    let mut already = true;
+    for s in e.all() {
+        let units = stock / n + u64::from(u64::from(s) < stock % n);
+        let (store, k) = e.slot(s)?;
+        already &= warmup::run(store, &k, units)?.already;
+    }
+    let (store, k) = e.master()?;
+    if already && config.get("warmed").is_some_and(|w| w == "1") {
+        return Err(Refusal::Conflict.into());
+    }
+    scripts::set_fields::run(store, &k, vec![("warmed", "1".into())])?;
+    Ok(Warmed {
+        stock,
+        shards: e.shards(),
+    })
+}
+
+/// Applies live switches and limits to the master and every shard, with a new version.
+pub fn set_switches<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    switches: &Switches,
+) -> Result<(), Error> {
+    let mut fields = switches.fields()?;
+    fields.push(("version", new_version()));
+    let (e, _) = Event::open(nodes, event)?;
+    let (store, k) = e.master()?;
+    scripts::set_fields::run(store, &k, fields.clone())?;
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        let mut f = shard_fields(&fields, s, e.shards());
+        f.retain(|(name, _)| *name != "shard");
+        scripts::set_fields::run(store, &k, f)?;
+    }
+    Ok(())
+}
+
+/// Adds to the deny lists of every shard (each buyer is checked at home).
+pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Result<(), Error> {
+    check_deny_list(list)?;
+    let (e, _) = Event::open(nodes, event)?;
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        scripts::deny::run(store, &k, &list.users, &list.addrs)?;
+    }
+    Ok(())
+}
+
+/// Runs the lottery draw in every shard (each admits its part), `page` winners per call.
+pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u64, Error> {
+    let (e, _) = Event::open(nodes, event)?;
+    let mut winners = 0;
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        loop {
+            let drawn = scripts::draw::run(store, &k, page)?;
+            if drawn.done {
+                winners += drawn.winners;
+                break;
+            }
+        }
+    }
+    Ok(winners)
+}
+
+/// A sharded event's state: the sums over shards, and what only shards have.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Status {
+    /// The sums, as for an event in one slot (`stock_by_shard` from each shard's slot).
+    #[serde(flatten)]
+    pub event: EventStatus,
+    /// Every shard holds the master's configuration version: no change was cut short.
+    pub versions_agree: bool,
+    /// Shards that consider the event sold out.
+    pub sold_out_shards: u32,
+}
+
+/// Reads the master and every shard (one script each) and sums them.
+pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Error> {
+    let (e, config) = Event::open(nodes, event)?;
+    let mut sum = EventStatus {
+        config: config.clone(),
+        ..EventStatus::empty()
+    };
+    let mut counts = BTreeMap::new();
+    let (mut versions_agree, mut sold_out_shards) = (true, 0);
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        let raw = scripts::status::run(store, &k).map_err(|e| match e {
+            ScriptError::Refused(Refusal::NotFound) => Error::bug(format!(
+                "shard {s} of {} has no configuration",
+                event.as_str()
+            )),
+            e => e.into(),
+        })?;
+        versions_agree &= raw.config.get("version") == config.get("version");
+        sold_out_shards += u32::from(raw.config.get("soldout").is_some_and(|v| v == "1"));
+        sum.stock_by_shard
+            .push(raw.stock_by_shard.get(s as usize).copied().unwrap_or(0));
+        sum.sold += raw.sold;
+        sum.drained += raw.drained;
+        sum.dead_letters += raw.dead_letters;
+        sum.stream_length += raw.stream_length;
+        sum.admitted += raw.admitted;
+        sum.registrants += raw.registrants;
+        sum.queued += (raw.sold - raw.drained - raw.dead_orders).max(0);
+        for (field, n) in raw.counts {
+            *counts.entry(field).or_insert(0) += n;
+        }
+    }
+    sum.stock_left = sum.stock_by_shard.iter().sum();
+    sum.set_counts(&counts);
+    Ok(Status {
+        event: sum,
+        versions_agree,
+        sold_out_shards,
     })
 }
 

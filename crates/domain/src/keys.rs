@@ -7,7 +7,6 @@
 //! |---|---|---|
 //! | `{sk:E}:cfg` | hash | configuration, switches, `soldout`, `warmed`, `drawn` |
 //! | `{sk:E}:stock` | hash | shard index → units left |
-//! | `{sk:E}:nonempty` | set | shards whose stock > 0 |
 //! | `{sk:E}:admitted` / `:registrants` | set | users holding admission / registered for the lottery |
 //! | `{sk:E}:deny:users` / `:deny:addrs` | set | deny lists |
 //! | `{sk:E}:ptok:<user>` | string, TTL | the user's one-time purchase token |
@@ -66,10 +65,6 @@ impl EventKeys {
     /// Units left per shard (hash: shard index → units).
     pub fn stock(&self) -> String {
         self.key("stock")
-    }
-    /// Set of shards with stock.
-    pub fn nonempty(&self) -> String {
-        self.key("nonempty")
     }
     /// Admitted users.
     pub fn admitted(&self) -> String {

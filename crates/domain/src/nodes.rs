@@ -1,12 +1,16 @@
-//! Which Redis node holds an event.
+//! Which Redis node holds which slot.
 //!
-//! `redis_url` may list several independent Redis nodes, comma-separated. Each event lives
-//! wholly on one node: its keys share one hash tag, so a buy stays one atomic script and one
-//! round trip. Events are spread over the nodes by rendezvous hashing of the event id and each
-//! node's `host:port` (credentials are not part of a node's identity, so rotating a password
-//! moves nothing). Adding a node moves only the events that the new node wins; the list is meant
-//! to stay fixed while a sale runs. (A Redis Cluster places keys by its own slot hash and answers
-//! `MOVED` elsewhere, which Spin's Redis interface does not follow: list independent nodes.)
+//! `redis_url` may list several independent Redis nodes, comma-separated (standalone nodes,
+//! Upstash databases). Each stock shard of an event is a slot of its own (`{sk:E/s}`), placed
+//! by rendezvous hashing of (event, shard) and each node's `host:port`, so one event spans
+//! every node; the event's own slot (`{sk:E}`: the master configuration, the registry entry)
+//! by the event id alone. Credentials are not part of a node's identity, so rotating a password
+//! moves nothing. Adding a node moves only the shards the new node wins; the list is meant to
+//! stay fixed while a sale runs. (A Redis Cluster places keys by its own slot hash and answers
+//! `MOVED` elsewhere, which Spin's Redis interface does not follow: list its primaries as
+//! independent nodes only if each owns every slot it is sent — ARCHITECTURE.md.)
+
+use std::cell::OnceCell;
 
 use crate::event::EventId;
 use crate::ids::hash64;
@@ -44,46 +48,62 @@ pub fn index_for_shard(event: &EventId, shard: u32, urls: &[&str]) -> usize {
         .unwrap_or(0)
 }
 
-/// A connection to every node, in `redis_url` order (the scheduled jobs walk them all). A node
-/// that cannot be reached is remembered as down, so the jobs still serve the events of the others.
+/// The nodes of `redis_url`, each opened the first time a request needs it: a sale request
+/// opens only its home shard's node (real Spin opens a new connection per `open`), the
+/// scheduled jobs walk them all. A node that cannot be reached is remembered as down, so the
+/// jobs still serve the shards and events of the others.
 pub struct Nodes<S> {
-    nodes: Vec<(String, Result<S, String>)>,
+    nodes: Vec<(String, OnceCell<Result<S, String>>)>,
+    open: Box<dyn Fn(&str) -> Result<S, String>>,
 }
 
 impl<S: Store> Nodes<S> {
-    /// Opens every node in `urls` with `open`.
-    pub fn open<E: std::fmt::Display>(urls: &str, open: impl Fn(&str) -> Result<S, E>) -> Self {
-        let nodes = parse(urls)
-            .into_iter()
-            .map(|u| (u.to_owned(), open(u).map_err(|e| e.to_string())))
-            .collect();
-        Nodes { nodes }
+    /// The nodes in `urls`, to be opened with `open`.
+    pub fn open<E: std::fmt::Display>(
+        urls: &str,
+        open: impl Fn(&str) -> Result<S, E> + 'static,
+    ) -> Self {
+        Nodes {
+            nodes: parse(urls)
+                .into_iter()
+                .map(|u| (u.to_owned(), OnceCell::new()))
+                .collect(),
+            open: Box::new(move |u| open(u).map_err(|e| e.to_string())),
+        }
     }
 
-    /// The node holding `event`, unless it is down.
+    /// One node, already open: every slot on it (a single-node deployment, the unit tests).
+    pub fn one(store: S) -> Self {
+        Nodes {
+            nodes: vec![("local".to_owned(), OnceCell::from(Ok(store)))],
+            open: Box::new(|_| Err("a single node is opened already".to_owned())),
+        }
+    }
+
+    fn urls(&self) -> Vec<&str> {
+        self.nodes.iter().map(|(u, _)| u.as_str()).collect()
+    }
+
+    /// Node `i`, opened now if it was not yet (errors name nodes by place: URLs may carry
+    /// passwords).
+    fn node(&self, i: usize) -> Result<&S, StoreError> {
+        let (url, cell) = self
+            .nodes
+            .get(i)
+            .ok_or_else(|| StoreError::failed("redis_url lists no node"))?;
+        cell.get_or_init(|| (self.open)(url))
+            .as_ref()
+            .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
+    }
+
+    /// The node holding `event`'s own slot (its master configuration and registry entry).
     pub fn for_event(&self, event: &EventId) -> Result<&S, StoreError> {
-        let urls: Vec<&str> = self.nodes.iter().map(|(u, _)| u.as_str()).collect();
-        if urls.is_empty() {
-            return Err(StoreError::failed("redis_url lists no node"));
-        }
-        let i = index_for(event, &urls);
-        self.nodes[i]
-            .1
-            .as_ref()
-            .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
+        self.node(index_for(event, &self.urls()))
     }
 
-    /// The node holding shard `shard` of `event`, unless it is down.
+    /// The node holding shard `shard` of `event`.
     pub fn for_shard(&self, event: &EventId, shard: u32) -> Result<&S, StoreError> {
-        let urls: Vec<&str> = self.nodes.iter().map(|(u, _)| u.as_str()).collect();
-        if urls.is_empty() {
-            return Err(StoreError::failed("redis_url lists no node"));
-        }
-        let i = index_for_shard(event, shard, &urls);
-        self.nodes[i]
-            .1
-            .as_ref()
-            .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
+        self.node(index_for_shard(event, shard, &self.urls()))
     }
 
     /// How many nodes `redis_url` lists.
@@ -96,12 +116,9 @@ impl<S: Store> Nodes<S> {
         self.nodes.is_empty()
     }
 
-    /// Every node, or why it is down (errors name nodes by place: URLs may carry passwords).
+    /// Every node, or why it is down.
     pub fn all(&self) -> impl Iterator<Item = Result<&S, StoreError>> {
-        self.nodes.iter().enumerate().map(|(i, (_, s))| {
-            s.as_ref()
-                .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
-        })
+        (0..self.nodes.len()).map(|i| self.node(i))
     }
 }
 

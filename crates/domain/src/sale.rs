@@ -1,5 +1,8 @@
-//! The sale path, one operation per public function: issue-token, precheck, buy, poll. Each is
-//! one script run (one Redis round trip); the function crates only parse and render.
+//! The sale path, one operation per public function: issue-token, precheck, buy, poll, each at
+//! the buyer's home shard ([`crate::sharded`]): one script run, one Redis round trip (a buy
+//! whose home shard is empty takes the tail: at most four). `shards` is the caller's count of
+//! the event's shards (the `shards` query parameter): a stale one costs one more round trip,
+//! never a wrong answer. The function crates only parse and render.
 
 use serde::Serialize;
 
@@ -8,7 +11,10 @@ use crate::error::{Dependency, Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids;
 use crate::keys::EventKeys;
-use crate::scripts::{self, Refusal, ScriptError};
+use crate::nodes::Nodes;
+use crate::scripts::buy::{self, Back, Outcome};
+use crate::scripts::{self, Refusal, ScriptError, shard_lend};
+use crate::sharded::{Event, at_home};
 use crate::store::{Store, StoreError};
 
 impl From<StoreError> for Error {
@@ -94,25 +100,6 @@ pub enum Admission {
     Registered,
 }
 
-/// issue-token: admits `user` to `event` (first come, or registers for the lottery).
-pub fn issue_token(
-    store: &impl Store,
-    event: &EventId,
-    user: &str,
-    admission_secret: &[u8],
-) -> Result<Admission, Error> {
-    match scripts::issue_token::run(
-        store,
-        &EventKeys::new(event),
-        user,
-        ids::home_hash(event.as_str(), user),
-    )? {
-        scripts::issue_token::Issued::Admitted => Ok(Admission::Admitted {
-            admission_token: auth::admission_token(admission_secret, event.as_str(), user),
-        }),
-        scripts::issue_token::Issued::Registered => Ok(Admission::Registered),
-    }
-}
 
 /// A one-time purchase token from precheck.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -123,31 +110,6 @@ pub struct PurchaseToken {
     pub expires_in_ms: u64,
 }
 
-/// precheck: admission token (checked here, no Redis), then in one script: sale window,
-/// deny lists, one-per-user, per-user rate limit; hands out a purchase token.
-pub fn precheck(
-    store: &impl Store,
-    event: &EventId,
-    user: &str,
-    client_addr: &str,
-    admission_token: &str,
-    admission_secret: &[u8],
-) -> Result<PurchaseToken, Error> {
-    auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
-    let token = ids::new_purchase_token();
-    let expires_in_ms = scripts::precheck::run(
-        store,
-        &EventKeys::new(event),
-        user,
-        client_addr,
-        &token,
-        ids::home_hash(event.as_str(), user),
-    )?;
-    Ok(PurchaseToken {
-        purchase_token: token,
-        expires_in_ms,
-    })
-}
 
 /// An accepted buy: the unit is reserved and the order intent is queued.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -169,31 +131,6 @@ pub fn queue_position(seq: u64, drained: u64) -> u64 {
     seq.saturating_sub(drained).max(1)
 }
 
-/// buy: one script does it all (see `shared/lua/buy.lua`).
-pub fn buy(
-    store: &impl Store,
-    event: &EventId,
-    user: &str,
-    purchase_token: &str,
-    now_ms: u64,
-) -> Result<Accepted, Error> {
-    let order_id = ids::new_order_id(now_ms);
-    let home_hash = ids::home_hash(event.as_str(), user);
-    let bought = scripts::buy::run(
-        store,
-        &EventKeys::new(event),
-        user,
-        purchase_token,
-        home_hash,
-        &order_id,
-    )?;
-    Ok(Accepted {
-        order_id,
-        status: "queued",
-        position: queue_position(bought.seq, bought.drained),
-        shard: bought.shard,
-    })
-}
 
 /// What poll reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -231,24 +168,6 @@ pub struct Polled {
     pub drain_due: bool,
 }
 
-/// poll: the user's result, from Redis only. Where no scheduler drains every second, the
-/// buyers waiting in the queue carry the drain: `poll_drain_ms > 0` elects at most one of
-/// their polls per event every `poll_drain_ms` to drain after answering.
-pub fn poll(
-    store: &impl Store,
-    event: &EventId,
-    user: &str,
-    poll_drain_ms: u64,
-) -> Result<Polled, Error> {
-    let state = scripts::poll::run(
-        store,
-        &EventKeys::new(event),
-        user,
-        poll_drain_ms,
-        ids::home_hash(event.as_str(), user),
-    )?;
-    Ok(polled(state))
-}
 
 /// What the buyer is told of a poll script's answer.
 pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
@@ -283,12 +202,158 @@ pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
     }
 }
 
+/// issue-token at the home shard (each shard admits its part of multiplier × stock).
+pub fn issue_token<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    admission_secret: &[u8],
+) -> Result<Admission, Error> {
+    let (issued, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        let (store, k) = e.slot(home)?;
+        scripts::issue_token::run(store, &k, user, hash)
+    })?;
+    Ok(match issued {
+        scripts::issue_token::Issued::Admitted => Admission::Admitted {
+            admission_token: auth::admission_token(admission_secret, event.as_str(), user),
+        },
+        scripts::issue_token::Issued::Registered => Admission::Registered,
+    })
+}
+
+/// precheck at the home shard: the admission token (no Redis), then the gate in one script.
+pub fn precheck<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    client_addr: &str,
+    admission_token: &str,
+    admission_secret: &[u8],
+) -> Result<PurchaseToken, Error> {
+    auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
+    let token = ids::new_purchase_token();
+    let (expires_in_ms, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        let (store, k) = e.slot(home)?;
+        scripts::precheck::run(store, &k, user, client_addr, &token, hash)
+    })?;
+    Ok(PurchaseToken {
+        purchase_token: token,
+        expires_in_ms,
+    })
+}
+
+/// An accepted buy and the Redis round trips it took (1 while the home shard has stock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bought {
+    /// What the buyer is told.
+    pub accepted: Accepted,
+    /// Script calls this buy made.
+    pub round_trips: u32,
+}
+
+/// buy: one script at the home shard while it has stock. When it is empty, the tail: lend a
+/// unit from one of the (at most two) candidate shards it names, then come back home with it,
+/// where it is credited and sold in one script — at most 4 round trips. A home shard that
+/// finds every shard empty answers sold out; a tail that found both candidates empty while
+/// other shards may still hold stock answers "try again" (503), having taught the home shard
+/// which shards are empty.
+pub fn buy<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    purchase_token: &str,
+    now_ms: u64,
+) -> Result<Bought, Error> {
+    let order_id = ids::new_order_id(now_ms);
+    let mut round_trips = 0;
+    let (first, e) = at_home(nodes, event, shards, user, |e, home, hash| {
+        round_trips += 1;
+        let (store, k) = e.slot(home)?;
+        buy::run(
+            store,
+            &k,
+            user,
+            purchase_token,
+            hash,
+            &order_id,
+            &Back::default(),
+        )
+    })?;
+    let candidates = match first {
+        Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),
+        Outcome::Tail(candidates) => candidates,
+    };
+    let hash = ids::home_hash(event.as_str(), user);
+    let home = (hash % u64::from(e.shards())) as u32;
+    let transfer_id = ids::random_hex(8);
+    let mut back = Back::default();
+    for c in candidates.into_iter().take(2) {
+        round_trips += 1;
+        let (store, k) = e.slot(c)?;
+        if shard_lend::run(store, &k, &transfer_id, home, 1)?.lent > 0 {
+            back.credit = Some((&transfer_id, 1));
+            break;
+        }
+        back.empties.push(c);
+    }
+    round_trips += 1;
+    let (store, k) = e.slot(home)?;
+    match buy::run(store, &k, user, purchase_token, hash, &order_id, &back)? {
+        Outcome::Bought(b) => Ok(accepted(order_id, b, round_trips)),
+        Outcome::Tail(_) => Err(still_looking(&e)),
+    }
+}
+
+fn accepted(order_id: String, b: buy::Bought, round_trips: u32) -> Bought {
+    Bought {
+        accepted: Accepted {
+            order_id,
+            status: "queued",
+            position: queue_position(b.seq, b.drained),
+            shard: b.shard,
+        },
+        round_trips,
+    }
+}
+
+/// The tail found no unit but cannot tell sold out yet: the buyer asks again (with the same
+/// purchase token, still valid), and the home shard now knows more empty shards.
+fn still_looking<S: Store>(e: &Event<'_, S>) -> Error {
+    Error::unavailable(
+        Dependency::Redis,
+        "looking for stock on other shards; try again",
+        format!("event {} tail found its candidates empty", e.id().as_str()),
+    )
+}
+
+/// poll at the home shard, from Redis only. The queue position is the order's place in its
+/// home shard's stream (orders drain per shard, so that is the wait it has; across shards it is
+/// an approximation of the event's order).
+pub fn poll<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    poll_drain_ms: u64,
+) -> Result<Polled, Error> {
+    let (state, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        let (store, k) = e.slot(home)?;
+        scripts::poll::run(store, &k, user, poll_drain_ms, hash)
+    })?;
+    Ok(polled(state))
+}
+
 /// What the storefront shows of an event (the window for its countdown, units left).
 pub use crate::scripts::event_info::EventInfo;
 
-/// The storefront's event view: one cheap read-only script, safe to serve on every page load.
-pub fn event_info(store: &impl Store, event: &EventId) -> Result<EventInfo, Error> {
-    Ok(scripts::event_info::run(store, &EventKeys::new(event))?)
+/// The storefront's event view: one cheap read-only script on the event's own slot, safe to
+/// serve on every page load. Units left are as the scheduled jobs last summed the shards
+/// ([`crate::sharded::transfer::summarize`]), a second or so behind.
+pub fn event_info<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<EventInfo, Error> {
+    Ok(scripts::event_info::run(nodes.for_event(event)?, &EventKeys::new(event))?)
 }
 
 #[cfg(test)]

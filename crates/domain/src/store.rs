@@ -100,6 +100,17 @@ pub trait Store {
     fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError>;
 }
 
+/// A borrowed store is a store (the unit tests hand their fakes to [`crate::nodes::Nodes::one`]).
+impl<S: Store + ?Sized> Store for &S {
+    fn evalsha(&self, sha: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        (**self).evalsha(sha, keys, args)
+    }
+
+    fn eval(&self, source: &str, keys: &[String], args: &[String]) -> Result<Replies, StoreError> {
+        (**self).eval(source, keys, args)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

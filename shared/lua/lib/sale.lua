@@ -28,12 +28,6 @@ local function refused(counts, reply)
   return reply
 end
 
--- After a shard was taken out of the non-empty set: with none left, the event is sold out.
--- (The set holds a shard iff its stock is above 0, so an empty set means every shard is empty.)
-local function mark_sold_out_if_empty(nonempty, cfg)
-  if redis.call('SCARD', nonempty) == 0 then redis.call('HSET', cfg, 'soldout', '1') end
-end
-
 -- Units left over all shards. A shard is never below 0 outside a script (buy puts back at
 -- once a unit it took from an empty shard), so the sum is exact.
 local function units_left(stock)

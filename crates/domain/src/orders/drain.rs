@@ -12,6 +12,7 @@ use crate::keys::EventKeys;
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
+use crate::sharded::{Event, transfer};
 use crate::scripts::drain_claim::{Claim, Lease};
 use crate::scripts::drain_read::{self, Entry};
 use crate::sql::{DbError, Param as P, Sql};
@@ -52,6 +53,9 @@ pub struct DrainReport {
     pub busy: Vec<String>,
     /// Redis nodes that could not be reached (their events wait for the next run).
     pub unreachable_nodes: usize,
+    /// Units moved between shards because they had drifted apart (see
+    /// [`crate::sharded::transfer::drifted`]).
+    pub rebalanced: u64,
     /// Events whose drain failed this run, with the reason; the others were drained.
     pub event_errors: BTreeMap<String, String>,
 }
@@ -68,10 +72,7 @@ pub fn drain(
     let mut report = DrainReport::default();
     for store in nodes.all() {
         // A node that is down, or fails its first call, holds up only its own events.
-        let Ok((store, events)) = store
-            .map_err(Error::from)
-            .and_then(|s| Ok((s, registry::events(s)?)))
-        else {
+        let Ok(events) = store.map_err(Error::from).and_then(registry::events) else {
             report.unreachable_nodes += 1;
             continue;
         };
@@ -79,7 +80,7 @@ pub fn drain(
             report.events += 1;
             // One failing event must not hold back the others; a lost Postgres would fail
             // them all, so that one ends the run.
-            match drain_event(store, db, &event, opts, now_ms, &mut report) {
+            match drain_event(nodes, db, &event, opts, now_ms, &mut report) {
                 Ok(()) => {}
                 Err(e) if postgres_lost(&e) => return Err(e),
                 Err(e) => {
@@ -93,12 +94,14 @@ pub fn drain(
     Ok(report)
 }
 
-/// The poll-carried drain: drains one event's queue within `opts` (its `until` bounds the
-/// time). The same lease and fencing as [`drain`], so it may race the scheduled drain safely.
+/// The poll-carried drain: drains one shard's queue within `opts` (its `until` bounds the
+/// time), the shard of the poll that was elected. The same lease and fencing as [`drain`], so
+/// it may race the scheduled drain safely.
 pub fn catch_up(
     store: &impl Store,
     db: &impl Sql,
     event: &EventId,
+    shard: u32,
     opts: &DrainOptions,
     now_ms: u64,
 ) -> Result<DrainReport, Error> {
@@ -106,38 +109,78 @@ pub fn catch_up(
         events: 1,
         ..DrainReport::default()
     };
-    drain_event(store, db, event, opts, now_ms, &mut report)?;
+    drain_shard(store, db, event, shard, opts, now_ms, &mut report)?;
     Ok(report)
 }
 
-fn drain_event(
-    store: &impl Store,
+/// Drains every shard of `event`, each under its own lease and fence: drainers of different
+/// shards (the cron, an elected poll of each shard) run side by side.
+fn drain_event<S: Store>(
+    nodes: &Nodes<S>,
     db: &impl Sql,
     event: &EventId,
     opts: &DrainOptions,
     now_ms: u64,
     report: &mut DrainReport,
 ) -> Result<(), Error> {
-    let k = EventKeys::new(event);
+    let (e, _) = Event::open(nodes, event)?;
+    // Each shard's units as its lease was claimed: all known when no other drainer held one.
+    let mut stocks = Vec::new();
+    for shard in e.all() {
+        let (store, _) = e.slot(shard)?;
+        let left = drain_shard(store, db, event, shard, opts, now_ms, report)?;
+        stocks.push(left);
+    }
+    if let Some(stocks) = stocks.into_iter().collect::<Option<Vec<u64>>>() {
+        transfer::summarize(&e, &stocks)?;
+        if transfer::drifted(&stocks) {
+            report.rebalanced += transfer::rebalance(&e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Drains one shard; returns the units it held when its lease was claimed (`None`: another
+/// drainer holds it).
+fn drain_shard(
+    store: &impl Store,
+    db: &impl Sql,
+    event: &EventId,
+    shard: u32,
+    opts: &DrainOptions,
+    now_ms: u64,
+    report: &mut DrainReport,
+) -> Result<Option<u64>, Error> {
+    let k = EventKeys::shard(event, shard);
     let mut lease = None;
-    let result = drain_batches(store, db, event, &k, opts, now_ms, report, &mut lease);
+    let at = Place { event, shard };
+    let mut left = None;
+    let result = drain_batches(store, db, at, &k, opts, now_ms, report, &mut lease, &mut left);
     // Done (or failed): hand the lease back so the next run need not wait for it to expire.
     if let Some(lease) = lease {
         scripts::drain_release::run(store, &k, &lease)?;
     }
-    result
+    result.map(|()| left)
+}
+
+/// Which queue a drainer drains: one shard of one event.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    event: &'a EventId,
+    shard: u32,
 }
 
 #[allow(clippy::too_many_arguments)]
 fn drain_batches(
     store: &impl Store,
     db: &impl Sql,
-    event: &EventId,
+    at: Place<'_>,
     k: &EventKeys,
     opts: &DrainOptions,
     now_ms: u64,
     report: &mut DrainReport,
     held: &mut Option<String>,
+    left: &mut Option<u64>,
 ) -> Result<(), Error> {
     for _ in 0..opts.max_batches {
         if opts.until.is_some_and(|until| Instant::now() >= until) {
@@ -145,9 +188,14 @@ fn drain_batches(
         }
         // Claim or renew the lease every batch: a slow batch cannot outlive it unnoticed.
         let facts = match scripts::drain_claim::run(store, k, &opts.owner, opts.lease_ms)? {
-            Claim::Held(lease) => lease,
+            Claim::Held(lease) => {
+                *left = Some(lease.left.max(0) as u64);
+                lease
+            }
             Claim::Busy => {
-                report.busy.push(event.as_str().to_owned());
+                report
+                    .busy
+                    .push(format!("{}/{}", at.event.as_str(), at.shard));
                 return Ok(());
             }
             Claim::NoEvent => return Ok(()),
@@ -165,7 +213,7 @@ fn drain_batches(
         if entries.is_empty() {
             return Ok(());
         }
-        let committed = match write_batch(db, event, &facts, &entries, now_ms) {
+        let committed = match write_batch(db, at, &facts, &entries, now_ms) {
             Ok(inserted) => {
                 report.inserted += inserted;
                 entries.iter().collect::<Vec<_>>()
@@ -177,7 +225,7 @@ fn drain_batches(
                 store,
                 db,
                 k,
-                event,
+                at,
                 &facts,
                 &entries,
                 now_ms,
@@ -254,18 +302,18 @@ RETURNING n.n";
 
 fn write_batch(
     db: &impl Sql,
-    event: &EventId,
+    at: Place<'_>,
     facts: &Lease,
     entries: &[Entry],
     now_ms: u64,
 ) -> Result<u64, StaleOrFailed> {
-    let ev = event.as_str();
+    let ev = at.event.as_str();
     transaction(db, || {
         let fenced = db.execute(
-            "INSERT INTO drain_fences (event_id, fence) VALUES ($1, $2)
-             ON CONFLICT (event_id) DO UPDATE SET fence = EXCLUDED.fence
+            "INSERT INTO drain_fences (event_id, shard, fence) VALUES ($1, $2::bigint::integer, $3)
+             ON CONFLICT (event_id, shard) DO UPDATE SET fence = EXCLUDED.fence
              WHERE drain_fences.fence <= EXCLUDED.fence",
-            &[s(ev), P::Int64(facts.fence)],
+            &[s(ev), P::Int64(i64::from(at.shard)), P::Int64(facts.fence)],
         )?;
         if fenced == 0 {
             return Err(StaleOrFailed::Stale);
@@ -305,7 +353,7 @@ fn isolate<'a>(
     store: &impl Store,
     db: &impl Sql,
     k: &EventKeys,
-    event: &EventId,
+    at: Place<'_>,
     facts: &Lease,
     entries: &'a [Entry],
     now_ms: u64,
@@ -315,7 +363,7 @@ fn isolate<'a>(
     let mut committed = Vec::new();
     let mut failed = Vec::new();
     for e in entries {
-        match write_batch(db, event, facts, std::slice::from_ref(e), now_ms) {
+        match write_batch(db, at, facts, std::slice::from_ref(e), now_ms) {
             Ok(n) => {
                 report.inserted += n;
                 committed.push(e);
@@ -360,7 +408,7 @@ mod tests {
     fn claimed(store: FakeStore) -> FakeStore {
         store.answers(
             &DRAIN_CLAIM,
-            &[0.into(), 3.into(), "sku".into(), 100.into(), 900.into()],
+            &[0.into(), 3.into(), "sku".into(), 100.into(), 900.into(), 25.into()],
         )
     }
 
@@ -388,7 +436,7 @@ mod tests {
     }
 
     fn drain_e1(store: &FakeStore, db: &FakeSql) -> Result<DrainReport, Error> {
-        catch_up(store, db, &EventId::parse("e1").unwrap(), &options(), 5_000)
+        catch_up(store, db, &EventId::parse("e1").unwrap(), 0, &options(), 5_000)
     }
 
     #[test]
@@ -431,11 +479,11 @@ mod tests {
     }
 
     #[test]
-    fn an_event_another_drainer_holds_is_reported_busy_and_left_alone() {
+    fn a_shard_another_drainer_holds_is_reported_busy_and_left_alone() {
         let store = FakeStore::holding_every_script()
             .answers(&DRAIN_CLAIM, &[code::CONFLICT.into(), 20_000.into()]);
         let report = drain_e1(&store, &FakeSql::default()).unwrap();
-        assert_eq!(report.busy, ["e1"]);
+        assert_eq!(report.busy, ["e1/0"]);
         assert_eq!(store.commands().len(), 1);
     }
 

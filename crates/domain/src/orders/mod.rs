@@ -20,6 +20,8 @@ pub use repeat::{JobReport, Repeated, repeat_for};
 use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::keys::EventKeys;
+use crate::nodes::Nodes;
+use crate::sharded::{Event, transfer};
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
 use crate::sql::{Cell, DbError, Param as P, Sql};
@@ -98,17 +100,21 @@ fn transaction<T, E: From<DbError>>(
     }
 }
 
-/// Mirrors final states in Redis; for `expired` this returns the units to their shards, once.
-fn mirror(
-    store: &impl Store,
+/// Mirrors final states of orders of `shard` in its slot; for `expired` this returns their
+/// units to that shard, once, and tells every shard it has stock again.
+fn mirror<S: Store>(
+    nodes: &Nodes<S>,
     event: &EventId,
+    shard: u32,
     status: Final,
     orders: &[String],
 ) -> Result<u64, Error> {
-    Ok(scripts::set_order_status::run(
-        store,
-        &EventKeys::new(event),
-        status,
-        orders,
-    )?)
+    let store = nodes.for_shard(event, shard)?;
+    let k = EventKeys::shard(event, shard);
+    let released = scripts::set_order_status::run(store, &k, status, orders)?;
+    if released > 0 {
+        let (e, _) = Event::open(nodes, event)?;
+        transfer::refilled(&e, shard)?;
+    }
+    Ok(released)
 }

@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use super::{mirror, s, text, transaction};
+use super::{int, mirror, s, text, transaction};
+use crate::nodes::Nodes;
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids::OrderId;
@@ -21,8 +22,8 @@ pub struct Paid {
 
 /// Marks an order paid, by compare-and-set from `pending_payment` before its deadline. An
 /// order that expired (or whose deadline passed) is refused with 409: never paid and released.
-pub fn pay(
-    store: &impl Store,
+pub fn pay<S: Store>(
+    nodes: &Nodes<S>,
     db: &impl Sql,
     event: &EventId,
     user: &str,
@@ -34,23 +35,27 @@ pub fn pay(
     let mut params = key.to_vec();
     params.push(P::Int64(now_ms as i64));
     // One transaction, committed before the answer: a 200 means the payment is in Postgres.
-    transaction(db, || {
-        let updated = db.execute(
+    // Returns the order's shard: its state is mirrored in that shard's slot.
+    let shard = transaction(db, || {
+        let updated = db.query(
             "UPDATE orders SET status = 'paid', paid_ms = $4
                  WHERE order_id = $1 AND event_id = $2 AND user_id = $3
-                   AND status = 'pending_payment' AND pay_deadline_ms > $4",
+                   AND status = 'pending_payment' AND pay_deadline_ms > $4
+                 RETURNING shard::bigint",
             &params,
         )?;
-        if updated > 0 {
-            return Ok(());
+        if let Some(row) = updated.rows.first() {
+            return Ok(int(row, 0)?);
         }
         let rows = db.query(
-            "SELECT status FROM orders WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
+            "SELECT status, shard::bigint FROM orders
+                 WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
             &key,
         )?;
-        let status = rows.rows.first().map(|r| text(r, 0)).transpose()?;
+        let row = rows.rows.first();
+        let status = row.map(|r| text(r, 0)).transpose()?;
         match status.as_deref() {
-            Some("paid") => Ok(()),
+            Some("paid") => Ok(int(row.expect("a status has its row"), 1)?),
             Some("pending_payment" | "expired") => Err(Error::refused(
                 ErrorCode::OrderExpired,
                 "the payment window has closed",
@@ -65,7 +70,8 @@ pub fn pay(
             )),
         }
     })?;
-    mirror(store, event, Final::Paid, &[order_id.to_owned()])?;
+    let shard = u32::try_from(shard).map_err(Error::bug)?;
+    mirror(nodes, event, shard, Final::Paid, &[order_id.to_owned()])?;
     Ok(Paid {
         order_id: order_id.to_owned(),
         status: "paid",
@@ -82,7 +88,7 @@ mod tests {
     fn pay_o1(store: &FakeStore, db: &FakeSql) -> Result<Paid, Error> {
         let order = OrderId::parse("0abc").unwrap();
         pay(
-            store,
+            &Nodes::one(store),
             db,
             &EventId::parse("e1").unwrap(),
             "u1",
@@ -92,24 +98,25 @@ mod tests {
     }
 
     fn status_row(status: &str) -> Outcome {
-        Outcome::Rows(vec![vec![Cell::Str(status.to_owned())]])
+        Outcome::Rows(vec![vec![Cell::Str(status.to_owned()), Cell::Int64(3)]])
     }
 
     #[test]
     fn a_payment_commits_then_mirrors_the_paid_state_in_redis() {
-        let db = FakeSql::default().then(Outcome::Changed(1));
+        let db = FakeSql::default().then(Outcome::Rows(vec![vec![Cell::Int64(3)]]));
         let store =
             FakeStore::holding_every_script().answers(&SET_ORDER_STATUS, &[0.into(), 0.into()]);
         let paid = pay_o1(&store, &db).unwrap();
         assert_eq!((paid.order_id.as_str(), paid.status), ("0abc", "paid"));
         assert_eq!(db.verbs(), ["BEGIN", "UPDATE", "COMMIT"]);
         assert_eq!(store.calls.borrow()[0].args, ["paid", "0abc"]);
+        assert!(store.calls.borrow()[0].keys[0].starts_with("{sk:e1/3}"), "the order's shard");
     }
 
     #[test]
     fn paying_twice_is_still_paid() {
         let db = FakeSql::default()
-            .then(Outcome::Changed(0))
+            .then(Outcome::Rows(vec![]))
             .then(status_row("paid"));
         let store =
             FakeStore::holding_every_script().answers(&SET_ORDER_STATUS, &[0.into(), 0.into()]);
@@ -120,7 +127,7 @@ mod tests {
     fn a_late_payment_is_refused_rolled_back_and_never_mirrored() {
         for status in ["pending_payment", "expired"] {
             let db = FakeSql::default()
-                .then(Outcome::Changed(0))
+                .then(Outcome::Rows(vec![]))
                 .then(status_row(status));
             let store = FakeStore::holding_every_script();
             let e = pay_o1(&store, &db).unwrap_err();
@@ -133,7 +140,7 @@ mod tests {
     #[test]
     fn someone_elses_or_an_unknown_order_is_not_found() {
         let db = FakeSql::default()
-            .then(Outcome::Changed(0))
+            .then(Outcome::Rows(vec![]))
             .then(Outcome::Rows(vec![]));
         let e = pay_o1(&FakeStore::holding_every_script(), &db).unwrap_err();
         assert_eq!(e.code(), ErrorCode::OrderNotFound);
@@ -142,7 +149,7 @@ mod tests {
     #[test]
     fn a_status_of_the_wrong_type_is_a_bug_not_a_missing_order() {
         let db = FakeSql::default()
-            .then(Outcome::Changed(0))
+            .then(Outcome::Rows(vec![]))
             .then(Outcome::Rows(vec![vec![Cell::Int64(3)]]));
         let e = pay_o1(&FakeStore::holding_every_script(), &db).unwrap_err();
         assert_eq!(e.code(), ErrorCode::Internal);

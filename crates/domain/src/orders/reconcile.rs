@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::{RECONCILE_PAGE, int, mirror, postgres_lost, s, text};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
-use crate::keys::EventKeys;
 use crate::nodes::Nodes;
+use crate::sharded::{Event, transfer};
 use crate::registry;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
@@ -62,11 +62,7 @@ pub fn reconcile_all(
         }
     };
     for event in events {
-        match nodes
-            .for_event(&event)
-            .map_err(Error::from)
-            .and_then(|store| reconcile(store, db, &event, repair))
-        {
+        match reconcile(nodes, db, &event, repair) {
             Ok(b) => books.events.push(b),
             // Asked for by name, a missing event is the caller's 404; found in the registry,
             // it is an event whose creation failed after registering it: nothing to check.
@@ -122,22 +118,24 @@ pub struct Reconciliation {
 }
 
 /// Compares the order sets of Redis and Postgres to name what the drift consists of.
-fn name_offenders(
-    store: &impl Store,
+fn name_offenders<S: Store>(
+    e: &Event<'_, S>,
     db: &impl Sql,
-    k: &EventKeys,
-    event: &EventId,
     out: &mut Reconciliation,
 ) -> Result<(), Error> {
-    // Paged (HSCAN): a large event's orders are read a page per script call.
+    let event = e.id();
+    // Paged (HSCAN): a large shard's orders are read a page per script call.
     let mut redis_orders = std::collections::HashMap::new();
-    let mut cursor = "0".to_owned();
-    loop {
-        let page = scripts::reconcile_orders::run(store, k, &cursor, RECONCILE_PAGE)?;
-        redis_orders.extend(page.orders);
-        cursor = page.cursor;
-        if cursor == "0" {
-            break;
+    for shard in e.all() {
+        let (store, k) = e.slot(shard)?;
+        let mut cursor = "0".to_owned();
+        loop {
+            let page = scripts::reconcile_orders::run(store, &k, &cursor, RECONCILE_PAGE)?;
+            redis_orders.extend(page.orders);
+            cursor = page.cursor;
+            if cursor == "0" {
+                break;
+            }
         }
     }
     let in_pg: std::collections::HashSet<String> = db
@@ -164,24 +162,33 @@ fn name_offenders(
     Ok(())
 }
 
-/// Checks one event's books and, when `repair` is set, gives back units of expired orders that
-/// never reached Redis (safe: the release is idempotent).
-pub fn reconcile(
-    store: &impl Store,
+/// Checks one event's books, summed over its shards, and, when `repair` is set, gives back
+/// units of expired orders that never reached Redis (safe: the release is idempotent). Units
+/// lent between shards and not yet credited are credited first (always safe: a transfer credits
+/// once), so the Redis side counts every unit in a shard or an order; only a buy's tail running
+/// at that very instant can show as a passing drift of one.
+pub fn reconcile<S: Store>(
+    nodes: &Nodes<S>,
     db: &impl Sql,
     event: &EventId,
     repair: bool,
 ) -> Result<Reconciliation, Error> {
-    let k = EventKeys::new(event);
-    let books = scripts::reconcile_read::run(store, &k)?;
-    let (initial, remaining, accepted, drained, dead, dead_orders) = (
-        books.initial_stock,
-        books.remaining,
-        books.accepted,
-        books.drained,
-        books.dead_letters,
-        books.dead_orders,
-    );
+    let (e, config) = Event::open(nodes, event)?;
+    transfer::repair(&e, 0)?;
+    let initial: i64 = config
+        .get("stock")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::bug(format!("event {} has no stock", event.as_str())))?;
+    let (mut remaining, mut accepted, mut drained, mut dead, mut dead_orders) = (0, 0, 0, 0, 0);
+    for shard in e.all() {
+        let (store, k) = e.slot(shard)?;
+        let books = scripts::reconcile_read::run(store, &k)?;
+        remaining += books.remaining;
+        accepted += books.accepted;
+        drained += books.drained;
+        dead += books.dead_letters;
+        dead_orders += books.dead_orders;
+    }
     let ev = [s(event.as_str())];
     let held = db.query(
         "SELECT count(*) FILTER (WHERE status IN ('pending_payment', 'paid'))::bigint,
@@ -195,16 +202,21 @@ pub fn reconcile(
         "SELECT available + held FROM stock_ledger WHERE event_id = $1",
         &ev,
     )?;
-    let unreleased: Vec<String> = db
+    let mut unreleased_by_shard: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for r in &db
         .query(
-            "SELECT order_id FROM orders WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
+            "SELECT order_id, shard::bigint FROM orders
+                 WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
             &ev,
-        )
-        ?
+        )?
         .rows
-        .iter()
-        .map(|r| text(r, 0))
-        .collect::<Result<_, _>>()?;
+    {
+        unreleased_by_shard
+            .entry(int(r, 1)?)
+            .or_default()
+            .push(text(r, 0)?);
+    }
+    let unreleased: Vec<String> = unreleased_by_shard.values().flatten().cloned().collect();
     // A dead-lettered order was sold and will never land by itself: it is drift, for an operator.
     let in_flight = accepted - drained - dead_orders;
     let mut out = Reconciliation {
@@ -227,10 +239,13 @@ pub fn reconcile(
         repaired: false,
     };
     if out.drift != 0 {
-        name_offenders(store, db, &k, event, &mut out)?;
+        name_offenders(&e, db, &mut out)?;
     }
     if repair && !out.unreleased_orders.is_empty() {
-        mirror(store, event, Final::Expired, &out.unreleased_orders)?;
+        for (shard, orders) in &unreleased_by_shard {
+            let shard = u32::try_from(*shard).map_err(Error::bug)?;
+            mirror(nodes, event, shard, Final::Expired, orders)?;
+        }
         db.execute(
             "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
             &[P::ArrayStr(out.unreleased_orders.clone())],

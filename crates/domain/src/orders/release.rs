@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{int, mirror, text, transaction};
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
+use crate::registry;
+use crate::sharded::{Event, transfer};
 use crate::event::EventId;
 use crate::nodes::Nodes;
 use crate::scripts::set_order_status::Final;
@@ -23,6 +25,8 @@ pub struct ReleaseReport {
     /// Expired orders whose units could not go back this run (their event's Redis node is
     /// down, say): released by a later run.
     pub waiting_for_redis: u64,
+    /// Units lent between shards by buys cut short, credited to their receivers this run.
+    pub transfers_credited: u64,
     /// Events whose units could not go back this run, with the reason.
     pub event_errors: BTreeMap<String, String>,
 }
@@ -39,7 +43,7 @@ pub fn release_expired(
     let expired = transaction(db, || {
         let rows = db.query(
             "WITH due AS (
-                 SELECT order_id FROM orders
+                 SELECT order_id, shard FROM orders
                  WHERE status = 'pending_payment' AND pay_deadline_ms <= $1
                  ORDER BY pay_deadline_ms LIMIT $2 FOR UPDATE SKIP LOCKED
              ), gone AS (
@@ -60,19 +64,19 @@ pub fn release_expired(
     // Up to `limit` per event, every event with units to give back: one event with many stuck
     // rows (or on a Redis node that is down) never starves the others.
     let pending = db.query(
-        "SELECT e.event_id, o.order_id
+        "SELECT e.event_id, o.order_id, o.shard::bigint
              FROM (SELECT DISTINCT event_id FROM orders
                    WHERE status = 'expired' AND NOT released_in_redis) e
              CROSS JOIN LATERAL (
-                 SELECT order_id FROM orders
+                 SELECT order_id, shard FROM orders
                  WHERE event_id = e.event_id AND status = 'expired' AND NOT released_in_redis
                  ORDER BY expired_ms, order_id LIMIT $1) o",
         &[P::Int64(limit)],
     )?;
-    let mut by_event: BTreeMap<String, Vec<String>> = Default::default();
+    let mut by_shard: BTreeMap<(String, i64), Vec<String>> = Default::default();
     for row in &pending.rows {
-        by_event
-            .entry(text(row, 0)?)
+        by_shard
+            .entry((text(row, 0)?, int(row, 2)?))
             .or_default()
             .push(text(row, 1)?);
     }
@@ -80,9 +84,9 @@ pub fn release_expired(
         expired,
         ..ReleaseReport::default()
     };
-    for (event, orders) in by_event {
+    for ((event, shard), orders) in by_shard {
         let count = orders.len() as u64;
-        match give_back(nodes, db, &event, orders) {
+        match give_back(nodes, db, &event, shard, orders) {
             Ok(released) => report.released += released,
             Err(e) => {
                 report.waiting_for_redis += count;
@@ -90,19 +94,49 @@ pub fn release_expired(
             }
         }
     }
+    finish_transfers(nodes, &mut report);
     Ok(report)
 }
 
-/// Gives the units of one event's expired orders back to its shards (once: the script flips
-/// each order's Redis status with the INCR), then records that in Postgres.
+/// A transfer older than this is finished by the job: a buy's tail takes milliseconds.
+const TRANSFER_REPAIR_AGE_MS: u64 = 5_000;
+
+/// Units a buy's tail lent and never brought home (its caller died between the two steps)
+/// are credited to their shard here, every run, for every event ([`transfer::repair`]).
+fn finish_transfers(nodes: &Nodes<impl Store>, report: &mut ReleaseReport) {
+    for store in nodes.all() {
+        let Ok(events) = store.map_err(Error::from).and_then(registry::events) else {
+            continue; // the drain and the health check report nodes that are down
+        };
+        for event in events {
+            let repaired = Event::open(nodes, &event)
+                .and_then(|(e, _)| transfer::repair(&e, TRANSFER_REPAIR_AGE_MS));
+            match repaired {
+                Ok(r) => report.transfers_credited += r.credited,
+                // Registered, never configured: nothing to finish.
+                Err(e) if e.code() == ErrorCode::EventNotFound => {}
+                Err(e) => {
+                    report
+                        .event_errors
+                        .insert(event.as_str().to_owned(), e.reason());
+                }
+            }
+        }
+    }
+}
+
+/// Gives the units of one shard's expired orders back to it (once: the script flips each
+/// order's Redis status with the INCR), then records that in Postgres.
 fn give_back(
     nodes: &Nodes<impl Store>,
     db: &impl Sql,
     event: &str,
+    shard: i64,
     orders: Vec<String>,
 ) -> Result<u64, Error> {
     let event = EventId::parse(event)?;
-    let released = mirror(nodes.for_event(&event)?, &event, Final::Expired, &orders)?;
+    let shard = u32::try_from(shard).map_err(Error::bug)?;
+    let released = mirror(nodes, &event, shard, Final::Expired, &orders)?;
     db.execute(
         "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
         &[P::ArrayStr(orders)],

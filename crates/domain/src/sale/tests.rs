@@ -11,24 +11,37 @@ fn event() -> EventId {
     EventId::parse("e1").unwrap()
 }
 
+/// The shard count the callers of these tests know.
+const SHARDS: u32 = 8;
+
 fn buy(store: &FakeStore) -> Result<Accepted, Error> {
-    super::buy(store, &event(), "u1", "token", 1_764_000_000_000)
+    super::buy(
+        &Nodes::one(store),
+        &event(),
+        SHARDS,
+        "u1",
+        "token",
+        1_764_000_000_000,
+    )
+    .map(|b| b.accepted)
 }
 
 #[test]
-fn a_buy_sends_one_evalsha_with_the_keys_of_its_event_and_user() {
+fn a_buy_sends_one_evalsha_with_the_keys_of_its_home_shard_and_user() {
     let store =
         FakeStore::holding_every_script().answers(&BUY, &[0.into(), 7.into(), 2.into(), 3.into()]);
     buy(&store).unwrap();
     let calls = store.calls.borrow();
     assert_eq!(calls.len(), 1);
     assert_eq!((calls[0].command, calls[0].script), ("EVALSHA", "buy"));
+    let home = crate::ids::home_shard("e1", "u1", SHARDS);
+    let slot = format!("{{sk:e1/{home}}}");
     assert!(
-        calls[0].keys.iter().all(|k| k.starts_with("{sk:e1}")),
+        calls[0].keys.iter().all(|k| k.starts_with(&slot)),
         "{:?}",
         calls[0].keys
     );
-    assert_eq!(calls[0].keys[1], "{sk:e1}:ptok:u1");
+    assert_eq!(calls[0].keys[1], format!("{slot}:ptok:u1"));
     assert_eq!(calls[0].args[..2], ["u1".to_owned(), "token".to_owned()]);
 }
 
@@ -118,7 +131,7 @@ fn an_unknown_reply_code_is_a_bug_not_a_refusal() {
 }
 
 fn poll(store: &FakeStore) -> Polled {
-    super::poll(store, &event(), "u1", 0).unwrap()
+    super::poll(&Nodes::one(store), &event(), SHARDS, "u1", 0).unwrap()
 }
 
 #[test]
@@ -183,7 +196,7 @@ fn no_order_polls_as_sold_out_or_none() {
 #[test]
 fn a_poll_passes_how_often_a_poll_may_be_elected_to_drain() {
     let store = FakeStore::holding_every_script().answers(&POLL, &[code::NONE.into(), 0.into()]);
-    super::poll(&store, &event(), "u1", 250).unwrap();
+    super::poll(&Nodes::one(&store), &event(), SHARDS, "u1", 250).unwrap();
     let home_hash = crate::ids::home_hash(event().as_str(), "u1").to_string();
     assert_eq!(store.calls.borrow()[0].args, ["u1", "250", &home_hash]);
 }
@@ -191,7 +204,7 @@ fn a_poll_passes_how_often_a_poll_may_be_elected_to_drain() {
 #[test]
 fn a_lottery_registration_is_not_an_admission_token() {
     let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[code::REGISTERED.into()]);
-    let admission = issue_token(&store, &event(), "u1", b"secret").unwrap();
+    let admission = issue_token(&Nodes::one(&store), &event(), SHARDS, "u1", b"secret").unwrap();
     assert_eq!(admission, Admission::Registered);
 }
 
@@ -199,7 +212,7 @@ fn a_lottery_registration_is_not_an_admission_token() {
 fn an_admitted_user_gets_a_token_precheck_accepts() {
     let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[Reply::Int(code::OK)]);
     let Admission::Admitted { admission_token } =
-        issue_token(&store, &event(), "u1", b"secret").unwrap()
+        issue_token(&Nodes::one(&store), &event(), SHARDS, "u1", b"secret").unwrap()
     else {
         panic!("not admitted");
     };

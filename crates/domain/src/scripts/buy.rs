@@ -1,23 +1,38 @@
-//! `lua/buy.lua`: the whole purchase in one atomic step — window, one per user, token, the
-//! event's bucket, a unit from the home shard (or one that still has stock), the order recorded
-//! and queued, the token spent.
+//! `lua/buy.lua`: a sharded event's buy at the buyer's home shard — the whole purchase
+//! while the home shard has stock, else the candidates for the tail ([`crate::sharded`]).
 
-use super::ScriptError;
-use super::buy_contract::{Args, Keys, OkReply, call_ok};
+use super::buy_contract::{Args, Keys, OkReply, call};
+use super::{ScriptError, code};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
-/// An accepted buy, as the script reports it: the order's place in the sale (1 for the first
-/// order), the shard the unit came from, and the orders drained into Postgres so far.
+/// An accepted buy: its place in the shard's queue, the shard, the shard's orders drained.
 pub type Bought = OkReply;
 
-/// The keys of `user`'s buy (the raw-Redis benchmark sends them too).
+/// What the home shard answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Accepted.
+    Bought(Bought),
+    /// The home shard is empty: these shards may have stock.
+    Tail(Vec<u32>),
+}
+
+/// What the tail brings back to the home shard.
+#[derive(Debug, Clone, Default)]
+pub struct Back<'a> {
+    /// A transfer lent to the home shard for this buy, and its units.
+    pub credit: Option<(&'a str, u64)>,
+    /// Shards found empty on the way.
+    pub empties: Vec<u32>,
+}
+
+/// The keys of `user`'s buy at shard slot `k`.
 pub fn keys(k: &EventKeys, user: &str) -> Keys {
     Keys {
         cfg: k.cfg(),
         purchase_token: k.purchase_token(user),
         bought: k.bought(),
-        nonempty: k.nonempty(),
         queue: k.queue(),
         seq: k.seq(),
         buy_bucket: k.buy_bucket(),
@@ -25,20 +40,12 @@ pub fn keys(k: &EventKeys, user: &str) -> Keys {
         stock: k.stock(),
         orders: k.orders(),
         counts: k.counts(),
+        empty: k.empty(),
+        credited: k.credited(),
     }
 }
 
-/// The arguments: `order_id` is the new order's id, `home_hash` picks the home shard.
-pub fn args(user: &str, purchase_token: &str, home_hash: u64, order_id: &str) -> Args {
-    Args {
-        user: user.to_owned(),
-        purchase_token: purchase_token.to_owned(),
-        home_hash: home_hash.to_string(),
-        order_id: order_id.to_owned(),
-    }
-}
-
-/// Runs it.
+/// Runs it at the home shard's slot `k`.
 pub fn run(
     store: &impl Store,
     k: &EventKeys,
@@ -46,8 +53,32 @@ pub fn run(
     purchase_token: &str,
     home_hash: u64,
     order_id: &str,
-) -> Result<Bought, ScriptError> {
-    let args = args(user, purchase_token, home_hash, order_id);
-    let mut r = call_ok(store, keys(k, user), args)?;
-    Ok(OkReply::read(&mut r)?)
+    back: &Back<'_>,
+) -> Result<Outcome, ScriptError> {
+    let (credit_id, credit_units) = back.credit.unwrap_or(("", 0));
+    let args = Args {
+        user: user.to_owned(),
+        purchase_token: purchase_token.to_owned(),
+        home_hash: home_hash.to_string(),
+        order_id: order_id.to_owned(),
+        credit_id: credit_id.to_owned(),
+        credit_units: credit_units.to_string(),
+        empties: back.empties.iter().map(u32::to_string).collect(),
+    };
+    let (c, mut r) = call(store, keys(k, user), args)?;
+    match c {
+        code::OK => {
+            let bought = OkReply::read(&mut r)?;
+            r.finish()?;
+            Ok(Outcome::Bought(bought))
+        }
+        code::TAIL => {
+            let mut candidates = Vec::new();
+            while r.has_more() {
+                candidates.push(r.next_u32()?);
+            }
+            Ok(Outcome::Tail(candidates))
+        }
+        c => Err(ScriptError::Refused(r.refusal(c)?)),
+    }
 }

@@ -6,7 +6,8 @@ use crate::keys::EventKeys;
 use crate::store::Store;
 
 /// The facts a drain needs, handed out with the lease: the fencing token (larger for every
-/// new holder), the event's sku, the units put on sale, the seconds a buyer has to pay.
+/// new holder), the event's sku, the units put on sale, the seconds a buyer has to pay, and
+/// the units the shard holds now.
 pub type Lease = OkReply;
 
 /// What a claim got.
@@ -31,6 +32,7 @@ pub fn run(
         lease: k.drain_lease(),
         fence: k.drain_fence(),
         cfg: k.cfg(),
+        stock: k.stock(),
     };
     let args = Args {
         owner: owner.to_owned(),

@@ -23,14 +23,13 @@ pub mod reconcile_read;
 pub mod register_event;
 pub mod set_fields;
 pub mod set_order_status;
-pub mod shard_buy;
 pub mod shard_credit;
 pub mod shard_lend;
 pub mod shard_lent;
 pub mod shard_refilled;
 pub mod shard_settle;
-pub mod shard_warmup;
 pub mod status;
+pub mod summarize;
 pub mod upsert_event;
 pub mod warmup;
 

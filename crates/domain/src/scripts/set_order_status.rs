@@ -34,7 +34,6 @@ pub fn run(
 ) -> Result<u64, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
-        nonempty: k.nonempty(),
         drained: k.drained(),
         stock: k.stock(),
         orders: k.orders(),

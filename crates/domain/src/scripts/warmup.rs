@@ -1,18 +1,24 @@
-//! `lua/warmup.lua`: writes the stock into its shards before the sale, once.
+//! `lua/warmup.lua`: writes one shard's units into its slot, once.
 
 use super::ScriptError;
 use super::warmup_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
-/// Runs it; returns the units written and the shards they went to.
-pub fn run(store: &impl Store, k: &EventKeys) -> Result<(u64, u32), ScriptError> {
+/// The units the shard holds, and whether it was warmed before this call.
+pub type Warmed = OkReply;
+
+/// Warms shard slot `k` with `units`.
+pub fn run(store: &impl Store, k: &EventKeys, units: u64) -> Result<Warmed, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
-        nonempty: k.nonempty(),
         stock: k.stock(),
     };
-    let mut r = call_ok(store, keys, Args {})?;
-    let written = OkReply::read(&mut r)?;
-    Ok((written.stock, written.shards))
+    let args = Args {
+        units: units.to_string(),
+    };
+    let mut r = call_ok(store, keys, args)?;
+    let warmed = OkReply::read(&mut r)?;
+    r.finish()?;
+    Ok(warmed)
 }

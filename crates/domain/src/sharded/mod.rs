@@ -12,9 +12,9 @@
 //! sent home once. One-per-user is exact because a user only ever buys at home.
 //!
 //! When the home shard is empty and others are not, the buy takes the **tail**
-//! ([`sale::buy`]): a unit is lent from another shard to the home shard (`shard_lend.lua`, which
+//! ([`crate::sale::buy`]): a unit is lent from another shard to the home shard (`shard_lend.lua`, which
 //! records the transfer there) and the home shard credits it and sells it in the same script
-//! (`shard_buy.lua`, which remembers the transfer id so it credits once). At most four round
+//! (`buy.lua`, which remembers the transfer id so it credits once). At most four round
 //! trips. A tail cut short leaves a transfer recorded at the lender and not credited: the
 //! [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
 //! between shards with the same two steps.
@@ -23,14 +23,16 @@
 //! scripts that run per slot unchanged (precheck, poll, issue-token, draw, deny, set-fields,
 //! status).
 
-pub mod admin;
-pub mod sale;
+
 pub mod transfer;
 
+use std::collections::BTreeMap;
+
+use crate::error::Error;
 use crate::event::EventId;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
-use crate::scripts::{Refusal, ScriptError};
+use crate::scripts::{self, Refusal, ScriptError};
 use crate::store::{Store, StoreError};
 
 /// A sharded event over the nodes: where each shard's slot is.
@@ -48,6 +50,20 @@ impl<'a, S: Store> Event<'a, S> {
             id,
             shards: shards.max(1),
         }
+    }
+
+    /// The event as its master configuration describes it (one read of the event's own slot),
+    /// with that configuration. No master: [`Refusal::NotFound`].
+    pub fn open(
+        nodes: &'a Nodes<S>,
+        id: &'a EventId,
+    ) -> Result<(Self, BTreeMap<String, String>), Error> {
+        let config = scripts::status::run(nodes.for_event(id)?, &EventKeys::new(id))?.config;
+        let shards = config
+            .get("shards")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| Error::bug(format!("event {} has no shard count", id.as_str())))?;
+        Ok((Event::new(nodes, id, shards), config))
     }
 
     /// The event.

@@ -1,6 +1,6 @@
 //! Stock moving between the shards of a sharded event, exactly: a transfer is lent by one
 //! shard (`shard_lend.lua`: the units leave it, the transfer is recorded there) and credited by
-//! another (`shard_credit.lua`, or the buy's tail in `shard_buy.lua`: the transfer id is
+//! another (`shard_credit.lua`, or the buy's tail in `buy.lua`: the transfer id is
 //! remembered, so it credits once), then settled at the lender (`shard_settle.lua`). A crash
 //! between the steps leaves a recorded transfer that [`repair`] finishes; repeating any step
 //! changes nothing. Between lend and credit a unit is in transit: counted by [`stocks`]' caller
@@ -115,6 +115,12 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
     refilled(e, to)?;
     shard_settle::run(from_store, &from_k, &[id])?;
     Ok(lent)
+}
+
+/// Writes the shards' units left into the event's own slot, for the storefront.
+pub fn summarize<S: Store>(e: &Event<'_, S>, stocks: &[u64]) -> Result<(), Error> {
+    let (store, k) = e.master()?;
+    Ok(scripts::summarize::run(store, &k, stocks)?)
 }
 
 /// The periodic care of a sharded event (a scheduled job's step): finish transfers older than
