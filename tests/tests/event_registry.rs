@@ -6,6 +6,7 @@ use anyhow::Result;
 use seckill_domain::admin;
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::keys::{EventKeys, REGISTRY};
+use seckill_domain::nodes::Nodes;
 use seckill_domain::scripts;
 use seckill_domain::store::{Replies, Store, StoreError};
 use seckill_native::NativeStore;
@@ -44,7 +45,7 @@ fn a_configured_event_is_always_registered() -> Result<()> {
             inner: NativeStore::new(redis.client().get_connection()?),
             script,
         };
-        assert!(admin::upsert_event(&store, &event, &config).is_err());
+        assert!(admin::upsert_event(&Nodes::one(store), &event, &config).is_err());
         let configured: bool = redis::cmd("EXISTS")
             .arg(EventKeys::new(&event).cfg())
             .query(&mut conn)?;
@@ -58,7 +59,7 @@ fn a_configured_event_is_always_registered() -> Result<()> {
         );
         // And the retry completes the creation.
         let store = NativeStore::new(redis.client().get_connection()?);
-        assert!(admin::upsert_event(&store, &event, &config)?);
+        assert!(admin::upsert_event(&Nodes::one(store), &event, &config)?);
     }
     Ok(())
 }

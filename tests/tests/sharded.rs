@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::{Context, Result, bail};
-use seckill_domain::clock;
+use seckill_domain::{admin, clock, sale};
 use seckill_domain::error::{Dependency, Error, ErrorCode};
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::ids;
@@ -74,8 +74,8 @@ fn open_event(nodes: &Nodes<Store>, event: &EventId, stock: u64, shards: u32) ->
         "sku": "hot", "stock": stock, "shards": shards, "start_ms": now - 1_000,
         "end_ms": now + 3_600_000, "user_rate": 0, "admission_multiplier": 1000,
     }))?;
-    sharded::admin::upsert_event(nodes, event, &config)?;
-    sharded::admin::warm_up(nodes, event)?;
+    admin::upsert_event(nodes, event, &config)?;
+    admin::warm_up(nodes, event)?;
     Ok(())
 }
 
@@ -89,19 +89,19 @@ enum Got {
 /// A buyer's whole journey: admission, precheck, then buy, asking again (same token) while
 /// the tail answers "try again".
 fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Result<Got> {
-    let admission = match sharded::sale::issue_token(nodes, event, shards, user, SECRET) {
+    let admission = match sale::issue_token(nodes, event, shards, user, SECRET) {
         Ok(Admission::Admitted { admission_token }) => admission_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         other => bail!("{user}: admission {other:?}"),
     };
     let token =
-        match sharded::sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
+        match sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
             Ok(t) => t.purchase_token,
             Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
             Err(e) => bail!("{user}: precheck {e}"),
         };
     for _ in 0..100 {
-        match sharded::sale::buy(nodes, event, shards, user, &token, clock::now_ms()) {
+        match sale::buy(nodes, event, shards, user, &token, clock::now_ms()) {
             Ok(b) => {
                 return Ok(Got::Order {
                     order_id: b.accepted.order_id,
@@ -257,7 +257,7 @@ fn ten_thousand_buyers_sell_a_thousand_units_over_32_shards_on_3_nodes_exactly()
     // After the sale, sold out is what everyone hears, in one round trip at home.
     let nodes = cluster.nodes();
     assert_eq!(buyer(&nodes, &event, 32, "late-comer")?, Got::SoldOut);
-    let status = sharded::admin::status(&nodes, &event)?;
+    let status = admin::status(&nodes, &event)?;
     assert_eq!((status.event.sold, status.event.stock_left), (1_000, 0));
     assert!(status.versions_agree);
     Ok(())
@@ -331,11 +331,11 @@ fn one_per_user_holds_when_the_same_buyer_races_on_two_shards() -> Result<()> {
     let home = ids::home_shard(event.as_str(), user, 4);
     let hash = ids::home_hash(event.as_str(), user);
     let Admission::Admitted { admission_token } =
-        sharded::sale::issue_token(&nodes, &event, 4, user, SECRET)?
+        sale::issue_token(&nodes, &event, 4, user, SECRET)?
     else {
         bail!("not admitted")
     };
-    let token = sharded::sale::precheck(
+    let token = sale::precheck(
         &nodes,
         &event,
         4,
@@ -364,7 +364,7 @@ fn one_per_user_holds_when_the_same_buyer_races_on_two_shards() -> Result<()> {
                 let (cluster, event, token) = (&cluster, &event, &token);
                 scope.spawn(move || {
                     let nodes = cluster.nodes();
-                    sharded::sale::buy(&nodes, event, shards, user, token, clock::now_ms())
+                    sale::buy(&nodes, event, shards, user, token, clock::now_ms())
                 })
             })
             .collect();
@@ -456,11 +456,11 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         let hash = ids::home_hash(event.as_str(), user);
         transfer::transfer(&e, home, (home + 1) % 4, 2)?;
         let Admission::Admitted { admission_token } =
-            sharded::sale::issue_token(&nodes, &event, 4, user, SECRET)?
+            sale::issue_token(&nodes, &event, 4, user, SECRET)?
         else {
             bail!("not admitted")
         };
-        let token = sharded::sale::precheck(
+        let token = sale::precheck(
             &nodes,
             &event,
             4,
@@ -470,7 +470,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
             SECRET,
         )?
         .purchase_token;
-        // The tail's steps, as sharded::sale::buy takes them, up to the cut.
+        // The tail's steps, as sale::buy takes them, up to the cut.
         let order_id = ids::new_order_id(clock::now_ms());
         let (store, k) = e.slot(home)?;
         let Outcome::Tail(candidates) =
@@ -504,7 +504,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         let b = books(&nodes, &event, 4)?;
         assert_eq!((b.units(), b.in_transit), (8, 0), "{cut:?}");
         // The buyer is not blocked: they buy (or already have, when the credit sold it).
-        let retried = sharded::sale::buy(&nodes, &event, 4, user, &token, clock::now_ms());
+        let retried = sale::buy(&nodes, &event, 4, user, &token, clock::now_ms());
         match cut {
             Cut::AfterCredit => assert_eq!(retried.unwrap_err().code(), ErrorCode::AlreadyBought),
             _ => {
@@ -527,18 +527,18 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     // Load the scripts on every node first (a first call per node sends the source once).
     for i in 0..20 {
         buyer(&nodes, &event, 32, &format!("warm{i}"))?;
-        sharded::sale::poll(&nodes, &event, 32, &format!("warm{i}"), 0)?;
+        sale::poll(&nodes, &event, 32, &format!("warm{i}"), 0)?;
     }
     let total = |calls: Vec<(u64, u64)>| calls.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
     cluster.take_script_calls()?;
     let user = "counted";
     let Admission::Admitted { admission_token } =
-        sharded::sale::issue_token(&nodes, &event, 32, user, SECRET)?
+        sale::issue_token(&nodes, &event, 32, user, SECRET)?
     else {
         bail!("not admitted")
     };
     assert_eq!(total(cluster.take_script_calls()?), (1, 0), "admission");
-    let token = sharded::sale::precheck(
+    let token = sale::precheck(
         &nodes,
         &event,
         32,
@@ -548,7 +548,7 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
         SECRET,
     )?;
     assert_eq!(total(cluster.take_script_calls()?), (1, 0), "precheck");
-    let bought = sharded::sale::buy(
+    let bought = sale::buy(
         &nodes,
         &event,
         32,
@@ -558,10 +558,10 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     )?;
     assert_eq!(bought.round_trips, 1);
     assert_eq!(total(cluster.take_script_calls()?), (1, 0), "buy");
-    sharded::sale::poll(&nodes, &event, 32, user, 0)?;
+    sale::poll(&nodes, &event, 32, user, 0)?;
     assert_eq!(total(cluster.take_script_calls()?), (1, 0), "poll");
     // A caller with a stale shard count pays one more, and gets the same answer.
-    sharded::sale::poll(&nodes, &event, 31, user, 0)?;
+    sale::poll(&nodes, &event, 31, user, 0)?;
     assert!(total(cluster.take_script_calls()?).0 <= 2);
     Ok(())
 }

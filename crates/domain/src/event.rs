@@ -109,9 +109,12 @@ pub struct EventConfig {
     pub drain_rate: u32,
 }
 
+/// The shard count of an event that names none.
+pub const DEFAULT_SHARDS: u32 = 8;
+
 mod defaults {
     pub fn shards() -> u32 {
-        8
+        super::DEFAULT_SHARDS
     }
     pub fn multiplier() -> u32 {
         10

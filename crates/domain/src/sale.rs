@@ -166,11 +166,13 @@ pub struct Polled {
     /// This poll should drain the event once it has answered ([`crate::orders::catch_up`]):
     /// its order is still queued and no other poll was elected in the last `poll_drain_ms`.
     pub drain_due: bool,
+    /// The buyer's home shard: the one whose queue an elected poll drains.
+    pub shard: u32,
 }
 
 
-/// What the buyer is told of a poll script's answer.
-pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
+/// What the buyer at home shard `shard` is told of a poll script's answer.
+fn polled(state: scripts::poll::OrderState, shard: u32) -> Polled {
     use scripts::poll::OrderState;
     match state {
         OrderState::Order(o) if o.status != "queued" => Polled {
@@ -179,6 +181,7 @@ pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
                 state: o.status,
             },
             drain_due: false,
+            shard,
         },
         OrderState::Order(o) => {
             let position = queue_position(o.seq, o.drained);
@@ -189,6 +192,7 @@ pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
                     estimated_wait_ms: position * 1000 / o.drain_rate.max(1),
                 },
                 drain_due: o.drain_due,
+                shard,
             }
         }
         OrderState::NoOrder { sold_out } => Polled {
@@ -198,6 +202,7 @@ pub(crate) fn polled(state: scripts::poll::OrderState) -> Polled {
                 PollResult::None
             },
             drain_due: false,
+            shard,
         },
     }
 }
@@ -339,11 +344,11 @@ pub fn poll<S: Store>(
     user: &str,
     poll_drain_ms: u64,
 ) -> Result<Polled, Error> {
-    let (state, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+    let (state, e) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
         scripts::poll::run(store, &k, user, poll_drain_ms, hash)
     })?;
-    Ok(polled(state))
+    Ok(polled(state, ids::home_shard(event.as_str(), user, e.shards())))
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).

@@ -144,6 +144,30 @@ pub fn event_id(req: &Request) -> Result<EventId, ApiError> {
     Ok(EventId::parse(path_param(req, "event_id")?)?)
 }
 
+/// The first `name=` pair of the query.
+pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.query()
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// `?shards=`: the caller's count of the event's shards (the storefront has it from the event's
+/// page), which finds the buyer's home shard without a read. Absent, the default count of a new
+/// event; stale or wrong, the shard it reached names the true count and the request goes home
+/// (one more round trip, same answer). 1–256, else `400 bad_query`.
+pub fn shards_hint(req: &Request) -> Result<u32, ApiError> {
+    let Some(raw) = query_param(req, "shards") else {
+        return Ok(seckill_domain::event::DEFAULT_SHARDS);
+    };
+    match raw.parse::<u32>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(ApiError::new(
+            ErrorCode::BadQuery,
+            "shards must be a whole number from 1 to 256",
+        )),
+    }
+}
+
 /// The bearer token of the `Authorization` header (the scheme name is case-insensitive).
 pub fn bearer(req: &Request) -> Option<&str> {
     let value = req.header("authorization")?.as_str()?;

@@ -2,8 +2,7 @@
 //! Spin's Redis interface ([`SpinRedis`]), `https://` through the Upstash REST protocol over
 //! Spin's outbound HTTP ([`RestStore`]). Same scripts, same replies, same errors.
 
-use seckill_domain::event::EventId;
-use seckill_domain::nodes::{self, Nodes};
+use seckill_domain::nodes::Nodes;
 use seckill_domain::store::{Replies, Store, StoreError};
 
 use crate::config;
@@ -11,21 +10,9 @@ use crate::error::ApiError;
 use crate::redis::SpinRedis;
 use crate::rest::RestStore;
 
-/// A connection to the Redis node that holds `event` (see [`seckill_domain::nodes`]): one
-/// variable read and one `open`, however many nodes there are.
-pub fn for_event(event: &EventId) -> Result<SpinStore, ApiError> {
-    let urls = config::get(config::REDIS_URL)?;
-    let urls = nodes::parse(&urls);
-    let url = urls
-        .get(nodes::index_for(event, &urls))
-        .ok_or_else(|| ApiError::internal("variable redis_url lists no node"))?;
-    SpinStore::open(url).map_err(|e| {
-        ApiError::unavailable("the sale is busy; try again").with_detail(format!("redis open: {e}"))
-    })
-}
-
-/// A connection to every Redis node, for the jobs and views that walk all events.
-pub fn every_node() -> Result<Nodes<SpinStore>, ApiError> {
+/// The Redis nodes of `redis_url` (see [`seckill_domain::nodes`]): one variable read; each node
+/// is opened when a request first needs it, so a sale request opens only its home shard's node.
+pub fn nodes() -> Result<Nodes<SpinStore>, ApiError> {
     Ok(Nodes::open(
         &config::get(config::REDIS_URL)?,
         SpinStore::open,

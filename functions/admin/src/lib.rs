@@ -44,7 +44,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         .header("spin-path-info")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    let redis = || store::for_event(&event);
+    let redis = store::nodes;
     match (req.method(), rest) {
         (Method::Put, "" | "/") => {
             let config: EventConfig = json_body(req)?;
@@ -89,7 +89,7 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
 fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
     http::require_method(req, Method::Get)?;
     let mut events = Vec::new();
-    for node in store::every_node()?.all() {
+    for node in store::nodes()?.all() {
         let node = node.map_err(seckill_domain::Error::from)?;
         events.extend(
             registry::events(node)?

@@ -15,7 +15,7 @@ impl seckill_cron_bindings::Guest for Drain {
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::drain(
-                &store::every_node()?,
+                &store::nodes()?,
                 &config::postgres()?,
                 &config::Settings::read()?.drain_options(),
                 clock::now_ms(),

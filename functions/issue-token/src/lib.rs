@@ -31,8 +31,9 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
     let event = event_id(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
     Ok(sale::issue_token(
-        &store::for_event(&event)?,
+        &store::nodes()?,
         &event,
+        http::shards_hint(req)?,
         &user,
         secret.as_bytes(),
     )?)

@@ -69,16 +69,9 @@ impl Job {
     }
 }
 
-/// The first `name=` pair of the query.
-fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
-    req.query()
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
-}
-
 /// `?for_ms=`: how long to keep running the job (0, the default: once).
 fn budget(req: &Request) -> Result<Duration, ApiError> {
-    let Some(raw) = query_param(req, "for_ms") else {
+    let Some(raw) = http::query_param(req, "for_ms") else {
         return Ok(Duration::ZERO);
     };
     match raw.parse::<u64>() {
@@ -93,13 +86,13 @@ fn budget(req: &Request) -> Result<Duration, ApiError> {
 /// `?event=`: the one event to reconcile (none: every registered event). A malformed id is
 /// `400 bad_event_id`.
 fn event(req: &Request) -> Result<Option<EventId>, ApiError> {
-    Ok(query_param(req, "event").map(EventId::parse).transpose()?)
+    Ok(http::query_param(req, "event").map(EventId::parse).transpose()?)
 }
 
 /// An operator (bearer admin token), or a scheduler holding the job key (`?key=`; only when
 /// `job_key` is set).
 fn authorize(req: &Request) -> Result<(), ApiError> {
-    match query_param(req, "key") {
+    match http::query_param(req, "key") {
         Some(key) => Ok(auth::check_job_key(
             key,
             &config::get_or(config::JOB_KEY, String::new()),
@@ -118,7 +111,7 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     // one is refused whichever job it is sent to; each job uses only its own: `for_ms` the
     // drain and the release, `event` reconcile.
     let (budget, event) = (budget(req)?, event(req)?);
-    let (nodes, db) = (store::every_node()?, config::postgres()?);
+    let (nodes, db) = (store::nodes()?, config::postgres()?);
     match job {
         Job::Drain => {
             let opts = config::Settings::read()?.drain_options();

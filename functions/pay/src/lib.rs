@@ -29,7 +29,7 @@ fn pay(req: &Request) -> Result<Paid, ApiError> {
     let event = event_id(req)?;
     let order = OrderId::parse(path_param(req, "order_id")?)?;
     Ok(orders::pay(
-        &store::for_event(&event)?,
+        &store::nodes()?,
         &config::postgres()?,
         &event,
         &user,

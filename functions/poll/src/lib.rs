@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use seckill_domain::event::EventId;
+use seckill_domain::nodes::Nodes;
 use seckill_domain::sale::{self, Polled};
 use seckill_domain::{clock, orders};
 use seckill_spin_edge::config;
@@ -23,9 +24,9 @@ use spin_sdk::http_component;
 async fn handle(req: IncomingRequest, out: ResponseOutparam) {
     let mut elected = None;
     let response = http::serve(req, |req| match poll(&req) {
-        Ok((store, event, polled)) => {
+        Ok((nodes, event, polled)) => {
             if polled.drain_due {
-                elected = Some((store, event));
+                elected = Some((nodes, event, polled.shard));
             }
             http::respond(200, Ok(polled.result))
         }
@@ -33,24 +34,26 @@ async fn handle(req: IncomingRequest, out: ResponseOutparam) {
     })
     .await;
     http::send(out, response).await;
-    if let Some((store, event)) = elected {
-        drain(&store, &event);
+    if let Some((nodes, event, shard)) = elected {
+        drain(&nodes, &event, shard);
     }
 }
 
-/// The buyer's result, with the connection and event for the drain it may be elected to.
-fn poll(req: &Request) -> Result<(SpinStore, EventId, Polled), ApiError> {
+/// The buyer's result, with the nodes and event for the drain it may be elected to.
+fn poll(req: &Request) -> Result<(Nodes<SpinStore>, EventId, Polled), ApiError> {
     require_method(req, Method::Get)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
-    let store = store::for_event(&event)?;
-    let polled = sale::poll(&store, &event, &user, config::poll_drain_ms())?;
-    Ok((store, event, polled))
+    let shards = http::shards_hint(req)?;
+    let nodes = store::nodes()?;
+    let polled = sale::poll(&nodes, &event, shards, &user, config::poll_drain_ms())?;
+    Ok((nodes, event, polled))
 }
 
 /// The poll-carried drain, bounded by `poll_drain_ms`. The buyer has their answer already:
-/// a failure here is only logged, and the next elected poll (or the scheduler) goes on.
-fn drain(store: &SpinStore, event: &EventId) {
+/// a failure here is only logged, and the next elected poll (or the scheduler) goes on. It
+/// drains the buyer's home shard, whose queue the order waits in.
+fn drain(nodes: &Nodes<SpinStore>, event: &EventId, shard: u32) {
     let until = Instant::now() + Duration::from_millis(config::poll_drain_ms());
     let result = config::Settings::read().and_then(|settings| {
         let opts = orders::DrainOptions {
@@ -58,7 +61,8 @@ fn drain(store: &SpinStore, event: &EventId) {
             ..settings.drain_options()
         };
         let db = config::postgres()?;
-        Ok(orders::catch_up(store, &db, event, &opts, clock::now_ms())?)
+        let store = nodes.for_shard(event, shard).map_err(seckill_domain::Error::from)?;
+        Ok(orders::catch_up(store, &db, event, shard, &opts, clock::now_ms())?)
     });
     if let Err(e) = result {
         eprintln!("poll-carried drain of {}: {e}", event.as_str());

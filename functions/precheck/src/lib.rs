@@ -37,8 +37,9 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let body: Body = json_body(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
     Ok(sale::precheck(
-        &store::for_event(&event)?,
+        &store::nodes()?,
         &event,
+        http::shards_hint(req)?,
         &user,
         &client_addr(req),
         &body.admission_token,

@@ -15,7 +15,7 @@ impl seckill_cron_bindings::Guest for Reconcile {
         _: seckill_cron_bindings::Metadata,
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<(), ApiError> {
-            let (nodes, db) = (store::every_node()?, config::postgres()?);
+            let (nodes, db) = (store::nodes()?, config::postgres()?);
             let books = orders::reconcile_all(&nodes, &db, None, true)?;
             if books.needs_an_operator() {
                 eprintln!(

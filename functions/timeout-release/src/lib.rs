@@ -15,7 +15,7 @@ impl seckill_cron_bindings::Guest for TimeoutRelease {
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
             Ok(orders::release_expired(
-                &store::every_node()?,
+                &store::nodes()?,
                 &config::postgres()?,
                 clock::now_ms(),
                 config::Settings::read()?.release_batch,

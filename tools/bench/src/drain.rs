@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::Result;
 use seckill_domain::event::EventId;
 use seckill_domain::keys::EventKeys;
-use seckill_domain::scripts::{buy, precheck};
+use seckill_domain::scripts::buy::{self, Back, Outcome};
+use seckill_domain::scripts::precheck;
 use seckill_native::NativeStore;
 use seckill_testkit::{PgServer, RedisServer};
 
-use crate::fixture::open_event;
+use crate::fixture::{SHARDS, open_event};
 use crate::load::{Call, once};
 use crate::server::HostProcess;
 use crate::table::Row;
@@ -54,21 +55,27 @@ pub async fn row(
 /// Sells `n` orders through precheck.lua and buy.lua themselves, so that the backlog has
 /// exactly the data layout a sale leaves, whatever that layout becomes.
 fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
-    let k = EventKeys::new(event);
     std::thread::scope(|scope| -> Result<()> {
         let workers: Vec<_> = (0..WRITERS)
             .map(|w| {
-                let k = &k;
                 scope.spawn(move || -> Result<()> {
                     let store = NativeStore::new(redis.client().get_connection()?);
                     let now = seckill_domain::clock::now_ms();
                     for i in (w..n).step_by(WRITERS) {
                         let (user, token) = (format!("d{i}"), format!("t{i}"));
-                        let home = seckill_domain::ids::home_hash(event.as_str(), &user);
+                        let hash = seckill_domain::ids::home_hash(event.as_str(), &user);
+                        let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
+                        let k = &EventKeys::shard(event, home);
                         let order = format!("{now:012x}{i:016x}");
-                        precheck::run(&store, k, &user, "127.0.0.1", &token)
-                            .and_then(|_| buy::run(&store, k, &user, &token, home, &order))
+                        let bought = precheck::run(&store, k, &user, "127.0.0.1", &token, hash)
+                            .and_then(|_| {
+                                buy::run(&store, k, &user, &token, hash, &order, &Back::default())
+                            })
                             .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                        anyhow::ensure!(
+                            matches!(bought, Outcome::Bought(_)),
+                            "backlog order {i}: its home shard ran dry"
+                        );
                     }
                     Ok(())
                 })

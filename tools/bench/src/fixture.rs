@@ -3,10 +3,14 @@
 
 use anyhow::Result;
 use seckill_domain::event::{EventConfig, EventId};
+use seckill_domain::nodes::Nodes;
 use seckill_domain::{admin, auth, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
+
+/// The shards of the events the rows open.
+pub const SHARDS: u32 = 8;
 
 /// A buyer ready to buy once: a shop JWT and a purchase token.
 #[derive(Clone)]
@@ -15,17 +19,24 @@ pub struct Buyer {
     pub token: String,
 }
 
-/// Creates and warms up event `id` with `stock` units, open since a second ago for an hour.
+/// Creates and warms up event `id` with `stock` units over [`SHARDS`] shards, open since a
+/// second ago for an hour.
 pub fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> {
+    open_event_with(redis, id, stock, SHARDS)
+}
+
+/// [`open_event`] with `shards` shards.
+pub fn open_event_with(redis: &RedisServer, id: &str, stock: u64, shards: u32) -> Result<EventId> {
     let store = NativeStore::new(redis.client().get_connection()?);
     let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
     let now = seckill_domain::clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
-        "sku": "bench", "stock": stock, "shards": 8, "start_ms": now - 1000, "end_ms": now + 3_600_000,
+        "sku": "bench", "stock": stock, "shards": shards, "start_ms": now - 1000, "end_ms": now + 3_600_000,
         "user_rate": 0, "admission_multiplier": 10,
     }))?;
-    admin::upsert_event(&store, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    admin::warm_up(&store, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let nodes = Nodes::one(store);
+    admin::upsert_event(&nodes, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    admin::warm_up(&nodes, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(event)
 }
 
@@ -36,14 +47,15 @@ pub fn prepare_buyers(
     users: usize,
     prefix: &str,
 ) -> Result<Vec<Buyer>> {
-    let store = NativeStore::new(redis.client().get_connection()?);
+    let nodes = Nodes::one(NativeStore::new(redis.client().get_connection()?));
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     (0..users)
         .map(|i| {
             let user = format!("{prefix}{i}");
-            sale::issue_token(&store, event, &user, secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+            sale::issue_token(&nodes, event, SHARDS, &user, secret)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let adm = auth::admission_token(secret, event.as_str(), &user);
-            let token = sale::precheck(&store, event, &user, "127.0.0.1", &adm, secret)
+            let token = sale::precheck(&nodes, event, SHARDS, &user, "127.0.0.1", &adm, secret)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(Buyer {
                 jwt: jwt_for(&user),

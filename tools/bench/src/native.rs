@@ -13,6 +13,7 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use seckill_domain::nodes::Nodes;
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{auth, clock, sale};
@@ -130,7 +131,16 @@ async fn buy(
             .map_err(|e| ApiError::new(ErrorCode::MalformedJson, e.to_string()))?;
         tokio::task::spawn_blocking(move || {
             pool.with(|store| {
-                sale::buy(store, &event, &user, &body.purchase_token, clock::now_ms())
+                let nodes = Nodes::one(store);
+                sale::buy(
+                    &nodes,
+                    &event,
+                    crate::fixture::SHARDS,
+                    &user,
+                    &body.purchase_token,
+                    clock::now_ms(),
+                )
+                .map(|b| b.accepted)
             })
         })
         .await

@@ -5,7 +5,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use seckill_testkit::RedisServer;
 
-use crate::fixture::open_event;
+use crate::fixture::open_event_with;
 use crate::table::Row;
 
 /// The raw Redis rows: a one-key decrement script, then `buy.lua` itself.
@@ -72,8 +72,9 @@ fn evalsha_decrement(redis: &RedisServer) -> Result<Row> {
 fn evalsha_buy_script(redis: &RedisServer) -> Result<Row> {
     const KEYSPACE: u64 = 2_000_000;
     const REQUESTS: u64 = 100_000;
-    let event = open_event(redis, "rawbuy", 10_000_000)?;
-    let k = seckill_domain::keys::EventKeys::new(&event);
+    // One shard: every buyer is at home on it, as each buyer is at home on their shard's node.
+    let event = open_event_with(redis, "rawbuy", 10_000_000, 1)?;
+    let k = seckill_domain::keys::EventKeys::shard(&event, 0);
     let mut conn = redis.client().get_connection()?;
     for chunk in (0..KEYSPACE).collect::<Vec<_>>().chunks(20_000) {
         let mut pipe = redis::pipe();
@@ -92,7 +93,8 @@ fn evalsha_buy_script(redis: &RedisServer) -> Result<Row> {
         .query(&mut conn)?;
     let rand = "__rand_int__";
     let keys = seckill_domain::scripts::buy::keys(&k, rand).into_vec();
-    let args = ["__rand_int__", "t", "__rand_int__", "__rand_int__"];
+    // user, purchase token, home hash, order id, no credit, 0 credited units.
+    let args = ["__rand_int__", "t", "__rand_int__", "__rand_int__", "", "0"];
     let numkeys = keys.len().to_string();
     let mut command = vec!["EVALSHA", script.sha, &numkeys];
     command.extend(keys.iter().map(String::as_str));
