@@ -8,7 +8,7 @@
 -- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
 -- credit_id/credit_units: a unit lent to this shard for this buy ('' and 0 when none); empties:
 -- shards the caller found empty, believed so here for EMPTY_BELIEF_MS.
-local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'soldout', 'buy_rate', 'buy_burst',
+local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'buy_rate', 'buy_burst',
   'shards', 'shard')
 local now = now_ms()
 if not cfg.start_ms then return {NOT_FOUND} end
@@ -19,11 +19,9 @@ local home = cfg.shard
 -- somewhere, once (the credited set makes a replay, or the repair's credit, a no-op).
 if A_CREDIT_ID ~= '' and redis.call('SADD', K_CREDITED, A_CREDIT_ID) == 1 then
   redis.call('HINCRBY', K_STOCK, home, tonumber(A_CREDIT_UNITS))
-  redis.call('HSET', K_CFG, 'soldout', '0')
-  cfg.soldout = '0'
 end
 for _, s in ipairs(A_EMPTIES) do redis.call('HSET', K_EMPTY, s, now + EMPTY_BELIEF_MS) end
-local shut = closed(cfg, now)
+local shut = closed(cfg, now, function() return sold_out_here(cfg, K_STOCK, K_EMPTY, now) end)
 if shut then return refused(K_COUNTS, shut) end
 local order = redis.call('HGET', K_BOUGHT, A_USER)
 if order then return refused(K_COUNTS, {ALREADY, order}) end
@@ -38,7 +36,6 @@ if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
   local candidates = maybe_stocked(K_EMPTY, tonumber(cfg.shards), tonumber(home), now)
   if #candidates == 0 then
     -- Empty here, and every other shard was found empty moments ago: sold out.
-    redis.call('HSET', K_CFG, 'soldout', '1')
     return refused(K_COUNTS, {SOLD_OUT})
   end
   -- Two candidates from a place the order id's random tail picks, so tails spread.

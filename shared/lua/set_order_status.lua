@@ -19,7 +19,6 @@ for _, id in ipairs(A_ORDER_IDS) do
     redis.call('HINCRBY', K_COUNTS, A_STATUS, 1)
     if A_STATUS == 'expired' then
       redis.call('HINCRBY', K_STOCK, o.shard, 1)
-      redis.call('HSET', K_CFG, 'soldout', '0')
       released = released + 1
     end
   end

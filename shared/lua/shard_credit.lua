@@ -7,5 +7,4 @@ local shard = redis.call('HGET', K_CFG, 'shard')
 if not shard then return {NOT_FOUND} end
 if redis.call('SADD', K_CREDITED, A_TRANSFER_ID) == 0 then return {OK, 0} end
 redis.call('HINCRBY', K_STOCK, shard, tonumber(A_UNITS))
-redis.call('HSET', K_CFG, 'soldout', '0')
 return {OK, 1}

@@ -5,5 +5,4 @@
 --- ok:
 if redis.call('EXISTS', K_CFG) == 0 then return {NOT_FOUND} end
 redis.call('HDEL', K_EMPTY, A_SHARD)
-redis.call('HSET', K_CFG, 'soldout', '0')
 return {OK}

@@ -10,5 +10,5 @@ if cfg.warmed == '1' then
   return {OK, tonumber(redis.call('HGET', K_STOCK, cfg.shard) or '0'), 1}
 end
 redis.call('HSET', K_STOCK, cfg.shard, tonumber(A_UNITS))
-redis.call('HSET', K_CFG, 'warmed', '1', 'soldout', '0')
+redis.call('HSET', K_CFG, 'warmed', '1')
 return {OK, tonumber(A_UNITS), 0}

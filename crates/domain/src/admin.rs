@@ -168,7 +168,11 @@ fn new_version() -> String {
 }
 
 /// The master's fields as shard `shard` of `shards` holds them: its index, its part of the
-/// admission cap and of the event-wide buy bucket (each shard refills `buy_rate / shards`).
+/// admission cap (`multiplier × stock` split exactly: the first `cap % shards` shards admit one
+/// more) and of the event-wide buy bucket (each shard refills `buy_rate / shards`, holds
+/// `buy_burst / shards` rounded up). Each part binds the buyers homed on that shard, which the
+/// home hash spreads evenly; a crowd that all hashes to one shard is admitted up to that shard's
+/// part only.
 fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
     let get = |name: &str| {
         fields
@@ -184,8 +188,9 @@ fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
         .collect();
     out.push(("shard", shard.to_string()));
     if let (Some(stock), Some(mult)) = (get("stock"), get("admission_multiplier")) {
-        let (stock, mult): (f64, f64) = (stock.parse().unwrap_or(0.0), mult.parse().unwrap_or(1.0));
-        out.push(("admission_cap", ((stock * mult) / n).ceil().to_string()));
+        let cap = stock.parse::<u64>().unwrap_or(0) * mult.parse::<u64>().unwrap_or(1);
+        let part = cap / u64::from(shards) + u64::from(u64::from(shard) < cap % u64::from(shards));
+        out.push(("admission_cap", part.to_string()));
     }
     if let (Some(rate), Some(burst)) = (get("buy_rate"), get("buy_burst")) {
         let (rate, burst): (f64, f64) = (rate.parse().unwrap_or(0.0), burst.parse().unwrap_or(0.0));
@@ -298,8 +303,6 @@ pub struct Status {
     pub event: EventStatus,
     /// Every shard holds the master's configuration version: no change was cut short.
     pub versions_agree: bool,
-    /// Shards that consider the event sold out.
-    pub sold_out_shards: u32,
 }
 
 /// Reads the master and every shard (one script each) and sums them.
@@ -310,7 +313,7 @@ pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Err
         ..EventStatus::empty()
     };
     let mut counts = BTreeMap::new();
-    let (mut versions_agree, mut sold_out_shards) = (true, 0);
+    let mut versions_agree = true;
     for s in e.all() {
         let (store, k) = e.slot(s)?;
         let raw = scripts::status::run(store, &k).map_err(|e| match e {
@@ -321,7 +324,6 @@ pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Err
             e => e.into(),
         })?;
         versions_agree &= raw.config.get("version") == config.get("version");
-        sold_out_shards += u32::from(raw.config.get("soldout").is_some_and(|v| v == "1"));
         sum.stock_by_shard
             .push(raw.stock_by_shard.get(s as usize).copied().unwrap_or(0));
         sum.sold += raw.sold;
@@ -340,7 +342,6 @@ pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Err
     Ok(Status {
         event: sum,
         versions_agree,
-        sold_out_shards,
     })
 }
 
@@ -360,6 +361,28 @@ fn refusals_by_code(counts: &BTreeMap<String, i64>) -> BTreeMap<&'static str, i6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_shard_holds_its_exact_part_of_the_admission_cap_and_the_buy_bucket() {
+        let fields: Fields = vec![
+            ("stock", "10".into()),
+            ("admission_multiplier", "3".into()),
+            ("buy_rate", "100".into()),
+            ("buy_burst", "10".into()),
+        ];
+        let parts: Vec<Fields> = (0..4).map(|s| shard_fields(&fields, s, 4)).collect();
+        let field = |f: &Fields, name: &str| f.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+        let caps: Vec<u64> = parts
+            .iter()
+            .map(|f| field(f, "admission_cap").parse().unwrap())
+            .collect();
+        assert_eq!(caps, [8, 8, 7, 7], "30 split exactly");
+        for (s, f) in parts.iter().enumerate() {
+            assert_eq!(field(f, "shard"), s.to_string());
+            assert_eq!((field(f, "buy_rate"), field(f, "buy_burst")), ("25".into(), "3".into()));
+            assert_eq!(field(f, "stock"), "10", "the event's stock, for the drain's ledger");
+        }
+    }
 
     fn list(users: &[&str], addrs: &[&str]) -> DenyList {
         DenyList {

@@ -3,9 +3,11 @@
 -- event share the hash tag `{sk:<event>}`, so they stay in the event's one slot.
 
 -- The sale window and switches, common to precheck and buy. Returns nil when the sale is open.
-local function closed(cfg, now)
+-- `sold_out` tells whether the event is sold out as this slot sees it (a function: it costs a
+-- read or two, and is asked only when the event exists and is warmed up).
+local function closed(cfg, now, sold_out)
   if not cfg.start_ms then return {NOT_FOUND} end
-  if cfg.soldout == '1' then return {SOLD_OUT} end
+  if cfg.warmed == '1' and sold_out() then return {SOLD_OUT} end
   -- Not warmed up yet counts as paused: there is no stock to judge "sold out" by.
   if cfg.enabled ~= '1' or cfg.warmed ~= '1' then return {PAUSED} end
   if now < tonumber(cfg.start_ms) then return {TOO_EARLY, tonumber(cfg.start_ms) - now} end
@@ -47,9 +49,10 @@ local function not_home(cfg, home_hash)
   return {WRONG_SHARD, tonumber(cfg.shards)}
 end
 
--- How long a slot believes another shard is empty after a tail found it so (ms). A refill
--- (release, rebalance, repair) clears the belief at once (shard_refilled.lua); the expiry only
--- bounds a belief whose clearing was lost in a crash.
+-- How long a slot believes another shard is empty after a tail found it so, or the drain saw
+-- every shard empty (ms). A refill (release, rebalance, repair) clears the belief at once
+-- (shard_refilled.lua); the expiry bounds a belief whose clearing was lost in a crash or raced
+-- by a slower writer, so no shard is ever stranded for longer.
 local EMPTY_BELIEF_MS = 5000
 
 -- The other shards this slot does not believe empty (fresh beliefs in `empty`: shard → until).
@@ -67,4 +70,11 @@ end
 -- shard's slot admits its part of that (`admission_cap`, written with its configuration).
 local function admission_cap(cfg)
   return tonumber(cfg.admission_cap) or tonumber(cfg.stock) * tonumber(cfg.admission_multiplier)
+end
+
+-- Sold out as shard slot `cfg` sees it: no unit here, and every other shard believed empty.
+-- No flag is kept: the beliefs expire, so a stale "sold out" cannot outlive EMPTY_BELIEF_MS.
+local function sold_out_here(cfg, stock, empty, now)
+  if tonumber(redis.call('HGET', stock, cfg.shard) or '0') > 0 then return false end
+  return #maybe_stocked(empty, tonumber(cfg.shards), tonumber(cfg.shard), now) == 0
 end

@@ -12,23 +12,27 @@ use crate::{code, start};
 async fn a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_detail() -> Result<()>
 {
     let (redis, _pg, app) = start().await?;
-    app.open_event("corrupt", json!({ "stock": 10 })).await?;
+    app.open_event("corrupt", json!({ "stock": 10, "shards": 4 }))
+        .await?;
     let token = app
         .admit_and_precheck("corrupt", "victim")
         .await?
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    // The victim's home shard's one-per-user hash, made something else.
+    let home = seckill_domain::ids::home_shard("corrupt", "victim", 4);
+    let bought = format!("{{sk:corrupt/{home}}}:bought");
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     redis::pipe()
         .cmd("DEL")
-        .arg("{sk:corrupt}:bought")
+        .arg(&bought)
         .cmd("SET")
-        .arg("{sk:corrupt}:bought")
+        .arg(&bought)
         .arg("not a hash")
         .query_async::<()>(&mut conn)
         .await?;
     let resp = app
         .http
-        .post(format!("{}/api/events/corrupt/buy", app.base_url))
+        .post(format!("{}{}", app.base_url, app.sale_path("corrupt", "buy")))
         .bearer_auth(jwt_for("victim"))
         .json(&json!({ "purchase_token": token }))
         .send()

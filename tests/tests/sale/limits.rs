@@ -12,10 +12,12 @@ use serde_json::json;
 use crate::{assert_sold_exactly, code, snapshot, start};
 
 /// Opens `limited` with both buckets.
+/// One shard: the event-wide buy bucket is then one bucket (with more shards each holds its
+/// part, `admin::shard_fields`, unit-tested there).
 async fn open_limited(app: &TestApp) -> Result<()> {
     app.open_event(
         "limited",
-        json!({ "user_rate": 2.0, "user_burst": 5, "buy_rate": 1.0, "buy_burst": 3 }),
+        json!({ "user_rate": 2.0, "user_burst": 5, "buy_rate": 1.0, "buy_burst": 3, "shards": 1 }),
     )
     .await
 }

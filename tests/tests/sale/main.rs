@@ -51,14 +51,28 @@ fn epoch_ms() -> Result<u64> {
         .as_millis() as u64)
 }
 
+/// Every shard's `bought` hash (user → order id), merged: one order per user is one entry over
+/// all of them, since a user only ever buys at their home shard.
+async fn bought(redis: &RedisServer, event: &str, status: &Value) -> Result<HashMap<String, String>> {
+    let id = seckill_domain::event::EventId::parse(event)?;
+    let shards = status["stock_by_shard"].as_array().map_or(0, Vec::len) as u32;
+    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let mut all = HashMap::new();
+    for s in 0..shards {
+        let key = seckill_domain::keys::EventKeys::shard(&id, s).bought();
+        let part: HashMap<String, String> =
+            redis::cmd("HGETALL").arg(key).query_async(&mut conn).await?;
+        for (user, order) in part {
+            assert!(all.insert(user.clone(), order).is_none(), "{user} bought on two shards");
+        }
+    }
+    Ok(all)
+}
+
 /// What a refused request must leave untouched.
 async fn snapshot(app: &TestApp, redis: &RedisServer, event: &str) -> Result<Value> {
     let status = app.status(event).await?;
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
-    let bought: i64 = redis::cmd("HLEN")
-        .arg(format!("{{sk:{event}}}:bought"))
-        .query_async(&mut conn)
-        .await?;
+    let bought = bought(redis, event, &status).await?.len();
     Ok(
         json!({ "stock": status["stock_by_shard"], "sold": status["sold"], "queued": status["queued"], "bought": bought }),
     )
@@ -84,11 +98,7 @@ async fn assert_sold_exactly(
         status["queued"], sold,
         "every accepted order is in the queue: {status}"
     );
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
-    let bought: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{{sk:{event}}}:bought"))
-        .query_async(&mut conn)
-        .await?;
+    let bought = bought(redis, event, &status).await?;
     assert_eq!(bought.len() as i64, sold, "one order per buying user");
     let orders: HashSet<&String> = bought.values().collect();
     assert_eq!(orders.len() as i64, sold, "order ids are unique");

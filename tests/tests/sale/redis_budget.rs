@@ -1,5 +1,6 @@
-//! What a request costs Redis: one command for each buy, poll, admission and precheck, and no
-//! disk writes for a refused buy.
+//! What a request costs Redis: one command for each buy, poll, admission and precheck (at the
+//! buyer's home shard, the caller sending the event's shard count as the storefront does), and
+//! no disk writes for a refused buy.
 
 use anyhow::Result;
 use reqwest::Method;
@@ -20,7 +21,7 @@ async fn one_redis_command_per_buy_poll_and_precheck() -> Result<()> {
     app.buy("count", "warm", &warm).await?;
     app.call(
         Method::GET,
-        "/api/events/count/orders/me",
+        &app.sale_path("count", "orders/me"),
         Some(&jwt_for("warm")),
         None,
     )
@@ -56,7 +57,7 @@ async fn one_redis_command_per_buy_poll_and_precheck() -> Result<()> {
         let (status, body) = app
             .call(
                 Method::GET,
-                "/api/events/count/orders/me",
+                &app.sale_path("count", "orders/me"),
                 Some(&jwt_for(user)),
                 None,
             )

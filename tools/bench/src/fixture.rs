@@ -4,6 +4,7 @@
 use anyhow::Result;
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::nodes::Nodes;
+use seckill_domain::store::Store;
 use seckill_domain::{admin, auth, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::{RedisServer, jwt_for};
@@ -28,16 +29,41 @@ pub fn open_event(redis: &RedisServer, id: &str, stock: u64) -> Result<EventId> 
 /// [`open_event`] with `shards` shards.
 pub fn open_event_with(redis: &RedisServer, id: &str, stock: u64, shards: u32) -> Result<EventId> {
     let store = NativeStore::new(redis.client().get_connection()?);
+    open_event_on(&Nodes::one(store), id, stock, shards)
+}
+
+/// [`open_event_with`] over `nodes`: its shards where `redis_url` places them.
+pub fn open_event_on<S: Store>(
+    nodes: &Nodes<S>,
+    id: &str,
+    stock: u64,
+    shards: u32,
+) -> Result<EventId> {
     let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
     let now = seckill_domain::clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
         "sku": "bench", "stock": stock, "shards": shards, "start_ms": now - 1000, "end_ms": now + 3_600_000,
         "user_rate": 0, "admission_multiplier": 10,
     }))?;
-    let nodes = Nodes::one(store);
-    admin::upsert_event(&nodes, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
-    admin::warm_up(&nodes, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    admin::upsert_event(nodes, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    admin::warm_up(nodes, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(event)
+}
+
+/// `redis_url` for `servers`: every node, comma-separated (as `seckill_testkit::over_nodes`
+/// sets it).
+pub fn redis_url(servers: &[&RedisServer]) -> String {
+    let urls: Vec<String> = servers.iter().map(|s| s.url()).collect();
+    urls.join(",")
+}
+
+/// The nodes of `redis_url`, each connected the first time it is needed.
+pub fn connect(redis_url: &str) -> Nodes<NativeStore<redis::Connection>> {
+    Nodes::open(redis_url, |url| {
+        redis::Client::open(url)?
+            .get_connection()
+            .map(NativeStore::new)
+    })
 }
 
 /// `users` buyers named `{prefix}{i}`, through admission and precheck straight on Redis.

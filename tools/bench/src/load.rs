@@ -68,6 +68,9 @@ impl Call {
 /// The request to send as the `i`-th of a run; `None` ends the run early.
 pub type Calls = Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>;
 
+/// What a run keeps of each answer: called with the request's index, status and body.
+pub type Keep = Arc<dyn Fn(u64, u16, &Bytes) + Send + Sync>;
+
 /// What a run measured.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -147,8 +150,8 @@ impl Conn {
         })
     }
 
-    /// Sends `call` and reads the whole response; returns the status.
-    async fn send(&mut self, call: Call) -> Result<u16> {
+    /// Sends `call` and reads the whole response; returns the status and the body.
+    async fn send(&mut self, call: Call) -> Result<(u16, Bytes)> {
         let mut req = Request::builder()
             .method(call.method)
             .uri(call.path)
@@ -161,8 +164,7 @@ impl Conn {
         self.sender.ready().await?;
         let resp = self.sender.send_request(req).await?;
         let status = resp.status().as_u16();
-        resp.into_body().collect().await?;
-        Ok(status)
+        Ok((status, resp.into_body().collect().await?.to_bytes()))
     }
 }
 
@@ -206,24 +208,37 @@ pub async fn closed_loop(
     duration: Duration,
     calls: Calls,
 ) -> Result<Report> {
+    closed_loop_keeping(addr, connections, duration, calls, Arc::new(|_, _, _| {})).await
+}
+
+/// [`closed_loop`], handing each answer to `keep`.
+pub async fn closed_loop_keeping(
+    addr: SocketAddr,
+    connections: usize,
+    duration: Duration,
+    calls: Calls,
+    keep: Keep,
+) -> Result<Report> {
     let next = Arc::new(AtomicU64::new(0));
     let cpu_start = cpu_seconds();
     let start = Instant::now();
     let deadline = start + duration;
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let (next, calls) = (next.clone(), calls.clone());
+        let (next, calls, keep) = (next.clone(), calls.clone(), keep.clone());
         tasks.push(tokio::spawn(async move {
             let mut conn = Conn::open(addr).await?;
             let mut seen = Seen::default();
             while Instant::now() < deadline {
-                let Some(call) = calls(next.fetch_add(1, Ordering::Relaxed)) else {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(call) = calls(i) else {
                     break;
                 };
                 let sent = Instant::now();
-                let status = conn.send(call).await?;
+                let (status, body) = conn.send(call).await?;
                 seen.0.push(sent.elapsed().as_micros() as u32);
                 *seen.1.entry(status).or_insert(0u64) += 1;
+                keep(i, status, &body);
             }
             anyhow::Ok(seen)
         }));
@@ -267,7 +282,7 @@ pub async fn open_loop(
                 } else {
                     due
                 };
-                let status = conn.send(call).await?;
+                let (status, _) = conn.send(call).await?;
                 free_since = Instant::now();
                 seen.0.push((free_since - from).as_micros() as u32);
                 *seen.1.entry(status).or_insert(0u64) += 1;

@@ -61,8 +61,8 @@ struct Args {
     /// installs it there on demand. The row is left empty when it is missing.
     #[arg(long, default_value = ".data/tools/bin/wasmtime")]
     wasmtime: std::path::PathBuf,
-    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain`, `scale` (the same
-    /// three-SKU sale on one Redis node, then on three), `spin-costs` (Spin's costs per
+    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain`, `scale` (one hot
+    /// event's whole sale on 1, 2 and 4 Redis nodes, then a capacity table), `spin-costs` (Spin's costs per
     /// request of poll, buy, precheck and admission, counted by the host) or `routes` (those
     /// four routes on our host plain and Spin-faithful, over redis:// and REST, side by side,
     /// then the counts).
@@ -97,22 +97,33 @@ async fn main() -> Result<()> {
     }
 }
 
-/// Runs the suite: its servers, then the rows, then the table.
+/// Runs the suite: its servers, then the rows, then the table and what follows it.
 async fn suite(args: Args) -> Result<()> {
     // Plain TCP for every row, and a TLS port beside it for the TLS rows.
     let ca = TestCa::new()?;
     let redis = RedisServer::start_tls(&ca)?;
     let pg = PgServer::start()?;
-    table::print(&rows(&args, &ca, &redis, &pg).await?);
+    let mut after = Vec::new();
+    table::print(&rows(&args, &ca, &redis, &pg, &mut after).await?);
+    for text in after {
+        println!("\n{text}");
+    }
     Ok(())
 }
 
-/// The rows of the parts `args.only` selects (every part by default), in the table's order.
-async fn rows(args: &Args, ca: &TestCa, redis: &RedisServer, pg: &PgServer) -> Result<Vec<Row>> {
+/// The rows of the parts `args.only` selects (every part by default), in the table's order;
+/// what is printed after the table goes to `after` (the scale part's capacity table).
+async fn rows(
+    args: &Args,
+    ca: &TestCa,
+    redis: &RedisServer,
+    pg: &PgServer,
+    after: &mut Vec<String>,
+) -> Result<Vec<Row>> {
     let vars = seckill_testkit::app_vars(redis, pg);
     let drain = || drain::row(redis, pg, &vars, args.backlog);
     match args.only {
-        Some(Only::Scale) => return scale::rows(redis, pg, args).await,
+        Some(Only::Scale) => return scale_rows(pg, args, after).await,
         Some(Only::Drain) => return Ok(vec![drain().await?]),
         Some(Only::SpinCosts) => return spin_costs::rows(&vars).await,
         Some(Only::Routes) => return routes::rows(redis, &vars, args).await,
@@ -138,7 +149,14 @@ async fn rows(args: &Args, ca: &TestCa, redis: &RedisServer, pg: &PgServer) -> R
     rows.extend(endpoints::rows(sale, redis, args).await?);
     rows.extend(spin_costs::rows(&vars).await?);
     rows.push(native::row(redis, wasm_rps, args).await?);
-    rows.extend(scale::rows(redis, pg, args).await?);
+    rows.extend(scale_rows(pg, args, after).await?);
     rows.extend(drain);
+    Ok(rows)
+}
+
+/// The scale part's rows; its capacity table goes to `after`.
+async fn scale_rows(pg: &PgServer, args: &Args, after: &mut Vec<String>) -> Result<Vec<Row>> {
+    let (rows, capacity) = scale::rows(pg, args).await?;
+    after.push(capacity);
     Ok(rows)
 }

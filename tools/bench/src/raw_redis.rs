@@ -64,19 +64,49 @@ fn evalsha_decrement(redis: &RedisServer) -> Result<Row> {
     ))
 }
 
-/// `redis-benchmark` of EVALSHA on `shared/lua/buy.lua` itself, with the keys and arguments
-/// `sale::buy` sends. redis-benchmark draws every `__rand_int__` independently, so the user and
-/// the purchase-token key are two random ids: every token key of the keyspace holds the same
-/// token, and a buy that meets a user or token already used takes the short refusal path (the
-/// note says how many did the whole purchase).
+/// `redis-benchmark` of EVALSHA on `shared/lua/buy.lua` itself (the [`buy_script`] row).
 fn evalsha_buy_script(redis: &RedisServer) -> Result<Row> {
-    const KEYSPACE: u64 = 2_000_000;
-    const REQUESTS: u64 = 100_000;
+    let run = buy_script(redis, 2_000_000, 100_000)?;
+    Ok(Row::noted(
+        "raw Redis: redis-benchmark EVALSHA of buy.lua (50 clients)",
+        format!(
+            "{} req/s; {} of {} took the whole purchase path, the rest met a used user or token",
+            run.rps, run.bought, run.requests
+        ),
+    ))
+}
+
+/// What `redis-benchmark` made of `buy.lua` on one node.
+pub struct BuyScriptRun {
+    /// Requests per second, as `redis-benchmark` printed it (or its error).
+    pub rps: String,
+    /// Requests that took the whole purchase path.
+    pub bought: u64,
+    /// Requests sent.
+    pub requests: u64,
+}
+
+impl BuyScriptRun {
+    /// Requests per second, as a number.
+    pub fn per_second(&self) -> Result<f64> {
+        self.rps
+            .parse()
+            .with_context(|| format!("redis-benchmark of buy.lua: {}", self.rps))
+    }
+}
+
+/// `redis-benchmark` (50 clients, `requests` requests) of EVALSHA on `shared/lua/buy.lua`
+/// itself, with the keys and arguments `sale::buy` sends, on a one-shard event of its own.
+/// redis-benchmark draws every `__rand_int__` independently (from `keyspace` ids), so the user
+/// and the purchase-token key are two random ids: every token key of the keyspace holds the
+/// same token, and a buy that meets a user or token already used takes the short refusal path
+/// (`bought` says how many did the whole purchase).
+pub fn buy_script(redis: &RedisServer, keyspace: u64, requests: u64) -> Result<BuyScriptRun> {
     // One shard: every buyer is at home on it, as each buyer is at home on their shard's node.
     let event = open_event_with(redis, "rawbuy", 10_000_000, 1)?;
     let k = seckill_domain::keys::EventKeys::shard(&event, 0);
     let mut conn = redis.client().get_connection()?;
-    for chunk in (0..KEYSPACE).collect::<Vec<_>>().chunks(20_000) {
+    for chunk in (0..keyspace).collect::<Vec<_>>().chunks(20_000) {
         let mut pipe = redis::pipe();
         for i in chunk {
             pipe.cmd("SET")
@@ -101,16 +131,15 @@ fn evalsha_buy_script(redis: &RedisServer) -> Result<Row> {
     command.extend(args);
     let rps = redis_benchmark(
         redis,
-        &["-n", &REQUESTS.to_string(), "-r", &KEYSPACE.to_string()],
+        &["-n", &requests.to_string(), "-r", &keyspace.to_string()],
         &command,
     )?;
     let bought: u64 = redis::cmd("XLEN").arg(k.queue()).query(&mut conn)?;
-    Ok(Row::noted(
-        "raw Redis: redis-benchmark EVALSHA of buy.lua (50 clients)",
-        format!(
-            "{rps} req/s; {bought} of {REQUESTS} took the whole purchase path, the rest met a used user or token"
-        ),
-    ))
+    Ok(BuyScriptRun {
+        rps,
+        bought,
+        requests,
+    })
 }
 
 #[cfg(test)]

@@ -1,159 +1,558 @@
-//! The `scale` part: a sale of three SKUs (one event each), first with every event on one Redis
-//! node, then over three independent nodes, one event per node (`redis_url` lists them;
-//! `crates/domain/src/nodes.rs` places events). Buyers alternate between the SKUs. The note
-//! gives each node's share of the buy scripts, from `INFO commandstats`, and its CPU.
+//! The `scale` part: one hot event on 1, 2 and 4 `redis-server` nodes. Its [`SHARDS`] stock
+//! shards are placed on the nodes by rendezvous hashing of (event, shard)
+//! (`crates/domain/src/nodes.rs`), so the one event spans every node. Every buyer goes through
+//! the sale on the host, route after route, each route a phase of its own: admission, precheck,
+//! buy, poll (with `?shards=`), [`BUYERS_PER_UNIT`] buyers per unit so that the buy phase sells
+//! out. A row per node count: each node's share of the scripts (`INFO commandstats`), scripts
+//! per request and per accepted buy, the host's CPU per request, and `redis-benchmark`'s
+//! ceiling for `buy.lua` on each node, summed. Then a capacity table computed from the largest
+//! run's figures ([`capacity`]).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use seckill_testkit::{PgServer, RedisServer};
+use anyhow::{Result, bail};
+use seckill_domain::error::ErrorCode;
+use seckill_domain::event::EventId;
+use seckill_domain::{admin, auth, clock, nodes, sale};
+use seckill_testkit::{PgServer, RedisServer, jwt_for};
+use serde_json::{Value, json};
 
 use crate::Args;
-use crate::fixture::{Buyer, open_event, prepare_buyers};
-use crate::load::{Call, Calls, closed_loop};
-use crate::measure::reset_stats;
+use crate::fixture::{connect, open_event_on, redis_url};
+use crate::load::{Call, Calls, Keep, Report, closed_loop_keeping, per_request};
+use crate::raw_redis;
 use crate::server::HostProcess;
 use crate::table::Row;
 
-/// The SKUs on sale.
-const SKUS: usize = 3;
+/// The hot event's stock shards. 32 over 2 or 4 nodes leaves some node ±15 % off an even
+/// share in most placements (rendezvous places each shard independently: a node's share of
+/// the shards is binomial, relative spread √((N−1)/shards)); 128 narrows it.
+const SHARDS: u32 = 128;
+/// The node counts, one row each.
+const NODE_COUNTS: [usize; 3] = [1, 2, 4];
+/// Buyers per unit on sale (the capacity table's spike: a million requests for 200,000 units
+/// from 250,000 buyers of four requests each is 1.25 buyers per unit; more here, so that most
+/// buys meet a sold-out event, as a real spike's do).
+const BUYERS_PER_UNIT: usize = 5;
+/// `redis-benchmark`'s run of `buy.lua` on each node: token ids and requests.
+const CEILING_KEYSPACE: u64 = 300_000;
+const CEILING_REQUESTS: u64 = 30_000;
+/// The probe buys natively one buyer in the queue, then pauses this long (a small share of
+/// the buyers, spread over the whole sale).
+const PROBE_PAUSE: Duration = Duration::from_millis(2);
 
-/// The scale-out rows: the sale on one node, then on three.
-pub async fn rows(first: &RedisServer, pg: &PgServer, args: &Args) -> Result<Vec<Row>> {
-    let more = [RedisServer::start()?, RedisServer::start()?];
-    let all = [first, &more[0], &more[1]];
-    let one_node = sale_over(&all[..1], pg, args).await?;
-    let mut three_nodes = sale_over(&all, pg, args).await?;
-    three_nodes.add_note(&format!(
-        "{:.2}× one node;",
-        three_nodes.rps() / one_node.rps()
-    ));
-    Ok(vec![one_node, three_nodes])
+/// The rows, one per node count, and the capacity table (printed after the table).
+pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
+    pg.migrate().await?;
+    let max = NODE_COUNTS.iter().copied().max().unwrap_or(1);
+    let servers: Vec<RedisServer> = (0..max).map(|_| RedisServer::start()).collect::<Result<_>>()?;
+    // Each node's ceiling, measured alone, before any sale.
+    let ceilings: Vec<f64> = servers
+        .iter()
+        .map(|s| raw_redis::buy_script(s, CEILING_KEYSPACE, CEILING_REQUESTS)?.per_second())
+        .collect::<Result<_>>()?;
+    let mut rows = Vec::new();
+    let mut last = None;
+    for n in NODE_COUNTS {
+        let nodes: Vec<&RedisServer> = servers[..n].iter().collect();
+        let (row, figures) = sale_over(&nodes, &ceilings[..n], pg, args).await?;
+        eprintln!("{}: {}", row.name, row.note);
+        rows.push(row);
+        last = Some(figures);
+    }
+    let table = last.map(|f| capacity(&f)).unwrap_or_default();
+    Ok((rows, table))
 }
 
-/// The three-SKU sale with its events spread over `nodes` (`nodes[0]` is the suite's Redis).
-async fn sale_over(nodes: &[&RedisServer], pg: &PgServer, args: &Args) -> Result<Row> {
+/// A buyer of the sale: name, shop JWT, admission token (computed: checking one needs no Redis).
+struct Shopper {
+    user: String,
+    jwt: String,
+    admission: String,
+}
+
+/// What one phase of the sale cost.
+struct Phase {
+    report: Report,
+    /// Script calls (EVALSHA + EVAL) on each node.
+    scripts: Vec<u64>,
+    /// Host CPU seconds.
+    cpu: f64,
+    /// What the probe did beside the host (buy phase only).
+    probed: Probed,
+}
+
+impl Phase {
+    /// Requests answered, by the host and the probe.
+    fn requests(&self) -> u64 {
+        self.report.requests + self.probed.requests
+    }
+
+    fn scripts_per_request(&self) -> f64 {
+        per_request(self.scripts.iter().sum::<u64>() as f64, self.requests())
+    }
+
+    /// Host CPU per request it answered, in µs.
+    fn cpu_us(&self) -> f64 {
+        per_request(self.cpu, self.report.requests) * 1e6
+    }
+}
+
+/// The probe's buys: how many, and the scripts of each one accepted.
+#[derive(Default)]
+struct Probed {
+    requests: u64,
+    trips: Vec<u32>,
+}
+
+/// The host over the nodes, and the phases run on it.
+struct Bench<'a> {
+    host: HostProcess,
+    nodes: &'a [&'a RedisServer],
+    args: &'a Args,
+}
+
+impl Bench<'_> {
+    /// Zeroes each node's script counts.
+    fn take_scripts(&self) -> Result<Vec<u64>> {
+        self.nodes
+            .iter()
+            .map(|n| n.take_script_calls().map(|(sha, eval)| sha + eval))
+            .collect()
+    }
+
+    /// One phase: `calls` in a closed loop (until they run out; three row durations at most),
+    /// answers to `keep`, with `probe` beside it if any.
+    async fn phase(
+        &self,
+        calls: Calls,
+        keep: Keep,
+        probe: Option<Box<dyn FnOnce(Instant) -> JoinHandle<Result<Probed>>>>,
+    ) -> Result<Phase> {
+        let cap = self.args.duration() * 3;
+        self.take_scripts()?;
+        let cpu = self.host.cpu_seconds();
+        let probe = probe.map(|start| start(Instant::now() + cap));
+        let (addr, conns) = (self.host.addr, self.args.connections);
+        let report = closed_loop_keeping(addr, conns, cap, calls, keep).await?;
+        let cpu = self.host.cpu_seconds() - cpu;
+        let probed = match probe {
+            Some(p) => p.join().map_err(|_| anyhow::anyhow!("the probe panicked"))??,
+            None => Probed::default(),
+        };
+        eprintln!(
+            "  {} requests in {:.1} s: {:?}",
+            report.requests,
+            report.elapsed.as_secs_f64(),
+            report.statuses
+        );
+        Ok(Phase {
+            report,
+            scripts: self.take_scripts()?,
+            cpu,
+            probed,
+        })
+    }
+}
+
+/// The sale of one hot event on `nodes` (`ceilings`: each one's `buy.lua` ceiling): its row,
+/// and the figures the capacity table needs.
+async fn sale_over(
+    nodes: &[&RedisServer],
+    ceilings: &[f64],
+    pg: &PgServer,
+    args: &Args,
+) -> Result<(Row, Figures)> {
     let n = nodes.len();
-    let buyers = interleave(&buyers_over(nodes, args)?, SKUS);
+    eprintln!("scale: one hot event on {n} Redis node(s): admission, precheck, buy, poll…");
+    let urls = redis_url(nodes);
+    let id = format!("hot{n}");
+    // Four requests a buyer: the sale is as many requests as the buy rows' buyers.
+    let buyers = args.users / 4;
+    let stock = (buyers / BUYERS_PER_UNIT) as u64;
+    let event = open_event_on(&connect(&urls), &id, stock, SHARDS)?;
     let mut vars = seckill_testkit::app_vars(nodes[0], pg);
     seckill_testkit::over_nodes(&mut vars, nodes);
-    let host = HostProcess::start("spin.toml", &vars, false)?;
-    for node in nodes {
-        reset_stats(node)?;
-    }
-    let cpu_before: Vec<f64> = nodes.iter().map(|r| redis_cpu(r)).collect::<Result<_>>()?;
-    let calls: Calls = Arc::new(move |i: u64| {
-        let (path, b) = buyers.get(i as usize)?;
-        Some(Call::buy(path, &b.jwt, &b.token))
+    // With its cron triggers: the drain summarizes the shards every second, rebalancing them
+    // when they drift and telling every shard "sold out" once all are empty.
+    let bench = Bench {
+        host: HostProcess::start_app("spin.toml", &vars, false, true)?,
+        nodes,
+        args,
+    };
+    let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
+    let shoppers: Arc<Vec<Shopper>> = Arc::new(
+        (0..buyers)
+            .map(|i| {
+                let user = format!("{id}u{i}");
+                Shopper {
+                    jwt: jwt_for(&user),
+                    admission: auth::admission_token(secret, &id, &user),
+                    user,
+                }
+            })
+            .collect(),
+    );
+    let route = |name: &str| format!("/api/events/{id}/{name}?shards={SHARDS}");
+    let nothing: Keep = Arc::new(|_, _, _| {});
+
+    let path = route("admission");
+    let admission = each(&shoppers, move |s| {
+        Call::post(&path, Some(s.jwt.clone()), &json!({}))
     });
-    let report = closed_loop(host.addr, args.connections, args.duration(), calls).await?;
-    let scripts: Vec<u64> = nodes
-        .iter()
-        .map(|r| r.take_script_calls().map(|(sha, eval)| sha + eval))
-        .collect::<Result<_>>()?;
-    let cpu: Vec<f64> = nodes
-        .iter()
-        .zip(&cpu_before)
-        .map(|(r, before)| Ok(redis_cpu(r)? - before))
-        .collect::<Result<_>>()?;
-    let note = per_node_note(&scripts, &cpu, report.elapsed.as_secs_f64());
-    Ok(Row::measured(
-        format!("scale-out: 3-SKU sale, buy end to end, {n} Redis node(s)"),
-        report,
-        note,
-    ))
+    let admission = bench.phase(admission, nothing.clone(), None).await?;
+
+    let path = route("precheck");
+    let precheck = each(&shoppers, move |s| {
+        let body = json!({ "admission_token": s.admission });
+        Call::post(&path, Some(s.jwt.clone()), &body)
+    });
+    let tokens: Arc<Mutex<Vec<Option<String>>>> = Arc::new(Mutex::new(vec![None; buyers]));
+    let keep_token: Keep = {
+        let tokens = tokens.clone();
+        Arc::new(move |i, status, body| {
+            let token = serde_json::from_slice::<Value>(body).ok().and_then(|v| {
+                v["purchase_token"].as_str().map(str::to_owned)
+            });
+            if let (200, Some(t), Some(slot)) = (status, token, tokens.lock().unwrap().get_mut(i as usize)) {
+                *slot = Some(t);
+            }
+        })
+    };
+    let precheck = bench.phase(precheck, keep_token, None).await?;
+
+    let queue = Arc::new(Queue {
+        buyers: std::mem::take(&mut *tokens.lock().unwrap())
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i, t?)))
+            .collect(),
+        shoppers: shoppers.clone(),
+        next: AtomicUsize::new(0),
+    });
+    let probe = {
+        let (urls, event, queue) = (urls.clone(), event.clone(), queue.clone());
+        Box::new(move |deadline| probe(urls, event, queue, deadline)) as Box<_>
+    };
+    let buy = bench
+        .phase(queue.calls(route("buy")), nothing.clone(), Some(probe))
+        .await?;
+
+    let path = route("orders/me");
+    let poll = each(&shoppers, move |s| Call::get(&path, Some(s.jwt.clone())));
+    let poll = bench.phase(poll, nothing, None).await?;
+
+    let phases = [admission, precheck, buy, poll];
+    let status = admin::status(&connect(&urls), &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sold = format!(
+        "sold {} of {stock} units ({} left) at {:.0} accepted buys/s;",
+        status.event.sold,
+        status.event.stock_left,
+        status.event.sold as f64 / phases[2].report.elapsed.as_secs_f64()
+    );
+    let urls = nodes::parse(&urls);
+    let mut shards = vec![0; n];
+    for s in 0..SHARDS {
+        shards[nodes::index_for_shard(&event, s, &urls)] += 1;
+    }
+    let scripts: Vec<u64> = (0..n)
+        .map(|i| phases.iter().map(|p| p.scripts[i]).sum())
+        .collect();
+    let journey = Journey::of(&phases);
+    let figures = Figures {
+        nodes: n,
+        scripts_per_request: journey.scripts_per_request,
+        cpu_us: journey.cpu_us,
+        ceiling_per_node: ceilings.iter().sum::<f64>() / n as f64,
+        busiest: busiest(&scripts),
+    };
+    let note = [
+        sold,
+        spread_note(&shards, &scripts),
+        scripts_note(&phases, &journey),
+        cpu_note(&phases, &journey),
+        ceiling_note(ceilings),
+    ]
+    .join(" ");
+    let [_, _, buy, _] = phases;
+    let name = format!("scale: one hot event, {SHARDS} shards, buy end to end, {n} Redis node(s)");
+    Ok((Row::measured(name, buy.report, note), figures))
 }
 
-/// The SKUs' events, placed over `nodes`, and `args.users / 3` buyers for each, SKU after SKU:
-/// (buy path, buyer).
-fn buyers_over(nodes: &[&RedisServer], args: &Args) -> Result<Vec<(String, Buyer)>> {
-    let n = nodes.len();
-    // On one node all three events land there; on three, one per node.
-    let placed = seckill_testkit::events_per_node(&format!("sku{n}x"), nodes, SKUS / n);
-    let mut buyers = Vec::new();
-    for (at, ids) in placed.iter().enumerate() {
-        for id in ids {
-            let event = open_event(nodes[at], id, 10_000_000)?;
-            let path = format!("/api/events/{id}/buy");
-            let users = args.users / SKUS;
-            for b in prepare_buyers(nodes[at], &event, users, &format!("{id}u"))? {
-                buyers.push((path.clone(), b));
+/// Each shopper once, in order: `call(shopper)`.
+fn each(shoppers: &Arc<Vec<Shopper>>, call: impl Fn(&Shopper) -> Call + Send + Sync + 'static) -> Calls {
+    let shoppers = shoppers.clone();
+    Arc::new(move |i| shoppers.get(i as usize).map(&call))
+}
+
+/// The buyers holding a purchase token, taken in turn by the host's connections and the probe.
+struct Queue {
+    /// (shopper, purchase token).
+    buyers: Vec<(usize, String)>,
+    shoppers: Arc<Vec<Shopper>>,
+    next: AtomicUsize,
+}
+
+impl Queue {
+    /// The next buyer and their purchase token; `None` once every one has bought.
+    fn take(&self) -> Option<(&Shopper, &str)> {
+        let (s, token) = self.buyers.get(self.next.fetch_add(1, Ordering::Relaxed))?;
+        Some((&self.shoppers[*s], token))
+    }
+
+    /// The buys over HTTP, at `path`, from the queue.
+    fn calls(self: &Arc<Self>, path: String) -> Calls {
+        let queue = self.clone();
+        Arc::new(move |_| {
+            let (s, token) = queue.take()?;
+            Some(Call::buy(&path, &s.jwt, token))
+        })
+    }
+}
+
+/// Buys natively, from the same queue as the host, one buyer then a [`PROBE_PAUSE`], until the
+/// queue is empty or `deadline`: each accepted buy's scripts (`sale::Bought::round_trips`,
+/// the tail included), which over HTTP only show summed.
+fn probe(
+    urls: String,
+    event: EventId,
+    queue: Arc<Queue>,
+    deadline: Instant,
+) -> JoinHandle<Result<Probed>> {
+    std::thread::spawn(move || {
+        let nodes = connect(&urls);
+        let mut probed = Probed::default();
+        while Instant::now() < deadline {
+            let Some((s, token)) = queue.take() else {
+                break;
+            };
+            probed.requests += 1;
+            match sale::buy(&nodes, &event, SHARDS, &s.user, token, clock::now_ms()) {
+                Ok(bought) => probed.trips.push(bought.round_trips),
+                // Sold out, or "try again" from a tail that found its candidates empty.
+                Err(e) if matches!(e.code(), ErrorCode::SoldOut | ErrorCode::Unavailable) => {}
+                Err(e) => bail!("probe buy: {e}"),
             }
+            std::thread::sleep(PROBE_PAUSE);
+        }
+        Ok(probed)
+    })
+}
+
+/// The whole journey (every phase): scripts per request and host CPU per request.
+struct Journey {
+    scripts_per_request: f64,
+    cpu_us: f64,
+}
+
+impl Journey {
+    fn of(phases: &[Phase]) -> Self {
+        let sum = |f: fn(&Phase) -> f64| phases.iter().map(f).sum::<f64>();
+        let scripts = sum(|p| p.scripts.iter().sum::<u64>() as f64);
+        let http = sum(|p| p.report.requests as f64);
+        Journey {
+            scripts_per_request: scripts / sum(|p| p.requests() as f64).max(1.0),
+            cpu_us: sum(|p| p.cpu) / http.max(1.0) * 1e6,
         }
     }
-    Ok(buyers)
 }
 
-/// `items` as `ways` equal runs one after the other, dealt out in turn: item i of the result
-/// is item i / ways of run i % ways (what is left past the last whole round is dropped).
-fn interleave<T: Clone>(items: &[T], ways: usize) -> Vec<T> {
-    let per = items.len() / ways;
-    (0..per * ways)
-        .map(|i| items[(i % ways) * per + i / ways].clone())
-        .collect()
-}
+/// The routes of the phases, in order.
+const ROUTES: [&str; 4] = ["admission", "precheck", "buy", "poll"];
 
-/// Each node's share of the buy scripts (`scripts`: calls per node) and the cores it used
-/// (`cpu`: CPU seconds per node over `elapsed` seconds).
-fn per_node_note(scripts: &[u64], cpu: &[f64], elapsed: f64) -> String {
-    let total = scripts.iter().sum::<u64>().max(1);
-    let shares: Vec<String> = scripts
+/// Shards and scripts per node, and whether every node's share of the scripts is within ±15 %
+/// of an even one.
+fn spread_note(shards: &[u32], scripts: &[u64]) -> String {
+    let shards: Vec<String> = shards.iter().map(u32::to_string).collect();
+    let shares: Vec<String> = shares(scripts)
         .iter()
-        .map(|c| format!("{:.1}%", *c as f64 * 100.0 / total as f64))
+        .map(|s| format!("{:.1}%", s * 100.0))
         .collect();
-    let cores: Vec<String> = cpu.iter().map(|c| format!("{:.2}", c / elapsed)).collect();
+    let even = match within(scripts, 0.15) {
+        true => "every node within ±15 % of 1/N",
+        false => "NOT every node within ±15 % of 1/N",
+    };
     format!(
-        "buy scripts per node: {}; Redis CPU per node: {} cores;",
-        shares.join(" / "),
-        cores.join(" / ")
+        "shards per node {}; scripts per node {} ({even});",
+        shards.join("/"),
+        shares.join(" / ")
     )
 }
 
-/// CPU seconds the Redis server has used (`INFO cpu`, user + system).
-fn redis_cpu(redis: &RedisServer) -> Result<f64> {
-    let mut conn = redis.client().get_connection()?;
-    let info: String = redis::cmd("INFO").arg("cpu").query(&mut conn)?;
-    Ok(info
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("used_cpu_sys:")
-                .or(l.strip_prefix("used_cpu_user:"))
-        })
-        .filter_map(|v| v.trim().parse::<f64>().ok())
-        .sum())
+/// Scripts per request of each route, then per accepted buy as the probe saw them.
+fn scripts_note(phases: &[Phase], journey: &Journey) -> String {
+    let per_route: Vec<String> = ROUTES
+        .iter()
+        .zip(phases)
+        .map(|(r, p)| format!("{r} {:.2}", p.scripts_per_request()))
+        .collect();
+    let probed = &phases[2].probed;
+    let trips = &probed.trips;
+    let mean = per_request(trips.iter().sum::<u32>() as f64, trips.len() as u64);
+    format!(
+        "scripts per request: {} (journey {:.2}); per accepted buy, tail included: mean {mean:.2}, max {} ({} accepted of {} bought natively beside the host);",
+        per_route.join(", "),
+        journey.scripts_per_request,
+        trips.iter().max().unwrap_or(&0),
+        trips.len(),
+        probed.requests
+    )
+}
+
+/// Host CPU per request of each route, and over the journey.
+fn cpu_note(phases: &[Phase], journey: &Journey) -> String {
+    let per_route: Vec<String> = ROUTES
+        .iter()
+        .zip(phases)
+        .map(|(r, p)| format!("{r} {:.0}", p.cpu_us()))
+        .collect();
+    format!(
+        "host CPU µs/req: {} (journey {:.0});",
+        per_route.join(", "),
+        journey.cpu_us
+    )
+}
+
+/// Each node's `buy.lua` ceiling and their sum.
+fn ceiling_note(ceilings: &[f64]) -> String {
+    let each: Vec<String> = ceilings.iter().map(|c| format!("{c:.0}")).collect();
+    format!(
+        "buy.lua ceiling (redis-benchmark, each node alone): {} = {:.0} req/s;",
+        each.join(" + "),
+        ceilings.iter().sum::<f64>()
+    )
+}
+
+/// Each node's share of `scripts`.
+fn shares(scripts: &[u64]) -> Vec<f64> {
+    let total = scripts.iter().sum::<u64>().max(1) as f64;
+    scripts.iter().map(|&c| c as f64 / total).collect()
+}
+
+/// Whether every node's share of `scripts` is within `tolerance` (relative) of 1/N.
+fn within(scripts: &[u64], tolerance: f64) -> bool {
+    let even = 1.0 / scripts.len().max(1) as f64;
+    shares(scripts)
+        .iter()
+        .all(|s| (s - even).abs() <= tolerance * even)
+}
+
+/// The busiest node's share of `scripts` over an even one (1 when even).
+fn busiest(scripts: &[u64]) -> f64 {
+    shares(scripts).iter().copied().fold(0.0, f64::max) * scripts.len() as f64
+}
+
+/// What the capacity table is computed from: one run's figures.
+struct Figures {
+    nodes: usize,
+    /// Redis scripts per request over the buyer's journey.
+    scripts_per_request: f64,
+    /// Host CPU per request over the journey, in µs.
+    cpu_us: f64,
+    /// `buy.lua`'s ceiling on one node, in scripts/s.
+    ceiling_per_node: f64,
+    /// The busiest node's share of the scripts over an even one.
+    busiest: f64,
+}
+
+/// The spike the capacity table sizes for: requests per second, units of the one item.
+const SPIKE_RPS: f64 = 1_000_000.0;
+const SPIKE_UNITS: f64 = 200_000.0;
+/// What one Upstash database is taken to serve.
+const UPSTASH_COMMANDS_PER_S: f64 = 10_000.0;
+/// The most shards an event can have.
+const MAX_SHARDS: f64 = 256.0;
+
+/// The capacity table for [`SPIKE_RPS`] on one item of [`SPIKE_UNITS`] units, from `f`.
+fn capacity(f: &Figures) -> String {
+    let scripts = SPIKE_RPS * f.scripts_per_request;
+    let redis = (scripts / f.ceiling_per_node).ceil();
+    let upstash = (scripts / UPSTASH_COMMANDS_PER_S).ceil();
+    let cores = (SPIKE_RPS * f.cpu_us / 1e6).ceil();
+    let run = format!("the {}-node run", f.nodes);
+    let shards_spread = ((redis - 1.0) / MAX_SHARDS).sqrt() * 100.0;
+    [
+        format!("| {SPIKE_RPS:.0} requests/s on one {SPIKE_UNITS:.0}-unit item | needed | from |"),
+        "|---|---:|---|".into(),
+        format!(
+            "| Redis scripts/s | {scripts:.0} | {:.3} scripts per request ({run}, the whole journey) |",
+            f.scripts_per_request
+        ),
+        format!(
+            "| redis-server nodes | {redis:.0} | scripts/s ÷ {:.0} (`buy.lua` per node, redis-benchmark) |",
+            f.ceiling_per_node
+        ),
+        format!(
+            "| Upstash databases | {upstash:.0} | scripts/s ÷ {UPSTASH_COMMANDS_PER_S:.0} commands/s each |"
+        ),
+        format!(
+            "| function cores | {cores:.0} | {SPIKE_RPS:.0} × {:.0} µs host CPU per request ({run}, the whole journey) |",
+            f.cpu_us
+        ),
+        String::new(),
+        format!(
+            "Assumptions: each buyer sends admission, precheck, buy and poll, once each; a script (EVALSHA) is one Upstash command; every script costs a node what a whole `buy.lua` purchase does (the heaviest; refusals are cheaper); nodes share the load evenly. Measured on this 2-core machine, everything on it together (host, Redis, generator): our host, not Spin (`--only routes` has Spin-faithful mode)."
+        ),
+        format!(
+            "Spread: {SPIKE_UNITS:.0} units over {MAX_SHARDS:.0} shards (the most) is {:.0} a shard, so far fewer buys take the tail than here; rendezvous gives each node a binomial share of the shards, ±{shards_spread:.0} % (one σ) at {redis:.0} nodes, and the busiest node took {:.2}× an even share in {run}: size with headroom, or one event per group of nodes.",
+            SPIKE_UNITS / MAX_SHARDS,
+            f.busiest
+        ),
+    ]
+    .join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Three SKUs' buyers, SKU after SKU, come out alternating.
     #[test]
-    fn interleave_alternates_the_runs() {
-        let items = ["a0", "a1", "b0", "b1", "c0", "c1"];
-        assert_eq!(interleave(&items, 3), ["a0", "b0", "c0", "a1", "b1", "c1"]);
+    fn shares_and_the_busiest_node() {
+        assert_eq!(shares(&[300, 100]), [0.75, 0.25]);
+        assert_eq!(shares(&[0]), [0.0]);
+        assert_eq!(busiest(&[300, 100]), 1.5);
+        assert_eq!(busiest(&[50, 50, 50, 50]), 1.0);
+    }
+
+    /// ±15 % of 1/4 is 21.25 %–28.75 %.
+    #[test]
+    fn within_tolerance_of_an_even_share() {
+        assert!(within(&[250, 250, 280, 220], 0.15));
+        assert!(!within(&[250, 250, 290, 210], 0.15));
+        assert!(within(&[7], 0.15));
     }
 
     #[test]
-    fn interleave_drops_the_incomplete_round() {
-        assert_eq!(interleave(&[1, 2, 3, 4, 5, 6, 7], 3), [1, 3, 5, 2, 4, 6]);
-    }
-
-    #[test]
-    fn per_node_note_gives_shares_and_cores() {
-        let note = per_node_note(&[500, 300, 200], &[1.0, 0.6, 0.2], 2.0);
+    fn spread_note_names_shards_shares_and_the_verdict() {
         assert_eq!(
-            note,
-            "buy scripts per node: 50.0% / 30.0% / 20.0%; Redis CPU per node: 0.50 / 0.30 / 0.10 cores;"
+            spread_note(&[70, 58], &[550, 450]),
+            "shards per node 70/58; scripts per node 55.0% / 45.0% (every node within ±15 % of 1/N);"
         );
+        assert!(spread_note(&[90, 38], &[700, 300]).contains("NOT every node"));
     }
 
+    /// The table divides the spike's scripts by each node's ceiling and Upstash's rate, and
+    /// multiplies the CPU per request by the spike.
     #[test]
-    fn per_node_note_without_calls_is_zero_percent() {
-        let note = per_node_note(&[0], &[0.0], 1.0);
-        assert_eq!(
-            note,
-            "buy scripts per node: 0.0%; Redis CPU per node: 0.00 cores;"
-        );
+    fn capacity_from_the_figures() {
+        let table = capacity(&Figures {
+            nodes: 4,
+            scripts_per_request: 1.25,
+            cpu_us: 300.0,
+            ceiling_per_node: 50_000.0,
+            busiest: 1.1,
+        });
+        for row in [
+            "| Redis scripts/s | 1250000 |",
+            "| redis-server nodes | 25 |",
+            "| Upstash databases | 125 |",
+            "| function cores | 300 |",
+        ] {
+            assert!(table.contains(row), "{row} not in\n{table}");
+        }
+        assert!(table.contains("1.10× an even share in the 4-node run"));
     }
 }

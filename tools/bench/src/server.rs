@@ -37,7 +37,7 @@ impl ServerProcess {
     }
 
     /// CPU seconds this server has used so far.
-    fn cpu_seconds(&self) -> f64 {
+    pub fn cpu_seconds(&self) -> f64 {
         load::cpu_seconds_of(&self.child.id().to_string())
     }
 

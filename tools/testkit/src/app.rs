@@ -38,6 +38,9 @@ pub struct TestApp {
     /// Whether this is a product manifest, whose exchanges `api/openapi.yaml` describes (the
     /// test manifests' components are not part of the API).
     records: bool,
+    /// The shard count of each event [`TestApp::open_event`] created: buyers send it
+    /// (`?shards=`), as the storefront does, so each request goes straight home.
+    shards: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 /// How to start a [`TestApp`]: `TestApp::builder(manifest)`, any of the settings, then
@@ -141,6 +144,7 @@ impl<'a> TestAppBuilder<'a> {
             }
         });
         Ok(TestApp {
+            shards: Default::default(),
             app,
             base_url: format!("http://{addr}"),
             http: reqwest::Client::builder()
@@ -273,6 +277,9 @@ impl TestApp {
                 Some(&body),
             )
             .await?;
+        if let Some(n) = body["shards"].as_u64() {
+            self.shards.lock().unwrap().insert(id.to_owned(), n);
+        }
         anyhow::ensure!(
             status == 201 || status == 200,
             "create {id}: {status} {resp}"
@@ -286,6 +293,15 @@ impl TestApp {
             .await?;
         anyhow::ensure!(status == 200, "warmup {id}: {status} {resp}");
         Ok(())
+    }
+
+    /// `/api/events/{event}/{route}`, with `?shards=` when this app created the event (as the
+    /// storefront sends it).
+    pub fn sale_path(&self, event: &str, route: &str) -> String {
+        match self.shards.lock().unwrap().get(event) {
+            Some(n) => format!("/api/events/{event}/{route}?shards={n}"),
+            None => format!("/api/events/{event}/{route}"),
+        }
     }
 
     /// The operator's view of an event.
@@ -308,7 +324,7 @@ impl TestApp {
         let (status, body) = self
             .call(
                 reqwest::Method::POST,
-                &format!("/api/events/{event}/admission"),
+                &self.sale_path(event, "admission"),
                 Some(&jwt),
                 None,
             )
@@ -320,7 +336,7 @@ impl TestApp {
         let (status, body) = self
             .call(
                 reqwest::Method::POST,
-                &format!("/api/events/{event}/precheck"),
+                &self.sale_path(event, "precheck"),
                 Some(&jwt),
                 Some(&admission),
             )
@@ -339,7 +355,7 @@ impl TestApp {
         let body = serde_json::json!({ "purchase_token": purchase_token });
         self.call(
             reqwest::Method::POST,
-            &format!("/api/events/{event}/buy"),
+            &self.sale_path(event, "buy"),
             Some(&jwt_for(user)),
             Some(&body),
         )

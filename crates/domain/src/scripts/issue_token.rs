@@ -27,6 +27,8 @@ pub fn run(
         admitted: k.admitted(),
         registrants: k.registrants(),
         counts: k.counts(),
+        stock: k.stock(),
+        empty: k.empty(),
     };
     let args = Args {
         user: user.to_owned(),

@@ -27,6 +27,7 @@ pub mod shard_credit;
 pub mod shard_lend;
 pub mod shard_lent;
 pub mod shard_refilled;
+pub mod shard_seen_empty;
 pub mod shard_settle;
 pub mod status;
 pub mod summarize;

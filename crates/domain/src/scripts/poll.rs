@@ -34,6 +34,8 @@ pub fn run(
         drained: k.drained(),
         orders: k.orders(),
         drain_nudge: k.drain_nudge(),
+        stock: k.stock(),
+        empty: k.empty(),
     };
     let args = Args {
         user: user.to_owned(),

@@ -23,6 +23,8 @@ pub fn run(
         purchase_token: k.purchase_token(user),
         user_bucket: k.user_bucket(user),
         counts: k.counts(),
+        stock: k.stock(),
+        empty: k.empty(),
     };
     let args = Args {
         user: user.to_owned(),

@@ -95,25 +95,32 @@ impl<'a, S: Store> Event<'a, S> {
     }
 }
 
-/// Runs `op` at `user`'s home shard (by `shards`, the caller's count). Refused with
-/// [`Refusal::WrongShard`] (the count was stale or wrong: the slot knows the event's), it runs
-/// once more at the home the slot named. Returns the result and the count it used.
+/// Runs `op` at `user`'s home shard (by `shards`, the caller's count). When the count was
+/// stale or wrong, the slot it reached says so: [`Refusal::WrongShard`] names the event's count,
+/// and [`Refusal::NotFound`] (a shard past the event's last) sends us to the master for it; `op`
+/// then runs once more, at the true home. Returns the result and the event as it ran.
 pub fn at_home<'a, S: Store, T>(
     nodes: &'a Nodes<S>,
     id: &'a EventId,
     shards: u32,
     user: &str,
     mut op: impl FnMut(&Event<'a, S>, u32, u64) -> Result<T, ScriptError>,
-) -> Result<(T, Event<'a, S>), ScriptError> {
+) -> Result<(T, Event<'a, S>), Error> {
     let hash = crate::ids::home_hash(id.as_str(), user);
+    let home_of = |e: &Event<'a, S>| (hash % u64::from(e.shards)) as u32;
     let event = Event::new(nodes, id, shards);
-    let home = (hash % u64::from(event.shards)) as u32;
-    match op(&event, home, hash) {
+    let true_count = match op(&event, home_of(&event), hash) {
         Err(ScriptError::Refused(Refusal::WrongShard { shards })) if shards != event.shards => {
-            let event = Event::new(nodes, id, shards);
-            let home = (hash % u64::from(event.shards)) as u32;
-            op(&event, home, hash).map(|t| (t, event))
+            shards
         }
-        other => other.map(|t| (t, event)),
-    }
+        Err(ScriptError::Refused(Refusal::NotFound)) => match Event::open(nodes, id) {
+            Ok((master, _)) if master.shards != event.shards => master.shards,
+            Ok(_) => return Err(Refusal::NotFound.into()),
+            Err(e) => return Err(e),
+        },
+        other => return Ok((other?, event)),
+    };
+    let event = Event::new(nodes, id, true_count);
+    let t = op(&event, home_of(&event), hash)?;
+    Ok((t, event))
 }

@@ -117,10 +117,20 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
     Ok(lent)
 }
 
-/// Writes the shards' units left into the event's own slot, for the storefront.
+/// Writes the shards' units left into the event's own slot, for the storefront; when every
+/// shard is empty, every shard learns it (`shard_seen_empty.lua`), so buyers everywhere hear
+/// "sold out" at once. Each shard's figure is read at its own instant: a refill in between is
+/// believed empty for at most the beliefs' lifetime (`EMPTY_BELIEF_MS`), never for good.
 pub fn summarize<S: Store>(e: &Event<'_, S>, stocks: &[u64]) -> Result<(), Error> {
     let (store, k) = e.master()?;
-    Ok(scripts::summarize::run(store, &k, stocks)?)
+    scripts::summarize::run(store, &k, stocks)?;
+    if stocks.iter().all(|&s| s == 0) {
+        for s in e.all() {
+            let (store, k) = e.slot(s)?;
+            scripts::shard_seen_empty::run(store, &k, e.shards())?;
+        }
+    }
+    Ok(())
 }
 
 /// The periodic care of a sharded event (a scheduled job's step): finish transfers older than
