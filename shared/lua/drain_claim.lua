@@ -6,7 +6,7 @@
 -- The lease value is "owner|fence". A new holder gets a new, larger fence; Postgres refuses a
 -- batch whose fence is older than the newest it has seen, so a drainer whose lease expired
 -- while it was slow cannot write.
-local cfg = hmget(K_CFG, 'sku', 'stock', 'payment_timeout_s', 'shard')
+local cfg = hmget(K_CFG, 'sku', 'stock', 'payment_timeout_s')
 if not cfg.sku then return {NOT_FOUND} end
 local cur = redis.call('GET', K_LEASE)
 local fence

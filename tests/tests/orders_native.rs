@@ -65,7 +65,14 @@ fn sell(
         };
         // A tail that found its candidates empty says "try again": the buyer does.
         for _ in 0..16 {
-            match sale::buy(nodes, event, 4, &user, &token.purchase_token, clock::now_ms()) {
+            match sale::buy(
+                nodes,
+                event,
+                4,
+                &user,
+                &token.purchase_token,
+                clock::now_ms(),
+            ) {
                 Ok(bought) => accepted.push((user.clone(), bought.accepted.order_id)),
                 Err(e) if e.code().as_str() == "unavailable" => continue,
                 Err(_) => {}

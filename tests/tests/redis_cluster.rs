@@ -469,7 +469,10 @@ fn refused_again(
 fn drain(store: &Strict, ev: &Ev, shard: u32) -> Result<(Lease, Vec<drain_read::Entry>)> {
     let k = ev.keys(shard);
     let Claim::Held(lease) = scripts::drain_claim::run(store, &k, "tester", 5_000)? else {
-        bail!("the drain lease of {} shard {shard} is free", ev.name());
+        bail!(
+            "expected the drain lease of {} shard {shard} free",
+            ev.name()
+        );
     };
     let held = format!("tester|{}", lease.fence);
     let limits = drain_read::Limits {
@@ -712,7 +715,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     // Queue positions are per home shard: the orders of one shard hold 1, 2, … in its queue.
     for (i, ev) in sales.iter().enumerate() {
         let mut by_shard: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for ((_, _), a) in orders.iter().filter(|((e, _), _)| *e == i) {
+        for (_, a) in orders.iter().filter(|((e, _), _)| *e == i) {
             by_shard.entry(a.shard).or_default().push(a.position);
         }
         for (shard, mut positions) in by_shard {
@@ -879,7 +882,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         0,
         "once"
     );
-    transfer::refilled(&ev.event(&nodes), busiest)?;
+    assert_eq!(transfer::refilled(&ev.event(&nodes), busiest), ev.shards);
     let books = scripts::reconcile_read::run(&store, &k)?;
     let on_busiest = orders
         .keys()
@@ -912,126 +915,10 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     };
     assert_eq!(transfer::repair(&ev.event(&nodes), 0)?, settled);
 
-    // Stock moving between the shards of an event, exactly: a transfer, a tail cut short after
-    // its lend (the unit in transit until the repair credits it, once), a rebalance.
-    let drift = Ev::new("drifting", 8);
-    admin::upsert_event(&nodes, &drift.id, &config("sku-drift", 40, 8, json!({})))?;
-    admin::warm_up(&nodes, &drift.id)?;
+    let drift = stock_moves_between_shards(&nodes)?;
     owners.event(&cluster, &drift)?;
-    let e = drift.event(&nodes);
-    assert_eq!(drift.stocks(&nodes)?, [5; 8]);
-    assert_eq!(
-        transfer::transfer(&e, 0, 1, 9)?,
-        5,
-        "a shard lends what it has"
-    );
-    assert!(transfer::drifted(&drift.stocks(&nodes)?));
-    let (lender, k) = e.slot(2)?;
-    for _ in 0..2 {
-        // Lent once, whatever the replays.
-        let lent = scripts::shard_lend::run(lender, &k, "cut-short", 0, 1)?;
-        assert_eq!((lent.lent, lent.left), (1, 4));
-    }
-    assert_eq!(drift.stocks(&nodes)?, [0, 10, 4, 5, 5, 5, 5, 5]);
-    let repaired = Repaired {
-        credited: 1,
-        settled: 1,
-    };
-    assert_eq!(transfer::repair(&e, 0)?, repaired);
-    assert_eq!(transfer::repair(&e, 0)?, Repaired::default());
-    assert_eq!(drift.stocks(&nodes)?, [1, 10, 4, 5, 5, 5, 5, 5]);
-    assert_eq!(transfer::transfer(&e, 3, 1, 5)?, 5);
-    assert!(transfer::drifted(&drift.stocks(&nodes)?));
-    assert_eq!(transfer::maintain(&e, 0)?, (Repaired::default(), 10));
-    assert_eq!(drift.stocks(&nodes)?, [5; 8]);
-    assert!(!transfer::drifted(&drift.stocks(&nodes)?));
-    transfer::summarize(&e, &drift.stocks(&nodes)?)?;
-    let info = sale::event_info(&nodes, &drift.id)?;
-    assert_eq!(
-        (info.stock, info.stock_left, info.sold_out),
-        (40, 40, false)
-    );
-
-    // A lottery event: register, draw once, winners buy. Each shard draws its own part
-    // (admission cap 5 × 2 / 2 = 5) from its own registrants.
-    let lucky = Ev::new("lucky-draw", 2);
-    let cfg = config(
-        "sku-lucky",
-        5,
-        2,
-        json!({"admission_mode": "lottery", "admission_multiplier": 2}),
-    );
-    admin::upsert_event(&nodes, &lucky.id, &cfg)?;
-    admin::warm_up(&nodes, &lucky.id)?;
+    let lucky = lottery(&store, &nodes)?;
     owners.event(&cluster, &lucky)?;
-    let fans: Vec<String> = (0..30).map(|u| format!("fan-{u}")).collect();
-    for fan in fans.iter().chain([&fans[0]]) {
-        assert_eq!(lucky.issue(&nodes, fan)?, Admission::Registered);
-    }
-    let on_0: Vec<&String> = fans.iter().filter(|f| lucky.home(f) == 0).collect();
-    assert!(
-        (5..=25).contains(&on_0.len()),
-        "each shard has registrants to fill its cap: {} of 30 on shard 0",
-        on_0.len()
-    );
-    // The draw is paged (3 winners per script call here): on shard 0, the first page closes
-    // registration, registrants not drawn yet keep waiting, and the rest of the pages (and
-    // shard 1's) finish the draw.
-    let k0 = lucky.keys(0);
-    let first = scripts::draw::run(&store, &k0, 3)?;
-    assert_eq!(
-        (first.winners, first.done),
-        (3, false),
-        "one page of 3, not done"
-    );
-    let waiting = on_0
-        .iter()
-        .find(|f| store.query::<i64>(&["SISMEMBER", &k0.registrants(), f]) == 1)
-        .expect("registrants of shard 0 are still waiting");
-    assert_eq!(lucky.issue(&nodes, waiting)?, Admission::Registered);
-    let latecomer = lucky.homed_on("latecomer", 0);
-    assert_eq!(
-        refused("registration closed", lucky.issue(&nodes, &latecomer)),
-        "not_selected"
-    );
-    assert_eq!(admin::draw(&nodes, &lucky.id, 3)?, 10);
-    assert_eq!(
-        refused("second draw", admin::draw(&nodes, &lucky.id, 3)),
-        "conflict"
-    );
-    let mut winners = Vec::new();
-    for fan in &fans {
-        match lucky.issue(&nodes, fan) {
-            Ok(Admission::Admitted { .. }) => winners.push(fan),
-            other => assert_eq!(refused("not drawn", other), "not_selected"),
-        }
-    }
-    assert_eq!(winners.len(), 10);
-    for s in 0..2 {
-        let drawn = winners.iter().filter(|w| lucky.home(w) == s).count();
-        assert_eq!(drawn, 5, "shard {s} admits its part");
-    }
-    let tokens: Vec<String> = winners
-        .iter()
-        .map(|w| {
-            lucky
-                .precheck(&nodes, w, ADDR)
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    let mut bought = 0;
-    for (winner, token) in winners.iter().zip(&tokens) {
-        match lucky.buy(&nodes, winner, token) {
-            Ok(_) => bought += 1,
-            other => assert_eq!(refused("lottery buy", other), "sold_out"),
-        }
-    }
-    assert_eq!(bought, 5);
-    let st = admin::status(&nodes, &lucky.id)?.event;
-    assert_eq!(
-        (st.stock_left, st.sold, st.admitted, st.registrants),
-        (0, 5, 10, 30)
-    );
 
     // The registry, in a slot of its own.
     owners.record(&cluster, REGISTRY)?;
@@ -1064,4 +951,129 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
 
     eprintln!("cluster sale test took {:?}", started.elapsed());
     Ok(())
+}
+
+/// Stock moving between the shards of an event, exactly: a transfer, a tail cut short after
+/// its lend (the unit in transit until the repair credits it, once), a rebalance.
+fn stock_moves_between_shards(nodes: &Cluster) -> Result<Ev> {
+    let drift = Ev::new("drifting", 8);
+    admin::upsert_event(nodes, &drift.id, &config("sku-drift", 40, 8, json!({})))?;
+    admin::warm_up(nodes, &drift.id)?;
+    let e = drift.event(nodes);
+    assert_eq!(drift.stocks(nodes)?, [5; 8]);
+    assert_eq!(
+        transfer::transfer(&e, 0, 1, 9)?,
+        5,
+        "a shard lends what it has"
+    );
+    assert!(transfer::drifted(&drift.stocks(nodes)?));
+    let (lender, k) = e.slot(2)?;
+    for _ in 0..2 {
+        // Lent once, whatever the replays.
+        let lent = scripts::shard_lend::run(lender, &k, "cut-short", 0, 1)?;
+        assert_eq!((lent.lent, lent.left), (1, 4));
+    }
+    assert_eq!(drift.stocks(nodes)?, [0, 10, 4, 5, 5, 5, 5, 5]);
+    let repaired = Repaired {
+        credited: 1,
+        settled: 1,
+    };
+    assert_eq!(transfer::repair(&e, 0)?, repaired);
+    assert_eq!(transfer::repair(&e, 0)?, Repaired::default());
+    assert_eq!(drift.stocks(nodes)?, [1, 10, 4, 5, 5, 5, 5, 5]);
+    assert_eq!(transfer::transfer(&e, 3, 1, 5)?, 5);
+    assert!(transfer::drifted(&drift.stocks(nodes)?));
+    assert_eq!(transfer::maintain(&e, 0)?, (Repaired::default(), 10));
+    assert_eq!(drift.stocks(nodes)?, [5; 8]);
+    assert!(!transfer::drifted(&drift.stocks(nodes)?));
+    transfer::summarize(&e, &drift.stocks(nodes)?)?;
+    let info = sale::event_info(nodes, &drift.id)?;
+    assert_eq!(
+        (info.stock, info.stock_left, info.sold_out),
+        (40, 40, false)
+    );
+    Ok(drift)
+}
+
+/// A lottery event: register, draw once, winners buy. Each shard draws its own part
+/// (admission cap 5 × 2 / 2 = 5) from its own registrants.
+fn lottery(store: &Strict, nodes: &Cluster) -> Result<Ev> {
+    let lucky = Ev::new("lucky-draw", 2);
+    let cfg = config(
+        "sku-lucky",
+        5,
+        2,
+        json!({"admission_mode": "lottery", "admission_multiplier": 2}),
+    );
+    admin::upsert_event(nodes, &lucky.id, &cfg)?;
+    admin::warm_up(nodes, &lucky.id)?;
+    let fans: Vec<String> = (0..30).map(|u| format!("fan-{u}")).collect();
+    for fan in fans.iter().chain([&fans[0]]) {
+        assert_eq!(lucky.issue(nodes, fan)?, Admission::Registered);
+    }
+    let on_0: Vec<&String> = fans.iter().filter(|f| lucky.home(f) == 0).collect();
+    assert!(
+        (5..=25).contains(&on_0.len()),
+        "each shard has registrants to fill its cap: {} of 30 on shard 0",
+        on_0.len()
+    );
+    // The draw is paged (3 winners per script call here): on shard 0, the first page closes
+    // registration, registrants not drawn yet keep waiting, and the rest of the pages (and
+    // shard 1's) finish the draw.
+    let k0 = lucky.keys(0);
+    let first = scripts::draw::run(store, &k0, 3)?;
+    assert_eq!(
+        (first.winners, first.done),
+        (3, false),
+        "one page of 3, not done"
+    );
+    let waiting = on_0
+        .iter()
+        .find(|f| store.query::<i64>(&["SISMEMBER", &k0.registrants(), f]) == 1)
+        .expect("registrants of shard 0 are still waiting");
+    assert_eq!(lucky.issue(nodes, waiting)?, Admission::Registered);
+    let latecomer = lucky.homed_on("latecomer", 0);
+    assert_eq!(
+        refused("registration closed", lucky.issue(nodes, &latecomer)),
+        "not_selected"
+    );
+    assert_eq!(admin::draw(nodes, &lucky.id, 3)?, 10);
+    assert_eq!(
+        refused("second draw", admin::draw(nodes, &lucky.id, 3)),
+        "conflict"
+    );
+    let mut winners = Vec::new();
+    for fan in &fans {
+        match lucky.issue(nodes, fan) {
+            Ok(Admission::Admitted { .. }) => winners.push(fan),
+            other => assert_eq!(refused("not drawn", other), "not_selected"),
+        }
+    }
+    assert_eq!(winners.len(), 10);
+    for s in 0..2 {
+        let drawn = winners.iter().filter(|w| lucky.home(w) == s).count();
+        assert_eq!(drawn, 5, "shard {s} admits its part");
+    }
+    let tokens: Vec<String> = winners
+        .iter()
+        .map(|w| {
+            lucky
+                .precheck(nodes, w, ADDR)
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut bought = 0;
+    for (winner, token) in winners.iter().zip(&tokens) {
+        match lucky.buy(nodes, winner, token) {
+            Ok(_) => bought += 1,
+            other => assert_eq!(refused("lottery buy", other), "sold_out"),
+        }
+    }
+    assert_eq!(bought, 5);
+    let st = admin::status(nodes, &lucky.id)?.event;
+    assert_eq!(
+        (st.stock_left, st.sold, st.admitted, st.registrants),
+        (0, 5, 10, 30)
+    );
+    Ok(lucky)
 }

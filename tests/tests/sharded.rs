@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, HashSet};
 
 use anyhow::{Context, Result, bail};
-use seckill_domain::{admin, clock, sale};
 use seckill_domain::error::{Dependency, Error, ErrorCode};
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::ids;
@@ -16,6 +15,7 @@ use seckill_domain::sale::Admission;
 use seckill_domain::scripts::buy::{self, Back, Outcome};
 use seckill_domain::scripts::{Refusal, ScriptError, shard_lend};
 use seckill_domain::sharded::{self, Event, transfer};
+use seckill_domain::{admin, clock, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::RedisServer;
 use serde_json::json;
@@ -94,12 +94,11 @@ fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Resu
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         other => bail!("{user}: admission {other:?}"),
     };
-    let token =
-        match sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
-            Ok(t) => t.purchase_token,
-            Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
-            Err(e) => bail!("{user}: precheck {e}"),
-        };
+    let token = match sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
+        Ok(t) => t.purchase_token,
+        Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
+        Err(e) => bail!("{user}: precheck {e}"),
+    };
     for _ in 0..100 {
         match sale::buy(nodes, event, shards, user, &token, clock::now_ms()) {
             Ok(b) => {

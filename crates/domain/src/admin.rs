@@ -16,7 +16,6 @@ use crate::sharded::Event;
 use crate::store::Store;
 use crate::{auth, clock, ids};
 
-
 /// The result of a warm-up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warmed {
@@ -25,8 +24,6 @@ pub struct Warmed {
     /// Over this many shards.
     pub shards: u32,
 }
-
-
 
 /// Users and client addresses to keep out of an event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,10 +90,8 @@ pub fn check_deny_list(list: &DenyList) -> Result<(), Error> {
     Ok(())
 }
 
-
 /// Winners drawn per script call: small enough that no call blocks Redis for long.
 pub const DRAW_PAGE: u32 = 5_000;
-
 
 /// An event's state, for the operator.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -157,7 +152,6 @@ impl EventStatus {
         self.refusals = refusals_by_code(counts);
     }
 }
-
 
 /// A configuration field list.
 type Fields = Vec<(&'static str, String)>;
@@ -278,20 +272,40 @@ pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Res
     Ok(())
 }
 
-/// Runs the lottery draw in every shard (each admits its part), `page` winners per call.
+/// Runs the lottery draw in every shard (each admits its part), `page` winners per call. First
+/// every shard closes its registration (`drawing`), so a draw cut short leaves no shard taking
+/// registrations while others have drawn; repeating the call finishes it.
 pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u64, Error> {
-    let (e, _) = Event::open(nodes, event)?;
+    let (e, config) = Event::open(nodes, event)?;
+    let field = |name: &str| config.get(name).map(String::as_str);
+    if field("admission_mode") != Some("lottery") || field("drawn") == Some("1") {
+        return Err(Refusal::Conflict.into());
+    }
+    for s in e.all() {
+        let (store, k) = e.slot(s)?;
+        scripts::set_fields::run(store, &k, vec![("drawing", "1".into())])?;
+    }
     let mut winners = 0;
     for s in e.all() {
         let (store, k) = e.slot(s)?;
         loop {
-            let drawn = scripts::draw::run(store, &k, page)?;
-            if drawn.done {
-                winners += drawn.winners;
-                break;
+            match scripts::draw::run(store, &k, page) {
+                Ok(drawn) if drawn.done => {
+                    winners += drawn.winners;
+                    break;
+                }
+                Ok(_) => {}
+                // Drawn by a call cut short after this shard: its winners stand.
+                Err(ScriptError::Refused(Refusal::Conflict)) => {
+                    winners += scripts::status::run(store, &k)?.admitted as u64;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
             }
         }
     }
+    let (store, k) = e.master()?;
+    scripts::set_fields::run(store, &k, vec![("drawn", "1".into())])?;
     Ok(winners)
 }
 
@@ -379,8 +393,15 @@ mod tests {
         assert_eq!(caps, [8, 8, 7, 7], "30 split exactly");
         for (s, f) in parts.iter().enumerate() {
             assert_eq!(field(f, "shard"), s.to_string());
-            assert_eq!((field(f, "buy_rate"), field(f, "buy_burst")), ("25".into(), "3".into()));
-            assert_eq!(field(f, "stock"), "10", "the event's stock, for the drain's ledger");
+            assert_eq!(
+                (field(f, "buy_rate"), field(f, "buy_burst")),
+                ("25".into(), "3".into())
+            );
+            assert_eq!(
+                field(f, "stock"),
+                "10",
+                "the event's stock, for the drain's ledger"
+            );
         }
     }
 

@@ -200,6 +200,11 @@ impl Error {
         }
     }
 
+    /// Whether a retry may succeed: a dependency that could not be reached or was not ready.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Unavailable { .. })
+    }
+
     /// What an operator's report shows: the dependency's words when there are some.
     pub fn reason(&self) -> String {
         match self {

@@ -10,7 +10,7 @@
 //! `MOVED` elsewhere, which Spin's Redis interface does not follow: list its primaries as
 //! independent nodes only if each owns every slot it is sent — ARCHITECTURE.md.)
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 
 use crate::event::EventId;
 use crate::ids::hash64;
@@ -54,8 +54,14 @@ pub fn index_for_shard(event: &EventId, shard: u32, urls: &[&str]) -> usize {
 /// jobs still serve the shards and events of the others.
 pub struct Nodes<S> {
     nodes: Vec<(String, OnceCell<Result<S, String>>)>,
-    open: Box<dyn Fn(&str) -> Result<S, String>>,
+    open: Opener<S>,
+    /// Nodes a call found unreachable during this request: not tried again by it (a dead node
+    /// costs its connect timeout once per request, not once per shard it holds).
+    down: RefCell<Vec<usize>>,
 }
+
+/// How a node is opened, from its URL (a failure is remembered as the node being down).
+type Opener<S> = Box<dyn Fn(&str) -> Result<S, String>>;
 
 impl<S: Store> Nodes<S> {
     /// The nodes in `urls`, to be opened with `open`.
@@ -69,6 +75,7 @@ impl<S: Store> Nodes<S> {
                 .map(|u| (u.to_owned(), OnceCell::new()))
                 .collect(),
             open: Box::new(move |u| open(u).map_err(|e| e.to_string())),
+            down: RefCell::default(),
         }
     }
 
@@ -77,6 +84,7 @@ impl<S: Store> Nodes<S> {
         Nodes {
             nodes: vec![("local".to_owned(), OnceCell::from(Ok(store)))],
             open: Box::new(|_| Err("a single node is opened already".to_owned())),
+            down: RefCell::default(),
         }
     }
 
@@ -91,6 +99,11 @@ impl<S: Store> Nodes<S> {
             .nodes
             .get(i)
             .ok_or_else(|| StoreError::failed("redis_url lists no node"))?;
+        if self.down.borrow().contains(&i) {
+            return Err(StoreError::unreachable(format!(
+                "node {i} is down: it failed earlier in this request"
+            )));
+        }
         cell.get_or_init(|| (self.open)(url))
             .as_ref()
             .map_err(|e| StoreError::unreachable(format!("node {i} is down: {e}")))
@@ -104,6 +117,13 @@ impl<S: Store> Nodes<S> {
     /// The node holding shard `shard` of `event`.
     pub fn for_shard(&self, event: &EventId, shard: u32) -> Result<&S, StoreError> {
         self.node(index_for_shard(event, shard, &self.urls()))
+    }
+
+    /// Remembers that the node holding shard `shard` of `event` failed to answer: the rest of
+    /// this request skips it.
+    pub fn mark_down(&self, event: &EventId, shard: u32) {
+        let i = index_for_shard(event, shard, &self.urls());
+        self.down.borrow_mut().push(i);
     }
 
     /// How many nodes `redis_url` lists.

@@ -100,7 +100,6 @@ pub enum Admission {
     Registered,
 }
 
-
 /// A one-time purchase token from precheck.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PurchaseToken {
@@ -109,7 +108,6 @@ pub struct PurchaseToken {
     /// Lifetime.
     pub expires_in_ms: u64,
 }
-
 
 /// An accepted buy: the unit is reserved and the order intent is queued.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -120,7 +118,8 @@ pub struct Accepted {
     pub status: &'static str,
     /// Orders ahead of this one still to drain into Postgres, this one included (as poll says).
     pub position: u64,
-    /// The stock shard the unit came from.
+    /// The buyer's home shard, which sold the unit (a unit another shard lent it included) and
+    /// holds the order.
     pub shard: u32,
 }
 
@@ -130,7 +129,6 @@ pub struct Accepted {
 pub fn queue_position(seq: u64, drained: u64) -> u64 {
     seq.saturating_sub(drained).max(1)
 }
-
 
 /// What poll reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,7 +167,6 @@ pub struct Polled {
     /// The buyer's home shard: the one whose queue an elected poll drains.
     pub shard: u32,
 }
-
 
 /// What the buyer at home shard `shard` is told of a poll script's answer.
 fn polled(state: scripts::poll::OrderState, shard: u32) -> Polled {
@@ -297,12 +294,23 @@ pub fn buy<S: Store>(
     let mut back = Back::default();
     for c in candidates.into_iter().take(2) {
         round_trips += 1;
-        let (store, k) = e.slot(c)?;
-        if shard_lend::run(store, &k, &transfer_id, home, 1)?.lent > 0 {
-            back.credit = Some((&transfer_id, 1));
-            break;
+        // A candidate that cannot be reached is skipped, not believed empty. (Had it lent before
+        // its answer was lost, the transfer is recorded there and the repair credits it home.)
+        let lent = e.slot(c).and_then(|(store, k)| {
+            shard_lend::run(store, &k, &transfer_id, home, 1).map_err(|e| match e {
+                ScriptError::Store(e) => e,
+                other => StoreError::failed(other.to_string()),
+            })
+        });
+        match lent {
+            Ok(l) if l.lent > 0 => {
+                back.credit = Some((&transfer_id, 1));
+                break;
+            }
+            Ok(_) => back.empties.push(c),
+            Err(e) if e.is_transient() => continue,
+            Err(e) => return Err(e.into()),
         }
-        back.empties.push(c);
     }
     round_trips += 1;
     let (store, k) = e.slot(home)?;
@@ -348,7 +356,10 @@ pub fn poll<S: Store>(
         let (store, k) = e.slot(home)?;
         scripts::poll::run(store, &k, user, poll_drain_ms, hash)
     })?;
-    Ok(polled(state, ids::home_shard(event.as_str(), user, e.shards())))
+    Ok(polled(
+        state,
+        ids::home_shard(event.as_str(), user, e.shards()),
+    ))
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).
@@ -358,7 +369,10 @@ pub use crate::scripts::event_info::EventInfo;
 /// serve on every page load. Units left are as the scheduled jobs last summed the shards
 /// ([`crate::sharded::transfer::summarize`]), a second or so behind.
 pub fn event_info<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<EventInfo, Error> {
-    Ok(scripts::event_info::run(nodes.for_event(event)?, &EventKeys::new(event))?)
+    Ok(scripts::event_info::run(
+        nodes.for_event(event)?,
+        &EventKeys::new(event),
+    )?)
 }
 
 #[cfg(test)]

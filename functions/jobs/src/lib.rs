@@ -86,7 +86,9 @@ fn budget(req: &Request) -> Result<Duration, ApiError> {
 /// `?event=`: the one event to reconcile (none: every registered event). A malformed id is
 /// `400 bad_event_id`.
 fn event(req: &Request) -> Result<Option<EventId>, ApiError> {
-    Ok(http::query_param(req, "event").map(EventId::parse).transpose()?)
+    Ok(http::query_param(req, "event")
+        .map(EventId::parse)
+        .transpose()?)
 }
 
 /// An operator (bearer admin token), or a scheduler holding the job key (`?key=`; only when

@@ -61,8 +61,17 @@ fn drain(nodes: &Nodes<SpinStore>, event: &EventId, shard: u32) {
             ..settings.drain_options()
         };
         let db = config::postgres()?;
-        let store = nodes.for_shard(event, shard).map_err(seckill_domain::Error::from)?;
-        Ok(orders::catch_up(store, &db, event, shard, &opts, clock::now_ms())?)
+        let store = nodes
+            .for_shard(event, shard)
+            .map_err(seckill_domain::Error::from)?;
+        Ok(orders::catch_up(
+            store,
+            &db,
+            event,
+            shard,
+            &opts,
+            clock::now_ms(),
+        )?)
     });
     if let Err(e) = result {
         eprintln!("poll-carried drain of {}: {e}", event.as_str());

@@ -38,13 +38,13 @@ local function units_left(stock)
   return left
 end
 
--- A sharded event keeps each stock shard in a slot of its own (`{sk:E/s}`), holding a copy of
--- the configuration with its index (`shard`). A user's requests must land on their home shard,
+-- Every stock shard of an event is a slot of its own (`{sk:E/s}`), holding a copy of the
+-- configuration with its index (`shard`). A user's requests must land on their home shard,
 -- `home_hash % shards`, or one-per-user would not hold across shards: a request that reached
--- another slot is answered {WRONG_SHARD, shards} and changes nothing. A slot without `shard`
--- (an event created before the split) holds every shard: any request is home there.
+-- another slot is answered {WRONG_SHARD, shards} and changes nothing. (A slot without `shard` is
+-- not a shard's: nothing of the sale runs there.)
 local function not_home(cfg, home_hash)
-  if not cfg.shard then return nil end
+  if not cfg.shard then return {NOT_FOUND} end
   if tonumber(home_hash) % tonumber(cfg.shards) == tonumber(cfg.shard) then return nil end
   return {WRONG_SHARD, tonumber(cfg.shards)}
 end

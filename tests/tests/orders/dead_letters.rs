@@ -11,7 +11,8 @@ use serde_json::json;
 
 use crate::{assert_books, drain_all, job, sell, start};
 
-const QUEUE: &str = "{sk:poison}:queue";
+/// `poison` has one shard: its one order stream and dead letters.
+const QUEUE: &str = "{sk:poison/0}:queue";
 
 /// A sale of `poison` (30 units, 30 buyers), then `entry` added to its queue as the drain would
 /// read it; returns the servers and the accepted orders.
@@ -19,7 +20,7 @@ async fn sale_with_extra_entry(
     entry: impl FnOnce(Vec<String>) -> Vec<String>,
 ) -> Result<(RedisServer, PgServer, TestApp, Vec<(String, String)>)> {
     let (redis, pg, app) = start(&[]).await?;
-    let accepted = sell(&app, "poison", 30, 30, json!({})).await?;
+    let accepted = sell(&app, "poison", 30, 30, json!({ "shards": 1 })).await?;
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     let first: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
         .arg(QUEUE)
@@ -53,7 +54,7 @@ async fn drain_past_redeliveries(app: &TestApp) -> Result<()> {
 async fn dead_letter_reasons(redis: &RedisServer) -> Result<Vec<String>> {
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     let dead: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg("{sk:poison}:dead")
+        .arg("{sk:poison/0}:dead")
         .arg("-")
         .arg("+")
         .query_async(&mut conn)

@@ -2,6 +2,7 @@
 //! an event at a time and the consumer group keeps one consumer; the stream holds only what the
 //! drain still needs, and `queued` counts exactly that.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -63,16 +64,27 @@ async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
     let (a, b, unlocked) = tokio::join!(drainer(), drainer(), unlock);
     unlocked?;
     let (a, b) = (a?.1, b?.1);
-    let busy = |r: &Value| {
+    // Each shard has its own lease: a shard one of them found taken, the other held.
+    let busy = |r: &Value| -> HashSet<String> {
         r["busy"]
             .as_array()
-            .is_some_and(|v| v.iter().any(|e| e == "pair"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                e.as_str()
+                    .filter(|e| e.starts_with("pair/"))
+                    .map(str::to_owned)
+            })
+            .collect()
     };
     assert!(
-        busy(&a) || busy(&b),
-        "one of them found the lease taken: {a} / {b}"
+        !busy(&a).is_empty() || !busy(&b).is_empty(),
+        "one of them found a shard's lease taken: {a} / {b}"
     );
-    assert!(!(busy(&a) && busy(&b)), "and the other worked: {a} / {b}");
+    assert!(
+        busy(&a).is_disjoint(&busy(&b)),
+        "and the other held it: {a} / {b}"
+    );
     tokio::time::sleep(Duration::from_millis(600)).await;
     drain_all(&app).await?;
     assert_books(&app, &pg, "pair", 150, &accepted).await
@@ -104,7 +116,7 @@ async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
                 .admit_and_precheck("consumers", &user)
                 .await?
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-            let (status, body) = app.buy("consumers", &user, &token).await?;
+            let (status, body) = app.buy_until_answered("consumers", &user, &token).await?;
             assert_eq!(status, 202, "{body}");
             accepted.push((user, body["order_id"].as_str().unwrap().to_owned()));
         }
@@ -113,17 +125,19 @@ async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
         }
     }
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
-    let consumers: Vec<redis::Value> = redis::cmd("XINFO")
-        .arg("CONSUMERS")
-        .arg("{sk:consumers}:queue")
-        .arg("drain")
-        .query_async(&mut conn)
-        .await?;
-    assert_eq!(
-        consumers.len(),
-        1,
-        "9 drain runs, one consumer: {consumers:?}"
-    );
+    for shard in 0..2 {
+        let consumers: Vec<redis::Value> = redis::cmd("XINFO")
+            .arg("CONSUMERS")
+            .arg(format!("{{sk:consumers/{shard}}}:queue"))
+            .arg("drain")
+            .query_async(&mut conn)
+            .await?;
+        assert_eq!(
+            consumers.len(),
+            1,
+            "9 drain runs, one consumer on shard {shard}'s stream: {consumers:?}"
+        );
+    }
     assert_books(&app, &pg, "consumers", 30, &accepted).await
 }
 
@@ -160,8 +174,9 @@ async fn the_order_stream_stays_bounded() -> Result<()> {
         let sold = sell(&app, &event, 100, 100, json!({})).await?;
         drain_all(&app).await?;
         let status = app.status(&event).await?;
+        // Each of the 4 shards' streams keeps at most its last delivered entry.
         assert!(
-            status["stream_length"].as_i64().unwrap_or(i64::MAX) <= 1,
+            status["stream_length"].as_i64().unwrap_or(i64::MAX) <= 4,
             "acknowledged entries are trimmed: {status}"
         );
         accepted.push((event, sold));
@@ -173,12 +188,12 @@ async fn the_order_stream_stays_bounded() -> Result<()> {
 }
 
 /// The drain's knobs come from the one `settings` variable (the test kit folds the tests'
-/// `drain_batch=50` and `drain_max_batches=1` into it): one run moves one batch. A name that
-/// is not a setting fails the run loudly instead of being ignored.
+/// `drain_batch=50` and `drain_max_batches=1` into it): one run moves one batch per shard (one
+/// shard here). A name that is not a setting fails the run loudly instead of being ignored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_settings_variable_bounds_each_drain_run_and_refuses_unknown_names() -> Result<()> {
     let (_redis, pg, app) = start(&[("drain_max_batches", "1")]).await?;
-    let accepted = sell(&app, "knobs", 120, 120, json!({})).await?;
+    let accepted = sell(&app, "knobs", 120, 120, json!({ "shards": 1 })).await?;
     let (status, report) = job(&app, "drain").await?;
     assert_eq!(status, 200, "{report}");
     assert_eq!(

@@ -15,9 +15,9 @@ use crate::{assert_books, drain_all, job, sell, start, vars};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_stopped_mid_drain_then_everything_lands_once() -> Result<()> {
-    // One batch of 50 per run, so the sale drains over several runs.
+    // One batch of 50 per run (one shard), so the sale drains over several runs.
     let (_redis, mut pg, app) = start(&[("drain_max_batches", "1")]).await?;
-    let accepted = sell(&app, "pgdown", 200, 200, json!({})).await?;
+    let accepted = sell(&app, "pgdown", 200, 200, json!({ "shards": 1 })).await?;
     let (status, first) = job(&app, "drain").await?;
     assert_eq!(
         (status, first["inserted"].as_u64()),
@@ -48,7 +48,8 @@ async fn a_drain_that_dies_between_commit_and_ack_duplicates_nothing() -> Result
         &vars(&redis, &pg, &[("fault_injection", "trap_after_commit")]),
     )
     .await?;
-    let accepted = sell(&crashing, "crash", 80, 80, json!({})).await?;
+    // One shard: the first batch is the one that commits before the trap.
+    let accepted = sell(&crashing, "crash", 80, 80, json!({ "shards": 1 })).await?;
     let (status, _) = job(&crashing, "drain").await?;
     assert_eq!(status, 500, "the drain trapped after its commit");
     let db = pg.client().await?;
@@ -283,29 +284,32 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
     assert_books(&app, &pg, "leak", 60, &all).await
 }
 
-/// Three events of 10 units sold; then `broken-b`'s queue is no longer a stream: every script
-/// touching it fails.
+/// Three events of 10 units (one shard each) sold; then `broken-b`'s queue is no longer a
+/// stream: every script touching it fails.
 async fn three_sales_one_broken(
     app: &TestApp,
     redis: &RedisServer,
 ) -> Result<Vec<(&'static str, Vec<(String, String)>)>> {
     let mut sold = Vec::new();
     for event in ["broken-a", "broken-b", "broken-c"] {
-        sold.push((event, sell(app, event, 10, 10, json!({})).await?));
+        sold.push((
+            event,
+            sell(app, event, 10, 10, json!({ "shards": 1 })).await?,
+        ));
     }
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     redis::pipe()
         .cmd("DEL")
-        .arg("{sk:broken-b}:queue")
+        .arg("{sk:broken-b/0}:queue")
         .cmd("SET")
-        .arg("{sk:broken-b}:queue")
+        .arg("{sk:broken-b/0}:queue")
         .arg("not a stream")
         .query_async::<()>(&mut conn)
         .await?;
     Ok(sold)
 }
 
-/// The drain reports the broken event, with Redis's reason, and still lands every other
+/// The drain reports the broken event's shard, with Redis's reason, and still lands every other
 /// event's orders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_broken_event_fails_alone_in_the_drain() -> Result<()> {
@@ -317,11 +321,11 @@ async fn one_broken_event_fails_alone_in_the_drain() -> Result<()> {
         report["event_errors"]
             .as_object()
             .map(|e| e.keys().cloned().collect::<Vec<_>>()),
-        Some(vec!["broken-b".to_owned()]),
+        Some(vec!["broken-b/0".to_owned()]),
         "{report}"
     );
     assert!(
-        report["event_errors"]["broken-b"]
+        report["event_errors"]["broken-b/0"]
             .as_str()
             .is_some_and(|e| e.contains("WRONGTYPE")),
         "the operator sees why: {report}"

@@ -74,7 +74,7 @@ async fn sell(
                 let Ok(token) = app.admit_and_precheck(event, &user).await? else {
                     return anyhow::Ok(None);
                 };
-                let (status, body) = app.buy(event, &user, &token).await?;
+                let (status, body) = app.buy_until_answered(event, &user, &token).await?;
                 Ok((status == 202).then(|| {
                     (
                         user,

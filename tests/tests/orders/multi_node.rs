@@ -1,97 +1,117 @@
-//! Events spread over several Redis nodes: each event lives on the node the placement rule
-//! names, the jobs walk every node, health tells a dead node, and a dead node stops only its own
-//! events; a stuck event does not starve the release of the others. These tests place events by
-//! URL, which the REST facades change: each keeps `three_redis_nodes` or `stuck_event` in its
-//! name, for the filters that leave them out of the REST run.
+//! One event over several Redis nodes: each of its shards lives on the node the placement rule
+//! names (and its own slot, the master configuration, on the node the event id names), the jobs
+//! walk every node, health tells a dead node, and a dead node stops only the shards it holds:
+//! buyers homed elsewhere buy on, the drain and the release do every other shard. These tests
+//! place shards by URL, which the REST facades change: each keeps `three_redis_nodes` or
+//! `stuck_event` in its name, for the filters that leave them out of the REST run.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_testkit::{PgServer, RedisServer, TestApp, events_per_node, over_nodes};
-use serde_json::json;
+use seckill_domain::ids::home_shard;
+use seckill_testkit::{PgServer, RedisServer, TestApp, over_nodes, placement};
+use serde_json::{Value, json};
 
 use crate::{assert_books, drain_all, job, sell, vars};
 
-/// Three Redis nodes, a migrated Postgres, the app over all three nodes, and one event per node
-/// (element `i` lives on node `i`), named as the placement rule puts them.
-async fn three_nodes() -> Result<(Vec<RedisServer>, PgServer, TestApp, Vec<String>)> {
-    let nodes = vec![
-        RedisServer::start()?,
-        RedisServer::start()?,
-        RedisServer::start()?,
-    ];
+/// Shards of the events here: enough that each event has shards on every node.
+const SHARDS: u32 = 12;
+
+/// `n` Redis nodes, a migrated Postgres and the app over all of them (`extra` settings).
+async fn nodes(
+    n: usize,
+    extra: &[(&'static str, &str)],
+) -> Result<(Vec<RedisServer>, PgServer, TestApp)> {
+    let nodes: Vec<RedisServer> = (0..n)
+        .map(|_| RedisServer::start())
+        .collect::<Result<_>>()?;
     let pg = PgServer::start()?;
     pg.migrate().await?;
     let refs: Vec<&RedisServer> = nodes.iter().collect();
-    let mut v = vars(&nodes[0], &pg, &[]);
+    let mut v = vars(&nodes[0], &pg, extra);
     over_nodes(&mut v, &refs);
     let app = TestApp::start(seckill_testkit::product_manifest(), &v).await?;
-    let events: Vec<String> = events_per_node("multi", &refs, 1)
-        .into_iter()
-        .flatten()
-        .collect();
-    Ok((nodes, pg, app, events))
+    Ok((nodes, pg, app))
 }
 
-/// Sells each event out (30 units, 45 buyers, 1 s to pay); returns each one's accepted orders.
-async fn sell_out_each(app: &TestApp, events: &[String]) -> Result<Vec<Vec<(String, String)>>> {
-    let mut sold = Vec::new();
-    for event in events {
-        let accepted = sell(app, event, 30, 45, json!({ "payment_timeout_s": 1 })).await?;
-        assert_eq!(accepted.len(), 30, "{event} sells out exactly");
-        sold.push(accepted);
-    }
-    Ok(sold)
+/// The first event `prefix<i>` whose own slot is on node `master` and whose shards use every
+/// node; with its shards' nodes.
+fn event_placed(prefix: &str, nodes: &[RedisServer], master: usize) -> (String, Vec<usize>) {
+    let refs: Vec<&RedisServer> = nodes.iter().collect();
+    (0..)
+        .map(|i| format!("{prefix}{i}"))
+        .find_map(|name| {
+            let (m, shards) = placement(&name, SHARDS, &refs);
+            let used: HashSet<usize> = shards.iter().copied().collect();
+            (m == master && used.len() == nodes.len()).then_some((name, shards))
+        })
+        .expect("some name places so")
 }
 
-/// Each event's keys live on one node only, the one the rule named.
+/// Sells `event` (`stock` units over [`SHARDS`], 1 s to pay) to `users` buyers.
+async fn sell_sharded(
+    app: &TestApp,
+    event: &str,
+    stock: u64,
+    users: usize,
+) -> Result<Vec<(String, String)>> {
+    let config = json!({ "shards": SHARDS, "payment_timeout_s": 1, "admission_multiplier": 20 });
+    sell(app, event, stock, users, config).await
+}
+
+/// Each shard's keys live on the node the rule names, and only there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_spread_over_three_redis_nodes_live_on_the_node_the_rule_names() -> Result<()> {
-    let (nodes, _pg, app, events) = three_nodes().await?;
-    sell_out_each(&app, &events).await?;
-    for (at, event) in events.iter().enumerate() {
+async fn an_event_over_three_redis_nodes_keeps_each_shard_on_the_node_the_rule_names() -> Result<()>
+{
+    let (nodes, _pg, app) = nodes(3, &[]).await?;
+    let (event, at) = event_placed("multi", &nodes, 0);
+    assert_eq!(sell_sharded(&app, &event, 60, 90).await?.len(), 60);
+    for (s, &home_node) in at.iter().enumerate() {
         for (n, node) in nodes.iter().enumerate() {
-            let mut conn = node.client().get_connection()?;
             let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(format!("{{sk:{event}}}*"))
-                .query(&mut conn)?;
+                .arg(format!("{{sk:{event}/{s}}}*"))
+                .query(&mut node.client().get_connection()?)?;
             assert_eq!(
                 !keys.is_empty(),
-                n == at,
-                "{event} keys on node {n}: {keys:?}"
+                n == home_node,
+                "shard {s}'s keys on node {n}: {keys:?}"
             );
         }
     }
     Ok(())
 }
 
-/// The jobs walk every node: every order lands, every unpaid unit goes back to its own node.
+/// The jobs walk every node: every order lands, every unpaid unit goes back to its shard,
+/// wherever that shard lives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_spread_over_three_redis_nodes_are_drained_and_released_on_every_node() -> Result<()>
-{
-    let (_nodes, pg, app, events) = three_nodes().await?;
-    let sold = sell_out_each(&app, &events).await?;
+async fn an_event_over_three_redis_nodes_is_drained_and_released_on_every_node() -> Result<()> {
+    let (nodes, pg, app) = nodes(3, &[]).await?;
+    let (event, _) = event_placed("multi", &nodes, 1);
+    let sold = sell_sharded(&app, &event, 60, 90).await?;
+    assert_eq!(sold.len(), 60, "sells out exactly");
     drain_all(&app).await?;
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let (status, report) = job(&app, "timeout-release").await?;
     assert_eq!(
-        (status, report["expired"].as_u64()),
-        (200, Some(90)),
+        (
+            status,
+            report["expired"].as_u64(),
+            report["released"].as_u64()
+        ),
+        (200, Some(60), Some(60)),
         "{report}"
     );
-    for (event, accepted) in events.iter().zip(&sold) {
-        assert_eq!(app.status(event).await?["stock_left"], 30, "{event}");
-        assert_books(&app, &pg, event, 30, accepted).await?;
-    }
-    Ok(())
+    assert_eq!(app.status(&event).await?["stock_left"], 60);
+    assert_books(&app, &pg, &event, 60, &sold).await
 }
 
 /// Health over three nodes: `ok`; then node 2 dies: `degraded` for the public, and the
 /// operators' health names the node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_over_three_redis_nodes_is_ok_then_degraded_naming_a_dead_node() -> Result<()> {
-    let (mut nodes, _pg, app, _events) = three_nodes().await?;
+    let (mut nodes, _pg, app) = nodes(3, &[]).await?;
     let (status, health) = app.get_json("/api/health").await?;
     assert_eq!((status, &health["redis"]), (200, &json!("ok")), "{health}");
     drop(nodes.pop());
@@ -109,79 +129,108 @@ async fn health_over_three_redis_nodes_is_ok_then_degraded_naming_a_dead_node() 
     Ok(())
 }
 
-/// Node 2 dies: its event is unavailable, the others sell on, and the jobs skip only node 2
-/// (every order of the live nodes lands, the books balance).
+/// Node 2 dies mid-sale: buyers homed on its shards hear 503, the others buy on; the drain
+/// reports the shards it could not reach and lands every order of the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_one_of_three_redis_nodes_stops_only_its_own_events() -> Result<()> {
-    let (mut nodes, pg, app, events) = three_nodes().await?;
-    // 20 of 30 units each, so the live nodes have stock left to sell after the death.
-    let mut sold = Vec::new();
-    for event in &events {
-        sold.push(sell(&app, event, 30, 20, json!({ "payment_timeout_s": 1 })).await?);
-    }
+async fn a_dead_one_of_three_redis_nodes_stops_only_the_shards_it_holds() -> Result<()> {
+    let (mut nodes, pg, app) = nodes(3, &[]).await?;
+    let (event, at) = event_placed("dying", &nodes, 0);
+    // 40 of 120 units: every shard keeps stock to sell after the death.
+    let mut sold = sell_sharded(&app, &event, 120, 40).await?;
+    assert_eq!(sold.len(), 40);
     drop(nodes.pop());
+    let node_of = |user: &String| at[home_shard(&event, user, SHARDS) as usize];
+    let users: Vec<String> = (0..).map(|i| format!("late{i}")).take(200).collect();
+    let alive = users
+        .iter()
+        .find(|u| node_of(u) == 0)
+        .expect("a user homed on node 0");
     let token = app
-        .admit_and_precheck(&events[0], "late")
+        .admit_and_precheck(&event, alive)
         .await?
         .expect("a live node sells on");
-    let (status, body) = app.buy(&events[0], "late", &token).await?;
+    let (status, body) = app.buy(&event, alive, &token).await?;
     assert_eq!(status, 202, "{body}");
-    sold[0].push(("late".into(), body["order_id"].as_str().unwrap().to_owned()));
-    let refused = app.admit_and_precheck(&events[2], "late").await?;
+    sold.push((alive.clone(), body["order_id"].as_str().unwrap().to_owned()));
+    let stranded = users
+        .iter()
+        .find(|u| node_of(u) == 2)
+        .expect("a user homed on node 2");
+    let refused = app.admit_and_precheck(&event, stranded).await?;
     assert_eq!(
         refused.err().map(|(s, b)| (s, b["error"]["code"].clone())),
         Some((503, json!("unavailable")))
     );
     let (status, report) = job(&app, "drain").await?;
-    assert_eq!(
-        (status, report["unreachable_nodes"].as_u64()),
-        (200, Some(1)),
-        "{report}"
-    );
-    drain_all(&app).await?;
-    let (status, report) = job(&app, "timeout-release").await?;
     assert_eq!(status, 200, "{report}");
-    for (event, accepted) in events.iter().zip(&sold).take(2) {
-        assert_books(&app, &pg, event, 30, accepted).await?;
+    let dead: HashSet<String> = (0..SHARDS)
+        .filter(|&s| at[s as usize] == 2)
+        .map(|s| format!("{event}/{s}"))
+        .collect();
+    let failed: HashSet<String> = report["event_errors"]
+        .as_object()
+        .map(|e| e.keys().cloned().collect())
+        .unwrap_or_default();
+    assert_eq!(failed, dead, "exactly the dead node's shards: {report}");
+    drain_all(&app).await.ok(); // the dead shards keep failing; the others settle
+    let landed = orders_in_postgres(&pg, &event).await?;
+    for (user, order) in &sold {
+        let alive = at[home_shard(&event, user, SHARDS) as usize] != 2;
+        assert_eq!(landed.contains(order), alive, "{user}'s order {order}");
     }
     Ok(())
 }
 
-/// Timeout release gives units back per event, up to `release_batch` each: an event with many
-/// expired orders whose Redis node is down must not starve the events after it.
+/// Timeout release gives units back per shard, up to `release_batch` each: a shard with many
+/// expired orders whose node is down must not starve the shards after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_stuck_event_does_not_starve_the_release_of_the_others() -> Result<()> {
-    let mut nodes = vec![RedisServer::start()?, RedisServer::start()?];
-    let pg = PgServer::start()?;
-    pg.migrate().await?;
-    let refs: Vec<&RedisServer> = nodes.iter().collect();
-    let mut v = vars(&nodes[0], &pg, &[("release_batch", "10")]);
-    over_nodes(&mut v, &refs);
-    let app = TestApp::start(seckill_testkit::product_manifest(), &v).await?;
-    let per_node = events_per_node("starve", &refs, 1);
-    let (a, b) = (per_node[0][0].clone(), per_node[1][0].clone());
-    // The stuck event is the one the old query (ORDER BY event_id LIMIT n) always took first.
-    let (stuck, live, stuck_node) = if a < b { (a, b, 0) } else { (b, a, 1) };
-    // The stuck event sells first, so its orders are also the first to expire.
-    sell(&app, &stuck, 20, 20, json!({ "payment_timeout_s": 1 })).await?;
-    let live_sold = sell(&app, &live, 20, 20, json!({ "payment_timeout_s": 1 })).await?;
+async fn one_stuck_event_shard_does_not_starve_the_release_of_the_others() -> Result<()> {
+    let (mut nodes, pg, app) = nodes(2, &[("release_batch", "10")]).await?;
+    let (event, at) = event_placed("starve", &nodes, 0);
+    let sold = sell_sharded(&app, &event, 60, 60).await?;
     drain_all(&app).await?;
-    drop(nodes.remove(stuck_node));
+    drop(nodes.remove(1));
     tokio::time::sleep(Duration::from_millis(1_200)).await;
-    let mut waiting = 0;
-    for _ in 0..6 {
-        let (status, report) = job(&app, "timeout-release").await?;
-        assert_eq!(status, 200, "{report}");
-        waiting = report["waiting_for_redis"].as_u64().unwrap_or(0);
-        if let Some(errors) = report["event_errors"].as_object() {
-            assert!(errors.keys().all(|e| *e == stuck), "{report}");
-        }
+    let on_dead = |user: &String| at[home_shard(&event, user, SHARDS) as usize] == 1;
+    let (stuck, live): (Vec<_>, Vec<_>) = sold.iter().partition(|(u, _)| on_dead(u));
+    // Each run expires up to 10 orders, then gives back up to 10 per shard: 6 runs expire
+    // all 60, and a few more give back what the live shards are owed.
+    let mut report = Value::Null;
+    for _ in 0..9 {
+        let (status, r) = job(&app, "timeout-release").await?;
+        assert_eq!(status, 200, "{r}");
+        report = r;
     }
-    assert_eq!(waiting, 10, "the stuck event waits, {} per run", 10);
-    assert_eq!(
-        app.status(&live).await?["stock_left"],
-        20,
-        "every unpaid unit of the live event is back on sale"
+    let waiting = report["waiting_for_redis"].as_u64().unwrap_or(0) as usize;
+    let stuck_shards = at.iter().filter(|&&n| n == 1).count();
+    assert!(
+        waiting <= 10 * stuck_shards && (stuck.is_empty() || waiting > 0),
+        "the stuck shards wait, at most 10 each per run: {report}"
     );
-    assert_books(&app, &pg, &live, 20, &live_sold).await
+    let status = app.status(&event).await;
+    // The status walks every shard, so it fails while one is down: count on the live node.
+    assert!(status.is_err(), "{status:?}");
+    let db = pg.client().await?;
+    let released: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders WHERE event_id = $1 AND released_in_redis",
+            &[&event],
+        )
+        .await?
+        .get(0);
+    assert_eq!(
+        released as usize,
+        live.len(),
+        "every unpaid unit of the live shards is back on sale"
+    );
+    Ok(())
+}
+
+/// The order ids of `event` in Postgres.
+async fn orders_in_postgres(pg: &PgServer, event: &str) -> Result<HashSet<String>> {
+    let db = pg.client().await?;
+    let rows = db
+        .query("SELECT order_id FROM orders WHERE event_id = $1", &[&event])
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }

@@ -32,7 +32,11 @@ async fn a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_de
         .await?;
     let resp = app
         .http
-        .post(format!("{}{}", app.base_url, app.sale_path("corrupt", "buy")))
+        .post(format!(
+            "{}{}",
+            app.base_url,
+            app.sale_path("corrupt", "buy")
+        ))
         .bearer_auth(jwt_for("victim"))
         .json(&json!({ "purchase_token": token }))
         .send()

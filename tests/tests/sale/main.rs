@@ -53,17 +53,26 @@ fn epoch_ms() -> Result<u64> {
 
 /// Every shard's `bought` hash (user → order id), merged: one order per user is one entry over
 /// all of them, since a user only ever buys at their home shard.
-async fn bought(redis: &RedisServer, event: &str, status: &Value) -> Result<HashMap<String, String>> {
+async fn bought(
+    redis: &RedisServer,
+    event: &str,
+    status: &Value,
+) -> Result<HashMap<String, String>> {
     let id = seckill_domain::event::EventId::parse(event)?;
     let shards = status["stock_by_shard"].as_array().map_or(0, Vec::len) as u32;
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     let mut all = HashMap::new();
     for s in 0..shards {
         let key = seckill_domain::keys::EventKeys::shard(&id, s).bought();
-        let part: HashMap<String, String> =
-            redis::cmd("HGETALL").arg(key).query_async(&mut conn).await?;
+        let part: HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(key)
+            .query_async(&mut conn)
+            .await?;
         for (user, order) in part {
-            assert!(all.insert(user.clone(), order).is_none(), "{user} bought on two shards");
+            assert!(
+                all.insert(user.clone(), order).is_none(),
+                "{user} bought on two shards"
+            );
         }
     }
     Ok(all)

@@ -17,8 +17,13 @@ async fn poll_says_none_before_a_buy_queued_after_it_and_sold_out_to_the_rest() 
     let poll = move |user: &str| {
         let jwt = jwt_for(user);
         async move {
-            app.call(Method::GET, &app.sale_path("tiny", "orders/me"), Some(&jwt), None)
-                .await
+            app.call(
+                Method::GET,
+                &app.sale_path("tiny", "orders/me"),
+                Some(&jwt),
+                None,
+            )
+            .await
         }
     };
     assert_eq!(poll("erin").await?.1["status"], "none");

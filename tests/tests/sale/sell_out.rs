@@ -54,7 +54,7 @@ async fn sell_out(
         .collect::<Result<_>>()?;
     let results: Vec<(String, u16, Value)> = stream::iter(tokens)
         .map(|(user, token)| async move {
-            let (status, body) = buy_until_answered(app, event, &user, &token).await?;
+            let (status, body) = app.buy_until_answered(event, &user, &token).await?;
             anyhow::Ok((user, status, body))
         })
         .buffer_unordered(512)
@@ -86,22 +86,6 @@ async fn sell_out(
         "the console counts every refusal by its code"
     );
     assert_sold_exactly(app, redis, event, stock, stock).await
-}
-
-/// A buy, sent again while it is answered 503 (at most 64 times): its answer.
-async fn buy_until_answered(
-    app: &TestApp,
-    event: &str,
-    user: &str,
-    token: &str,
-) -> Result<(u16, Value)> {
-    for _ in 0..64 {
-        let (status, body) = app.buy(event, user, token).await?;
-        if status != 503 {
-            return Ok((status, body));
-        }
-    }
-    anyhow::bail!("{user}: still 503 after 64 tries")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +146,7 @@ async fn skewed_users_still_sell_out_exactly() -> Result<()> {
             let app = &app;
             async move {
                 match app.admit_and_precheck(event, &user).await? {
-                    Ok(token) => buy_until_answered(app, event, &user, &token).await,
+                    Ok(token) => app.buy_until_answered(event, &user, &token).await,
                     // Late arrivals may already hear sold_out at admission or precheck.
                     Err(refused) => Ok(refused),
                 }

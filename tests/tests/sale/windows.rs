@@ -85,7 +85,10 @@ async fn once_sold_out_admission_is_410_sold_out() -> Result<()> {
         .expect("token");
     assert_eq!(app.buy("tiny", "erin", &token).await?.0, 202);
     // Every shard knows once the drain has seen every shard empty (within its period).
-    assert_eq!(app.admin(Method::POST, "/admin/jobs/drain", None).await?.0, 200);
+    assert_eq!(
+        app.admin(Method::POST, "/admin/jobs/drain", None).await?.0,
+        200
+    );
     let (status, resp) = app
         .call(
             Method::POST,

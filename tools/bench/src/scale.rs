@@ -5,8 +5,9 @@
 //! buy, poll (with `?shards=`), [`BUYERS_PER_UNIT`] buyers per unit so that the buy phase sells
 //! out. A row per node count: each node's share of the scripts (`INFO commandstats`), scripts
 //! per request and per accepted buy, the host's CPU per request, and `redis-benchmark`'s
-//! ceiling for `buy.lua` on each node, summed. Then a capacity table computed from the largest
-//! run's figures ([`capacity`]).
+//! ceiling for `buy.lua` on each node, summed. The host runs its cron triggers, as deployed (the
+//! drain tells every shard "sold out" once all are empty); their scripts count in the phase
+//! they ran in. Then a capacity table computed from the largest run's figures ([`capacity`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,7 @@ use anyhow::{Result, bail};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{admin, auth, clock, nodes, sale};
-use seckill_testkit::{PgServer, RedisServer, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, jwt_for, repo_root};
 use serde_json::{Value, json};
 
 use crate::Args;
@@ -33,9 +34,7 @@ use crate::table::Row;
 const SHARDS: u32 = 128;
 /// The node counts, one row each.
 const NODE_COUNTS: [usize; 3] = [1, 2, 4];
-/// Buyers per unit on sale (the capacity table's spike: a million requests for 200,000 units
-/// from 250,000 buyers of four requests each is 1.25 buyers per unit; more here, so that most
-/// buys meet a sold-out event, as a real spike's do).
+/// Buyers per unit on sale: most buys meet a sold-out event, as in a real spike.
 const BUYERS_PER_UNIT: usize = 5;
 /// `redis-benchmark`'s run of `buy.lua` on each node: token ids and requests.
 const CEILING_KEYSPACE: u64 = 300_000;
@@ -48,12 +47,18 @@ const PROBE_PAUSE: Duration = Duration::from_millis(2);
 pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
     pg.migrate().await?;
     let max = NODE_COUNTS.iter().copied().max().unwrap_or(1);
-    let servers: Vec<RedisServer> = (0..max).map(|_| RedisServer::start()).collect::<Result<_>>()?;
-    // Each node's ceiling, measured alone, before any sale.
-    let ceilings: Vec<f64> = servers
-        .iter()
-        .map(|s| raw_redis::buy_script(s, CEILING_KEYSPACE, CEILING_REQUESTS)?.per_second())
+    let servers: Vec<RedisServer> = (0..max)
+        .map(|_| RedisServer::start())
         .collect::<Result<_>>()?;
+    // Each node's ceiling, measured alone, before any sale.
+    eprintln!("scale: redis-benchmark of buy.lua on each of {max} nodes…");
+    let runs: Vec<raw_redis::BuyScriptRun> = servers
+        .iter()
+        .map(|s| raw_redis::buy_script(s, CEILING_KEYSPACE, CEILING_REQUESTS))
+        .collect::<Result<_>>()?;
+    let ceilings: Vec<f64> = runs.iter().map(|r| r.per_second()).collect::<Result<_>>()?;
+    let whole = runs.iter().map(|r| r.bought).sum::<u64>() as f64
+        / runs.iter().map(|r| r.requests).sum::<u64>().max(1) as f64;
     let mut rows = Vec::new();
     let mut last = None;
     for n in NODE_COUNTS {
@@ -61,7 +66,10 @@ pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
         let (row, figures) = sale_over(&nodes, &ceilings[..n], pg, args).await?;
         eprintln!("{}: {}", row.name, row.note);
         rows.push(row);
-        last = Some(figures);
+        last = Some(Figures {
+            whole_purchases: whole,
+            ..figures
+        });
     }
     let table = last.map(|f| capacity(&f)).unwrap_or_default();
     Ok((rows, table))
@@ -126,21 +134,18 @@ impl Bench<'_> {
 
     /// One phase: `calls` in a closed loop (until they run out; three row durations at most),
     /// answers to `keep`, with `probe` beside it if any.
-    async fn phase(
-        &self,
-        calls: Calls,
-        keep: Keep,
-        probe: Option<Box<dyn FnOnce(Instant) -> JoinHandle<Result<Probed>>>>,
-    ) -> Result<Phase> {
+    async fn phase(&self, calls: Calls, keep: Keep, probe: Option<Probe>) -> Result<Phase> {
         let cap = self.args.duration() * 3;
         self.take_scripts()?;
         let cpu = self.host.cpu_seconds();
-        let probe = probe.map(|start| start(Instant::now() + cap));
+        let probe = probe.map(|p| p.start(Instant::now() + cap));
         let (addr, conns) = (self.host.addr, self.args.connections);
         let report = closed_loop_keeping(addr, conns, cap, calls, keep).await?;
         let cpu = self.host.cpu_seconds() - cpu;
         let probed = match probe {
-            Some(p) => p.join().map_err(|_| anyhow::anyhow!("the probe panicked"))??,
+            Some(p) => p
+                .join()
+                .map_err(|_| anyhow::anyhow!("the probe panicked"))??,
             None => Probed::default(),
         };
         eprintln!(
@@ -176,13 +181,70 @@ async fn sale_over(
     let event = open_event_on(&connect(&urls), &id, stock, SHARDS)?;
     let mut vars = seckill_testkit::app_vars(nodes[0], pg);
     seckill_testkit::over_nodes(&mut vars, nodes);
+    // The guests log a line per 5xx (each "try again" of a tail): into a file, not the table.
+    let log = repo_root().join(format!("target/bench/scale-host-{n}-nodes.log"));
+    std::fs::create_dir_all(log.parent().unwrap_or(&log))?;
+    eprintln!("  the host's stderr: {}", log.display());
     // With its cron triggers: the drain summarizes the shards every second, rebalancing them
     // when they drift and telling every shard "sold out" once all are empty.
+    let (mut cmd, addr) = HostProcess::command("spin.toml", &vars, false, true, &[])?;
+    cmd.stderr(std::fs::File::create(&log)?);
     let bench = Bench {
-        host: HostProcess::start_app("spin.toml", &vars, false, true)?,
+        host: HostProcess::spawn(cmd, addr)?,
         nodes,
         args,
     };
+    let phases = journey(&bench, &event, &urls, buyers).await?;
+
+    let status = admin::status(&connect(&urls), &event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let buy_s = phases[2].report.elapsed.as_secs_f64();
+    let sold = format!(
+        "sold {} of {stock} units ({} left) in the buy phase's {buy_s:.1} s: {:.0} accepted buys/s;",
+        status.event.sold,
+        status.event.stock_left,
+        status.event.sold as f64 / buy_s
+    );
+    let urls = nodes::parse(&urls);
+    let mut shards = vec![0; n];
+    for s in 0..SHARDS {
+        shards[nodes::index_for_shard(&event, s, &urls)] += 1;
+    }
+    let scripts: Vec<u64> = (0..n)
+        .map(|i| phases.iter().map(|p| p.scripts[i]).sum())
+        .collect();
+    let journey = Journey::of(&phases);
+    let figures = Figures {
+        nodes: n,
+        scripts_per_request: journey.scripts_per_request,
+        cpu_us: journey.cpu_us,
+        ceiling_per_node: ceilings.iter().sum::<f64>() / n as f64,
+        whole_purchases: 0.0,
+        busiest: busiest(&scripts),
+        units_per_shard: stock as f64 / f64::from(SHARDS),
+    };
+    let note = [
+        sold,
+        spread_note(&shards, &scripts),
+        scripts_note(&phases, &journey),
+        cpu_note(&phases, &journey),
+        ceiling_note(ceilings),
+    ]
+    .join(" ");
+    let [_, _, buy, _] = phases;
+    let name = format!("scale: one hot event, {SHARDS} shards, buy end to end, {n} Redis node(s)");
+    Ok((Row::measured(name, buy.report, note), figures))
+}
+
+/// `buyers` shoppers through the sale of `event` on the bench's host, route after route: each
+/// asks for admission, then prechecks (keeping the purchase token), then buys (the probe
+/// buying natively beside the host), then polls.
+async fn journey(
+    bench: &Bench<'_>,
+    event: &EventId,
+    urls: &str,
+    buyers: usize,
+) -> Result<[Phase; 4]> {
+    let id = event.as_str();
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let shoppers: Arc<Vec<Shopper>> = Arc::new(
         (0..buyers)
@@ -190,7 +252,7 @@ async fn sale_over(
                 let user = format!("{id}u{i}");
                 Shopper {
                     jwt: jwt_for(&user),
-                    admission: auth::admission_token(secret, &id, &user),
+                    admission: auth::admission_token(secret, id, &user),
                     user,
                 }
             })
@@ -214,10 +276,12 @@ async fn sale_over(
     let keep_token: Keep = {
         let tokens = tokens.clone();
         Arc::new(move |i, status, body| {
-            let token = serde_json::from_slice::<Value>(body).ok().and_then(|v| {
-                v["purchase_token"].as_str().map(str::to_owned)
-            });
-            if let (200, Some(t), Some(slot)) = (status, token, tokens.lock().unwrap().get_mut(i as usize)) {
+            let token = serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|v| v["purchase_token"].as_str().map(str::to_owned));
+            if let (200, Some(t), Some(slot)) =
+                (status, token, tokens.lock().unwrap().get_mut(i as usize))
+            {
                 *slot = Some(t);
             }
         })
@@ -233,57 +297,25 @@ async fn sale_over(
         shoppers: shoppers.clone(),
         next: AtomicUsize::new(0),
     });
-    let probe = {
-        let (urls, event, queue) = (urls.clone(), event.clone(), queue.clone());
-        Box::new(move |deadline| probe(urls, event, queue, deadline)) as Box<_>
+    let probe = Probe {
+        urls: urls.to_owned(),
+        event: event.clone(),
+        queue: queue.clone(),
     };
-    let buy = bench
-        .phase(queue.calls(route("buy")), nothing.clone(), Some(probe))
-        .await?;
+    let buy = queue.calls(route("buy"));
+    let buy = bench.phase(buy, nothing.clone(), Some(probe)).await?;
 
     let path = route("orders/me");
     let poll = each(&shoppers, move |s| Call::get(&path, Some(s.jwt.clone())));
     let poll = bench.phase(poll, nothing, None).await?;
-
-    let phases = [admission, precheck, buy, poll];
-    let status = admin::status(&connect(&urls), &event).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let sold = format!(
-        "sold {} of {stock} units ({} left) at {:.0} accepted buys/s;",
-        status.event.sold,
-        status.event.stock_left,
-        status.event.sold as f64 / phases[2].report.elapsed.as_secs_f64()
-    );
-    let urls = nodes::parse(&urls);
-    let mut shards = vec![0; n];
-    for s in 0..SHARDS {
-        shards[nodes::index_for_shard(&event, s, &urls)] += 1;
-    }
-    let scripts: Vec<u64> = (0..n)
-        .map(|i| phases.iter().map(|p| p.scripts[i]).sum())
-        .collect();
-    let journey = Journey::of(&phases);
-    let figures = Figures {
-        nodes: n,
-        scripts_per_request: journey.scripts_per_request,
-        cpu_us: journey.cpu_us,
-        ceiling_per_node: ceilings.iter().sum::<f64>() / n as f64,
-        busiest: busiest(&scripts),
-    };
-    let note = [
-        sold,
-        spread_note(&shards, &scripts),
-        scripts_note(&phases, &journey),
-        cpu_note(&phases, &journey),
-        ceiling_note(ceilings),
-    ]
-    .join(" ");
-    let [_, _, buy, _] = phases;
-    let name = format!("scale: one hot event, {SHARDS} shards, buy end to end, {n} Redis node(s)");
-    Ok((Row::measured(name, buy.report, note), figures))
+    Ok([admission, precheck, buy, poll])
 }
 
 /// Each shopper once, in order: `call(shopper)`.
-fn each(shoppers: &Arc<Vec<Shopper>>, call: impl Fn(&Shopper) -> Call + Send + Sync + 'static) -> Calls {
+fn each(
+    shoppers: &Arc<Vec<Shopper>>,
+    call: impl Fn(&Shopper) -> Call + Send + Sync + 'static,
+) -> Calls {
     let shoppers = shoppers.clone();
     Arc::new(move |i| shoppers.get(i as usize).map(&call))
 }
@@ -313,33 +345,38 @@ impl Queue {
     }
 }
 
-/// Buys natively, from the same queue as the host, one buyer then a [`PROBE_PAUSE`], until the
-/// queue is empty or `deadline`: each accepted buy's scripts (`sale::Bought::round_trips`,
-/// the tail included), which over HTTP only show summed.
-fn probe(
+/// Buys natively, from the same queue as the host, one buyer then a [`PROBE_PAUSE`]: each
+/// accepted buy's scripts (`sale::Bought::round_trips`, the tail included), which over HTTP
+/// only show summed.
+struct Probe {
     urls: String,
     event: EventId,
     queue: Arc<Queue>,
-    deadline: Instant,
-) -> JoinHandle<Result<Probed>> {
-    std::thread::spawn(move || {
-        let nodes = connect(&urls);
-        let mut probed = Probed::default();
-        while Instant::now() < deadline {
-            let Some((s, token)) = queue.take() else {
-                break;
-            };
-            probed.requests += 1;
-            match sale::buy(&nodes, &event, SHARDS, &s.user, token, clock::now_ms()) {
-                Ok(bought) => probed.trips.push(bought.round_trips),
-                // Sold out, or "try again" from a tail that found its candidates empty.
-                Err(e) if matches!(e.code(), ErrorCode::SoldOut | ErrorCode::Unavailable) => {}
-                Err(e) => bail!("probe buy: {e}"),
+}
+
+impl Probe {
+    /// Buys in a thread of its own until the queue is empty or `deadline`.
+    fn start(self, deadline: Instant) -> JoinHandle<Result<Probed>> {
+        std::thread::spawn(move || {
+            let nodes = connect(&self.urls);
+            let mut probed = Probed::default();
+            while Instant::now() < deadline {
+                let Some((s, token)) = self.queue.take() else {
+                    break;
+                };
+                probed.requests += 1;
+                let now = clock::now_ms();
+                match sale::buy(&nodes, &self.event, SHARDS, &s.user, token, now) {
+                    Ok(bought) => probed.trips.push(bought.round_trips),
+                    // Sold out, or "try again" from a tail that found its candidates empty.
+                    Err(e) if matches!(e.code(), ErrorCode::SoldOut | ErrorCode::Unavailable) => {}
+                    Err(e) => bail!("probe buy: {e}"),
+                }
+                std::thread::sleep(PROBE_PAUSE);
             }
-            std::thread::sleep(PROBE_PAUSE);
-        }
-        Ok(probed)
-    })
+            Ok(probed)
+        })
+    }
 }
 
 /// The whole journey (every phase): scripts per request and host CPU per request.
@@ -454,8 +491,12 @@ struct Figures {
     cpu_us: f64,
     /// `buy.lua`'s ceiling on one node, in scripts/s.
     ceiling_per_node: f64,
+    /// The share of `redis-benchmark`'s requests that were whole purchases.
+    whole_purchases: f64,
     /// The busiest node's share of the scripts over an even one.
     busiest: f64,
+    /// The run's units per shard.
+    units_per_shard: f64,
 }
 
 /// The spike the capacity table sizes for: requests per second, units of the one item.
@@ -473,7 +514,7 @@ fn capacity(f: &Figures) -> String {
     let upstash = (scripts / UPSTASH_COMMANDS_PER_S).ceil();
     let cores = (SPIKE_RPS * f.cpu_us / 1e6).ceil();
     let run = format!("the {}-node run", f.nodes);
-    let shards_spread = ((redis - 1.0) / MAX_SHARDS).sqrt() * 100.0;
+    let spread = ((redis - 1.0) / MAX_SHARDS).sqrt() * 100.0;
     [
         format!("| {SPIKE_RPS:.0} requests/s on one {SPIKE_UNITS:.0}-unit item | needed | from |"),
         "|---|---:|---|".into(),
@@ -482,8 +523,9 @@ fn capacity(f: &Figures) -> String {
             f.scripts_per_request
         ),
         format!(
-            "| redis-server nodes | {redis:.0} | scripts/s ÷ {:.0} (`buy.lua` per node, redis-benchmark) |",
-            f.ceiling_per_node
+            "| redis-server nodes | {redis:.0} | scripts/s ÷ {:.0} `buy.lua`/s per node (redis-benchmark, {:.0} % whole purchases) |",
+            f.ceiling_per_node,
+            f.whole_purchases * 100.0
         ),
         format!(
             "| Upstash databases | {upstash:.0} | scripts/s ÷ {UPSTASH_COMMANDS_PER_S:.0} commands/s each |"
@@ -494,11 +536,13 @@ fn capacity(f: &Figures) -> String {
         ),
         String::new(),
         format!(
-            "Assumptions: each buyer sends admission, precheck, buy and poll, once each; a script (EVALSHA) is one Upstash command; every script costs a node what a whole `buy.lua` purchase does (the heaviest; refusals are cheaper); nodes share the load evenly. Measured on this 2-core machine, everything on it together (host, Redis, generator): our host, not Spin (`--only routes` has Spin-faithful mode)."
+            "Assumptions: each buyer sends admission, precheck, buy and poll, once each; scripts per request as {run} measured them: the tails before sell-out ({:.1} units a shard here, {:.0} for the spike's item over {MAX_SHARDS:.0} shards: fewer tails), the tails of buys after it until the drain (every second) tells every shard, the scheduled jobs' scripts; a script (EVALSHA) is one Upstash command; every script costs a node what `buy.lua` does (the heaviest); the load spreads evenly over the nodes. Measured on this 2-core machine with everything on it (host, Redis, Postgres, generator, redis-benchmark); our host's CPU, not Spin's (`--only routes` has Spin-faithful mode).",
+            f.units_per_shard,
+            SPIKE_UNITS / MAX_SHARDS
         ),
         format!(
-            "Spread: {SPIKE_UNITS:.0} units over {MAX_SHARDS:.0} shards (the most) is {:.0} a shard, so far fewer buys take the tail than here; rendezvous gives each node a binomial share of the shards, ±{shards_spread:.0} % (one σ) at {redis:.0} nodes, and the busiest node took {:.2}× an even share in {run}: size with headroom, or one event per group of nodes.",
-            SPIKE_UNITS / MAX_SHARDS,
+            "Spread: rendezvous gives each node a binomial share of an event's shards: at {redis:.0} nodes and {MAX_SHARDS:.0} shards (the most), {:.1} a node, ±{spread:.0} % (one σ); the busiest node took {:.2}× an even share in {run}. Size with headroom.",
+            MAX_SHARDS / redis,
             f.busiest
         ),
     ]
@@ -543,7 +587,9 @@ mod tests {
             scripts_per_request: 1.25,
             cpu_us: 300.0,
             ceiling_per_node: 50_000.0,
+            whole_purchases: 0.9,
             busiest: 1.1,
+            units_per_shard: 23.4,
         });
         for row in [
             "| Redis scripts/s | 1250000 |",
@@ -554,5 +600,6 @@ mod tests {
             assert!(table.contains(row), "{row} not in\n{table}");
         }
         assert!(table.contains("1.10× an even share in the 4-node run"));
+        assert!(table.contains("10.2 a node, ±31 % (one σ)"), "{table}");
     }
 }

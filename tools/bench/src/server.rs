@@ -21,13 +21,14 @@ pub struct ServerProcess {
 pub type HostProcess = ServerProcess;
 
 impl ServerProcess {
-    /// Spawns `cmd`, which must listen on `addr`, and waits until it accepts connections.
+    /// Spawns `cmd`, which must listen on `addr`, and waits until it accepts connections (30 s
+    /// at most: loading every component, cron included, takes seconds on a busy 2-core machine).
     pub fn spawn(mut cmd: Command, addr: SocketAddr) -> Result<Self> {
         let child = cmd
             .spawn()
             .with_context(|| format!("start {cmd:?} (build it first)"))?;
         let server = ServerProcess { child, addr };
-        for _ in 0..400 {
+        for _ in 0..1200 {
             if std::net::TcpStream::connect(addr).is_ok() {
                 return Ok(server);
             }
@@ -79,6 +80,18 @@ impl ServerProcess {
         cron: bool,
         extra: &[&str],
     ) -> Result<Self> {
+        let (cmd, addr) = Self::command(manifest, vars, faithful, cron, extra)?;
+        Self::spawn(cmd, addr)
+    }
+
+    /// The command [`Self::launch`] runs, and the address it will listen on.
+    pub fn command(
+        manifest: &str,
+        vars: &[(&str, String)],
+        faithful: bool,
+        cron: bool,
+        extra: &[&str],
+    ) -> Result<(Command, SocketAddr)> {
         let addr = local_addr()?;
         let mut cmd = Command::new(repo_root().join("target/release/seckill-host"));
         cmd.args(["up", "--listen", &addr.to_string(), "--manifest"])
@@ -95,7 +108,7 @@ impl ServerProcess {
         for (k, v) in vars {
             cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
         }
-        Self::spawn(cmd, addr)
+        Ok((cmd, addr))
     }
 }
 

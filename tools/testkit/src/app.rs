@@ -362,6 +362,23 @@ impl TestApp {
         .await
     }
 
+    /// A buy sent again while it is answered 503 (its tail found no unit yet while other
+    /// shards may hold some), with the same purchase token, as a client does; at most 64 times.
+    pub async fn buy_until_answered(
+        &self,
+        event: &str,
+        user: &str,
+        purchase_token: &str,
+    ) -> Result<(u16, Value)> {
+        for _ in 0..64 {
+            let (status, body) = self.buy(event, user, purchase_token).await?;
+            if status != 503 {
+                return Ok((status, body));
+            }
+        }
+        anyhow::bail!("{user}: buy still 503 after 64 tries")
+    }
+
     /// `GET path`, returning status and body text.
     pub async fn get(&self, path: &str) -> Result<(u16, String)> {
         let req = self.http.get(format!("{}{path}", self.base_url));

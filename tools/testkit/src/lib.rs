@@ -32,7 +32,7 @@ mod transport;
 pub use app::{TestApp, TestAppBuilder};
 pub use auth::{ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, jwt_for};
 pub use manifests::{
-    app_vars, derived_from, derived_manifest, events_per_node, faulty_manifest, over_nodes,
+    app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,
     product_manifest,
 };
 pub use pg_server::PgServer;

@@ -87,24 +87,18 @@ pub fn over_nodes(vars: &mut [(&str, String)], nodes: &[&RedisServer]) {
     }
 }
 
-/// `per_node` event ids for each of `nodes`, as `crates/domain/src/nodes.rs` places them: element `i`
-/// holds the events that live on node `i` (names are `prefix0`, `prefix1`, …).
-pub fn events_per_node(prefix: &str, nodes: &[&RedisServer], per_node: usize) -> Vec<Vec<String>> {
+/// Where `crates/domain/src/nodes.rs` puts `event` over `nodes`: the index of the node holding
+/// its own slot (master configuration, registry entry), and of the node holding each of its
+/// `shards` shards.
+pub fn placement(event: &str, shards: u32, nodes: &[&RedisServer]) -> (usize, Vec<usize>) {
     let urls: Vec<String> = nodes.iter().map(|n| n.url()).collect();
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let mut placed = vec![Vec::new(); nodes.len()];
-    for i in 0.. {
-        if placed.iter().all(|p: &Vec<String>| p.len() == per_node) {
-            break;
-        }
-        let name = format!("{prefix}{i}");
-        let event = seckill_domain::event::EventId::parse(&name).expect("a valid event id");
-        let at = seckill_domain::nodes::index_for(&event, &urls);
-        if placed[at].len() < per_node {
-            placed[at].push(name);
-        }
-    }
-    placed
+    let event = seckill_domain::event::EventId::parse(event).expect("a valid event id");
+    let master = seckill_domain::nodes::index_for(&event, &urls);
+    let shards = (0..shards)
+        .map(|s| seckill_domain::nodes::index_for_shard(&event, s, &urls))
+        .collect();
+    (master, shards)
 }
 
 /// The product manifest with the jobs component swapped for the tests' `faulty-jobs` build

@@ -12,9 +12,9 @@ use crate::keys::EventKeys;
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
-use crate::sharded::{Event, transfer};
 use crate::scripts::drain_claim::{Claim, Lease};
 use crate::scripts::drain_read::{self, Entry};
+use crate::sharded::{Event, transfer};
 use crate::sql::{DbError, Param as P, Sql};
 use crate::store::Store;
 
@@ -56,7 +56,8 @@ pub struct DrainReport {
     /// Units moved between shards because they had drifted apart (see
     /// [`crate::sharded::transfer::drifted`]).
     pub rebalanced: u64,
-    /// Events whose drain failed this run, with the reason; the others were drained.
+    /// Events (or `event/shard`s) whose drain failed this run, with the reason; the others were
+    /// drained.
     pub event_errors: BTreeMap<String, String>,
 }
 
@@ -125,11 +126,31 @@ fn drain_event<S: Store>(
 ) -> Result<(), Error> {
     let (e, _) = Event::open(nodes, event)?;
     // Each shard's units as its lease was claimed: all known when no other drainer held one.
+    // A shard that fails (its node is down, its data broken) is reported and the others drain.
     let mut stocks = Vec::new();
     for shard in e.all() {
-        let (store, _) = e.slot(shard)?;
-        let left = drain_shard(store, db, event, shard, opts, now_ms, report)?;
-        stocks.push(left);
+        let left = e.slot(shard).map_err(Error::from).and_then(|(store, _)| {
+            drain_shard(store, db, event, shard, opts, now_ms, report).inspect_err(|err| {
+                if matches!(
+                    err,
+                    Error::Unavailable {
+                        dependency: Dependency::Redis,
+                        ..
+                    }
+                ) {
+                    nodes.mark_down(event, shard);
+                }
+            })
+        });
+        match left {
+            Ok(left) => stocks.push(left),
+            Err(err) if postgres_lost(&err) => return Err(err),
+            Err(err) => {
+                let at = format!("{}/{shard}", event.as_str());
+                report.event_errors.insert(at, err.reason());
+                stocks.push(None);
+            }
+        }
     }
     if let Some(stocks) = stocks.into_iter().collect::<Option<Vec<u64>>>() {
         transfer::summarize(&e, &stocks)?;
@@ -155,7 +176,9 @@ fn drain_shard(
     let mut lease = None;
     let at = Place { event, shard };
     let mut left = None;
-    let result = drain_batches(store, db, at, &k, opts, now_ms, report, &mut lease, &mut left);
+    let result = drain_batches(
+        store, db, at, &k, opts, now_ms, report, &mut lease, &mut left,
+    );
     // Done (or failed): hand the lease back so the next run need not wait for it to expire.
     if let Some(lease) = lease {
         scripts::drain_release::run(store, &k, &lease)?;
@@ -408,7 +431,14 @@ mod tests {
     fn claimed(store: FakeStore) -> FakeStore {
         store.answers(
             &DRAIN_CLAIM,
-            &[0.into(), 3.into(), "sku".into(), 100.into(), 900.into(), 25.into()],
+            &[
+                0.into(),
+                3.into(),
+                "sku".into(),
+                100.into(),
+                900.into(),
+                25.into(),
+            ],
         )
     }
 
@@ -436,7 +466,14 @@ mod tests {
     }
 
     fn drain_e1(store: &FakeStore, db: &FakeSql) -> Result<DrainReport, Error> {
-        catch_up(store, db, &EventId::parse("e1").unwrap(), 0, &options(), 5_000)
+        catch_up(
+            store,
+            db,
+            &EventId::parse("e1").unwrap(),
+            0,
+            &options(),
+            5_000,
+        )
     }
 
     #[test]

@@ -21,9 +21,9 @@ use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
-use crate::sharded::{Event, transfer};
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
+use crate::sharded::{Event, transfer};
 use crate::sql::{Cell, DbError, Param as P, Sql};
 use crate::store::Store;
 
@@ -111,10 +111,17 @@ fn mirror<S: Store>(
 ) -> Result<u64, Error> {
     let store = nodes.for_shard(event, shard)?;
     let k = EventKeys::shard(event, shard);
-    let released = scripts::set_order_status::run(store, &k, status, orders)?;
+    let released = scripts::set_order_status::run(store, &k, status, orders).inspect_err(|e| {
+        if matches!(e, scripts::ScriptError::Store(s) if s.is_transient()) {
+            nodes.mark_down(event, shard); // the rest of this run skips its node
+        }
+    })?;
     if released > 0 {
-        let (e, _) = Event::open(nodes, event)?;
-        transfer::refilled(&e, shard)?;
+        // Best effort: a shard that cannot be told now (its node, or the master's, is down)
+        // stops believing this one empty when its belief expires.
+        if let Ok((e, _)) = Event::open(nodes, event) {
+            transfer::refilled(&e, shard);
+        }
     }
     Ok(released)
 }

@@ -3,10 +3,10 @@
 use serde::Serialize;
 
 use super::{int, mirror, s, text, transaction};
-use crate::nodes::Nodes;
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids::OrderId;
+use crate::nodes::Nodes;
 use crate::scripts::set_order_status::Final;
 use crate::sql::{Param as P, Sql};
 use crate::store::Store;
@@ -110,7 +110,10 @@ mod tests {
         assert_eq!((paid.order_id.as_str(), paid.status), ("0abc", "paid"));
         assert_eq!(db.verbs(), ["BEGIN", "UPDATE", "COMMIT"]);
         assert_eq!(store.calls.borrow()[0].args, ["paid", "0abc"]);
-        assert!(store.calls.borrow()[0].keys[0].starts_with("{sk:e1/3}"), "the order's shard");
+        assert!(
+            store.calls.borrow()[0].keys[0].starts_with("{sk:e1/3}"),
+            "the order's shard"
+        );
     }
 
     #[test]

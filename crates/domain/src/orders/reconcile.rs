@@ -9,10 +9,10 @@ use super::{RECONCILE_PAGE, int, mirror, postgres_lost, s, text};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
-use crate::sharded::{Event, transfer};
 use crate::registry;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
+use crate::sharded::{Event, transfer};
 use crate::sql::{Param as P, Sql};
 use crate::store::Store;
 

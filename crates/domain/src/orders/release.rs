@@ -7,11 +7,11 @@ use serde::Serialize;
 
 use super::{int, mirror, text, transaction};
 use crate::error::{Error, ErrorCode};
-use crate::registry;
-use crate::sharded::{Event, transfer};
 use crate::event::EventId;
 use crate::nodes::Nodes;
+use crate::registry;
 use crate::scripts::set_order_status::Final;
+use crate::sharded::{Event, transfer};
 use crate::sql::{DbError, Param as P, Sql};
 use crate::store::Store;
 
@@ -27,7 +27,8 @@ pub struct ReleaseReport {
     pub waiting_for_redis: u64,
     /// Units lent between shards by buys cut short, credited to their receivers this run.
     pub transfers_credited: u64,
-    /// Events whose units could not go back this run, with the reason.
+    /// Shards (`event/shard`) whose units could not go back this run, and events whose
+    /// transfers could not be finished, with the reason.
     pub event_errors: BTreeMap<String, String>,
 }
 
@@ -61,15 +62,16 @@ pub fn release_expired(
         )?;
         Ok::<_, DbError>(rows.rows.first().map_or(Ok(0), |r| int(r, 0))? as u64)
     })?;
-    // Up to `limit` per event, every event with units to give back: one event with many stuck
-    // rows (or on a Redis node that is down) never starves the others.
+    // Up to `limit` per shard of each event, every shard with units to give back: one shard
+    // with many stuck rows (on a Redis node that is down, say) never starves the others.
     let pending = db.query(
-        "SELECT e.event_id, o.order_id, o.shard::bigint
-             FROM (SELECT DISTINCT event_id FROM orders
+        "SELECT e.event_id, o.order_id, e.shard::bigint
+             FROM (SELECT DISTINCT event_id, shard FROM orders
                    WHERE status = 'expired' AND NOT released_in_redis) e
              CROSS JOIN LATERAL (
-                 SELECT order_id, shard FROM orders
-                 WHERE event_id = e.event_id AND status = 'expired' AND NOT released_in_redis
+                 SELECT order_id FROM orders
+                 WHERE event_id = e.event_id AND shard = e.shard
+                   AND status = 'expired' AND NOT released_in_redis
                  ORDER BY expired_ms, order_id LIMIT $1) o",
         &[P::Int64(limit)],
     )?;
@@ -90,7 +92,9 @@ pub fn release_expired(
             Ok(released) => report.released += released,
             Err(e) => {
                 report.waiting_for_redis += count;
-                report.event_errors.insert(event, e.reason());
+                report
+                    .event_errors
+                    .insert(format!("{event}/{shard}"), e.reason());
             }
         }
     }

@@ -15,9 +15,9 @@ pub struct Entry {
     pub order: String,
     /// The buyer.
     pub user: String,
-    /// The shard the unit came from.
+    /// The shard that sold it (the buyer's home; its stream is the one read).
     pub shard: i64,
-    /// The order's place in the sale.
+    /// The order's place in its shard's sale.
     pub seq: i64,
     /// When the buy was accepted (Redis's clock, ms).
     pub created_ms: i64,

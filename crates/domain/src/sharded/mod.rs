@@ -23,7 +23,6 @@
 //! scripts that run per slot unchanged (precheck, poll, issue-token, draw, deny, set-fields,
 //! status).
 
-
 pub mod transfer;
 
 use std::collections::BTreeMap;
@@ -87,6 +86,23 @@ impl<'a, S: Store> Event<'a, S> {
     /// The master copy of the configuration: the event's own slot `{sk:E}`, on its node.
     pub fn master(&self) -> Result<(&'a S, EventKeys), StoreError> {
         Ok((self.nodes.for_event(self.id)?, EventKeys::new(self.id)))
+    }
+
+    /// Runs `f` on shard `shard`'s slot; a node that cannot be reached is remembered as down for
+    /// the rest of the request ([`Nodes::mark_down`]), so walks over every shard (the jobs, a
+    /// refill) pay a dead node's timeout once.
+    pub fn on_slot<T>(
+        &self,
+        shard: u32,
+        f: impl FnOnce(&'a S, &EventKeys) -> Result<T, ScriptError>,
+    ) -> Result<T, Error> {
+        let (store, k) = self.slot(shard)?;
+        f(store, &k).map_err(|e| {
+            if matches!(&e, ScriptError::Store(s) if s.is_transient()) {
+                self.nodes.mark_down(self.id, shard);
+            }
+            e.into()
+        })
     }
 
     /// Every shard, in order.

@@ -21,6 +21,8 @@ pub struct Repaired {
     pub credited: u64,
     /// Transfers settled (credited by now, forgotten by their lender).
     pub settled: u64,
+    /// Shards that could not be reached (their transfers wait for the next repair).
+    pub unreachable: u32,
 }
 
 /// Finishes every transfer lent at least `min_age_ms` ago: credits it to its receiver (a no-op
@@ -29,33 +31,46 @@ pub struct Repaired {
 pub fn repair<S: Store>(e: &Event<'_, S>, min_age_ms: u64) -> Result<Repaired, Error> {
     let mut done = Repaired::default();
     for lender in e.all() {
-        let (store, k) = e.slot(lender)?;
-        let lent = shard_lent::run(store, &k, min_age_ms)?;
-        if lent.is_empty() {
-            continue;
-        }
+        let lent = match e.on_slot(lender, |store, k| shard_lent::run(store, k, min_age_ms)) {
+            Ok(lent) => lent,
+            Err(err) if err.is_transient() => {
+                done.unreachable += 1;
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
         let mut settled = Vec::new();
         for t in lent {
-            let (to_store, to_k) = e.slot(t.to)?;
-            if shard_credit::run(to_store, &to_k, &t.id, t.units)? {
-                done.credited += t.units;
-                refilled(e, t.to)?;
+            match e.on_slot(t.to, |store, k| shard_credit::run(store, k, &t.id, t.units)) {
+                Ok(credited) => {
+                    if credited {
+                        done.credited += t.units;
+                        refilled(e, t.to);
+                    }
+                    settled.push(t.id);
+                }
+                Err(err) if err.is_transient() => done.unreachable += 1,
+                Err(err) => return Err(err),
             }
-            settled.push(t.id);
         }
-        done.settled += settled.len() as u64;
-        shard_settle::run(store, &k, &settled)?;
+        if !settled.is_empty() {
+            done.settled += settled.len() as u64;
+            e.on_slot(lender, |store, k| shard_settle::run(store, k, &settled))?;
+        }
     }
     Ok(done)
 }
 
-/// Tells every shard that `shard` has stock again: none believes it empty, none is sold out.
-pub fn refilled<S: Store>(e: &Event<'_, S>, shard: u32) -> Result<(), Error> {
-    for s in e.all() {
-        let (store, k) = e.slot(s)?;
-        shard_refilled::run(store, &k, shard)?;
-    }
-    Ok(())
+/// Tells every shard it can reach that `shard` has stock again: none believes it empty, so
+/// none answers sold out. Best effort: a shard on a node that is down keeps its belief until it
+/// expires (`EMPTY_BELIEF_MS`); returns how many shards were told.
+pub fn refilled<S: Store>(e: &Event<'_, S>, shard: u32) -> u32 {
+    e.all()
+        .filter(|&s| {
+            e.on_slot(s, |store, k| shard_refilled::run(store, k, shard))
+                .is_ok()
+        })
+        .count() as u32
 }
 
 /// Units left in each shard (one read each).
@@ -112,7 +127,7 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
     }
     let (to_store, to_k) = e.slot(to)?;
     shard_credit::run(to_store, &to_k, &id, lent)?;
-    refilled(e, to)?;
+    refilled(e, to);
     shard_settle::run(from_store, &from_k, &[id])?;
     Ok(lent)
 }

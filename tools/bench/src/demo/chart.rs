@@ -1,6 +1,6 @@
-//! The report's chart as SVG (plotters): requests/s and p99 latency (top panel), units left
-//! (bottom panel), against seconds since the sale opened, with the phases shaded and labelled
-//! and the stock's turns (sold out, released) marked.
+//! The report's chart as SVG (plotters): requests/s and p99 latency (top panel), units left and
+//! each Redis node's scripts/s (bottom panel), against seconds since the sale opened, with the
+//! phases shaded and labelled and the stock's turns (sold out, released) marked.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -19,16 +19,26 @@ const BUCKET_MS: i64 = 250;
 
 /// Both panels' coordinates: seconds across, a linear scale up.
 type Xy = Cartesian2d<RangedCoordf64, RangedCoordf64>;
-/// The top panel: requests/s on the left axis, p99 on the right one.
-type LoadPanel<'a, 's> = DualCoordChartContext<'a, SVGBackend<'s>, Xy, Xy>;
-/// The bottom panel: units left.
-type StockPanel<'a, 's> = ChartContext<'a, SVGBackend<'s>, Xy>;
+/// A panel with two y axes: the top one has requests/s on the left and p99 on the right, the
+/// bottom one units left on the left and each node's scripts/s on the right.
+type DualPanel<'a, 's> = DualCoordChartContext<'a, SVGBackend<'s>, Xy, Xy>;
+/// A panel's left axis (what the helpers below draw on).
+type Panel<'a, 's> = ChartContext<'a, SVGBackend<'s>, Xy>;
 
 const FONT: (&str, u32) = ("sans-serif", 15);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const RED: RGBColor = RGBColor(214, 39, 40);
 const GREEN: RGBColor = RGBColor(44, 160, 44);
 const MARK_COLOR: RGBColor = RGBColor(148, 103, 189);
+/// The Redis nodes' lines, in turn.
+const NODE_COLORS: [RGBColor; 6] = [
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
 
 /// A line's points: (seconds since the sale opened, value).
 type Points = Vec<(f64, f64)>;
@@ -41,6 +51,8 @@ struct Series {
     p99: Points,
     /// Units left, per stock sample.
     stock: Points,
+    /// Each Redis node's scripts/s, per script sample.
+    scripts: Vec<Points>,
     /// The time axis: every sample and every phase.
     time: Range<f64>,
 }
@@ -55,16 +67,27 @@ impl Series {
             .iter()
             .map(|(t, l)| (secs(*t, open), *l as f64))
             .collect();
+        let nodes = r.node_scripts.first().map_or(0, |s| s.scripts.len());
+        let scripts = (0..nodes)
+            .map(|i| {
+                r.node_scripts
+                    .iter()
+                    .map(|s| (secs(s.at_ms, open), s.rate(i)))
+                    .collect()
+            })
+            .collect();
         let times = r
             .samples
             .iter()
             .map(|s| s.at_ms)
             .chain(r.stock_left.iter().map(|p| p.0))
+            .chain(r.node_scripts.iter().map(|s| s.at_ms))
             .chain(r.phases.iter().map(|p| p.1));
         Series {
             rps,
             p99,
             stock,
+            scripts,
             time: time_range(times.map(|t| secs(t, open))),
         }
     }
@@ -129,17 +152,18 @@ fn tick(v: &f64) -> String {
 pub fn chart(r: &Recorder) -> Result<String> {
     let s = Series::of(r);
     let (max_rps, max_p99, max_stock) = (top(&s.rps), top(&s.p99), top(&s.stock));
+    let max_scripts = s.scripts.iter().map(|p| top(p)).fold(top(&[]), f64::max);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 760)).into_drawing_area();
         root.fill(&WHITE)?;
         let body = root.titled(
-            "seckill demo: load, latency and stock over the sale",
+            "seckill demo: load, latency, stock and Redis nodes over the sale",
             ("sans-serif", 22),
         )?;
         let (upper, lower) = body.split_vertically(440);
         let mut load = load_panel(&upper, s.time.clone(), max_rps, max_p99)?;
-        let mut left = stock_panel(&lower, s.time.clone(), max_stock)?;
+        let mut left = stock_panel(&lower, s.time.clone(), max_stock, max_scripts)?;
         draw_phases(&root, &mut load, &mut left, r, s.time.end)?;
         draw_marks(&root, &mut load, &mut left, r)?;
         draw_lines(&mut load, &mut left, s)?;
@@ -154,37 +178,33 @@ fn load_panel<'a, 's>(
     time: Range<f64>,
     max_rps: f64,
     max_p99: f64,
-) -> Result<LoadPanel<'a, 's>> {
+) -> Result<DualPanel<'a, 's>> {
     let mut load = builder(area)
         .margin_top(56)
-        .right_y_label_area_size(70)
         .build_cartesian_2d(time.clone(), 0.0..max_rps)?
         .set_secondary_coord(time, 0.0..max_p99);
     mesh(&mut load, "requests/s")?;
-    load.configure_secondary_axes()
-        .y_desc("p99 latency (ms)")
-        .y_label_formatter(&tick)
-        .label_style(FONT)
-        .axis_desc_style(FONT)
-        .draw()?;
+    right_axis(&mut load, "p99 latency (ms)")?;
     Ok(load)
 }
 
-/// The bottom panel's axes, its right margin as wide as the top panel's right axis so that
-/// both time axes line up.
+/// The bottom panel's axes.
 fn stock_panel<'a, 's>(
     area: &'a DrawingArea<SVGBackend<'s>, Shift>,
     time: Range<f64>,
     max_stock: f64,
-) -> Result<StockPanel<'a, 's>> {
+    max_scripts: f64,
+) -> Result<DualPanel<'a, 's>> {
     let mut left = builder(area)
-        .margin_right(80)
-        .build_cartesian_2d(time, 0.0..max_stock)?;
+        .build_cartesian_2d(time.clone(), 0.0..max_stock)?
+        .set_secondary_coord(time, 0.0..max_scripts);
     mesh(&mut left, "units left")?;
+    right_axis(&mut left, "Redis scripts/s per node")?;
     Ok(left)
 }
 
-/// What both panels share: margins and the room for the time axis and the left axis.
+/// What both panels share: margins and the room for the time axis and both y axes (so that
+/// both time axes line up).
 fn builder<'a, 's>(
     area: &'a DrawingArea<SVGBackend<'s>, Shift>,
 ) -> ChartBuilder<'a, 'a, SVGBackend<'s>> {
@@ -192,12 +212,25 @@ fn builder<'a, 's>(
     builder
         .margin(10)
         .x_label_area_size(40)
-        .y_label_area_size(70);
+        .y_label_area_size(70)
+        .right_y_label_area_size(70);
     builder
 }
 
+/// A panel's right axis, `y_desc` up.
+fn right_axis(panel: &mut DualPanel, y_desc: &str) -> Result<()> {
+    panel
+        .configure_secondary_axes()
+        .y_desc(y_desc)
+        .y_label_formatter(&tick)
+        .label_style(FONT)
+        .axis_desc_style(FONT)
+        .draw()?;
+    Ok(())
+}
+
 /// A panel's grid and axes: time across, `y_desc` up.
-fn mesh<'a, 's: 'a>(panel: &mut StockPanel<'a, 's>, y_desc: &str) -> Result<()> {
+fn mesh<'a, 's: 'a>(panel: &mut Panel<'a, 's>, y_desc: &str) -> Result<()> {
     panel
         .configure_mesh()
         .x_desc("time since the sale opened (s)")
@@ -215,8 +248,8 @@ fn mesh<'a, 's: 'a>(panel: &mut StockPanel<'a, 's>, y_desc: &str) -> Result<()> 
 /// staggered rows, so that short phases' labels do not overlap. The last runs to `end`.
 fn draw_phases(
     root: &DrawingArea<SVGBackend, Shift>,
-    load: &mut LoadPanel,
-    left: &mut StockPanel,
+    load: &mut DualPanel,
+    left: &mut DualPanel,
     r: &Recorder,
     end: f64,
 ) -> Result<()> {
@@ -247,8 +280,8 @@ fn draw_phases(
 /// The stock's turns: a vertical line in both panels, named in the bottom one.
 fn draw_marks(
     root: &DrawingArea<SVGBackend, Shift>,
-    load: &mut LoadPanel,
-    left: &mut StockPanel,
+    load: &mut DualPanel,
+    left: &mut DualPanel,
     r: &Recorder,
 ) -> Result<()> {
     let open = r.open_ms() as i64;
@@ -271,40 +304,44 @@ fn draw_marks(
 }
 
 /// The top of a panel's (primary) y axis.
-fn y_top(panel: &StockPanel) -> f64 {
+fn y_top(panel: &Panel) -> f64 {
     panel.y_range().end
 }
 
-/// The three lines and their legends: in the top panel's upper right, and in the bottom
-/// panel's middle right (the marks' names take the top, and the stock is near 0 by the end).
+/// The lines and their legends: in the top panel's upper right, and in the bottom panel's
+/// middle right (the marks' names take the top, and the stock is near 0 by the end).
 fn draw_lines<'a, 's: 'a>(
-    load: &mut LoadPanel<'a, 's>,
-    left: &mut StockPanel<'a, 's>,
+    load: &mut DualPanel<'a, 's>,
+    left: &mut DualPanel<'a, 's>,
     s: Series,
 ) -> Result<()> {
-    load.draw_series(LineSeries::new(s.rps, BLUE.stroke_width(2)))?
+    let line = |color: RGBColor| color.stroke_width(2);
+    load.draw_series(LineSeries::new(s.rps, line(BLUE)))?
         .label("requests/s (all endpoints, per 250 ms)")
-        .legend(legend(BLUE));
-    load.draw_secondary_series(LineSeries::new(s.p99, RED.stroke_width(2)))?
+        .legend(legend(line(BLUE)));
+    load.draw_secondary_series(LineSeries::new(s.p99, line(RED)))?
         .label("p99 latency in ms (right axis)")
-        .legend(legend(RED));
+        .legend(legend(line(RED)));
     legend_box(load, SeriesLabelPosition::UpperRight)?;
-    left.draw_series(LineSeries::new(s.stock, GREEN.stroke_width(2)))?
+    left.draw_series(LineSeries::new(s.stock, line(GREEN)))?
         .label("units left in Redis")
-        .legend(legend(GREEN));
+        .legend(legend(line(GREEN)));
+    for (i, points) in s.scripts.into_iter().enumerate() {
+        let style = line(NODE_COLORS[i % NODE_COLORS.len()]);
+        left.draw_secondary_series(LineSeries::new(points, style))?
+            .label(format!("Redis node {i}: scripts/s (right axis)"))
+            .legend(legend(style));
+    }
     legend_box(left, SeriesLabelPosition::MiddleRight)
 }
 
-/// A legend's sample of a line of `color`.
-fn legend(color: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2))
+/// A legend's sample of a line drawn in `style`.
+fn legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style)
 }
 
 /// Draws a panel's legend at `position`.
-fn legend_box<'a, 's: 'a>(
-    panel: &mut StockPanel<'a, 's>,
-    position: SeriesLabelPosition,
-) -> Result<()> {
+fn legend_box<'a, 's: 'a>(panel: &mut Panel<'a, 's>, position: SeriesLabelPosition) -> Result<()> {
     panel
         .configure_series_labels()
         .position(position)
@@ -353,6 +390,9 @@ mod tests {
             "requests/s (all endpoints, per 250 ms)",
             "p99 latency in ms (right axis)",
             "units left in Redis",
+            "Redis scripts/s per node",
+            "Redis node 0: scripts/s (right axis)",
+            "Redis node 1: scripts/s (right axis)",
             "admission tokens",
             "waiting for start",
             "buy wave",

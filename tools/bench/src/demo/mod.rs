@@ -3,8 +3,9 @@
 //! and buys with 0–300 ms client jitter and repeated clicks, polling, the drain into Postgres,
 //! payment for some and timeout for the rest, release and resale. It ends with a report
 //! (per-endpoint req/s and latency, sold / stock, orders in Postgres, oversold, lost), a JSON
-//! file of the figures and an SVG chart (plotters) of the load, latency and stock over the
-//! sale's phases. While it runs, a progress line on stderr tells where it is, once a second.
+//! file of the figures and an SVG chart (plotters) of the load, latency, stock and each Redis
+//! node's script calls over the sale's phases. With `--nodes N` the event's shards spread over
+//! N Redis nodes. While it runs, a progress line on stderr tells where it is, once a second.
 //!
 //! [`setup`] starts the servers and creates the event, [`phases`] plays the sale one phase
 //! after the other, [`recorder`] measures it, [`report`] and [`chart`] tell what happened.
@@ -38,6 +39,10 @@ pub struct DemoArgs {
     /// Stock shards.
     #[arg(long, default_value_t = 8)]
     pub shards: u32,
+    /// Redis nodes (each a `redis-server` with an fsync'd append-only file): the event's shards
+    /// are spread over them, and the report and chart show each one's script calls.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: usize,
     /// Seconds to pay before an order expires (counted from the buy: the spike, the drain and
     /// the payments themselves take a few seconds of it on 2 cores).
     #[arg(long, default_value_t = 10)]
@@ -59,11 +64,11 @@ const EVENT: &str = "demo";
 
 /// Runs the demo and prints the report.
 pub async fn run(args: DemoArgs) -> Result<()> {
-    let servers = setup::Servers::start(args.rest).await?;
+    let servers = setup::Servers::start(args.rest, args.nodes).await?;
     let start_ms = setup::create_event(servers.host.addr, &args).await?;
     // The clock starts here, before admission, and the watchers with it.
-    let sale = Sale::new(servers.host.addr);
-    let watch = Watch::start(&sale.rec, sale.addr);
+    let sale = Sale::new(servers.host.addr, args.shards);
+    let watch = Watch::start(&sale.rec, sale.addr, servers.redis.clone());
     let admitted = sale.admission(args.users).await?;
     sale.countdown(start_ms).await?;
     let first_wave = sale.buy_wave(&admitted, args.stock).await?;
@@ -81,20 +86,30 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     report::write(&servers.pg, &sale, &args, &outcome).await
 }
 
-/// The sale as its buyers see it: the host, and the recorder of every request they send.
+/// The sale as its buyers see it: the host, the event's shard count (which the storefront
+/// gives the buyer routes as `?shards=`), and the recorder of every request they send.
 #[derive(Clone)]
 struct Sale {
     addr: SocketAddr,
+    shards: u32,
     rec: Shared,
 }
 
 impl Sale {
-    /// A sale on the host at `addr`, whose recorder's clock starts now.
-    fn new(addr: SocketAddr) -> Self {
+    /// A sale of an event of `shards` shards on the host at `addr`, whose recorder's clock
+    /// starts now.
+    fn new(addr: SocketAddr, shards: u32) -> Self {
         Sale {
             addr,
+            shards,
             rec: Arc::new(Mutex::new(Recorder::new())),
         }
+    }
+
+    /// A buyer route (admission, precheck, buy, poll) with the `?shards=` hint that finds the
+    /// buyer's home shard at once.
+    fn hinted(&self, route: &str) -> String {
+        format!("{route}?shards={}", self.shards)
     }
 
     /// Records that `phase` begins now.
@@ -117,13 +132,14 @@ impl Sale {
 
     /// One click: precheck, then buy with the purchase token. Returns the order id on a 202.
     async fn precheck_and_buy(&self, jwt: &str, admission: &str) -> Result<Option<String>> {
-        let precheck = post("precheck", jwt, json!({ "admission_token": admission }));
+        let body = json!({ "admission_token": admission });
+        let precheck = post(&self.hinted("precheck"), jwt, body);
         let (status, body) = self.timed("precheck", precheck).await?;
         if status != 200 {
             return Ok(None);
         }
         let buy = post(
-            "buy",
+            &self.hinted("buy"),
             jwt,
             json!({ "purchase_token": body["purchase_token"] }),
         );

@@ -43,7 +43,7 @@ impl Sale {
             .map(|i| (format!("buyer{i}"), jwt_for(&format!("buyer{i}"))))
             .collect();
         let admitted = each_some(users, 64, |(user, jwt)| async move {
-            let call = post("admission", &jwt, json!({}));
+            let call = post(&self.hinted("admission"), &jwt, json!({}));
             let (status, body) = self.timed("admission", call).await?;
             let admission = body["admission_token"].as_str().unwrap_or_default();
             anyhow::Ok((status == 200).then(|| Admitted {
@@ -117,7 +117,7 @@ impl Sale {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let states: Vec<String> = each(first_wave.values(), 64, |w| async move {
-                let path = format!("/api/events/{EVENT}/orders/me");
+                let path = format!("/api/events/{EVENT}/{}", self.hinted("orders/me"));
                 let (_, body) = self
                     .timed("poll", Call::get(path, Some(w.jwt.clone())))
                     .await?;

@@ -1,12 +1,13 @@
-//! What the simulated sale measures while it runs: every request, the units left, the phases;
-//! and the two watchers that run beside the sale (the stock sampler and the progress line).
+//! What the simulated sale measures while it runs: every request, the units left, each Redis
+//! node's script calls, the phases; and the three watchers that run beside the sale (the stock
+//! sampler, the script sampler and the progress line).
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use seckill_testkit::ADMIN_TOKEN;
+use seckill_testkit::{ADMIN_TOKEN, RedisServer};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
@@ -21,6 +22,27 @@ pub struct Sample {
     pub latency_us: u64,
     pub status: u16,
 }
+
+/// Script calls (EVALSHA + EVAL) on each Redis node over one sampling interval.
+#[derive(Clone)]
+pub struct NodeSample {
+    /// When the interval ended.
+    pub at_ms: u64,
+    /// How long it was.
+    pub over_ms: u64,
+    /// Calls on each node, in `redis_url`'s order.
+    pub scripts: Vec<u64>,
+}
+
+impl NodeSample {
+    /// Node `i`'s script calls per second over the interval.
+    pub fn rate(&self, i: usize) -> f64 {
+        self.scripts.get(i).copied().unwrap_or(0) as f64 * 1000.0 / self.over_ms.max(1) as f64
+    }
+}
+
+/// How often each node's script calls are sampled.
+const SCRIPT_SAMPLE_MS: u64 = 500;
 
 /// The stages the simulated sale goes through, in order.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -72,6 +94,8 @@ pub struct Recorder {
     pub phases: Vec<(Phase, u64)>,
     /// Turns seen in the stock samples ("sold out", "units released"): (name, ms).
     pub marks: Vec<(&'static str, u64)>,
+    /// Each Redis node's script calls, sampled every [`SCRIPT_SAMPLE_MS`].
+    pub node_scripts: Vec<NodeSample>,
 }
 
 impl Recorder {
@@ -83,6 +107,7 @@ impl Recorder {
             stock_left: Vec::new(),
             phases: Vec::new(),
             marks: Vec::new(),
+            node_scripts: Vec::new(),
         }
     }
 
@@ -126,8 +151,16 @@ impl Recorder {
         self.stock_left.push((at, left));
     }
 
+    /// Each node's script calls over every sample.
+    pub fn scripts_per_node(&self) -> Vec<u64> {
+        let nodes = self.node_scripts.first().map_or(0, |s| s.scripts.len());
+        (0..nodes)
+            .map(|i| self.node_scripts.iter().map(|s| s.scripts[i]).sum())
+            .collect()
+    }
+
     /// One line on where the demo is: elapsed time, phase, requests, accepted buys, the last
-    /// second's request rate and the units left.
+    /// second's request rate and the units left (and each node's scripts/s, over several).
     fn progress_line(&self) -> String {
         let now = self.now_ms();
         let phase = self.phases.last().map_or("starting", |(p, _)| p.label());
@@ -147,25 +180,34 @@ impl Recorder {
             .stock_left
             .last()
             .map_or("?".to_owned(), |(_, l)| l.to_string());
-        format!(
+        let mut line = format!(
             "[{:6.1} s] {phase}: {} requests, {accepted} buys accepted, {last_second} req/s, {left} units left",
             now as f64 / 1000.0,
             self.samples.len()
-        )
+        );
+        if let Some(s) = self.node_scripts.last().filter(|s| s.scripts.len() > 1) {
+            let rates: Vec<String> = (0..s.scripts.len())
+                .map(|i| format!("{:.0}", s.rate(i)))
+                .collect();
+            line += &format!(", scripts/s per node {}", rates.join(" / "));
+        }
+        line
     }
 }
 
 /// The recorder, shared by every request task, the stock sampler and the progress line.
 pub type Shared = Arc<Mutex<Recorder>>;
 
-/// The stock sampler and the progress line, running until [`Watch::stop`].
-pub struct Watch([JoinHandle<()>; 2]);
+/// The stock sampler, the script sampler and the progress line, running until [`Watch::stop`].
+pub struct Watch([JoinHandle<()>; 3]);
 
 impl Watch {
-    /// Starts sampling the stock of the host at `addr` and printing the progress line.
-    pub fn start(rec: &Shared, addr: SocketAddr) -> Self {
+    /// Starts sampling the stock of the host at `addr` and the script calls of the Redis
+    /// `nodes`, and printing the progress line.
+    pub fn start(rec: &Shared, addr: SocketAddr, nodes: Arc<Vec<RedisServer>>) -> Self {
         Watch([
             tokio::spawn(sample_stock(rec.clone(), addr)),
+            tokio::spawn(sample_scripts(rec.clone(), nodes)),
             tokio::spawn(print_progress(rec.clone())),
         ])
     }
@@ -194,6 +236,40 @@ async fn sample_stock(rec: Shared, addr: SocketAddr) {
             r.record_stock(at, left);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Takes each node's script calls (`INFO commandstats`, which it resets) every
+/// [`SCRIPT_SAMPLE_MS`], for the chart and the report: the buyers', the scheduled jobs' and
+/// the stock sampler's.
+async fn sample_scripts(rec: Shared, nodes: Arc<Vec<RedisServer>>) {
+    let take = |nodes: Arc<Vec<RedisServer>>| async move {
+        tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u64>> {
+            nodes
+                .iter()
+                .map(|n| n.take_script_calls().map(|(sha, eval)| sha + eval))
+                .collect()
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+    };
+    // The set-up's calls are not the sale's.
+    take(nodes.clone()).await;
+    let mut since = rec.lock().unwrap().now_ms();
+    loop {
+        tokio::time::sleep(Duration::from_millis(SCRIPT_SAMPLE_MS)).await;
+        let Some(scripts) = take(nodes.clone()).await else {
+            continue;
+        };
+        let mut r = rec.lock().unwrap();
+        let at_ms = r.now_ms();
+        r.node_scripts.push(NodeSample {
+            at_ms,
+            over_ms: at_ms - since,
+            scripts,
+        });
+        since = at_ms;
     }
 }
 
@@ -265,6 +341,20 @@ pub fn synthetic() -> Recorder {
         };
         r.record_stock(at, left);
     }
+    // Two nodes, the second busier, load during the buy wave.
+    for at_ms in (500..16_000).step_by(500) {
+        let busy = (4_000..6_000).contains(&at_ms);
+        let scripts = if busy {
+            vec![1_000, 1_500]
+        } else {
+            vec![10, 10]
+        };
+        r.node_scripts.push(NodeSample {
+            at_ms,
+            over_ms: 500,
+            scripts,
+        });
+    }
     r
 }
 
@@ -287,7 +377,8 @@ mod tests {
         );
     }
 
-    /// The progress line reads the recorder: the current phase, requests, accepted buys, units.
+    /// The progress line reads the recorder: the current phase, requests, accepted buys, units,
+    /// each node's scripts/s.
     #[test]
     fn progress_line_reads_the_recorder() {
         let line = synthetic().progress_line();
@@ -295,6 +386,20 @@ mod tests {
         assert!(line.contains("3200 requests"), "{line}");
         assert!(line.contains("500 buys accepted"), "{line}");
         assert!(line.contains("0 units left"), "{line}");
+        assert!(line.contains("scripts/s per node 20 / 20"), "{line}");
+    }
+
+    /// A node's calls over an interval are a rate per second; the totals sum every sample.
+    #[test]
+    fn node_samples_give_rates_and_totals() {
+        let r = synthetic();
+        assert_eq!(r.node_scripts[8].rate(1), 3_000.0);
+        assert_eq!(r.node_scripts[0].rate(0), 20.0);
+        // 4 busy samples (4.0–5.5 s) and 27 quiet ones.
+        assert_eq!(
+            r.scripts_per_node(),
+            [4 * 1_000 + 27 * 10, 4 * 1_500 + 27 * 10]
+        );
     }
 
     /// The sale opens when the buy wave begins.

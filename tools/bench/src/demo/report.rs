@@ -1,5 +1,6 @@
 //! After the sale: the books (Postgres against what the buys accepted, Redis's shards, the
-//! reconcile job), the per-endpoint table, `report.json` and `chart.svg`.
+//! reconcile job), the per-endpoint table, each Redis node's load, `report.json` and
+//! `chart.svg`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -38,6 +39,10 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
 
     let r = sale.rec.lock().unwrap();
     let endpoints = endpoint_table(&r.samples);
+    let per_node = r.scripts_per_node();
+    let peaks: Vec<f64> = (0..per_node.len())
+        .map(|i| r.node_scripts.iter().map(|s| s.rate(i)).fold(0.0, f64::max))
+        .collect();
     let (first_wave, resold, paid) = (outcome.first_wave.len(), outcome.resold.len(), outcome.paid);
     let Books {
         by_status,
@@ -54,6 +59,8 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         "oversold": oversold, "lost": lost,
         "reconcile_drift": drift,
         "endpoints": endpoints,
+        "redis_nodes": args.nodes,
+        "redis_scripts_per_node": per_node, "redis_peak_scripts_per_s": peaks,
     });
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
@@ -62,6 +69,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     )?;
     std::fs::write(format!("{}/chart.svg", args.out), super::chart::chart(&r)?)?;
     print_endpoints(&endpoints);
+    println!("\n{}", node_line(&per_node, &peaks));
     println!(
         "\nsold {held} / {} (first wave {first_wave}, resold {resold}), paid {paid}; orders in Postgres {by_status:?}; left in Redis {left}\noversold = {oversold}, lost = {lost}, reconcile drift = {drift}\nreport: {}/report.json, chart: {}/chart.svg",
         args.stock, args.out, args.out
@@ -174,6 +182,22 @@ fn endpoint_table(samples: &[Sample]) -> Value {
     Value::Object(out)
 }
 
+/// Each node's script calls over the sale (the buyers', the scheduled jobs', the stock
+/// sampler's), its share, and its busiest sampling interval.
+fn node_line(per_node: &[u64], peaks: &[f64]) -> String {
+    let total = per_node.iter().sum::<u64>().max(1) as f64;
+    let calls: Vec<String> = per_node
+        .iter()
+        .map(|&c| format!("{c} ({:.0} %)", c as f64 * 100.0 / total))
+        .collect();
+    let peaks: Vec<String> = peaks.iter().map(|p| format!("{p:.0}")).collect();
+    format!(
+        "Redis scripts per node (buyers, jobs, stock sampler): {}; busiest 500 ms: {} scripts/s",
+        calls.join(" / "),
+        peaks.join(" / ")
+    )
+}
+
 /// Prints the endpoint table as Markdown, after a blank line.
 fn print_endpoints(endpoints: &Value) {
     println!(
@@ -245,6 +269,14 @@ mod tests {
         let books = tally(&in_pg, &ids(&["a", "b", "c"]), 2, &[-1, 0, -2]);
         assert_eq!(books.oversold, 1 + 2);
         assert_eq!(books.left, -3);
+    }
+
+    #[test]
+    fn node_line_gives_calls_shares_and_peaks() {
+        assert_eq!(
+            node_line(&[300, 100], &[1_200.0, 400.0]),
+            "Redis scripts per node (buyers, jobs, stock sampler): 300 (75 %) / 100 (25 %); busiest 500 ms: 1200 / 400 scripts/s"
+        );
     }
 
     /// Percentiles are in ms, the peak is the busiest whole second, statuses are counted.

@@ -1,7 +1,8 @@
-//! Before the sale: the servers (Redis with an fsync'd append-only file, Postgres, the host with
-//! its cron triggers) and the event.
+//! Before the sale: the servers (Redis nodes with an fsync'd append-only file each, Postgres,
+//! the host with its cron triggers) and the event.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Result;
 use bytes::Bytes;
@@ -21,21 +22,31 @@ pub struct Servers {
     _facade: Option<RestFacade>,
     _ca: TestCa,
     pub pg: PgServer,
-    _redis: RedisServer,
+    /// The Redis nodes, in `redis_url`'s order (the script sampler holds them too).
+    pub redis: Arc<Vec<RedisServer>>,
 }
 
 impl Servers {
-    /// Starts Redis and Postgres (migrated), then the host on them, reaching Redis through a
-    /// REST facade when `rest` is set.
-    pub async fn start(rest: bool) -> Result<Self> {
-        let redis = RedisServer::start_durable()?;
+    /// Starts `nodes` Redis nodes and Postgres (migrated), then the host on them (the event's
+    /// shards spread over the nodes), reaching Redis through a REST facade when `rest` is set
+    /// (one node only).
+    pub async fn start(rest: bool, nodes: usize) -> Result<Self> {
+        anyhow::ensure!(nodes >= 1, "--nodes must be 1 or more");
+        anyhow::ensure!(!rest || nodes == 1, "--rest runs on one Redis node");
+        let redis: Vec<RedisServer> = (0..nodes)
+            .map(|_| RedisServer::start_durable())
+            .collect::<Result<_>>()?;
         let pg = PgServer::start()?;
         pg.migrate().await?;
-        let mut vars = seckill_testkit::app_vars(&redis, &pg);
+        let mut vars = seckill_testkit::app_vars(&redis[0], &pg);
+        if nodes > 1 {
+            seckill_testkit::over_nodes(&mut vars, &redis.iter().collect::<Vec<_>>());
+            eprintln!("{nodes} Redis nodes: {}", vars_value(&vars, "redis_url"));
+        }
         vars.push(("settings", "drain_reclaim_idle_ms=2000".into()));
         let ca = TestCa::new()?;
         let (host, facade) = if rest {
-            let facade = RestFacade::start(&redis.url(), &ca, "demo-token").await?;
+            let facade = RestFacade::start(&redis[0].url(), &ca, "demo-token").await?;
             point_redis_at(&mut vars, facade.url(), facade.origin());
             eprintln!("Redis over REST: {}", facade.host());
             let tls_ca = ca.path("ca.pem");
@@ -53,9 +64,16 @@ impl Servers {
             _facade: facade,
             _ca: ca,
             pg,
-            _redis: redis,
+            redis: Arc::new(redis),
         })
     }
+}
+
+/// The value of variable `name` in `vars` (empty if it has none).
+fn vars_value<'a>(vars: &'a [(&str, String)], name: &str) -> &'a str {
+    vars.iter()
+        .find(|(k, _)| *k == name)
+        .map_or("", |(_, v)| v.as_str())
 }
 
 /// Creates and warms up the event, to open 3 s from now (server time); returns its start.
