@@ -7,7 +7,8 @@
 --- ok: seq:u64 shard:u32 drained:u64
 -- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
 -- credit_id/credit_units: a unit lent to this shard for this buy ('' and 0 when none); empties:
--- shards the caller found empty, believed so here for EMPTY_BELIEF_MS.
+-- what the tail learnt: `s` for a shard it found empty (believed so here for EMPTY_BELIEF_MS),
+-- `s@until` for one a probed shard believed empty until then.
 local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'buy_rate', 'buy_burst',
   'shards', 'shard')
 local now = now_ms()
@@ -20,7 +21,15 @@ local home = cfg.shard
 if A_CREDIT_ID ~= '' and redis.call('SADD', K_CREDITED, A_CREDIT_ID) == 1 then
   redis.call('HINCRBY', K_STOCK, home, tonumber(A_CREDIT_UNITS))
 end
-for _, s in ipairs(A_EMPTIES) do redis.call('HSET', K_EMPTY, s, now + EMPTY_BELIEF_MS) end
+for _, e in ipairs(A_EMPTIES) do
+  local s, until_ms = string.match(e, '^(%d+)@?(%d*)$')
+  if s then
+    local u = tonumber(until_ms) or now + EMPTY_BELIEF_MS
+    if u > now and u > (tonumber(redis.call('HGET', K_EMPTY, s)) or 0) then
+      redis.call('HSET', K_EMPTY, s, u)
+    end
+  end
+end
 local shut = closed(cfg, now, function() return sold_out_here(cfg, K_STOCK, K_EMPTY, now) end)
 if shut then return refused(K_COUNTS, shut) end
 local order = redis.call('HGET', K_BOUGHT, A_USER)

@@ -790,6 +790,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         let settled = Repaired {
             credited: 0,
             settled: tails[i],
+            unreachable: 0,
         };
         assert_eq!(repaired, settled, "{name}");
         assert_eq!(transfer::repair(&e, 0)?, Repaired::default(), "{name}");
@@ -912,6 +913,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     let settled = Repaired {
         credited: 0,
         settled: 1,
+        unreachable: 0,
     };
     assert_eq!(transfer::repair(&ev.event(&nodes), 0)?, settled);
 
@@ -977,6 +979,7 @@ fn stock_moves_between_shards(nodes: &Cluster) -> Result<Ev> {
     let repaired = Repaired {
         credited: 1,
         settled: 1,
+        unreachable: 0,
     };
     assert_eq!(transfer::repair(&e, 0)?, repaired);
     assert_eq!(transfer::repair(&e, 0)?, Repaired::default());

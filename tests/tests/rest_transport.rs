@@ -23,7 +23,8 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
             .url()
             .starts_with("https://token0@localhost:")
     );
-    app.open_event("rest", json!({ "stock": 100 })).await?;
+    // More units than buyers: no home shard runs dry, so each buy is one script at home.
+    app.open_event("rest", json!({ "stock": 200 })).await?;
     let mut client = redis.client().get_connection()?;
     redis.take_script_calls()?;
     let mut requests = 0;

@@ -51,7 +51,7 @@ async fn buy(app: &TestApp, event: &str, user: &str) -> Result<()> {
         .admit_and_precheck(event, user)
         .await?
         .map_err(|e| anyhow::anyhow!("{user}: {e:?}"))?;
-    let (status, body) = app.buy(event, user, &token).await?;
+    let (status, body) = app.buy_until_answered(event, user, &token).await?;
     anyhow::ensure!(status == 202, "{user}: {status} {body}");
     Ok(())
 }

@@ -14,7 +14,7 @@ use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::sale::Admission;
 use seckill_domain::scripts::buy::{self, Back, Outcome};
 use seckill_domain::scripts::{Refusal, ScriptError, shard_lend};
-use seckill_domain::sharded::{self, Event, transfer};
+use seckill_domain::sharded::{Event, transfer};
 use seckill_domain::{admin, clock, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::RedisServer;
@@ -486,7 +486,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
             if matches!(cut, Cut::AfterCredit) {
                 let back = Back {
                     credit: Some(("t-cut", 1)),
-                    empties: vec![],
+                    ..Back::default()
                 };
                 let done = buy::run(store, &k, user, &token, hash, &order_id, &back)?;
                 assert!(matches!(done, Outcome::Bought(_)));

@@ -90,7 +90,8 @@ async fn measured(
 /// `user`'s way through the sale, one route at a time: each route's status and costs.
 async fn buyer_costs(app: &TestApp, event: &str, user: &str) -> Result<Vec<(u16, SpinCostTotals)>> {
     let jwt = jwt_for(user);
-    let path = |route: &str| format!("/api/events/{event}/{route}");
+    // With the event's shard count, as the storefront sends it: each request goes straight home.
+    let path = |route: &str| app.sale_path(event, route);
     let (s1, body, admission) = measured(
         app,
         "issue-token",

@@ -307,7 +307,10 @@ pub fn buy<S: Store>(
                 back.credit = Some((&transfer_id, 1));
                 break;
             }
-            Ok(_) => back.empties.push(c),
+            Ok(l) => {
+                back.empties.push(c);
+                back.believed_empty.extend(l.believed_empty);
+            }
             Err(e) if e.is_transient() => continue,
             Err(e) => return Err(e.into()),
         }

@@ -21,7 +21,10 @@ async fn sale_with_extra_entry(
 ) -> Result<(RedisServer, PgServer, TestApp, Vec<(String, String)>)> {
     let (redis, pg, app) = start(&[]).await?;
     let accepted = sell(&app, "poison", 30, 30, json!({ "shards": 1 })).await?;
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let mut conn = app
+        .shard_client("poison", 0)
+        .get_multiplexed_async_connection()
+        .await?;
     let first: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
         .arg(QUEUE)
         .arg("-")
@@ -51,8 +54,11 @@ async fn drain_past_redeliveries(app: &TestApp) -> Result<()> {
 }
 
 /// The `reason` of every dead letter of `poison`.
-async fn dead_letter_reasons(redis: &RedisServer) -> Result<Vec<String>> {
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+async fn dead_letter_reasons(app: &TestApp) -> Result<Vec<String>> {
+    let mut conn = app
+        .shard_client("poison", 0)
+        .get_multiplexed_async_connection()
+        .await?;
     let dead: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
         .arg("{sk:poison/0}:dead")
         .arg("-")
@@ -92,7 +98,7 @@ async fn a_duplicate_delivery_lands_once() -> Result<()> {
     let (redis, pg, app, accepted) = sale_with_extra_entry(|first| first).await?;
     drain_all(&app).await?;
     assert_books(&app, &pg, "poison", 30, &accepted).await?;
-    let reasons = dead_letter_reasons(&redis).await?;
+    let reasons = dead_letter_reasons(&app).await?;
     assert!(reasons.is_empty(), "{reasons:?}");
     assert_nothing_pending(&redis).await
 }
@@ -107,7 +113,7 @@ async fn a_malformed_entry_goes_to_the_dead_letters() -> Result<()> {
     .await?;
     drain_past_redeliveries(&app).await?;
     assert_books(&app, &pg, "poison", 30, &accepted).await?;
-    let reasons = dead_letter_reasons(&redis).await?;
+    let reasons = dead_letter_reasons(&app).await?;
     assert_eq!(reasons, ["malformed entry"], "{reasons:?}");
     assert_nothing_pending(&redis).await
 }
@@ -135,7 +141,7 @@ async fn an_entry_postgres_refuses_goes_to_the_dead_letters_with_its_last_error(
     .await?;
     drain_past_redeliveries(&app).await?;
     assert_books(&app, &pg, "poison", 30, &accepted).await?;
-    let reasons = dead_letter_reasons(&redis).await?;
+    let reasons = dead_letter_reasons(&app).await?;
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(
         reasons

@@ -94,7 +94,7 @@ async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
 /// keeps one consumer: runs do not pile up consumers (one a second per event, forever).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
-    let (redis, pg, app) = start(&[]).await?;
+    let (_redis, pg, app) = start(&[]).await?;
     let mut accepted = Vec::new();
     for round in 0..3 {
         let (status, _) = app
@@ -124,8 +124,11 @@ async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
             job(&app, "drain").await?;
         }
     }
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
     for shard in 0..2 {
+        let mut conn = app
+            .shard_client("consumers", shard)
+            .get_multiplexed_async_connection()
+            .await?;
         let consumers: Vec<redis::Value> = redis::cmd("XINFO")
             .arg("CONSUMERS")
             .arg(format!("{{sk:consumers/{shard}}}:queue"))

@@ -288,7 +288,6 @@ async fn an_abandoned_transaction_never_swallows_a_payment() -> Result<()> {
 /// stream: every script touching it fails.
 async fn three_sales_one_broken(
     app: &TestApp,
-    redis: &RedisServer,
 ) -> Result<Vec<(&'static str, Vec<(String, String)>)>> {
     let mut sold = Vec::new();
     for event in ["broken-a", "broken-b", "broken-c"] {
@@ -297,7 +296,10 @@ async fn three_sales_one_broken(
             sell(app, event, 10, 10, json!({ "shards": 1 })).await?,
         ));
     }
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let mut conn = app
+        .shard_client("broken-b", 0)
+        .get_multiplexed_async_connection()
+        .await?;
     redis::pipe()
         .cmd("DEL")
         .arg("{sk:broken-b/0}:queue")
@@ -313,8 +315,8 @@ async fn three_sales_one_broken(
 /// event's orders.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_broken_event_fails_alone_in_the_drain() -> Result<()> {
-    let (redis, pg, app) = start(&[]).await?;
-    let sold = three_sales_one_broken(&app, &redis).await?;
+    let (_redis, pg, app) = start(&[]).await?;
+    let sold = three_sales_one_broken(&app).await?;
     let (status, report) = job(&app, "drain").await?;
     assert_eq!(status, 200, "{report}");
     assert_eq!(
@@ -340,8 +342,8 @@ async fn one_broken_event_fails_alone_in_the_drain() -> Result<()> {
 /// Reconcile reports the broken event and still checks every other event's books.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_broken_event_fails_alone_in_reconcile() -> Result<()> {
-    let (redis, pg, app) = start(&[]).await?;
-    let sold = three_sales_one_broken(&app, &redis).await?;
+    let (_redis, pg, app) = start(&[]).await?;
+    let sold = three_sales_one_broken(&app).await?;
     drain_all(&app).await?;
     let (status, books) = job(&app, "reconcile").await?;
     assert_eq!(status, 200, "{books}");

@@ -11,7 +11,7 @@ use crate::{code, start};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_detail() -> Result<()>
 {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     app.open_event("corrupt", json!({ "stock": 10, "shards": 4 }))
         .await?;
     let token = app
@@ -21,7 +21,10 @@ async fn a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_de
     // The victim's home shard's one-per-user hash, made something else.
     let home = seckill_domain::ids::home_shard("corrupt", "victim", 4);
     let bought = format!("{{sk:corrupt/{home}}}:bought");
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+    let mut conn = app
+        .shard_client("corrupt", home)
+        .get_multiplexed_async_connection()
+        .await?;
     redis::pipe()
         .cmd("DEL")
         .arg(&bought)

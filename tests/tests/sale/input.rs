@@ -57,21 +57,21 @@ async fn raw_buy(app: &TestApp, body: Vec<u8>) -> Result<reqwest::Response> {
 async fn with_open_event() -> Result<(RedisServer, PgServer, TestApp, Value)> {
     let (redis, pg, app) = start().await?;
     app.open_event("open", json!({})).await?;
-    let before = snapshot(&app, &redis, "open").await?;
+    let before = snapshot(&app, "open").await?;
     Ok((redis, pg, app, before))
 }
 
 /// Not JSON, or JSON with a field the buy does not know: 400 `malformed_json`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buy_body_that_is_not_the_expected_json_is_400_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let resp = raw_buy(&app, b"{not json".to_vec()).await?;
     assert_eq!(resp.status(), 400);
     assert_eq!(code(&resp.json().await?), "malformed_json");
     let resp = raw_buy(&app, br#"{"purchase_token":"x","extra":1}"#.to_vec()).await?;
     assert_eq!(resp.status(), 400, "unknown fields are malformed");
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );
@@ -81,12 +81,12 @@ async fn a_buy_body_that_is_not_the_expected_json_is_400_and_changes_nothing() -
 /// 20 KiB, more than any buy body: 413 `body_too_large`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_buy_body_over_its_limit_is_413_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let resp = raw_buy(&app, vec![b' '; 20 * 1024]).await?;
     assert_eq!(resp.status(), 413);
     assert_eq!(code(&resp.json().await?), "body_too_large");
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );
@@ -96,7 +96,7 @@ async fn a_buy_body_over_its_limit_is_413_and_changes_nothing() -> Result<()> {
 /// `GET` on the buy route: 405 `method_not_allowed`, with `Allow: POST`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_method_is_405_with_allow_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let jwt = jwt_for("carol");
     let (status, resp) = app
         .call(Method::GET, "/api/events/open/buy", Some(&jwt), None)
@@ -110,7 +110,7 @@ async fn a_wrong_method_is_405_with_allow_and_changes_nothing() -> Result<()> {
         .await?;
     assert_eq!(resp.headers()["allow"], "POST");
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );

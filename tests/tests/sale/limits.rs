@@ -70,7 +70,7 @@ async fn the_user_rate_limit_refuses_a_burst_and_refills() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_buy_rate_limit_refuses_a_burst_and_the_refused_token_works_after_refill()
 -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     open_limited(&app).await?;
     let mut tokens = Vec::new();
     for i in 0..4 {
@@ -85,12 +85,12 @@ async fn the_event_buy_rate_limit_refuses_a_burst_and_the_refused_token_works_af
     for (user, token) in &tokens[..3] {
         assert_eq!(app.buy("limited", user, token).await?.0, 202);
     }
-    let before = snapshot(&app, &redis, "limited").await?;
+    let before = snapshot(&app, "limited").await?;
     let (user, token) = &tokens[3];
     let (status, resp) = app.buy("limited", user, token).await?;
     assert_eq!((status, code(&resp)), (429, "rate_limited"));
     assert_eq!(
-        snapshot(&app, &redis, "limited").await?,
+        snapshot(&app, "limited").await?,
         before,
         "a limited buy burns nothing"
     );
@@ -100,5 +100,5 @@ async fn the_event_buy_rate_limit_refuses_a_burst_and_the_refused_token_works_af
         202,
         "same token works after refill"
     );
-    assert_sold_exactly(&app, &redis, "limited", 10, 4).await
+    assert_sold_exactly(&app, "limited", 10, 4).await
 }

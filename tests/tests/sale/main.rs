@@ -53,16 +53,15 @@ fn epoch_ms() -> Result<u64> {
 
 /// Every shard's `bought` hash (user → order id), merged: one order per user is one entry over
 /// all of them, since a user only ever buys at their home shard.
-async fn bought(
-    redis: &RedisServer,
-    event: &str,
-    status: &Value,
-) -> Result<HashMap<String, String>> {
+async fn bought(app: &TestApp, event: &str, status: &Value) -> Result<HashMap<String, String>> {
     let id = seckill_domain::event::EventId::parse(event)?;
     let shards = status["stock_by_shard"].as_array().map_or(0, Vec::len) as u32;
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
     let mut all = HashMap::new();
     for s in 0..shards {
+        let mut conn = app
+            .shard_client(event, s)
+            .get_multiplexed_async_connection()
+            .await?;
         let key = seckill_domain::keys::EventKeys::shard(&id, s).bought();
         let part: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(key)
@@ -79,22 +78,16 @@ async fn bought(
 }
 
 /// What a refused request must leave untouched.
-async fn snapshot(app: &TestApp, redis: &RedisServer, event: &str) -> Result<Value> {
+async fn snapshot(app: &TestApp, event: &str) -> Result<Value> {
     let status = app.status(event).await?;
-    let bought = bought(redis, event, &status).await?.len();
+    let bought = bought(app, event, &status).await?.len();
     Ok(
         json!({ "stock": status["stock_by_shard"], "sold": status["sold"], "queued": status["queued"], "bought": bought }),
     )
 }
 
 /// Checks the end state of a sale: `sold` units sold exactly once each, shards never negative.
-async fn assert_sold_exactly(
-    app: &TestApp,
-    redis: &RedisServer,
-    event: &str,
-    stock: i64,
-    sold: i64,
-) -> Result<()> {
+async fn assert_sold_exactly(app: &TestApp, event: &str, stock: i64, sold: i64) -> Result<()> {
     let status = app.status(event).await?;
     let shards: Vec<i64> = serde_json::from_value(status["stock_by_shard"].clone())?;
     assert!(
@@ -107,7 +100,7 @@ async fn assert_sold_exactly(
         status["queued"], sold,
         "every accepted order is in the queue: {status}"
     );
-    let bought = bought(redis, event, &status).await?;
+    let bought = bought(app, event, &status).await?;
     assert_eq!(bought.len() as i64, sold, "one order per buying user");
     let orders: HashSet<&String> = bought.values().collect();
     assert_eq!(orders.len() as i64, sold, "order ids are unique");

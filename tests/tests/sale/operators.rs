@@ -12,14 +12,14 @@ use crate::{code, epoch_ms, snapshot, start};
 async fn with_open_event() -> Result<(RedisServer, PgServer, TestApp, Value)> {
     let (redis, pg, app) = start().await?;
     app.open_event("open", json!({})).await?;
-    let before = snapshot(&app, &redis, "open").await?;
+    let before = snapshot(&app, "open").await?;
     Ok((redis, pg, app, before))
 }
 
 /// No token: 401 with `WWW-Authenticate: Bearer`; a wrong one: 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_calls_without_the_admin_token_are_401_and_change_nothing() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let resp = app
         .http
         .get(format!("{}/admin/events/open", app.base_url))
@@ -32,7 +32,7 @@ async fn admin_calls_without_the_admin_token_are_401_and_change_nothing() -> Res
         .await?;
     assert_eq!(status, 401);
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );
@@ -69,7 +69,7 @@ async fn an_invalid_event_config_is_400_invalid_config() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moving_the_end_before_the_start_is_409_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let (status, resp) = app
         .admin(
             Method::PATCH,
@@ -79,7 +79,7 @@ async fn moving_the_end_before_the_start_is_409_and_changes_nothing() -> Result<
         .await?;
     assert_eq!((status, code(&resp)), (409, "conflict"), "{resp}");
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );
@@ -89,7 +89,7 @@ async fn moving_the_end_before_the_start_is_409_and_changes_nothing() -> Result<
 /// The stock is loaded once: a second warm-up, or a new stock after warm-up, is 409 `conflict`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn warm_up_happens_once_and_freezes_the_stock() -> Result<()> {
-    let (redis, _pg, app, before) = with_open_event().await?;
+    let (_redis, _pg, app, before) = with_open_event().await?;
     let now = epoch_ms()?;
     let (status, resp) = app
         .admin(Method::POST, "/admin/events/open/warmup", None)
@@ -112,7 +112,7 @@ async fn warm_up_happens_once_and_freezes_the_stock() -> Result<()> {
         "stock is frozen after warm-up"
     );
     assert_eq!(
-        snapshot(&app, &redis, "open").await?,
+        snapshot(&app, "open").await?,
         before,
         "bad input changed nothing"
     );

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 use futures::{StreamExt, stream};
-use seckill_testkit::{RedisServer, TestApp};
+use seckill_testkit::TestApp;
 use serde_json::{Value, json};
 
 use crate::{assert_sold_exactly, code, start};
@@ -18,7 +18,6 @@ use crate::{assert_sold_exactly, code, start};
 /// tested here (each shard admits its exact part of the cap; see `operators`).
 async fn sell_out(
     app: &TestApp,
-    redis: &RedisServer,
     event: &str,
     shards: u32,
     stock: i64,
@@ -85,48 +84,39 @@ async fn sell_out(
         json!({ "sold_out": sold_out }),
         "the console counts every refusal by its code"
     );
-    assert_sold_exactly(app, redis, event, stock, stock).await
+    assert_sold_exactly(app, event, stock, stock).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_buyers_one_shard() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     for seed in [1, 2] {
-        sell_out(&app, &redis, &format!("one-{seed}"), 1, 1_000, 10_000, seed).await?;
+        sell_out(&app, &format!("one-{seed}"), 1, 1_000, 10_000, seed).await?;
     }
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_buyers_eight_shards() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     for seed in [3, 4] {
-        sell_out(
-            &app,
-            &redis,
-            &format!("eight-{seed}"),
-            8,
-            1_000,
-            10_000,
-            seed,
-        )
-        .await?;
+        sell_out(&app, &format!("eight-{seed}"), 8, 1_000, 10_000, seed).await?;
     }
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_buyers_thirty_two_shards() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     for seed in [5, 6] {
-        sell_out(&app, &redis, &format!("tt-{seed}"), 32, 1_000, 10_000, seed).await?;
+        sell_out(&app, &format!("tt-{seed}"), 32, 1_000, 10_000, seed).await?;
     }
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skewed_users_still_sell_out_exactly() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let (event, shards, stock) = ("skewed", 32u32, 320i64);
     // Each shard admits its part of multiplier × stock: a crowd on two shards needs a
     // multiplier that lets enough of them in (16 × 320 / 32 = 160 per shard).
@@ -166,12 +156,12 @@ async fn skewed_users_still_sell_out_exactly() -> Result<()> {
     );
     // Every shard's stock was sold (assert_sold_exactly: each shard at 0), to buyers of the two
     // home shards: the other 30 shards lent their units to them, one tail at a time.
-    assert_sold_exactly(&app, &redis, event, stock, stock).await?;
+    assert_sold_exactly(&app, event, stock, stock).await?;
     let status = app.status(event).await?;
     let id = seckill_domain::event::EventId::parse(event)?;
-    let mut conn = redis.client().get_connection()?;
-    let mut shard_sold = |s: u32| -> Result<i64> {
+    let shard_sold = |s: u32| -> Result<i64> {
         let seq = seckill_domain::keys::EventKeys::shard(&id, s).seq();
+        let mut conn = app.shard_client(event, s).get_connection()?;
         let sold: Option<i64> = redis::cmd("GET").arg(seq).query(&mut conn)?;
         Ok(sold.unwrap_or(0))
     };

@@ -15,7 +15,7 @@ use crate::{assert_sold_exactly, code, snapshot, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeat_clicks_buy_at_most_once() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let (event, stock) = ("clicks", 100i64);
     app.open_event(event, json!({ "stock": stock, "shards": 8 }))
         .await?;
@@ -54,14 +54,14 @@ async fn repeat_clicks_buy_at_most_once() -> Result<()> {
     }
     assert!(per_user.values().all(|n| *n == 1), "{per_user:?}");
     assert_eq!(per_user.len(), users.len(), "every clicker got exactly one");
-    assert_sold_exactly(&app, &redis, event, stock, users.len() as i64).await
+    assert_sold_exactly(&app, event, stock, users.len() as i64).await
 }
 
 /// A forged, expired, never-expiring, garbage or missing bearer token is 401 `unauthorized`,
 /// however good the purchase token, and changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_identity_is_401_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let event = "tokens";
     app.open_event(event, json!({ "stock": 10 })).await?;
     let buy = format!("/api/events/{event}/buy");
@@ -69,7 +69,7 @@ async fn a_bad_identity_is_401_and_changes_nothing() -> Result<()> {
         .admit_and_precheck(event, "alice")
         .await?
         .expect("alice gets a purchase token");
-    let before = snapshot(&app, &redis, event).await?;
+    let before = snapshot(&app, event).await?;
 
     let forged_jwt = seckill_domain::auth::sign_jwt(
         &seckill_domain::auth::Claims {
@@ -111,7 +111,7 @@ async fn a_bad_identity_is_401_and_changes_nothing() -> Result<()> {
         );
     }
     assert_eq!(
-        snapshot(&app, &redis, event).await?,
+        snapshot(&app, event).await?,
         before,
         "refusals changed nothing"
     );
@@ -122,14 +122,14 @@ async fn a_bad_identity_is_401_and_changes_nothing() -> Result<()> {
 /// `bad_purchase_token`, nothing changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_purchase_token_not_issued_to_the_buyer_is_403_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let event = "tokens";
     app.open_event(event, json!({ "stock": 10 })).await?;
     let bob = app
         .admit_and_precheck(event, "bob")
         .await?
         .expect("bob gets a purchase token");
-    let before = snapshot(&app, &redis, event).await?;
+    let before = snapshot(&app, event).await?;
     let (status, resp) = app.buy(event, "alice", &bob).await?;
     assert_eq!((status, code(&resp)), (403, "bad_purchase_token"));
     let (status, resp) = app
@@ -137,7 +137,7 @@ async fn a_purchase_token_not_issued_to_the_buyer_is_403_and_changes_nothing() -
         .await?;
     assert_eq!((status, code(&resp)), (403, "bad_purchase_token"));
     assert_eq!(
-        snapshot(&app, &redis, event).await?,
+        snapshot(&app, event).await?,
         before,
         "refusals changed nothing"
     );
@@ -149,11 +149,11 @@ async fn a_purchase_token_not_issued_to_the_buyer_is_403_and_changes_nothing() -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_token_not_issued_for_this_user_and_event_is_403_and_changes_nothing()
 -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let event = "tokens";
     app.open_event(event, json!({ "stock": 10 })).await?;
     let precheck = format!("/api/events/{event}/precheck");
-    let before = snapshot(&app, &redis, event).await?;
+    let before = snapshot(&app, event).await?;
     let bobs_admission = seckill_domain::auth::admission_token(
         seckill_testkit::ADMISSION_SECRET.as_bytes(),
         event,
@@ -183,7 +183,7 @@ async fn an_admission_token_not_issued_for_this_user_and_event_is_403_and_change
         .await?;
     assert_eq!((status, code(&resp)), (403, "not_admitted"));
     assert_eq!(
-        snapshot(&app, &redis, event).await?,
+        snapshot(&app, event).await?,
         before,
         "refusals changed nothing"
     );
@@ -194,7 +194,7 @@ async fn an_admission_token_not_issued_for_this_user_and_event_is_403_and_change
 /// more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_purchase_token_is_409_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let event = "tokens";
     app.open_event(event, json!({ "stock": 10 })).await?;
     let alice = app
@@ -202,10 +202,10 @@ async fn a_replayed_purchase_token_is_409_and_changes_nothing() -> Result<()> {
         .await?
         .expect("alice gets a purchase token");
     assert_eq!(app.buy(event, "alice", &alice).await?.0, 202);
-    let after_buy = snapshot(&app, &redis, event).await?;
+    let after_buy = snapshot(&app, event).await?;
     let (status, _) = app.buy(event, "alice", &alice).await?;
     assert_eq!(status, 409, "replayed purchase token: already bought");
-    assert_eq!(snapshot(&app, &redis, event).await?, after_buy);
+    assert_eq!(snapshot(&app, event).await?, after_buy);
     Ok(())
 }
 
@@ -213,7 +213,7 @@ async fn a_replayed_purchase_token_is_409_and_changes_nothing() -> Result<()> {
 /// changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_purchase_token_is_403_and_changes_nothing() -> Result<()> {
-    let (redis, _pg, app) = start().await?;
+    let (_redis, _pg, app) = start().await?;
     let event = "tokens";
     app.open_event(
         event,
@@ -224,7 +224,7 @@ async fn an_expired_purchase_token_is_403_and_changes_nothing() -> Result<()> {
         .admit_and_precheck(event, "bob")
         .await?
         .expect("bob gets a purchase token");
-    let before = snapshot(&app, &redis, event).await?;
+    let before = snapshot(&app, event).await?;
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let (status, resp) = app.buy(event, "bob", &bob).await?;
     assert_eq!(
@@ -232,6 +232,6 @@ async fn an_expired_purchase_token_is_403_and_changes_nothing() -> Result<()> {
         (403, "bad_purchase_token"),
         "expired purchase token"
     );
-    assert_eq!(snapshot(&app, &redis, event).await?, before);
+    assert_eq!(snapshot(&app, event).await?, before);
     Ok(())
 }

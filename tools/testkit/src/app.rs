@@ -41,6 +41,12 @@ pub struct TestApp {
     /// The shard count of each event [`TestApp::open_event`] created: buyers send it
     /// (`?shards=`), as the storefront does, so each request goes straight home.
     shards: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    /// The Redis nodes as `redis_url` lists them to the host (REST facades included), and the
+    /// `redis://` address of the `redis-server` behind each: where a shard's keys are.
+    placement: Vec<String>,
+    servers: Vec<String>,
+    /// The extra nodes of `SECKILL_REDIS_NODES` (kept alive as long as the app).
+    _extra_nodes: Vec<crate::RedisServer>,
 }
 
 /// How to start a [`TestApp`]: `TestApp::builder(manifest)`, any of the settings, then
@@ -99,6 +105,11 @@ impl<'a> TestAppBuilder<'a> {
             max_instances,
         } = self;
         fold_settings(manifest, &mut vars)?;
+        let extra_nodes = match is_product(manifest) {
+            true => spread_over_env_nodes(&mut vars)?,
+            false => Vec::new(),
+        };
+        let servers = redis_urls(&vars);
         // Over REST, a product manifest's Redis nodes are reached through facades; the test
         // components keep Spin's Redis interface.
         let (facades, facade_ca) = match rest && is_product(manifest) {
@@ -108,6 +119,7 @@ impl<'a> TestAppBuilder<'a> {
             }
             false => (Vec::new(), None),
         };
+        let placement = redis_urls(&vars);
         let tls = match &facade_ca {
             Some(ca) => ca.trust()?,
             None => trust.unwrap_or_else(TlsTrust::system),
@@ -145,6 +157,9 @@ impl<'a> TestAppBuilder<'a> {
         });
         Ok(TestApp {
             shards: Default::default(),
+            placement,
+            servers,
+            _extra_nodes: extra_nodes,
             app,
             base_url: format!("http://{addr}"),
             http: reqwest::Client::builder()
@@ -295,6 +310,15 @@ impl TestApp {
         Ok(())
     }
 
+    /// A client of the `redis-server` holding shard `shard` of `event` (where the tests look at
+    /// its keys), whichever of the app's nodes that is.
+    pub fn shard_client(&self, event: &str, shard: u32) -> redis::Client {
+        let event = seckill_domain::event::EventId::parse(event).expect("a valid event id");
+        let urls: Vec<&str> = self.placement.iter().map(String::as_str).collect();
+        let i = seckill_domain::nodes::index_for_shard(&event, shard, &urls);
+        redis::Client::open(self.servers[i].as_str()).expect("a redis:// url")
+    }
+
     /// `/api/events/{event}/{route}`, with `?shards=` when this app created the event (as the
     /// storefront sends it).
     pub fn sale_path(&self, event: &str, route: &str) -> String {
@@ -423,6 +447,43 @@ impl TestApp {
         }
         Ok((status, bytes))
     }
+}
+
+/// The nodes `redis_url` lists in `vars`.
+fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
+    vars.iter()
+        .filter(|(k, _)| *k == "redis_url")
+        .flat_map(|(_, v)| v.split(',').map(|u| u.trim().to_owned()))
+        .collect()
+}
+
+/// `SECKILL_REDIS_NODES=N` (test.sh's run of the sale and order suites over several nodes): a
+/// product manifest's one Redis node becomes N — the test's own first, then N − 1 started here —
+/// so every event's shards spread over N real `redis-server`s. Returns the started nodes.
+fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::RedisServer>> {
+    let n: usize = match std::env::var("SECKILL_REDIS_NODES") {
+        Ok(v) => v.parse().context("SECKILL_REDIS_NODES is a node count")?,
+        Err(_) => return Ok(Vec::new()),
+    };
+    let own = redis_urls(vars);
+    if n <= 1 || own.len() != 1 {
+        return Ok(Vec::new());
+    }
+    let extra: Vec<crate::RedisServer> = (1..n)
+        .map(|_| crate::RedisServer::start())
+        .collect::<Result<_>>()?;
+    let all: Vec<String> = own
+        .into_iter()
+        .chain(extra.iter().map(|r| r.url()))
+        .collect();
+    for (k, v) in vars.iter_mut() {
+        match *k {
+            "redis_url" => *v = all.join(","),
+            "redis_origin" => *v = "redis://127.0.0.1:*".into(),
+            _ => {}
+        }
+    }
+    Ok(extra)
 }
 
 impl Drop for TestApp {

@@ -25,6 +25,8 @@ pub struct Back<'a> {
     pub credit: Option<(&'a str, u64)>,
     /// Shards found empty on the way.
     pub empties: Vec<u32>,
+    /// Shards a probed shard believed empty, with until when (ms): passed on.
+    pub believed_empty: Vec<(u32, u64)>,
 }
 
 /// The keys of `user`'s buy at shard slot `k`.
@@ -63,7 +65,16 @@ pub fn run(
         order_id: order_id.to_owned(),
         credit_id: credit_id.to_owned(),
         credit_units: credit_units.to_string(),
-        empties: back.empties.iter().map(u32::to_string).collect(),
+        empties: back
+            .empties
+            .iter()
+            .map(u32::to_string)
+            .chain(
+                back.believed_empty
+                    .iter()
+                    .map(|(s, until)| format!("{s}@{until}")),
+            )
+            .collect(),
     };
     let (c, mut r) = call(store, keys(k, user), args)?;
     match c {

@@ -5,8 +5,16 @@ use super::shard_lend_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
-/// Units lent (0: the shard was empty) and the units it has left.
-pub type Lent = OkReply;
+/// What a lend did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lent {
+    /// Units lent (0: the shard was empty).
+    pub lent: u64,
+    /// Units it has left.
+    pub left: i64,
+    /// When it lent nothing: the shards it believes empty, with until when (ms).
+    pub believed_empty: Vec<(u32, u64)>,
+}
 
 /// Lends up to `units` from shard slot `k` to shard `to` as transfer `transfer_id`.
 pub fn run(
@@ -20,6 +28,7 @@ pub fn run(
         cfg: k.cfg(),
         stock: k.stock(),
         lent: k.lent(),
+        empty: k.empty(),
     };
     let args = Args {
         transfer_id: transfer_id.to_owned(),
@@ -27,7 +36,14 @@ pub fn run(
         units: units.to_string(),
     };
     let mut r = call_ok(store, keys, args)?;
-    let lent = OkReply::read(&mut r)?;
-    r.finish()?;
-    Ok(lent)
+    let ok = OkReply::read(&mut r)?;
+    let mut believed_empty = Vec::new();
+    while r.has_more() {
+        believed_empty.push((r.next_u32()?, r.next_u64()?));
+    }
+    Ok(Lent {
+        lent: ok.lent,
+        left: ok.left,
+        believed_empty,
+    })
 }
