@@ -225,11 +225,16 @@ pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Er
         .unwrap_or(0);
     let n = u64::from(e.shards());
     let mut already = true;
+    let mut held = Vec::new();
     for s in e.all() {
         let units = stock / n + u64::from(u64::from(s) < stock % n);
         let (store, k) = e.slot(s)?;
-        already &= warmup::run(store, &k, units)?.already;
+        let warmed = warmup::run(store, &k, units)?;
+        already &= warmed.already;
+        held.push(warmed.units);
     }
+    // The storefront reads units left from the event's own slot (the drain keeps it current).
+    crate::sharded::transfer::summarize(&e, &held)?;
     let (store, k) = e.master()?;
     if already && config.get("warmed").is_some_and(|w| w == "1") {
         return Err(Refusal::Conflict.into());

@@ -1,30 +1,34 @@
-//! The Redis key schema. Every key of an event starts with the hash tag `{sk:<event>}`, so one
-//! script can touch any of them atomically, on a single Redis or a Redis Cluster alike. Every
-//! key a script touches is named here and passed in its KEYS (per-shard and per-order data live
-//! in hashes of the event, never in keys a script would have to build).
+//! The Redis key schema. An event's stock shard `s` is a slot of its own: every key of it starts
+//! with the hash tag `{sk:E/s}` ([`EventKeys::shard`]), so one script touches any of them
+//! atomically, on a single Redis or a Redis Cluster alike, and different shards live on
+//! different nodes ([`crate::nodes`]). The event's own slot `{sk:E}` ([`EventKeys::new`]) holds
+//! the master configuration and the storefront's summary. Every key a script touches is named
+//! here and passed in its KEYS (per-order data lives in hashes, never in keys a script would
+//! have to build).
 //!
-//! | key | type | what |
+//! | key (in the slot of shard `s`) | type | what |
 //! |---|---|---|
-//! | `{sk:E}:cfg` | hash | configuration, switches, `soldout`, `warmed`, `drawn` |
-//! | `{sk:E}:stock` | hash | shard index → units left |
-//! | `{sk:E}:admitted` / `:registrants` | set | users holding admission / registered for the lottery |
-//! | `{sk:E}:deny:users` / `:deny:addrs` | set | deny lists |
-//! | `{sk:E}:ptok:<user>` | string, TTL | the user's one-time purchase token |
-//! | `{sk:E}:bought` | hash | user → order id (one per user) |
-//! | `{sk:E}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
-//! | `{sk:E}:queue` | stream | order intents for the drain |
-//! | `{sk:E}:seq` / `:drained` | counter | orders accepted / drained |
-//! | `{sk:E}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
-//! | `{sk:E}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per event) |
-//! | `{sk:E}:drain:lease` / `:drain:fence` | string, TTL / counter | the drain lease and its fencing tokens |
-//! | `{sk:E}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
-//! | `{sk:E}:drain:nudge` | string, TTL | a poll elected to drain (one per `poll_drain_ms`) |
-//! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own) |
-//! | `{sk:E/s}:…` | | a sharded event's shard `s` ([`crate::sharded`]): the names above, in the shard's own slot, with `cfg` a copy holding `shard` and `version` |
+//! | `{sk:E/s}:cfg` | hash | a copy of the configuration: `shard`, `version`, the shard's part of the admission cap and buy bucket, switches, `warmed`, `drawn`/`drawing` |
+//! | `{sk:E/s}:stock` | hash | `s` → units left in this shard |
 //! | `{sk:E/s}:empty` | hash | shard → until (ms): other shards this one believes empty |
-//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled; transfers credited |
+//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → `to|units|ms`); transfers credited here |
+//! | `{sk:E/s}:admitted` / `:registrants` | set | users homed here holding admission / registered for the lottery |
+//! | `{sk:E/s}:deny:users` / `:deny:addrs` | set | deny lists (a copy in every shard) |
+//! | `{sk:E/s}:ptok:<user>` | string, TTL | the user's one-time purchase token |
+//! | `{sk:E/s}:bought` | hash | user → order id (one per user: a user only buys at home) |
+//! | `{sk:E/s}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
+//! | `{sk:E/s}:queue` | stream | this shard's order intents for the drain |
+//! | `{sk:E/s}:seq` / `:drained` | counter | this shard's orders accepted / drained |
+//! | `{sk:E/s}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
+//! | `{sk:E/s}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per shard) |
+//! | `{sk:E/s}:drain:lease` / `:drain:fence` | string, TTL / counter | this shard's drain lease and fencing tokens |
+//! | `{sk:E/s}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
+//! | `{sk:E/s}:drain:nudge` | string, TTL | a poll elected to drain this shard (one per `poll_drain_ms`) |
+//! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`); units left per shard as the drain last read them, `soldout` when all were 0 |
+//! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
 //!
-//! Only purchase tokens, rate buckets and the drain's lease and nudge expire; nothing a sale depends on does.
+//! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
+//! nothing a sale depends on does.
 
 use crate::event::EventId;
 
@@ -35,7 +39,7 @@ pub struct EventKeys {
 }
 
 impl EventKeys {
-    /// Keys for `event`.
+    /// Keys of `event`'s own slot (the master configuration, the storefront's summary).
     pub fn new(event: &EventId) -> Self {
         EventKeys {
             prefix: format!("{{sk:{}}}:", event.as_str()),

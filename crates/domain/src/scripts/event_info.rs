@@ -27,6 +27,8 @@ pub struct EventInfo {
     pub warmed: bool,
     /// Every shard is empty.
     pub sold_out: bool,
+    /// Stock shards: buyers send it (`?shards=`), so each request goes straight home.
+    pub shards: u32,
 }
 
 /// Runs it.
@@ -47,5 +49,6 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<EventInfo, ScriptError> 
         enabled: ok.enabled,
         warmed: ok.warmed,
         sold_out: ok.sold_out,
+        shards: ok.shards,
     })
 }
