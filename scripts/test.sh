@@ -132,6 +132,40 @@ REST_TESTS=(
 log "over the REST transport: a whole sale, the error mapping, NOSCRIPT, the order path"
 run_tests SECKILL_TRANSPORT=rest -- "${REST_TESTS[@]}"
 
+# 4. Three Redis nodes (SECKILL_REDIS_NODES=3: the test kit starts two more redis-servers beside
+#    each test's own and lists all three in redis_url), so every event's shards, and every
+#    buyer's home, spread over three real nodes; the tests look at a shard's keys on the node
+#    that holds it. tests/tests/sharded.rs (first run) drives one event over three nodes
+#    natively (sell-out, skew, races, a node restart, the tail cut at each step), and
+#    orders/multi_node.rs a dead node. Here the sale and order suites' behaviours over three
+#    nodes: the sell-outs (32 shards, and buyers all homed on two shards), tokens and repeat
+#    clicks, windows and sold out, limits, the lottery, poll; the drain with its leases, dead
+#    letters, pay racing release, reconcile. Left out: what is about one server (MONITOR and
+#    the AOF of redis_budget, a Redis restarted or unreachable), the tests that start their own
+#    nodes, and those that start a second app on the first one's data (each app would list
+#    nodes of its own).
+NODE_TESTS=(
+  sale::ten_thousand_buyers_thirty_two_shards
+  sale::skewed_users_still_sell_out_exactly
+  sale::buys_start_at_the_home_shard_tests_compute
+  sale::repeat_clicks_buy_at_most_once
+  sale::a_replayed_purchase_token_is_409_and_changes_nothing
+  sale::once_sold_out_admission_is_410_sold_out
+  sale::the_user_rate_limit_refuses_a_burst_and_refills
+  sale::a_lottery_admits_exactly_the_drawn_winners
+  sale::poll_says_none_before_a_buy_queued_after_it_and_sold_out_to_the_rest
+  sale::a_denied_user_is_403_denied
+  sale::a_script_failing_on_the_data_is_500_internal_without_retry_advice_or_detail
+  orders::the_drain_lands_every_order_once_and_poll_shows_it
+  orders::two_drainers_at_once_one_works_per_event
+  orders::a_malformed_entry_goes_to_the_dead_letters
+  orders::payment_racing_timeout_release_never_both
+  orders::a_dead_lettered_order_is_drift_for_an_operator
+  orders::one_broken_event_fails_alone_in_the_drain
+)
+log "over three Redis nodes: the sale and the order path with every event's shards spread"
+run_tests SECKILL_REDIS_NODES=3 -- "${NODE_TESTS[@]}"
+
 # The last three checks share nothing (the browser tests start their own servers; the OpenAPI
 # check reads the record; the Terraform checks plan offline) and each waits on something (the
 # browser, Python, Terraform) much of the time, so they run at once, each into its own log,

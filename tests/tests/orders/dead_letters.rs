@@ -77,8 +77,11 @@ async fn dead_letter_reasons(app: &TestApp) -> Result<Vec<String>> {
 }
 
 /// Checks that the drain's consumer group has nothing pending.
-async fn assert_nothing_pending(redis: &RedisServer) -> Result<()> {
-    let mut conn = redis.client().get_multiplexed_async_connection().await?;
+async fn assert_nothing_pending(app: &TestApp) -> Result<()> {
+    let mut conn = app
+        .shard_client("poison", 0)
+        .get_multiplexed_async_connection()
+        .await?;
     let pending: Vec<redis::Value> = redis::cmd("XPENDING")
         .arg(QUEUE)
         .arg("drain")
@@ -95,17 +98,17 @@ async fn assert_nothing_pending(redis: &RedisServer) -> Result<()> {
 /// The same intent delivered twice (a copy of the first entry) lands once and is no dead letter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_delivery_lands_once() -> Result<()> {
-    let (redis, pg, app, accepted) = sale_with_extra_entry(|first| first).await?;
+    let (_redis, pg, app, accepted) = sale_with_extra_entry(|first| first).await?;
     drain_all(&app).await?;
     assert_books(&app, &pg, "poison", 30, &accepted).await?;
     let reasons = dead_letter_reasons(&app).await?;
     assert!(reasons.is_empty(), "{reasons:?}");
-    assert_nothing_pending(&redis).await
+    assert_nothing_pending(&app).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_entry_goes_to_the_dead_letters() -> Result<()> {
-    let (redis, pg, app, accepted) = sale_with_extra_entry(|_| {
+    let (_redis, pg, app, accepted) = sale_with_extra_entry(|_| {
         ["order", "bad", "user", "x", "shard", "not-a-number"]
             .map(str::to_owned)
             .to_vec()
@@ -115,14 +118,14 @@ async fn a_malformed_entry_goes_to_the_dead_letters() -> Result<()> {
     assert_books(&app, &pg, "poison", 30, &accepted).await?;
     let reasons = dead_letter_reasons(&app).await?;
     assert_eq!(reasons, ["malformed entry"], "{reasons:?}");
-    assert_nothing_pending(&redis).await
+    assert_nothing_pending(&app).await
 }
 
 /// An entry Postgres refuses (a NUL byte in a text column) is retried, then dead-lettered with
 /// the last error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_postgres_refuses_goes_to_the_dead_letters_with_its_last_error() -> Result<()> {
-    let (redis, pg, app, accepted) = sale_with_extra_entry(|_| {
+    let (_redis, pg, app, accepted) = sale_with_extra_entry(|_| {
         [
             "order",
             "feed",
@@ -149,5 +152,5 @@ async fn an_entry_postgres_refuses_goes_to_the_dead_letters_with_its_last_error(
             .any(|r| r.contains("delivered") && r.contains("0x00")),
         "the last error is kept: {reasons:?}"
     );
-    assert_nothing_pending(&redis).await
+    assert_nothing_pending(&app).await
 }
