@@ -433,20 +433,20 @@ fn a_node_restarted_mid_sale_with_aof_loses_no_accepted_order() -> Result<()> {
 
 /// Where the tail is cut short: after which of its steps the caller dies (or loses the reply).
 #[derive(Debug, Clone, Copy)]
-enum Cut {
+enum CutAfter {
     /// After the home shard answered TAIL.
-    AfterHome,
+    Home,
     /// After the lender lent (its reply lost or the caller dead).
-    AfterLend,
+    Lend,
     /// After the home shard credited and sold (its reply lost).
-    AfterCredit,
+    Credit,
 }
 
 #[test]
 fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Result<()> {
     let cluster = Cluster::start(3)?;
     let nodes = cluster.nodes();
-    for cut in [Cut::AfterHome, Cut::AfterLend, Cut::AfterCredit] {
+    for cut in [CutAfter::Home, CutAfter::Lend, CutAfter::Credit] {
         let event = EventId::parse(&format!("cut-{cut:?}"))?;
         open_event(&nodes, &event, 8, 4)?;
         let e = Event::new(&nodes, &event, 4);
@@ -477,13 +477,13 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         else {
             bail!("the home shard is empty: expected the tail")
         };
-        if !matches!(cut, Cut::AfterHome) {
+        if !matches!(cut, CutAfter::Home) {
             let (lender, lk) = e.slot(candidates[0])?;
             let lent = shard_lend::run(lender, &lk, "t-cut", home, 1)?;
             assert_eq!(lent.lent, 1);
             // Lent and not yet credited: in transit, counted, not lost.
             assert_eq!(books(&nodes, &event, 4)?.in_transit, 1, "{cut:?}");
-            if matches!(cut, Cut::AfterCredit) {
+            if matches!(cut, CutAfter::Credit) {
                 let back = Back {
                     credit: Some(("t-cut", 1)),
                     ..Back::default()
@@ -498,14 +498,14 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         let first = transfer::repair(&e, 0)?;
         let again = transfer::repair(&e, 0)?;
         assert_eq!(again, transfer::Repaired::default(), "{cut:?}");
-        let credited = u64::from(matches!(cut, Cut::AfterLend));
+        let credited = u64::from(matches!(cut, CutAfter::Lend));
         assert_eq!(first.credited, credited, "{cut:?}");
         let b = books(&nodes, &event, 4)?;
         assert_eq!((b.units(), b.in_transit), (8, 0), "{cut:?}");
         // The buyer is not blocked: they buy (or already have, when the credit sold it).
         let retried = sale::buy(&nodes, &event, 4, user, &token, clock::now_ms());
         match cut {
-            Cut::AfterCredit => assert_eq!(retried.unwrap_err().code(), ErrorCode::AlreadyBought),
+            CutAfter::Credit => assert_eq!(retried.unwrap_err().code(), ErrorCode::AlreadyBought),
             _ => {
                 retried.with_context(|| format!("{cut:?}"))?;
             }
