@@ -79,6 +79,30 @@ fn open_event(nodes: &Nodes<Store>, event: &EventId, stock: u64, shards: u32) ->
     Ok(())
 }
 
+/// `user`'s purchase token: admission, then precheck.
+fn purchase_token(
+    nodes: &Nodes<Store>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+) -> Result<String> {
+    let Admission::Admitted { admission_token } =
+        sale::issue_token(nodes, event, shards, user, SECRET)?
+    else {
+        bail!("{user} not admitted")
+    };
+    let token = sale::precheck(
+        nodes,
+        event,
+        shards,
+        user,
+        "10.0.0.1",
+        &admission_token,
+        SECRET,
+    )?;
+    Ok(token.purchase_token)
+}
+
 /// What one buyer got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Got {
@@ -329,21 +353,7 @@ fn one_per_user_holds_when_the_same_buyer_races_on_two_shards() -> Result<()> {
     let user = "racer";
     let home = ids::home_shard(event.as_str(), user, 4);
     let hash = ids::home_hash(event.as_str(), user);
-    let Admission::Admitted { admission_token } =
-        sale::issue_token(&nodes, &event, 4, user, SECRET)?
-    else {
-        bail!("not admitted")
-    };
-    let token = sale::precheck(
-        &nodes,
-        &event,
-        4,
-        user,
-        "10.0.0.1",
-        &admission_token,
-        SECRET,
-    )?
-    .purchase_token;
+    let token = purchase_token(&nodes, &event, 4, user)?;
     // A request sent to another shard's slot is refused there and changes nothing.
     let other = (home + 1) % 4;
     let (store, k) = Event::new(&nodes, &event, 4).slot(other)?;
@@ -454,21 +464,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
         let home = ids::home_shard(event.as_str(), user, 4);
         let hash = ids::home_hash(event.as_str(), user);
         transfer::transfer(&e, home, (home + 1) % 4, 2)?;
-        let Admission::Admitted { admission_token } =
-            sale::issue_token(&nodes, &event, 4, user, SECRET)?
-        else {
-            bail!("not admitted")
-        };
-        let token = sale::precheck(
-            &nodes,
-            &event,
-            4,
-            user,
-            "10.0.0.1",
-            &admission_token,
-            SECRET,
-        )?
-        .purchase_token;
+        let token = purchase_token(&nodes, &event, 4, user)?;
         // The tail's steps, as sale::buy takes them, up to the cut.
         let order_id = ids::new_order_id(clock::now_ms());
         let (store, k) = e.slot(home)?;
