@@ -1,16 +1,19 @@
--- Lottery draw, one page at a time: admits up to multiplier × stock registrants at random,
--- `page` per call, so a large event never blocks Redis. The first page closes registration
--- (`drawing`); the caller repeats until the reply says done, which sets `drawn`. Winners are
--- popped from the registrants (SPOP: random, without replacement across pages) into admitted.
+-- Lottery draw in one shard, one page at a time: admits this shard's part of the winners (the
+-- caller's allotment, `quota`) at random from its registrants, `page` per call, so a large
+-- event never blocks Redis. The first page closes registration (`drawing`) and fixes the quota
+-- (`draw_quota`): a repeated or concurrent call keeps the first one's. The caller repeats until
+-- the reply says done, which sets `drawn`. Winners are popped from the registrants (SPOP:
+-- random, without replacement across pages) into admitted.
 --- keys: cfg admitted registrants
---- args: page
+--- args: page quota
 --- ok: winners:u64 done:flag
 -- Otherwise: {CONFLICT} (already drawn or not a lottery) | {NOT_FOUND}.
-local cfg = hmget(K_CFG, 'stock', 'admission_multiplier', 'admission_mode', 'drawn', 'admission_cap')
+local cfg = hmget(K_CFG, 'stock', 'admission_mode', 'drawn')
 if not cfg.stock then return {NOT_FOUND} end
 if cfg.admission_mode ~= 'lottery' or cfg.drawn == '1' then return {CONFLICT} end
 redis.call('HSET', K_CFG, 'drawing', '1')
-local cap = admission_cap(cfg)
+redis.call('HSETNX', K_CFG, 'draw_quota', A_QUOTA)
+local cap = tonumber(redis.call('HGET', K_CFG, 'draw_quota'))
 local left = cap - redis.call('SCARD', K_ADMITTED)
 local n = math.min(tonumber(A_PAGE), left)
 if n > 0 then

@@ -1014,28 +1014,30 @@ fn lottery(store: &Strict, nodes: &Cluster) -> Result<Ev> {
     for fan in fans.iter().chain([&fans[0]]) {
         assert_eq!(lucky.issue(nodes, fan)?, Admission::Registered);
     }
-    let on_0: Vec<&String> = fans.iter().filter(|f| lucky.home(f) == 0).collect();
-    assert!(
-        (5..=25).contains(&on_0.len()),
-        "each shard has registrants to fill its cap: {} of 30 on shard 0",
-        on_0.len()
-    );
-    // The draw is paged (3 winners per script call here): on shard 0, the first page closes
-    // registration, registrants not drawn yet keep waiting, and the rest of the pages (and
-    // shard 1's) finish the draw.
-    let k0 = lucky.keys(0);
-    let first = scripts::draw::run(store, &k0, 3)?;
+    // The draw allots the 10 winners to the shards as a uniform draw over all 30 fans would
+    // (admin::lottery_quotas, from each shard's registrants), then pages (3 winners per script
+    // call here): on the shard with the most to draw, the first page closes registration,
+    // registrants not drawn yet keep waiting, and the rest of the pages (and the other
+    // shard's) finish the draw.
+    let on = |s: u32| -> Vec<&String> { fans.iter().filter(|f| lucky.home(f) == s).collect() };
+    let pools = [on(0).len() as u64, on(1).len() as u64];
+    let quotas = admin::lottery_quotas(&lucky.id, &pools, 10);
+    assert_eq!(quotas.iter().sum::<u64>(), 10, "{quotas:?}");
+    let big = if quotas[0] >= quotas[1] { 0 } else { 1 };
+    assert!(quotas[big as usize] > 3, "more than one page: {quotas:?}");
+    let k = lucky.keys(big);
+    let first = scripts::draw::run(store, &k, 3, quotas[big as usize])?;
     assert_eq!(
         (first.winners, first.done),
         (3, false),
         "one page of 3, not done"
     );
-    let waiting = on_0
-        .iter()
-        .find(|f| store.query::<i64>(&["SISMEMBER", &k0.registrants(), f]) == 1)
-        .expect("registrants of shard 0 are still waiting");
+    let waiting = on(big)
+        .into_iter()
+        .find(|f| store.query::<i64>(&["SISMEMBER", &k.registrants(), f]) == 1)
+        .expect("registrants of the shard are still waiting");
     assert_eq!(lucky.issue(nodes, waiting)?, Admission::Registered);
-    let latecomer = lucky.homed_on("latecomer", 0);
+    let latecomer = lucky.homed_on("latecomer", big);
     assert_eq!(
         refused("registration closed", lucky.issue(nodes, &latecomer)),
         "not_selected"
@@ -1054,8 +1056,8 @@ fn lottery(store: &Strict, nodes: &Cluster) -> Result<Ev> {
     }
     assert_eq!(winners.len(), 10);
     for s in 0..2 {
-        let drawn = winners.iter().filter(|w| lucky.home(w) == s).count();
-        assert_eq!(drawn, 5, "shard {s} admits its part");
+        let drawn = winners.iter().filter(|w| lucky.home(w) == s).count() as u64;
+        assert_eq!(drawn, quotas[s as usize], "shard {s} admits its allotment");
     }
     let tokens: Vec<String> = winners
         .iter()

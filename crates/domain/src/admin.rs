@@ -277,24 +277,34 @@ pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Res
     Ok(())
 }
 
-/// Runs the lottery draw in every shard (each admits its part), `page` winners per call. First
-/// every shard closes its registration (`drawing`), so a draw cut short leaves no shard taking
-/// registrations while others have drawn; repeating the call finishes it.
+/// Runs the lottery draw: multiplier × stock winners (or every registrant, if fewer) drawn
+/// uniformly from the registrants of all shards, `page` per script call. First every shard
+/// closes its registration (`drawing`), which fixes each shard's pool (its registrants, the
+/// drawn ones included: a draw only moves users to the admitted). Then [`lottery_quotas`] allots the winners to the
+/// shards as a uniform draw over the union would, and each shard pops its quota at random.
+/// The allotment is a function of the event and the pools, so a draw cut short and repeated
+/// (or run twice at once) allots the same; each shard keeps its first quota anyway.
 pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u64, Error> {
     let (e, config) = Event::open(nodes, event)?;
     let field = |name: &str| config.get(name).map(String::as_str);
     if field("admission_mode") != Some("lottery") || field("drawn") == Some("1") {
         return Err(Refusal::Conflict.into());
     }
+    let number = |name: &str| field(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let mut pools = Vec::new();
     for s in e.all() {
         let (store, k) = e.slot(s)?;
         scripts::set_fields::run(store, &k, vec![("drawing", "1".into())])?;
+        // Registrants as status counts them while drawing: the drawn ones included.
+        pools.push(scripts::status::run(store, &k)?.registrants as u64);
     }
+    let wanted = number("stock") * number("admission_multiplier").max(1);
+    let quotas = lottery_quotas(event, &pools, wanted);
     let mut winners = 0;
-    for s in e.all() {
+    for (s, quota) in e.all().zip(quotas) {
         let (store, k) = e.slot(s)?;
         loop {
-            match scripts::draw::run(store, &k, page) {
+            match scripts::draw::run(store, &k, page, quota) {
                 Ok(drawn) if drawn.done => {
                     winners += drawn.winners;
                     break;
@@ -312,6 +322,34 @@ pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u6
     let (store, k) = e.master()?;
     scripts::set_fields::run(store, &k, vec![("drawn", "1".into())])?;
     Ok(winners)
+}
+
+/// How many of `wanted` winners each shard gets when they are drawn uniformly from the union of
+/// the shards' pools (`pools[s]` users each; every registrant if fewer): a multivariate
+/// hypergeometric draw, shard by shard (shard s's count is hypergeometric given what the shards
+/// before it took). Each registrant's chance is the same whichever shard is their home. Seeded
+/// by the event and the pools, so every call for the same draw answers the same.
+pub fn lottery_quotas(event: &EventId, pools: &[u64], wanted: u64) -> Vec<u64> {
+    use rand_distr::{Distribution, Hypergeometric};
+    use rand_pcg::{Pcg64, rand_core::SeedableRng};
+
+    let sizes: Vec<String> = pools.iter().map(u64::to_string).collect();
+    let mut parts = vec![event.as_str(), "lottery"];
+    parts.extend(sizes.iter().map(String::as_str));
+    let mut rng = Pcg64::seed_from_u64(ids::hash64(&parts));
+    let mut population: u64 = pools.iter().sum();
+    let mut left = wanted.min(population);
+    pools
+        .iter()
+        .map(|&pool| {
+            let taken = Hypergeometric::new(population, pool, left)
+                .map(|law| law.sample(&mut rng))
+                .unwrap_or(0);
+            population -= pool;
+            left -= taken;
+            taken
+        })
+        .collect()
 }
 
 /// A sharded event's state: the sums over shards, and what only shards have.
@@ -380,6 +418,44 @@ fn refusals_by_code(counts: &BTreeMap<String, i64>) -> BTreeMap<&'static str, i6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lottery_quotas_draw_exactly_the_winners_from_what_each_shard_has() {
+        let event = EventId::parse("lucky").unwrap();
+        for (pools, wanted, total) in [
+            (vec![1, 0, 2, 0], 2, 2),
+            (vec![3, 3], 100, 6),
+            (vec![0, 0], 5, 0),
+            (vec![400_000, 350_000, 250_000], 600_000, 600_000),
+        ] {
+            let quotas = lottery_quotas(&event, &pools, wanted);
+            assert_eq!(quotas.iter().sum::<u64>(), total, "{pools:?}");
+            assert!(quotas.iter().zip(&pools).all(|(q, p)| q <= p), "{quotas:?}");
+            assert_eq!(quotas, lottery_quotas(&event, &pools, wanted), "repeatable");
+        }
+    }
+
+    #[test]
+    fn every_registrant_has_the_same_chance_whichever_their_shard() {
+        // Over many draws, shard s's mean quota is wanted × pool_s / total: a uniform draw
+        // over the union, not the even split of the cap that strands winners on empty shards.
+        let (pools, wanted, draws) = ([10u64, 0, 30, 60], 20u64, 4000);
+        let mut sums = [0u64; 4];
+        for d in 0..draws {
+            let event = EventId::parse(&format!("e{d}")).unwrap();
+            for (sum, q) in sums.iter_mut().zip(lottery_quotas(&event, &pools, wanted)) {
+                *sum += q;
+            }
+        }
+        for (s, pool) in pools.iter().enumerate() {
+            let mean = sums[s] as f64 / f64::from(draws);
+            let expected = (wanted * pool) as f64 / 100.0;
+            assert!(
+                (mean - expected).abs() < 0.15,
+                "shard {s}: {mean} vs {expected}"
+            );
+        }
+    }
 
     #[test]
     fn each_shard_holds_its_exact_part_of_the_admission_cap_and_the_buy_bucket() {

@@ -172,7 +172,7 @@ async fn event_info_tells_a_buyer_the_window_and_what_is_left() -> Result<()> {
         json!({
             "event_id": "w2", "sku": "sku-w2", "stock": 7, "stock_left": 7,
             "start_ms": 1_000, "end_ms": 4_000_000_000_000u64, "admission_mode": "fcfs",
-            "enabled": true, "warmed": true, "sold_out": false,
+            "enabled": true, "warmed": true, "sold_out": false, "shards": 2,
         })
     );
     let (status, body) = app.get_json("/shop/events/nope").await?;

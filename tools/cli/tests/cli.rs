@@ -147,16 +147,30 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
         (Some("1"), Some("10"))
     );
 
-    // One refresh of the live view is one script call in Redis (status.lua: 11 commands plus
-    // one per shard and one per dead letter, inside Redis).
+    // One refresh of the live view is one script call per slot of the event (status.lua,
+    // inside Redis): the master's `{sk:e1}`, then each of the 4 shards' `{sk:e1/s}`, once.
     let monitor = redis.monitor()?;
     ok(&run(&["status", "e1", "--json"]));
     let sent = monitor.stop()?;
-    assert_eq!(sent.len(), 1, "{sent:#?}");
-    assert!(
-        sent[0].to_ascii_uppercase().contains("\"EVALSHA\""),
-        "{sent:#?}"
-    );
+    let slots: Vec<&str> = [
+        "{sk:e1}:",
+        "{sk:e1/0}:",
+        "{sk:e1/1}:",
+        "{sk:e1/2}:",
+        "{sk:e1/3}:",
+    ]
+    .into();
+    assert_eq!(sent.len(), slots.len(), "{sent:#?}");
+    for (call, slot) in sent.iter().zip(slots) {
+        assert!(
+            call.to_ascii_uppercase().contains("\"EVALSHA\""),
+            "{sent:#?}"
+        );
+        assert!(
+            call.contains(&format!("\"{slot}cfg\"")),
+            "{slot} in {sent:#?}"
+        );
+    }
 
     // Deny lists.
     assert_eq!(

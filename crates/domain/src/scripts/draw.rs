@@ -8,8 +8,9 @@ use crate::store::Store;
 /// Where the draw stands after a page: winners so far, and whether the draw is over.
 pub type Drawn = OkReply;
 
-/// Runs one page of at most `page` winners.
-pub fn run(store: &impl Store, k: &EventKeys, page: u32) -> Result<Drawn, ScriptError> {
+/// Runs one page of at most `page` winners, toward `quota` winners in this slot (the first
+/// page's quota stands).
+pub fn run(store: &impl Store, k: &EventKeys, page: u32, quota: u64) -> Result<Drawn, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
         admitted: k.admitted(),
@@ -17,6 +18,7 @@ pub fn run(store: &impl Store, k: &EventKeys, page: u32) -> Result<Drawn, Script
     };
     let args = Args {
         page: page.max(1).to_string(),
+        quota: quota.to_string(),
     };
     let mut r = call_ok(store, keys, args)?;
     Ok(OkReply::read(&mut r)?)
