@@ -28,9 +28,8 @@ use crate::raw_redis;
 use crate::server::HostProcess;
 use crate::table::Row;
 
-/// The hot event's stock shards. 32 over 2 or 4 nodes leaves some node ±15 % off an even
-/// share in most placements (rendezvous places each shard independently: a node's share of
-/// the shards is binomial, relative spread √((N−1)/shards)); 128 narrows it.
+/// The hot event's stock shards: dealt evenly over 1, 2 or 4 nodes (32 each on 4), with
+/// 23 units each, so shards run dry and tails happen during the sale.
 const SHARDS: u32 = 128;
 /// The node counts, one row each.
 const NODE_COUNTS: [usize; 3] = [1, 2, 4];
@@ -68,6 +67,7 @@ pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
         rows.push(row);
         last = Some(Figures {
             whole_purchases: whole,
+            home_skew: busiest_home_shard(MAX_SHARDS),
             ..figures
         });
     }
@@ -219,6 +219,7 @@ async fn sale_over(
         cpu_us: journey.cpu_us,
         ceiling_per_node: ceilings.iter().sum::<f64>() / n as f64,
         whole_purchases: 0.0,
+        home_skew: 1.0,
         busiest: busiest(&scripts),
         units_per_shard: stock as f64 / f64::from(SHARDS),
     };
@@ -493,6 +494,8 @@ struct Figures {
     ceiling_per_node: f64,
     /// The share of `redis-benchmark`'s requests that were whole purchases.
     whole_purchases: f64,
+    /// The busiest shard's share of buyers over an even one ([`busiest_home_shard`]).
+    home_skew: f64,
     /// The busiest node's share of the scripts over an even one.
     busiest: f64,
     /// The run's units per shard.
@@ -504,17 +507,57 @@ const SPIKE_RPS: f64 = 1_000_000.0;
 const SPIKE_UNITS: f64 = 200_000.0;
 /// What one Upstash database is taken to serve.
 const UPSTASH_COMMANDS_PER_S: f64 = 10_000.0;
-/// The most shards an event can have.
-const MAX_SHARDS: f64 = 256.0;
+/// The most shards an event can have: the spike's item uses them all.
+const MAX_SHARDS: u32 = 256;
+
+/// The busiest of `shards` home shards' share of buyers over an even one, over a million
+/// sequential ids and a million email addresses (the worse of the two): a shard's buyers are
+/// its load.
+fn busiest_home_shard(shards: u32) -> f64 {
+    let ids: [fn(u32) -> String; 2] =
+        [|n| format!("user{n}"), |n| format!("buyer.{n}@example.com")];
+    ids.iter()
+        .map(|id| {
+            let mut count = vec![0u64; shards as usize];
+            for n in 0..1_000_000 {
+                count[seckill_domain::ids::home_shard("spike", &id(n), shards) as usize] += 1;
+            }
+            busiest(&count)
+        })
+        .fold(1.0, f64::max)
+}
+
+/// How many machines of `per_machine` scripts/s the spike's shards need when each machine
+/// holds whole shards of `per_shard` scripts/s (placement deals shards, never splits one):
+/// `None` when one shard alone is more than a machine.
+fn machines_for(per_shard: f64, per_machine: f64) -> Option<u32> {
+    let shards_each = (per_machine / per_shard).floor() as u32;
+    (shards_each > 0).then(|| MAX_SHARDS.div_ceil(shards_each))
+}
 
 /// The capacity table for [`SPIKE_RPS`] on one item of [`SPIKE_UNITS`] units, from `f`.
 fn capacity(f: &Figures) -> String {
     let scripts = SPIKE_RPS * f.scripts_per_request;
-    let redis = (scripts / f.ceiling_per_node).ceil();
-    let upstash = (scripts / UPSTASH_COMMANDS_PER_S).ceil();
+    let shards = f64::from(MAX_SHARDS);
+    // The busiest shard sets the pace: its share of the buyers, all its scripts on its node.
+    let per_shard = scripts / shards * f.home_skew;
+    let count = |n: Option<u32>| {
+        n.map_or("none: a shard is more than one".to_string(), |n| {
+            n.to_string()
+        })
+    };
+    let redis = machines_for(per_shard, f.ceiling_per_node);
+    let upstash = machines_for(per_shard, UPSTASH_COMMANDS_PER_S);
     let cores = (SPIKE_RPS * f.cpu_us / 1e6).ceil();
     let run = format!("the {}-node run", f.nodes);
-    let spread = ((redis - 1.0) / MAX_SHARDS).sqrt() * 100.0;
+    let held = |n: Option<u32>| {
+        n.map_or("-".to_string(), |n| {
+            match (MAX_SHARDS / n, MAX_SHARDS.div_ceil(n)) {
+                (least, most) if least == most => most.to_string(),
+                (least, most) => format!("{least}–{most}"),
+            }
+        })
+    };
     [
         format!("| {SPIKE_RPS:.0} requests/s on one {SPIKE_UNITS:.0}-unit item | needed | from |"),
         "|---|---:|---|".into(),
@@ -523,12 +566,20 @@ fn capacity(f: &Figures) -> String {
             f.scripts_per_request
         ),
         format!(
-            "| redis-server nodes | {redis:.0} | scripts/s ÷ {:.0} `buy.lua`/s per node (redis-benchmark, {:.0} % whole purchases) |",
-            f.ceiling_per_node,
-            f.whole_purchases * 100.0
+            "| busiest shard's scripts/s | {per_shard:.0} | ÷ {MAX_SHARDS} shards × {:.3} (the busiest home shard's share of a million ids) |",
+            f.home_skew
         ),
         format!(
-            "| Upstash databases | {upstash:.0} | scripts/s ÷ {UPSTASH_COMMANDS_PER_S:.0} commands/s each |"
+            "| redis-server nodes | {} | whole shards per node within {:.0} `buy.lua`/s (redis-benchmark, {:.0} % whole purchases): {} shards each |",
+            count(redis),
+            f.ceiling_per_node,
+            f.whole_purchases * 100.0,
+            held(redis)
+        ),
+        format!(
+            "| Upstash databases | {} | whole shards per database within {UPSTASH_COMMANDS_PER_S:.0} commands/s: {} shards each |",
+            count(upstash),
+            held(upstash)
         ),
         format!(
             "| function cores | {cores:.0} | {SPIKE_RPS:.0} × {:.0} µs host CPU per request ({run}, the whole journey) |",
@@ -536,13 +587,12 @@ fn capacity(f: &Figures) -> String {
         ),
         String::new(),
         format!(
-            "Assumptions: each buyer sends admission, precheck, buy and poll, once each; scripts per request as {run} measured them: the tails before sell-out ({:.1} units a shard here, {:.0} for the spike's item over {MAX_SHARDS:.0} shards: fewer tails), the tails of buys after it until the drain (every second) tells every shard, the scheduled jobs' scripts; a script (EVALSHA) is one Upstash command; every script costs a node what `buy.lua` does (the heaviest); the load spreads evenly over the nodes. Measured on this 2-core machine with everything on it (host, Redis, Postgres, generator, redis-benchmark); our host's CPU, not Spin's (`--only routes` has Spin-faithful mode).",
+            "Assumptions: each buyer sends admission, precheck, buy and poll, once each; scripts per request as {run} measured them: the tails before sell-out ({:.1} units a shard here, {:.0} for the spike's item over {MAX_SHARDS} shards: fewer tails), the tails of buys after it until the drain (every second) tells every shard, the scheduled jobs' scripts; a script (EVALSHA) is one Upstash command; every script costs a node what `buy.lua` does (the heaviest). Measured on this 2-core machine with everything on it (host, Redis, Postgres, generator, redis-benchmark); our host's CPU, not Spin's (`--only routes` has Spin-faithful mode).",
             f.units_per_shard,
-            SPIKE_UNITS / MAX_SHARDS
+            SPIKE_UNITS / shards
         ),
         format!(
-            "Spread: rendezvous gives each node a binomial share of an event's shards: at {redis:.0} nodes and {MAX_SHARDS:.0} shards (the most), {:.1} a node, ±{spread:.0} % (one σ); the busiest node took {:.2}× an even share in {run}. Size with headroom.",
-            MAX_SHARDS / redis,
+            "Spread: placement deals an event's shards out evenly (each node ⌊S/N⌋ or ⌈S/N⌉ of them), and the nodes are sized by whole shards at the busiest shard's load; the busiest node took {:.2}× an even share of the scripts in {run}.",
             f.busiest
         ),
     ]
@@ -588,18 +638,38 @@ mod tests {
             cpu_us: 300.0,
             ceiling_per_node: 50_000.0,
             whole_purchases: 0.9,
+            home_skew: 1.04,
             busiest: 1.1,
             units_per_shard: 23.4,
         });
+        // 1,250,000 / 256 × 1.04 = 5078 a shard: 9 shards fit in 50,000 (29 nodes), 1 in
+        // 10,000 (256 databases).
         for row in [
             "| Redis scripts/s | 1250000 |",
-            "| redis-server nodes | 25 |",
-            "| Upstash databases | 125 |",
+            "| busiest shard's scripts/s | 5078 |",
+            "| redis-server nodes | 29 |",
+            "9 shards each",
+            "| Upstash databases | 256 |",
             "| function cores | 300 |",
         ] {
             assert!(table.contains(row), "{row} not in\n{table}");
         }
-        assert!(table.contains("1.10× an even share in the 4-node run"));
-        assert!(table.contains("10.2 a node, ±31 % (one σ)"), "{table}");
+        assert!(table.contains("1.10× an even share of the scripts in the 4-node run"));
+    }
+
+    #[test]
+    fn whole_shards_per_machine() {
+        assert_eq!(
+            machines_for(1000.0, 10_000.0),
+            Some(26),
+            "10 each: 256 / 10 up"
+        );
+        assert_eq!(machines_for(1000.0, 1_000.0), Some(256));
+        assert_eq!(
+            machines_for(1000.0, 999.0),
+            None,
+            "one shard is more than a machine"
+        );
+        assert!((1.0..1.1).contains(&busiest_home_shard(256)));
     }
 }
