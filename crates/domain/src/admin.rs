@@ -280,10 +280,11 @@ pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Res
 /// Runs the lottery draw: multiplier × stock winners (or every registrant, if fewer) drawn
 /// uniformly from the registrants of all shards, `page` per script call. First every shard
 /// closes its registration (`drawing`), which fixes each shard's pool (its registrants, the
-/// drawn ones included: a draw only moves users to the admitted). Then [`lottery_quotas`] allots the winners to the
-/// shards as a uniform draw over the union would, and each shard pops its quota at random.
-/// The allotment is a function of the event and the pools, so a draw cut short and repeated
-/// (or run twice at once) allots the same; each shard keeps its first quota anyway.
+/// drawn ones included: a draw only moves users to the admitted). Then [`lottery_quotas`]
+/// allots the winners to the shards as a uniform draw over the union would, and each shard
+/// pops its quota at random. The allotment is a function of the event and the pools, so a
+/// draw cut short and repeated (or run twice at once) allots the same; each shard keeps its
+/// first quota anyway.
 pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u64, Error> {
     let (e, config) = Event::open(nodes, event)?;
     let field = |name: &str| config.get(name).map(String::as_str);
