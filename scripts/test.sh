@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: sets up what is missing, builds every component, runs the whole suite once
 # (over spin.toml, with Redis reached over its own protocol through the host's pooled
-# connections), then again, over spin.http.toml and over the Upstash REST transport, the tests
-# whose outcome those can change (the subsets below say why each covers its difference), then
-# checks every request and response the first pass exchanged against api/openapi.yaml while
-# the browser tests and the Terraform checks run (all three at once). Under CI=true (.ci/run) a check whose tool is
-# missing fails the run; elsewhere it is skipped, saying so (lib.sh's skip_or_fail).
+# connections), then again, over spin.http.toml, over the Upstash REST transport and over three
+# Redis nodes, the tests whose outcome those can change (the subsets below say why each covers
+# its difference), then checks the exchanges of the first pass against api/openapi.yaml (every
+# kind, up to 1,000 of each) while the browser tests and the Terraform checks run (all three at
+# once). Under CI=true (.ci/run) a check whose tool is missing fails the run; elsewhere it is
+# skipped, saying so (lib.sh's skip_or_fail).
 # The tests start their own redis-server and PostgreSQL on free loopback ports. Arguments go to
 # every test run (e.g. a filter).
 set -euo pipefail
