@@ -510,17 +510,16 @@ const UPSTASH_COMMANDS_PER_S: f64 = 10_000.0;
 /// The most shards an event can have: the spike's item uses them all.
 const MAX_SHARDS: u32 = 256;
 
-/// The busiest of `shards` home shards' share of buyers over an even one, over a million
-/// sequential ids and a million email addresses (the worse of the two): a shard's buyers are
-/// its load.
+/// The busiest of `shards` home shards' share of buyers over an even one, over a million ids
+/// of each realistic kind (the worst kind): a shard's buyers are its load.
 fn busiest_home_shard(shards: u32) -> f64 {
-    let ids: [fn(u32) -> String; 2] =
-        [|n| format!("user{n}"), |n| format!("buyer.{n}@example.com")];
-    ids.iter()
-        .map(|id| {
+    use seckill_domain::ids::{ID_KINDS, home_shard, realistic_ids};
+    ID_KINDS
+        .iter()
+        .map(|kind| {
             let mut count = vec![0u64; shards as usize];
-            for n in 0..1_000_000 {
-                count[seckill_domain::ids::home_shard("spike", &id(n), shards) as usize] += 1;
+            for user in realistic_ids(kind) {
+                count[home_shard("spike", &user, shards) as usize] += 1;
             }
             busiest(&count)
         })
@@ -566,7 +565,7 @@ fn capacity(f: &Figures) -> String {
             f.scripts_per_request
         ),
         format!(
-            "| busiest shard's scripts/s | {per_shard:.0} | ÷ {MAX_SHARDS} shards × {:.3} (the busiest home shard's share of a million ids) |",
+            "| busiest shard's scripts/s | {per_shard:.0} | ÷ {MAX_SHARDS} shards × {:.3} (the busiest home shard's share of a million ids of each kind) |",
             f.home_skew
         ),
         format!(
