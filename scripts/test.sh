@@ -3,9 +3,9 @@
 # (over spin.toml, with Redis reached over its own protocol through the host's pooled
 # connections), then again, over spin.http.toml, over the Upstash REST transport and over three
 # Redis nodes, the tests whose outcome those can change (the subsets below say why each covers
-# its difference), then checks the exchanges of the first pass against api/openapi.yaml (every
-# kind, up to 1,000 of each) while the browser tests and the Terraform checks run (all three at
-# once). Under CI=true (.ci/run) a check whose tool is missing fails the run; elsewhere it is
+# its difference), then a small demo sale that checks its own report, then checks the
+# exchanges of the first pass against api/openapi.yaml (every kind, up to 1,000 of each) while
+# the browser tests and the Terraform checks run (all three at once). Under CI=true (.ci/run) a check whose tool is missing fails the run; elsewhere it is
 # skipped, saying so (lib.sh's skip_or_fail).
 # The tests start their own redis-server and PostgreSQL on free loopback ports. Arguments go to
 # every test run (e.g. a filter).
@@ -47,10 +47,11 @@ run_tests() {
   fi
 }
 
-# The tests and the host's binary, which the host_runtime and browser tests run, in one build:
+# The tests, the host's binary (which the host_runtime and browser tests run) and the bench's
+# (the demo's), in one build:
 # with the package set the test runs take, nothing is built twice.
 log "building the host and the tests"
-cargo build --release "${PACKAGES[@]}" --tests --bin seckill-host
+cargo build --release "${PACKAGES[@]}" --tests --bin seckill-host --bin seckill-bench
 
 # 1. Everything, once. Only this run records its exchanges for the OpenAPI check: the other
 #    runs repeat the same API.
@@ -166,6 +167,12 @@ NODE_TESTS=(
 )
 log "over three Redis nodes: the sale and the order path with every event's shards spread"
 run_tests SECKILL_REDIS_NODES=3 -- "${NODE_TESTS[@]}"
+
+# 5. The main job, small: a whole sale as people live it (scripts/demo.sh's program, 2,000
+#    buyers for 200 units), which fails on its own report: oversold, lost or drift not 0, no
+#    payment through, or more than its stated share of requests without a response.
+log "the demo, small: 2,000 buyers for 200 units"
+"$ROOT/target/release/seckill-bench" demo --users 2000 --stock 200 --out "$ROOT/target/demo-small"
 
 # The last three checks share nothing (the browser tests start their own servers; the OpenAPI
 # check reads the record; the Terraform checks plan offline) and each waits on something (the

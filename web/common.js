@@ -77,3 +77,13 @@ function duration(ms) {
 
 const $ = (id) => document.getElementById(id);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * How long to wait before asking again after answer `r` on the `attempt`-th try (0 first):
+ * the server's Retry-After, or a second doubled each try, at most 8 s, plus up to as long
+ * again of random jitter, so that a crowd told "come back" does not come back all at once.
+ */
+function backOffMs(r, attempt) {
+  const base = Math.min(Math.max(r.retryAfterMs || 0, 1000 * 2 ** attempt), 8000);
+  return base + Math.floor(Math.random() * base);
+}

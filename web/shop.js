@@ -191,7 +191,7 @@ function precheck() {
       }
       if (r.code === 'already_bought') { S.order = S.order || 'known'; poll(); return null; }
       if (!['too_early', 'rate_limited', 'unavailable', 'network'].includes(r.code)) { refuse(r); return null; }
-      await sleep(Math.min(r.retryAfterMs || 1000, 5000) + jitter(300));
+      await sleep(backOffMs(r, attempt));
     }
     say(messageFor('unavailable'), 'warn');
     return null;
@@ -209,7 +209,17 @@ async function buy() {
   let p = S.purchase && S.purchase.until > performance.now() ? S.purchase : await (S.prechecking || precheck());
   if (!p) { unlock(); return; }
   S.purchase = null;             // a purchase token is good for one buy
-  const r = await call('POST', sale('buy'), {bearer: S.jwt, body: {purchase_token: p.token}});
+  // A 503 or no answer means the buy was not used (the server was at capacity, or still
+  // looking for stock on other shards): the same purchase token is sent again after a
+  // back-off, a few times, instead of leaving the buyer to click into the crowd again.
+  let r;
+  for (let attempt = 0; ; attempt++) {
+    r = await call('POST', sale('buy'), {bearer: S.jwt, body: {purchase_token: p.token}});
+    if (!['unavailable', 'network'].includes(r.code) || attempt === 3) break;
+    const wait = backOffMs(r, attempt);
+    say(`Busy: trying again in ${Math.ceil(wait / 1000)} s…`, 'warn');
+    await sleep(wait);
+  }
   if (!r.code) {
     S.order = r.body.order_id;
     showQueue(r.body.position, null);
@@ -221,10 +231,9 @@ async function buy() {
   if (r.code === 'already_bought') { poll(); return; }
   if (['sold_out', 'sale_ended'].includes(r.code)) { finish(); return; }
   if (['rate_limited', 'unavailable', 'network', 'sale_paused'].includes(r.code)) {
-    // Refused before it was used (busy, or still looking for stock on other shards): the
-    // purchase token stays good for the next click.
+    // Refused before it was used: the purchase token stays good for the next click.
     S.purchase = p;
-    setTimeout(unlock, Math.min(r.retryAfterMs || 1000, 5000));
+    setTimeout(unlock, backOffMs(r, 0));
     return;
   }
   unlock();
@@ -259,7 +268,7 @@ async function poll() {
   const r = await call('GET', sale('orders/me'), {bearer: S.jwt});
   if (r.code) {
     if (r.code === 'unauthorized') { say(messageFor(r.code), 'bad'); signOut(); return; }
-    if (S.order) { refuse(r); schedulePoll(r.retryAfterMs); }
+    if (S.order) { refuse(r); schedulePoll(backOffMs(r, 0)); }
     return;
   }
   const b = r.body;

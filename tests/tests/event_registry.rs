@@ -59,7 +59,7 @@ fn a_configured_event_is_always_registered() -> Result<()> {
         );
         // And the retry completes the creation.
         let store = NativeStore::new(redis.client().get_connection()?);
-        assert!(admin::upsert_event(&Nodes::one(store), &event, &config)?);
+        assert!(admin::upsert_event(&Nodes::one(store), &event, &config)?.0);
     }
     Ok(())
 }

@@ -338,6 +338,55 @@ async fn a_spike_beyond_the_instance_pool_waits_for_instances() -> Result<()> {
     Ok(())
 }
 
+/// A request that finds every instance slot taken for longer than the instance wait is shed:
+/// answered at once `503` with `Retry-After` and the API's error body, never run; once a slot
+/// is free again, requests are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_finds_no_instance_in_time_is_shed_with_retry_after() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let vars = [
+        ("redis_host", redis.host()),
+        ("pg_host", pg.host()),
+        ("present", "from-env".to_string()),
+    ];
+    let app = TestApp::builder("tests/manifests/conformance.toml")
+        .vars(&vars)
+        .max_instances(1)
+        .instance_wait(Duration::from_millis(100))
+        .start()
+        .await?;
+    // The one slot is held by a guest that sleeps 700 ms; meanwhile /hello is shed.
+    let slow = tokio::spawn({
+        let url = format!("{}/conformance/slow-incr", app.base_url);
+        async move { reqwest::get(url).await.map(|r| r.status().as_u16()) }
+    });
+    let mut shed = None;
+    while shed.is_none() && !slow.is_finished() {
+        let asked = std::time::Instant::now();
+        let resp = reqwest::get(format!("{}/hello", app.base_url)).await?;
+        if resp.status().as_u16() == 503 {
+            shed = Some((resp, asked.elapsed()));
+        }
+    }
+    let (shed, answered_in) = shed.expect("a request was shed while the slot was held");
+    assert_eq!(
+        shed.headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap_or("")),
+        Some("1")
+    );
+    let body: Value = shed.json().await?;
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(
+        answered_in < Duration::from_millis(600),
+        "shed after the wait, not after the slow guest: {answered_in:?}"
+    );
+    assert_eq!(slow.await??, 200, "the guest holding the slot finished");
+    let (status, body) = app.get("/hello").await?;
+    assert_eq!((status, body.as_str()), (200, "hello"));
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trapping_guest_gives_500_and_the_next_request_succeeds() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);

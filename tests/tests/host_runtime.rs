@@ -407,6 +407,52 @@ fn metrics_count_by_route_status_and_component() -> Result<()> {
     Ok(())
 }
 
+/// `--max-instances` and `--instance-wait`: while the one instance is busy past the wait, a
+/// request is shed (`503`, `Retry-After`) and counted in `seckill_http_shed_requests_total`.
+#[test]
+fn a_shed_request_is_counted_by_route() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+    let host = host(
+        &redis,
+        &pg,
+        &[
+            "--metrics-listen",
+            &metrics.to_string(),
+            "--max-instances",
+            "1",
+            "--instance-wait",
+            "100ms",
+        ],
+    )?;
+    let addr = host.addr;
+    let slow = std::thread::spawn(move || get(addr, "/conformance/slow-incr"));
+    let mut shed = None;
+    while shed.is_none() && !slow.is_finished() {
+        let answer = get(addr, "/hello")?;
+        if answer.starts_with("HTTP/1.1 503") {
+            shed = Some(answer);
+        }
+    }
+    let shed = shed.expect("a request was shed while the instance was busy");
+    assert!(
+        shed.to_ascii_lowercase().contains("retry-after: 1"),
+        "{shed}"
+    );
+    assert!(slow.join().expect("no panic")?.starts_with("HTTP/1.1 200"));
+    let scrape = get(metrics, "/metrics")?;
+    let shed_count = scrape
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"seckill_http_shed_requests_total{route="/hello"} "#)?
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no shed count in\n{scrape}"));
+    assert!(shed_count >= 1.0, "{scrape}");
+    Ok(())
+}
+
 /// `--log-format json`: every line the host logs is one JSON object with a timestamp, level,
 /// target and message, and an event's fields beside them. (A guest's own stderr, here its panic
 /// message, passes through as it wrote it, as under Spin.)

@@ -537,8 +537,8 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
             json!({})
         };
         let cfg = config(&format!("sku-{i}"), STOCK, ev.shards, extra);
-        assert!(admin::upsert_event(&nodes, &ev.id, &cfg)?);
-        assert!(!admin::upsert_event(&nodes, &ev.id, &cfg)?);
+        assert!(admin::upsert_event(&nodes, &ev.id, &cfg)?.0);
+        assert!(!admin::upsert_event(&nodes, &ev.id, &cfg)?.0);
         let warmed = admin::warm_up(&nodes, &ev.id)?;
         assert_eq!((warmed.stock, warmed.shards), (STOCK, ev.shards));
         assert_eq!(

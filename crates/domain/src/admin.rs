@@ -195,14 +195,15 @@ fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
 }
 
 /// Creates or updates a sharded event: registered, then the master, then every shard's copy,
-/// all with one new version. Returns whether it was created.
+/// all with one new version. Returns whether it was created, and its shard count (the
+/// config's, at most one per unit of stock: [`EventConfig::shard_count`]).
 pub fn upsert_event<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
     config: &EventConfig,
-) -> Result<bool, Error> {
+) -> Result<(bool, u32), Error> {
     config.validate()?;
-    let e = Event::new(nodes, event, config.shards);
+    let e = Event::new(nodes, event, config.shard_count());
     let (store, k) = e.master()?;
     scripts::register_event::run(store, event)?;
     let mut fields = config.fields();
@@ -212,7 +213,7 @@ pub fn upsert_event<S: Store>(
         let (store, k) = e.slot(s)?;
         scripts::upsert_event::run(store, &k, shard_fields(&fields, s, e.shards()))?;
     }
-    Ok(created)
+    Ok((created, e.shards()))
 }
 
 /// Writes each shard's part of the stock (the first `stock % shards` shards hold one more),

@@ -62,7 +62,7 @@ pub struct EventConfig {
     /// Units for sale.
     #[serde(deserialize_with = "whole::number")]
     pub stock: u64,
-    /// Stock shards (1–256).
+    /// Stock shards (1–256), at most one per unit of stock ([`Self::shard_count`]).
     #[serde(default = "defaults::shards", deserialize_with = "whole::number")]
     pub shards: u32,
     /// Sale opens (Unix ms, server clock).
@@ -273,12 +273,21 @@ impl EventConfig {
         Ok(())
     }
 
+    /// The shards the event gets: `shards`, but never more than its stock (and at least one).
+    /// A shard beyond the stock would start empty, and a buyer homed there could only buy
+    /// through the tail; with at most one shard per unit, warm-up gives every shard a unit.
+    pub fn shard_count(&self) -> u32 {
+        self.shards
+            .min(u32::try_from(self.stock).unwrap_or(u32::MAX))
+            .max(1)
+    }
+
     /// The `{sk:E}:cfg` fields, in HSET order.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         vec![
             ("sku", self.sku.clone()),
             ("stock", self.stock.to_string()),
-            ("shards", self.shards.to_string()),
+            ("shards", self.shard_count().to_string()),
             ("start_ms", self.start_ms.to_string()),
             ("end_ms", self.end_ms.to_string()),
             ("admission_mode", self.admission_mode.as_str().to_owned()),

@@ -1,8 +1,8 @@
 //! The sale path, one operation per public function: issue-token, precheck, buy, poll, each at
 //! the buyer's home shard ([`crate::sharded`]): one script run, one Redis round trip (a buy
-//! whose home shard is empty takes the tail: at most four). `shards` is the caller's count of
-//! the event's shards (the `shards` query parameter): a stale one costs one more round trip,
-//! never a wrong answer. The function crates only parse and render.
+//! whose home shard is empty takes the tail: three, at most five). `shards` is the caller's
+//! count of the event's shards (the `shards` query parameter): a stale one costs one more round
+//! trip, never a wrong answer. The function crates only parse and render.
 
 use serde::Serialize;
 
@@ -255,12 +255,22 @@ pub struct Bought {
     pub round_trips: u32,
 }
 
-/// buy: one script at the home shard while it has stock. When it is empty, the tail: lend a
-/// unit from one of the (at most two) candidate shards it names, then come back home with it,
-/// where it is credited and sold in one script — at most 4 round trips. A home shard that
-/// finds every shard empty answers sold out; a tail that found both candidates empty while
-/// other shards may still hold stock answers "try again" (503), having taught the home shard
-/// which shards are empty.
+/// How many shards a buy's tail asks for a unit before it goes home. The candidates come from
+/// the home slot's picture of the shards that hold stock (kept by the drain's summary, the
+/// probes and the refills), so the first probe finds a unit unless the picture is a moment old.
+pub const TAIL_PROBES: usize = 3;
+
+/// What a buy whose tail found no unit, while stock may be left, tells the buyer (a 503: the
+/// same purchase token works on the next click).
+pub const STILL_LOOKING: &str = "looking for stock on other shards; try again";
+
+/// buy: one script at the home shard while it has stock. When it is empty, the tail: the home
+/// names the shards its picture says hold stock; the tail asks them in turn for a unit (at most
+/// [`TAIL_PROBES`], skipping the shards a probed one knows to be empty), then comes back home
+/// with it, where it is credited and sold in one script — two more round trips in the usual
+/// case, at most `TAIL_PROBES + 2` in all. A home shard that finds every shard empty answers
+/// sold out; a tail whose probes all came back empty while other shards may still hold stock
+/// answers "try again" (503, [`STILL_LOOKING`]), having taught the home shard which are empty.
 pub fn buy<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
@@ -271,9 +281,11 @@ pub fn buy<S: Store>(
 ) -> Result<Bought, Error> {
     let order_id = ids::new_order_id(now_ms);
     let mut round_trips = 0;
-    let (first, e) = at_home(nodes, event, shards, user, |e, home, hash| {
+    let mut home = None;
+    let (first, e) = at_home(nodes, event, shards, user, |e, shard, hash| {
         round_trips += 1;
-        let (store, k) = e.slot(home)?;
+        home = Some((shard, hash));
+        let (store, k) = e.slot(shard)?;
         buy::run(
             store,
             &k,
@@ -284,35 +296,39 @@ pub fn buy<S: Store>(
             &Back::default(),
         )
     })?;
-    let candidates = match first {
+    let mut candidates = match first {
         Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),
         Outcome::Tail(candidates) => candidates,
     };
-    let hash = ids::home_hash(event.as_str(), user);
-    let home = (hash % u64::from(e.shards())) as u32;
+    let (home, hash) = home.expect("at_home ran the buy");
     let transfer_id = ids::random_hex(8);
     let mut back = Back::default();
-    for c in candidates.into_iter().take(2) {
+    let mut probes = 0;
+    while probes < TAIL_PROBES && !candidates.is_empty() {
+        let c = candidates.remove(0);
+        probes += 1;
         round_trips += 1;
         // A candidate that cannot be reached is skipped, not believed empty. (Had it lent before
         // its answer was lost, the transfer is recorded there and the repair credits it home.)
-        let lent = e.slot(c).and_then(|(store, k)| {
-            shard_lend::run(store, &k, &transfer_id, home, 1).map_err(|e| match e {
-                ScriptError::Store(e) => e,
-                other => StoreError::failed(other.to_string()),
-            })
-        });
+        let lent = match e.slot(c) {
+            Ok((store, k)) => shard_lend::run(store, &k, &transfer_id, home, 1),
+            Err(e) => Err(ScriptError::Store(e)),
+        };
         match lent {
             Ok(l) if l.lent > 0 => {
                 back.credit = Some((&transfer_id, 1));
+                if l.left == 0 {
+                    back.empties.push(c); // this unit was its last
+                }
                 break;
             }
             Ok(l) => {
                 back.empties.push(c);
+                candidates.retain(|s| !l.believed_empty.iter().any(|(b, _)| b == s));
                 back.believed_empty.extend(l.believed_empty);
             }
-            Err(e) if e.is_transient() => continue,
-            Err(e) => return Err(e.into()),
+            Err(ScriptError::Store(err)) if err.is_transient() => continue,
+            Err(err) => return Err(err.into()),
         }
     }
     round_trips += 1;
@@ -340,7 +356,7 @@ fn accepted(order_id: String, b: buy::Bought, round_trips: u32) -> Bought {
 fn still_looking<S: Store>(e: &Event<'_, S>) -> Error {
     Error::unavailable(
         Dependency::Redis,
-        "looking for stock on other shards; try again",
+        STILL_LOOKING,
         format!("event {} tail found its candidates empty", e.id().as_str()),
     )
 }

@@ -50,10 +50,10 @@ fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
             let config: EventConfig = json_body(req)?;
             // Bad input is refused even when Redis is down (upsert_event checks again).
             config.validate()?;
-            let created = admin::upsert_event(&redis()?, &event, &config)?;
+            let (created, shards) = admin::upsert_event(&redis()?, &event, &config)?;
             Ok((
                 if created { 201 } else { 200 },
-                json!({ "event_id": event.as_str(), "created": created }),
+                json!({ "event_id": event.as_str(), "created": created, "shards": shards }),
             ))
         }
         (Method::Patch, "" | "/") => {

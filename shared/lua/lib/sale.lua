@@ -55,6 +55,10 @@ end
 -- by a slower writer, so no shard is ever stranded for longer.
 local EMPTY_BELIEF_MS = 5000
 
+-- How many candidate shards a tail is offered: more than it probes (crate::sale::TAIL_PROBES),
+-- so that a probe's news of other empty shards leaves it some to choose from.
+local TAIL_CANDIDATES = 8
+
 -- The other shards this slot does not believe empty (fresh beliefs in `empty`: shard → until).
 local function maybe_stocked(empty, shards, self, now)
   local until_ms = pairs_to_table(redis.call('HGETALL', empty))

@@ -194,3 +194,88 @@ async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
     }
     Ok(())
 }
+
+/// The tail finds a shard that holds stock on its first probe: with 2 units left over 8
+/// shards, spread by the drain's summary (each slot's picture of the shards that hold stock),
+/// the first two buyers homed on empty shards each buy on their first click, never told "try
+/// again"; the 18 after them hear sold out at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_units_left_over_eight_shards_the_first_two_buy_on_their_first_click() -> Result<()>
+{
+    let (_redis, _pg, app) = start().await?;
+    let (event, shards) = ("last-two", 8u32);
+    app.open_event(
+        event,
+        json!({ "stock": 8, "shards": shards, "admission_multiplier": 50 }),
+    )
+    .await?;
+    let homed_on = |shard: u32| {
+        (0..)
+            .map(move |i| format!("lt{shard}-{i}"))
+            .filter(move |u| seckill_domain::ids::home_shard(event, u, shards) == shard)
+    };
+    // Shards 0–5 sell their unit at home; 6 and 7 keep one each.
+    for shard in 0..6 {
+        let user = homed_on(shard).next().expect("users exist");
+        let token = app
+            .admit_and_precheck(event, &user)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        assert_eq!(app.buy(event, &user, &token).await?.0, 202, "{user}");
+    }
+    let (status, _) = app
+        .admin(reqwest::Method::POST, "/admin/jobs/drain", None)
+        .await?;
+    assert_eq!(status, 200, "the drain summarizes the shards");
+    // 20 buyers homed on the empty shards, one after the other.
+    let late: Vec<String> = (0..20)
+        .map(|i| {
+            homed_on(i % 6)
+                .nth(1 + i as usize / 6)
+                .expect("users exist")
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for user in &late {
+        let token = match app.admit_and_precheck(event, user).await? {
+            Ok(token) => token,
+            Err(refused) => {
+                answers.push(refused);
+                continue;
+            }
+        };
+        answers.push(app.buy(event, user, &token).await?);
+    }
+    assert_eq!(answers[0].0, 202, "{:?}", answers[0]);
+    assert_eq!(answers[1].0, 202, "{:?}", answers[1]);
+    for (user, (status, body)) in late.iter().zip(&answers).skip(2) {
+        assert_eq!(
+            (*status, code(body)),
+            (410, "sold_out"),
+            "{user}: sold out once every shard is empty"
+        );
+    }
+    assert_sold_exactly(&app, event, 8, 8).await
+}
+
+/// An event gets at most one shard per unit of stock: asked for 8 shards with 3 units, it has
+/// 3, each warmed up with a unit (none starts empty), and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_has_at_most_one_shard_per_unit() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    let now = crate::epoch_ms()?;
+    let config = json!({
+        "sku": "few", "stock": 3, "shards": 8, "start_ms": now, "end_ms": now + 60_000,
+    });
+    let (status, body) = app
+        .admin(reqwest::Method::PUT, "/admin/events/few", Some(&config))
+        .await?;
+    assert_eq!((status, &body["shards"]), (201, &json!(3)), "{body}");
+    let (status, _) = app
+        .admin(reqwest::Method::POST, "/admin/events/few/warmup", None)
+        .await?;
+    assert_eq!(status, 200);
+    let status = app.status("few").await?;
+    assert_eq!(status["stock_by_shard"], json!([1, 1, 1]), "{status}");
+    Ok(())
+}

@@ -1,11 +1,11 @@
 //! When a buyer gets in: admission before the start, but precheck only from it (425 with the
 //! time to come back); nothing after the end (410 `sale_ended`) nor once sold out (410
-//! `sold_out`).
+//! `sold_out`); first come, first served up to the home shard's part of the admission cap.
 
 use anyhow::Result;
 use reqwest::Method;
 use seckill_testkit::jwt_for;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{code, epoch_ms, start};
 
@@ -101,6 +101,71 @@ async fn once_sold_out_admission_is_410_sold_out() -> Result<()> {
         (status, code(&resp)),
         (410, "sold_out"),
         "no admission once sold out"
+    );
+    Ok(())
+}
+
+/// First come, first served admission as `api/openapi.yaml` (issueAdmission) promises it: each
+/// home shard hands out its part of the cap (`multiplier × stock`, parts differing by at most
+/// one), a user is refused `admission_closed` only when their home shard's part is full, and
+/// the cap is never passed. 1.1 × cap distinct users ask at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_come_admission_refuses_only_past_the_home_shards_part_of_the_cap() -> Result<()> {
+    use futures::{StreamExt, stream};
+    let (_redis, _pg, app) = start().await?;
+    let (event, shards, cap) = ("crowd", 8u32, 1_000usize);
+    app.open_event(
+        event,
+        json!({ "stock": 100, "shards": shards, "admission_multiplier": 10 }),
+    )
+    .await?;
+    let users: Vec<String> = (0..cap * 11 / 10).map(|i| format!("crowd-{i}")).collect();
+    let answers: Vec<(String, u16, Value)> = stream::iter(users)
+        .map(|user| {
+            let app = &app;
+            async move {
+                let path = app.sale_path(event, "admission");
+                let (status, body) = app
+                    .call(Method::POST, &path, Some(&jwt_for(&user)), None)
+                    .await?;
+                anyhow::Ok((user, status, body))
+            }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let part = |s: u32| cap / shards as usize + usize::from((s as usize) < cap % shards as usize);
+    let mut homed = vec![0usize; shards as usize];
+    let mut admitted = vec![0usize; shards as usize];
+    let mut refused = vec![0usize; shards as usize];
+    for (user, status, body) in &answers {
+        let home = seckill_domain::ids::home_shard(event, user, shards) as usize;
+        homed[home] += 1;
+        match (*status, code(body)) {
+            (200, _) => admitted[home] += 1,
+            (410, "admission_closed") => refused[home] += 1,
+            other => panic!("{user}: {other:?} {body}"),
+        }
+    }
+    for s in 0..shards {
+        let i = s as usize;
+        assert_eq!(
+            admitted[i],
+            homed[i].min(part(s)),
+            "shard {s}: every user homed on it admitted up to its part ({})",
+            part(s)
+        );
+        if refused[i] > 0 {
+            assert_eq!(admitted[i], part(s), "shard {s} refused while it had room");
+        }
+    }
+    let total: usize = admitted.iter().sum();
+    assert!(total <= cap, "the cap is never passed: {total}");
+    assert!(
+        refused.iter().sum::<usize>() >= answers.len() - cap,
+        "past the cap, users are refused"
     );
     Ok(())
 }

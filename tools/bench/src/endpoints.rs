@@ -1,5 +1,6 @@
 //! The rest of the sale's endpoints end to end, on the buy part's host: poll for the buyers who
-//! bought, admission for fresh users, precheck for others.
+//! bought (and a spike of them, [`crate::spike`]), admission for fresh users, precheck for
+//! others.
 
 use std::sync::Arc;
 
@@ -20,15 +21,12 @@ use seckill_domain::event::EventId;
 pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Row>> {
     let addr = sale.host.addr;
     let event = sale.event.as_str();
+    let polls = poll(&sale.event, &sale.buyers[..sale.bought.max(1)]);
+    let poll_row = endpoint_row("poll end to end", addr, redis, args, polls.clone()).await?;
+    let poll_rps = poll_row.rps();
     let rows = vec![
-        endpoint_row(
-            "poll end to end",
-            addr,
-            redis,
-            args,
-            poll(&sale.event, &sale.buyers[..sale.bought.max(1)]),
-        )
-        .await?,
+        poll_row,
+        crate::spike::row("poll", addr, polls, poll_rps).await?,
         endpoint_row(
             "admission end to end",
             addr,

@@ -295,6 +295,22 @@ pub async fn open_loop(
 
 /// One request on a fresh connection; returns status and body (for job calls and set-up).
 pub async fn once(addr: SocketAddr, call: Call) -> Result<(u16, Bytes)> {
+    let answer = send(addr, call).await?;
+    Ok((answer.status, answer.body))
+}
+
+/// A response as a client reads it.
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// `Retry-After` in seconds, if the server gave one.
+    pub retry_after_s: Option<u64>,
+    /// The whole body.
+    pub body: Bytes,
+}
+
+/// One request on a fresh connection, as a browser sends it when the server closed its last.
+pub async fn send(addr: SocketAddr, call: Call) -> Result<Answer> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
@@ -307,7 +323,16 @@ pub async fn once(addr: SocketAddr, call: Call) -> Result<(u16, Bytes)> {
     }
     let resp = sender.send_request(req.body(Full::new(call.body))?).await?;
     let status = resp.status().as_u16();
-    Ok((status, resp.into_body().collect().await?.to_bytes()))
+    let retry_after_s = resp
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let body = resp.into_body().collect().await?.to_bytes();
+    Ok(Answer {
+        status,
+        retry_after_s,
+        body,
+    })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! prints a table; nothing here asserts (that is the tests' job).
 //!
 //! One module per part of the table, in the order of its rows: [`raw_redis`], [`hello`],
-//! [`buy`] (with its transports), [`endpoints`], [`spin_costs`] (what each hot route would cost
+//! [`buy`] (with its transports), [`endpoints`] (with the [`spike`]), [`spin_costs`] (what each hot route would cost
 //! real Spin per request, counted), [`native`], [`scale`], [`drain`]. They share
 //! [`server`] (the processes under test), [`fixture`] (events and buyers set up natively),
 //! [`measure`] (rows over one endpoint), [`load`] (the generator) and [`table`].
@@ -21,6 +21,7 @@ mod raw_redis;
 mod routes;
 mod scale;
 mod server;
+mod spike;
 mod spin_costs;
 mod table;
 
@@ -65,7 +66,8 @@ struct Args {
     /// event's whole sale on 1, 2 and 4 Redis nodes, then a capacity table), `spin-costs` (Spin's costs per
     /// request of poll, buy, precheck and admission, counted by the host) or `routes` (those
     /// four routes on our host plain and Spin-faithful, over redis:// and REST, side by side,
-    /// then the counts).
+    /// then the counts) or `spike` (the poll in closed loop, then a crowd at 3× its rate, a
+    /// connection each: answered, shed, dropped).
     #[arg(long, value_enum)]
     only: Option<Only>,
 }
@@ -86,6 +88,7 @@ enum Only {
     Drain,
     SpinCosts,
     Routes,
+    Spike,
 }
 
 #[tokio::main]
@@ -127,6 +130,7 @@ async fn rows(
         Some(Only::Drain) => return Ok(vec![drain().await?]),
         Some(Only::SpinCosts) => return spin_costs::rows(&vars).await,
         Some(Only::Routes) => return routes::rows(redis, &vars, args).await,
+        Some(Only::Spike) => return spike::rows(redis, &vars, args).await,
         Some(Only::Hello | Only::Buy) | None => {}
     }
     // The drain runs first, as later rows leave orders of their own behind; its row goes last.

@@ -198,11 +198,17 @@ async fn sale_over(
 
     let status = admin::status(&connect(&urls), &event).map_err(|e| anyhow::anyhow!("{e}"))?;
     let buy_s = phases[2].report.elapsed.as_secs_f64();
+    // Every 503 of the buy phase is a tail's "try again" (the closed loop never fills the
+    // host's instance slots, so nothing is shed): an upper bound of those while stock was left.
+    let buys = &phases[2].report;
+    let try_again = buys.statuses.get(&503).copied().unwrap_or(0);
     let sold = format!(
-        "sold {} of {stock} units ({} left) in the buy phase's {buy_s:.1} s: {:.0} accepted buys/s;",
+        "sold {} of {stock} units ({} left) in the buy phase's {buy_s:.1} s: {:.0} accepted buys/s; buys told \"try again\" (503): {try_again} of {} ({:.3} %);",
         status.event.sold,
         status.event.stock_left,
-        status.event.sold as f64 / buy_s
+        status.event.sold as f64 / buy_s,
+        buys.requests,
+        try_again as f64 * 100.0 / buys.requests.max(1) as f64
     );
     let urls = nodes::parse(&urls);
     let mut shards = vec![0; n];

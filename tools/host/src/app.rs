@@ -17,7 +17,7 @@ use crate::spin_costs::SpinCostTotals;
 use crate::state::Services;
 use crate::variables::{self, Providers};
 
-pub use crate::http_trigger::DEFAULT_MAX_REQUEST_BODY;
+pub use crate::http_trigger::{DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY};
 
 /// How to run an app.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +31,9 @@ pub struct Options {
     /// Largest request body passed to a guest; larger ones get a JSON 413 (a deliberate
     /// difference: Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
     pub max_request_body: Option<u64>,
+    /// How long a request may wait for an instance slot before it is answered `503` with
+    /// `Retry-After` (shed). `None`: [`DEFAULT_INSTANCE_WAIT`].
+    pub instance_wait: Option<std::time::Duration>,
     /// The roots `rediss://` and Postgres TLS trust: the system's, plus an operator's CA.
     pub tls: crate::tls::TlsTrust,
     /// Where compiled components are kept between loads (`None`: compile every time).
@@ -69,7 +72,8 @@ impl App {
             options.compile_cache.as_deref(),
         )?);
         let max_request_body = options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY);
-        let http = HttpTrigger::build(&file, runtime.clone(), max_request_body)?;
+        let instance_wait = options.instance_wait.unwrap_or(DEFAULT_INSTANCE_WAIT);
+        let http = HttpTrigger::build(&file, runtime.clone(), max_request_body, instance_wait)?;
         let cron = CronTrigger::build(&file, runtime.clone())?;
         let application = &file.manifest.application;
         Ok(App {

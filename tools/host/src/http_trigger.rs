@@ -10,6 +10,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
@@ -40,6 +41,21 @@ pub type ConnectionError = std::io::Error;
 /// exhaust an instance's 128 MiB.
 pub const DEFAULT_MAX_REQUEST_BODY: u64 = 1 << 20;
 
+/// How long a request may wait for an instance slot before it is shed by default: a spike
+/// several times what the host serves is answered within about this plus its own time, and the
+/// rest is told at once to come back (a buyer kept waiting 8 s clicks again, adding to it).
+pub const DEFAULT_INSTANCE_WAIT: Duration = Duration::from_secs(1);
+
+/// What a shed request is told to wait before trying again, in seconds.
+const SHED_RETRY_AFTER_S: u64 = 1;
+
+/// The error message of a shed request's body.
+pub const SHED_MESSAGE: &str = "the server is at capacity; try again";
+
+/// Marks a response the host gave because no instance slot came free in time (for the metrics).
+#[derive(Debug, Clone, Copy)]
+pub struct Shed;
+
 /// An app's HTTP trigger: its routes, each component's handler, and what the runtime answers
 /// itself.
 pub struct HttpTrigger {
@@ -52,6 +68,8 @@ pub struct HttpTrigger {
     version: Option<String>,
     /// Request bodies larger than this never reach a guest.
     max_request_body: u64,
+    /// A request that finds no instance slot free within this is shed ([`shed`]).
+    instance_wait: Duration,
 }
 
 impl HttpTrigger {
@@ -62,6 +80,7 @@ impl HttpTrigger {
         file: &ManifestFile,
         runtime: Arc<Runtime>,
         max_request_body: u64,
+        instance_wait: Duration,
     ) -> Result<HttpTrigger, ManifestError> {
         let handlers: Vec<_> = (0..runtime.len())
             .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
@@ -106,6 +125,7 @@ impl HttpTrigger {
             name: application.name.clone(),
             version: application.version.clone(),
             max_request_body,
+            instance_wait,
         })
     }
 
@@ -213,7 +233,11 @@ async fn run(
     let pre = trigger
         .handler(c)
         .expect("routes only point at HTTP components");
-    let slot = trigger.runtime.slots().clone().acquire_owned().await?;
+    let waiting = trigger.runtime.slots().clone().acquire_owned();
+    let Ok(slot) = tokio::time::timeout(trigger.instance_wait, waiting).await else {
+        return Ok(shed());
+    };
+    let slot = slot?;
     let mut store = trigger.runtime.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let limit = trigger.max_request_body;
@@ -279,6 +303,33 @@ fn body_error(e: BoxError) -> wasmtime_wasi_http::Error {
     }
 }
 
+/// The answer to a request that found no instance slot free within the instance wait: `503`
+/// with `Retry-After`, at once, the request never run (so retrying it is safe). Real Spin
+/// queues nothing either: its pool holds `SPIN_MAX_INSTANCE_COUNT` (1,000) instances
+/// (`crates/core/src/lib.rs`), and a request that finds it full fails to instantiate and gets
+/// `internal_error(None, …)`, an empty-bodied `500` (`respond_wasm_component` in
+/// `crates/trigger-http/src/server.rs`). We answer `503`, the status that says "overloaded,
+/// come back", with the API's error body for it (`unavailable`, as a guest answers when Redis
+/// is busy), so a client needs one way to read it.
+fn shed() -> Response<ResponseBody> {
+    let mut resp = api_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", SHED_MESSAGE);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(SHED_RETRY_AFTER_S));
+    resp.extensions_mut().insert(Shed);
+    resp
+}
+
+/// A response in the API's error shape (`{"error":{"code","message"}}`), for what the host
+/// answers before any guest runs.
+fn api_error(status: StatusCode, code: &str, message: &str) -> Response<ResponseBody> {
+    let body = serde_json::json!({ "error": { "code": code, "message": message } });
+    full(
+        status,
+        Bytes::from(body.to_string()),
+        Some("application/json"),
+    )
+}
+
 /// A JSON 413 (the API's error shape) when the declared body exceeds the host's limit.
 fn body_too_large<B>(trigger: &HttpTrigger, req: &Request<B>) -> Option<Response<ResponseBody>> {
     let declared = req
@@ -289,15 +340,11 @@ fn body_too_large<B>(trigger: &HttpTrigger, req: &Request<B>) -> Option<Response
         .parse::<u64>()
         .ok()?;
     (declared > trigger.max_request_body).then(|| {
-        let body = format!(
-            r#"{{"error":{{"code":"body_too_large","message":"request bodies are limited to {} bytes"}}}}"#,
+        let message = format!(
+            "request bodies are limited to {} bytes",
             trigger.max_request_body
         );
-        let mut resp = full(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            Bytes::from(body),
-            Some("application/json"),
-        );
+        let mut resp = api_error(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &message);
         // The body is not read: the connection cannot be reused (and closes lingering, so that
         // a client still sending reads this response: `crate::serve`).
         resp.headers_mut()

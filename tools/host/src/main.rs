@@ -90,6 +90,14 @@ struct AppArgs {
     /// Largest request body passed to a guest, in bytes; larger ones get a JSON 413.
     #[arg(long, default_value_t = seckill_host::app::DEFAULT_MAX_REQUEST_BODY)]
     max_request_body: u64,
+    /// Guest instances alive at once (the pooling allocator's slots; Spin's
+    /// `SPIN_MAX_INSTANCE_COUNT`, 1,000 by default).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_instances: u32,
+    /// How long a request may wait for an instance slot (all in use) before it is answered at
+    /// once `503` with `Retry-After` instead of queueing (`500ms`, `1s`, ...).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    instance_wait: Duration,
     /// A PEM bundle of CA certificates to trust for `rediss://` and Postgres TLS, besides the
     /// system's (e.g. Amazon's RDS bundle). Real Spin 3.x reads only the system's store.
     #[arg(long)]
@@ -104,7 +112,7 @@ struct AppArgs {
 /// a number of seconds.
 #[derive(Args)]
 struct ServeArgs {
-    /// A request head must arrive within this of the connection's start or its first byte.
+    /// A request head must arrive whole within this of its first byte.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     header_timeout: Duration,
     /// A request body must arrive within this of the guest's first read of it.
@@ -156,8 +164,9 @@ impl AppArgs {
                 ConnectionMode::Pooled
             },
             providers: Providers::default().with_dotenv(&env_file)?,
-            max_instances: None,
+            max_instances: Some(self.max_instances),
             max_request_body: Some(self.max_request_body),
+            instance_wait: Some(self.instance_wait),
             tls: match &self.tls_ca {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
                 None => seckill_host::tls::TlsTrust::system(),
@@ -217,6 +226,22 @@ fn main() -> Result<()> {
     result
 }
 
+/// Connections the kernel completes and holds for `accept` (capped by `net.core.somaxconn`):
+/// a spike's connections arrive faster than any accept loop takes them, and a full queue drops
+/// a client's handshake (it retries after a second or more). tokio's default is 1,024.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// The HTTP listener on `addr`, with [`LISTEN_BACKLOG`].
+fn listen_on(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket.listen(LISTEN_BACKLOG)?)
+}
+
 /// `up`: serves until SIGTERM or SIGINT, then stops accepting, lets requests and cron runs in
 /// progress finish within the grace period, and returns.
 async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Result<()> {
@@ -224,7 +249,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
     let app = Arc::new(app);
     let trigger: &HttpTrigger = (*app).as_ref();
     let instances = trigger.runtime().clone();
-    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let listener = listen_on(listen)?;
     let metrics = match args.metrics_listen {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -23,6 +23,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::http_trigger::Shed;
 use crate::runtime::Runtime;
 
 /// The route a response answered, put in its extensions by [`crate::http_trigger::handle`]:
@@ -71,6 +72,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     connections: Gauge,
+    shed: Family<RouteLabels, Counter>,
     cron_runs: Family<CronLabels, Counter>,
     cron_latency: Family<ComponentLabels, Histogram, fn() -> Histogram>,
 }
@@ -97,6 +99,13 @@ impl Metrics {
             "HTTP connections open now",
             connections.clone(),
         );
+        let shed = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "http_shed_requests",
+            "Requests answered 503 with Retry-After because no instance slot came free within \
+             the instance wait, by manifest route (also counted in http_requests)",
+            shed.clone(),
+        );
         let cron_runs = Family::<CronLabels, Counter>::default();
         registry.register(
             "cron_runs",
@@ -115,6 +124,7 @@ impl Metrics {
             requests,
             latency,
             connections,
+            shed,
             cron_runs,
             cron_latency,
         }
@@ -126,10 +136,14 @@ impl Metrics {
             .extensions()
             .get::<MatchedRoute>()
             .map_or(Cow::Borrowed(UNMATCHED), |r| r.0.clone());
+        let labels = RouteLabels {
+            route: route.clone(),
+        };
+        if resp.extensions().get::<Shed>().is_some() {
+            self.shed.get_or_create(&labels).inc();
+        }
         self.latency
-            .get_or_create(&RouteLabels {
-                route: route.clone(),
-            })
+            .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
         self.requests
             .get_or_create(&RequestLabels {

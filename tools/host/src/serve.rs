@@ -3,10 +3,11 @@
 //! [`http_trigger::handle`]'s; this module only decides how long a connection may take and how
 //! it ends, so responses are the same whichever options are set.
 //!
-//! A connection is in one of three phases ([`Phase`]): waiting for a request head (the header
-//! timeout runs from the connection's start or from a request's first byte), serving a request
-//! (no deadline of the connection's own: the body timeout runs on the request body, the guest
-//! takes what it takes), or idle between requests (the idle timeout). hyper's own
+//! A connection is in one of three phases ([`Phase`]): idle, before its first request or between
+//! requests (the idle timeout), reading a request head (the header timeout, from the head's
+//! first byte: a client that sent its head promptly is never cut off because a busy server was
+//! slow to read it), or serving a request (no deadline of the connection's own: the body
+//! timeout runs on the request body, the guest takes what it takes). hyper's own
 //! `header_read_timeout` cannot tell the first from the third: it starts as soon as hyper waits
 //! for a head, so an idle keep-alive connection would get the header timeout.
 
@@ -35,8 +36,7 @@ use crate::runtime::Runtime;
 /// How connections are served.
 #[derive(Clone)]
 pub struct ServeOptions {
-    /// A request head must arrive within this, from the connection's start or the head's first
-    /// byte (slowloris).
+    /// A request head must arrive whole within this of its first byte (slowloris).
     pub header_timeout: Duration,
     /// A request body must arrive within this, from the guest's first read of it.
     pub body_timeout: Duration,
@@ -191,7 +191,7 @@ enum Phase {
     Head,
     /// A request is being served: from its head to the end of its response.
     Serving,
-    /// Between requests, nothing received yet.
+    /// Before the first request or between requests, nothing received yet.
     Idle,
 }
 
@@ -200,7 +200,7 @@ struct Clock(Mutex<(Phase, Instant)>);
 
 impl Clock {
     fn new() -> Self {
-        Clock(Mutex::new((Phase::Head, Instant::now())))
+        Clock(Mutex::new((Phase::Idle, Instant::now())))
     }
 
     fn get(&self) -> (Phase, Instant) {
@@ -240,7 +240,7 @@ impl Watched {
             clock,
             header_timeout: options.header_timeout,
             idle_timeout: options.idle_timeout,
-            timer: Box::pin(tokio::time::sleep(options.header_timeout)),
+            timer: Box::pin(tokio::time::sleep(options.idle_timeout)),
             lingering: None,
         }
     }

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use seckill_host::tls::TlsTrust;
@@ -59,7 +60,13 @@ pub struct TestAppBuilder<'a> {
     trust: Option<TlsTrust>,
     rest: bool,
     max_instances: u32,
+    instance_wait: Duration,
 }
+
+/// How long a test app's requests may wait for an instance slot by default: far beyond any
+/// test's queue, so that a test's outcome never depends on the machine's speed. Shedding has a
+/// test of its own ([`TestAppBuilder::instance_wait`]).
+const TEST_INSTANCE_WAIT: Duration = Duration::from_secs(60);
 
 impl<'a> TestAppBuilder<'a> {
     /// The `SPIN_VARIABLE_*` values (default: none).
@@ -94,6 +101,13 @@ impl<'a> TestAppBuilder<'a> {
         self
     }
 
+    /// A request that finds no instance slot free for this long is shed: `503` with
+    /// `Retry-After` (default: a minute).
+    pub fn instance_wait(mut self, wait: Duration) -> Self {
+        self.instance_wait = wait;
+        self
+    }
+
     /// Loads the manifest (relative to the repo root) and serves it.
     pub async fn start(self) -> Result<TestApp> {
         let TestAppBuilder {
@@ -103,6 +117,7 @@ impl<'a> TestAppBuilder<'a> {
             trust,
             rest,
             max_instances,
+            instance_wait,
         } = self;
         fold_settings(manifest, &mut vars)?;
         let extra_nodes = match is_product(manifest) {
@@ -140,6 +155,7 @@ impl<'a> TestAppBuilder<'a> {
             connection_mode: mode,
             providers,
             max_instances: Some(max_instances),
+            instance_wait: Some(instance_wait),
             tls,
             // Every test starts a host: compile each component once per build, not per test.
             compile_cache: Some(repo_root().join("target/host-compile-cache")),
@@ -184,6 +200,7 @@ impl TestApp {
             trust: None,
             rest: rest_transport(),
             max_instances: INSTANCES,
+            instance_wait: TEST_INSTANCE_WAIT,
         }
     }
 

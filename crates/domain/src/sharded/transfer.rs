@@ -132,17 +132,19 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
     Ok(lent)
 }
 
-/// Writes the shards' units left into the event's own slot, for the storefront; when every
-/// shard is empty, every shard learns it (`shard_seen_empty.lua`), so buyers everywhere hear
-/// "sold out" at once. Each shard's figure is read at its own instant: a refill in between is
-/// believed empty for at most the beliefs' lifetime (`EMPTY_BELIEF_MS`), never for good.
+/// Writes the shards' units left into the event's own slot, for the storefront, and gives
+/// every shard's slot the picture of which shards hold stock (`shard_picture.lua`): the tail
+/// chooses its candidates from it, and when every shard is empty, buyers everywhere hear "sold
+/// out" at once. Each shard's figure is read at its own instant: a shard refilled in between is
+/// believed empty until the next summary (at most the beliefs' lifetime, `EMPTY_BELIEF_MS`).
+/// A slot that cannot be reached keeps its picture, whose empties expire.
 pub fn summarize<S: Store>(e: &Event<'_, S>, stocks: &[u64]) -> Result<(), Error> {
     let (store, k) = e.master()?;
     scripts::summarize::run(store, &k, stocks)?;
-    if stocks.iter().all(|&s| s == 0) {
-        for s in e.all() {
-            let (store, k) = e.slot(s)?;
-            scripts::shard_seen_empty::run(store, &k, e.shards())?;
+    for s in e.all() {
+        match e.on_slot(s, |store, k| scripts::shard_picture::run(store, k, stocks)) {
+            Err(err) if !err.is_transient() => return Err(err),
+            _ => {}
         }
     }
     Ok(())

@@ -1,11 +1,16 @@
 //! `seckill-bench demo`: a simulated sale end to end, shaped like a real flash sale's traffic.
 //! Admission tokens before the start, a countdown on server time, a spike of prechecks
-//! and buys with 0–300 ms client jitter and repeated clicks, polling, the drain into Postgres,
-//! payment for some and timeout for the rest, release and resale. It ends with a report
-//! (per-endpoint req/s and latency, sold / stock, orders in Postgres, oversold, lost), a JSON
-//! file of the figures and an SVG chart (plotters) of the load, latency, stock and each Redis
-//! node's script calls over the sale's phases. With `--nodes N` the event's shards spread over
-//! N Redis nodes. While it runs, a progress line on stderr tells where it is, once a second.
+//! and buys with 0–300 ms client jitter and repeated clicks; each winner then polls until the
+//! drain lands the order in Postgres and pays soon after (or lets the window pass), as a person
+//! does, whatever the others are doing; release and resale. Buyers act as the storefront does:
+//! a `503` is retried after its `Retry-After` plus jitter, a request that got no response is
+//! counted by kind and clicked again; none stops the sale. It ends with a report (paid,
+//! expired, resold, per-endpoint req/s, latency and statuses, the `503`s by who gave them,
+//! requests without a response, oversold, lost, drift), a JSON file of the figures and an SVG
+//! chart (plotters) of the load, latency, stock and each Redis node's script calls over the
+//! sale's phases, and fails when the books do not balance, nobody paid, or too many requests
+//! got no response ([`report::MAX_FAILED_SHARE`]). With `--nodes N` the event's shards spread
+//! over N Redis nodes. While it runs, a progress line on stderr tells where it is.
 //!
 //! [`setup`] starts the servers and creates the event, [`phases`] plays the sale one phase
 //! after the other, [`recorder`] measures it, [`report`] and [`chart`] tell what happened.
@@ -18,14 +23,14 @@ mod setup;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use futures::{StreamExt, stream};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::load::{Call, once};
-use recorder::{Phase, Recorder, Shared, Watch};
+use crate::load::{Call, send};
+use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
 
 /// Settings of a simulated sale.
 #[derive(clap::Args, Clone)]
@@ -43,11 +48,12 @@ pub struct DemoArgs {
     /// are spread over them, and the report and chart show each one's script calls.
     #[arg(long, default_value_t = 1)]
     pub nodes: usize,
-    /// Seconds to pay before an order expires (counted from the buy: the spike, the drain and
-    /// the payments themselves take a few seconds of it on 2 cores).
+    /// Seconds to pay before an order expires, counted from the buy: each payer pays once the
+    /// drain has landed their order (a second or two) and they have read the page.
     #[arg(long, default_value_t = 10)]
     pub payment_timeout_s: u64,
-    /// Share of winners who pay (the rest time out and their units are resold).
+    /// Share of winners who mean to pay (the rest let the window pass, and their units are
+    /// resold).
     #[arg(long, default_value_t = 0.7)]
     pub pay_share: f64,
     /// Where the report JSON and chart go.
@@ -69,20 +75,15 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     // The clock starts here, before admission, and the watchers with it.
     let sale = Sale::new(servers.host.addr, args.shards);
     let watch = Watch::start(&sale.rec, sale.addr, servers.redis.clone());
-    let admitted = sale.admission(args.users).await?;
+    let admitted = sale.admission(args.users).await;
     sale.countdown(start_ms).await?;
-    let first_wave = sale.buy_wave(&admitted, args.stock).await?;
-    sale.poll(&first_wave).await?;
-    let paid = sale.pay(&first_wave, &args).await?;
-    sale.payment_window(args.payment_timeout_s).await;
-    let resold = sale.resale(&admitted, &first_wave).await?;
+    let first_wave = sale.buy_wave(&admitted, &args).await;
+    sale.payment_window(&first_wave, args.payment_timeout_s)
+        .await;
+    let resold = sale.resale(&admitted, &first_wave).await;
     sale.settle().await;
     watch.stop();
-    let outcome = report::Outcome {
-        first_wave,
-        paid,
-        resold,
-    };
+    let outcome = report::Outcome { first_wave, resold };
     report::write(&servers.pg, &sale, &args, &outcome).await
 }
 
@@ -117,35 +118,86 @@ impl Sale {
         self.rec.lock().unwrap().enter(phase);
     }
 
-    /// Sends one request to `endpoint` and records its latency and status; returns the status
-    /// and the JSON body (null if it is not JSON).
-    async fn timed(&self, endpoint: &'static str, call: Call) -> Result<(u16, Value)> {
+    /// Sends one request to `endpoint` and records its latency and status (and who said a
+    /// `503`); returns the answer, or `None` when no response came (recorded by kind).
+    async fn ask(&self, endpoint: &'static str, call: Call) -> Option<Reply> {
         let start = Instant::now();
-        let (status, body) = once(self.addr, call).await?;
+        let sent = tokio::time::timeout(CLIENT_TIMEOUT, send(self.addr, call)).await;
         let latency_us = start.elapsed().as_micros() as u64;
-        self.rec
-            .lock()
-            .unwrap()
-            .record(endpoint, latency_us, status);
-        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
-    }
-
-    /// One click: precheck, then buy with the purchase token. Returns the order id on a 202.
-    async fn precheck_and_buy(&self, jwt: &str, admission: &str) -> Result<Option<String>> {
-        let body = json!({ "admission_token": admission });
-        let precheck = post(&self.hinted("precheck"), jwt, body);
-        let (status, body) = self.timed("precheck", precheck).await?;
-        if status != 200 {
-            return Ok(None);
+        let answer = match sent {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                self.rec
+                    .lock()
+                    .unwrap()
+                    .record_failure(endpoint, failure_kind(&e));
+                return None;
+            }
+            Err(_) => {
+                let kind = "no response within the client's timeout";
+                self.rec.lock().unwrap().record_failure(endpoint, kind);
+                return None;
+            }
+        };
+        let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        let mut rec = self.rec.lock().unwrap();
+        rec.record(endpoint, latency_us, answer.status);
+        if answer.status == 503 {
+            rec.record_unavailable(endpoint, who_said(&body));
         }
-        let buy = post(
-            &self.hinted("buy"),
-            jwt,
-            json!({ "purchase_token": body["purchase_token"] }),
-        );
-        let (status, body) = self.timed("buy", buy).await?;
-        Ok((status == 202).then(|| body["order_id"].as_str().unwrap_or_default().to_owned()))
+        Some(Reply {
+            status: answer.status,
+            retry_after_s: answer.retry_after_s,
+            body,
+        })
     }
+}
+
+/// How long a buyer's browser waits for an answer before it gives up on the request.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An answer, as a buyer's page reads it.
+struct Reply {
+    status: u16,
+    retry_after_s: Option<u64>,
+    /// The JSON body (null if it is not JSON).
+    body: Value,
+}
+
+/// Who gave a `503`, by its error message.
+fn who_said(body: &Value) -> Unavailable {
+    match body["error"]["message"].as_str() {
+        Some(seckill_host::http_trigger::SHED_MESSAGE) => Unavailable::Shed,
+        Some(seckill_domain::sale::STILL_LOOKING) => Unavailable::TryAgain,
+        _ => Unavailable::App,
+    }
+}
+
+/// The kind of a failed request, for the report: what a client sees of it.
+fn failure_kind(e: &anyhow::Error) -> &'static str {
+    for cause in e.chain() {
+        if let Some(e) = cause.downcast_ref::<hyper::Error>() {
+            if e.is_incomplete_message() {
+                return "connection closed before the response";
+            }
+            if e.is_timeout() {
+                return "timed out";
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            return match e.kind() {
+                ConnectionRefused => "connection refused",
+                ConnectionReset => "connection reset",
+                ConnectionAborted => "connection aborted",
+                BrokenPipe => "broken pipe",
+                TimedOut => "timed out",
+                AddrNotAvailable | AddrInUse => "no local port free",
+                _ => "other i/o error",
+            };
+        }
+    }
+    "other"
 }
 
 /// A buyer's POST to `/api/events/{EVENT}/{route}`, with their JWT and a JSON body.
@@ -157,29 +209,16 @@ fn post(route: &str, jwt: &str, body: Value) -> Call {
     )
 }
 
-/// [`each`], keeping the results that are `Some`.
-async fn each_some<I, F, Fut, T>(items: I, n: usize, f: F) -> Result<Vec<T>>
+/// Runs `f` on every item, `n` at a time; returns the results in the order they finished.
+async fn each<I, F, Fut, T>(items: I, n: usize, f: F) -> Vec<T>
 where
     I: IntoIterator,
     F: FnMut(I::Item) -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    Ok(each(items, n, f).await?.into_iter().flatten().collect())
-}
-
-/// Runs `f` on every item, `n` at a time; returns the results in the order they finished, or
-/// the first error among them.
-async fn each<I, F, Fut, T>(items: I, n: usize, f: F) -> Result<Vec<T>>
-where
-    I: IntoIterator,
-    F: FnMut(I::Item) -> Fut,
-    Fut: Future<Output = Result<T>>,
+    Fut: Future<Output = T>,
 {
     stream::iter(items)
         .map(f)
         .buffer_unordered(n)
         .collect::<Vec<_>>()
         .await
-        .into_iter()
-        .collect()
 }

@@ -1,8 +1,9 @@
 //! The sale's phases, one method each, in the order [`super::run`] plays them. Each records
-//! when it begins (the chart's shaded bands) and tells its story on stdout.
+//! when it begins (the chart's shaded bands) and tells its story on stdout. Within the buy
+//! wave, every buyer lives their own sale ([`Sale::journey`]): clicks, retries as the
+//! storefront makes them, and for a winner the poll and the payment, on their own clock.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -11,7 +12,7 @@ use serde_json::json;
 
 use super::recorder::{Phase, say};
 use super::setup::server_now_ms;
-use super::{DemoArgs, EVENT, Sale, each, each_some, post};
+use super::{DemoArgs, EVENT, Reply, Sale, each, post};
 use crate::load::Call;
 
 /// A buyer holding an admission token.
@@ -22,39 +23,97 @@ pub struct Admitted {
     pub admission: String,
 }
 
-/// An accepted order and the JWT of its buyer.
+/// An accepted order: its buyer, whether they meant to pay and whether their payment went
+/// through.
 #[derive(Clone)]
 pub struct Winner {
-    pub jwt: String,
     pub order: String,
+    /// `pay_share` of the winners mean to pay; the others let the window pass.
+    pub payer: bool,
+    /// The payment was accepted (`200`).
+    pub paid: bool,
+    /// When the buy was accepted.
+    pub at: Instant,
 }
 
 /// The first wave's winners, by user.
 pub type Winners = HashMap<String, Winner>;
 
+/// How many times a buyer tries one step (a click, a payment) when the answer says "come
+/// back" (`503`, `429`) or no answer came, before they give up on it.
+pub const TRIES: u32 = 8;
+
+/// What one attempt at a step came to.
+enum Step<T> {
+    /// Done, with this.
+    Done(T),
+    /// Refused for good (sold out, already bought…): stop.
+    Over,
+    /// Come back later (`503`, `429`: with its `Retry-After` in seconds, if any), or no answer
+    /// came.
+    Later(Option<u64>),
+}
+
+impl<T> Step<T> {
+    /// "Come back later" for `reply` (`None`: no answer came).
+    fn later(reply: Option<&Reply>) -> Self {
+        Step::Later(reply.and_then(|r| r.retry_after_s))
+    }
+}
+
+/// How long the storefront waits before try `attempt + 1` (`web/common.js`, `backOffMs`): the
+/// server's `Retry-After`, or a second doubled each try, at most 8 s, plus up to as long again
+/// of jitter (from `seed`), so that a crowd told "come back" does not come back all at once.
+fn back_off(retry_after_s: Option<u64>, attempt: u32, seed: u64) -> Duration {
+    let base_ms = (retry_after_s.unwrap_or(0) * 1000)
+        .max(1000 << attempt.min(3))
+        .min(8000);
+    let jitter = seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(u64::from(attempt))
+        % base_ms;
+    Duration::from_millis(base_ms + jitter)
+}
+
 impl Sale {
-    /// Before the sale, every buyer asks for an admission token (the cap is 10 × stock).
-    pub async fn admission(&self, users: usize) -> Result<Vec<Admitted>> {
+    /// Before the sale, every buyer asks for an admission token (the cap is 10 × stock);
+    /// returns the admitted.
+    pub async fn admission(&self, users: usize) -> Vec<Admitted> {
         self.enter(Phase::Admission);
         say(format_args!(
             "▶ {users} buyers ask for admission tokens before the sale…"
         ));
-        let users: Vec<(String, String)> = (0..users)
-            .map(|i| (format!("buyer{i}"), jwt_for(&format!("buyer{i}"))))
-            .collect();
-        let admitted = each_some(users, 64, |(user, jwt)| async move {
-            let call = post(&self.hinted("admission"), &jwt, json!({}));
-            let (status, body) = self.timed("admission", call).await?;
-            let admission = body["admission_token"].as_str().unwrap_or_default();
-            anyhow::Ok((status == 200).then(|| Admitted {
-                admission: admission.to_owned(),
+        let users: Vec<(usize, String)> = (0..users).map(|i| (i, format!("buyer{i}"))).collect();
+        let admitted: Vec<Admitted> = each(users, 64, |(i, user)| async move {
+            let jwt = jwt_for(&user);
+            let admission = self
+                .retrying("admission", i as u64, || async {
+                    let call = post(&self.hinted("admission"), &jwt, json!({}));
+                    let reply = self.ask("admission", call).await;
+                    match reply.as_ref().map(|r| r.status) {
+                        Some(200) => Step::Done(
+                            reply.as_ref().expect("answered").body["admission_token"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_owned(),
+                        ),
+                        Some(503 | 429) | None => Step::later(reply.as_ref()),
+                        Some(_) => Step::Over,
+                    }
+                })
+                .await?;
+            Some(Admitted {
                 user,
                 jwt,
-            }))
+                admission,
+            })
         })
-        .await?;
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
         say(format_args!("  {} admitted", admitted.len()));
-        Ok(admitted)
+        admitted
     }
 
     /// The countdown on server time until `start_ms` (the progress line shows it).
@@ -69,121 +128,214 @@ impl Sale {
         }
     }
 
-    /// The spike: every admitted buyer clicks 1–3 times (precheck and buy each time) after
-    /// 0–300 ms of jitter. Returns the winners.
-    pub async fn buy_wave(&self, admitted: &[Admitted], stock: u64) -> Result<Winners> {
+    /// The spike, and each winner's poll and payment: every admitted buyer starts after 0–300
+    /// ms of jitter and lives their own sale ([`Self::journey`]). Returns the winners once
+    /// every buyer is done.
+    pub async fn buy_wave(&self, admitted: &[Admitted], args: &DemoArgs) -> Winners {
         self.enter(Phase::BuyWave);
         say(format_args!(
-            "▶ the sale is open: spike of prechecks and buys (0–300 ms jitter, repeated clicks)"
-        ));
-        let winners: Arc<Mutex<Winners>> = Default::default();
-        let mut tasks = Vec::new();
-        for (i, buyer) in admitted.iter().cloned().enumerate() {
-            let (sale, winners) = (self.clone(), winners.clone());
-            // Deterministic, so that two runs send the same spike.
-            let jitter = (i as u64 * 7_919) % 300;
-            let clicks = 1 + (i % 3);
-            tasks.push(tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(jitter)).await;
-                for _ in 0..clicks {
-                    let bought = sale.precheck_and_buy(&buyer.jwt, &buyer.admission).await?;
-                    if let Some(order) = bought {
-                        let jwt = buyer.jwt.clone();
-                        let winner = Winner { jwt, order };
-                        winners.lock().unwrap().insert(buyer.user.clone(), winner);
-                    }
-                }
-                anyhow::Ok(())
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
-        let first_wave = winners.lock().unwrap().clone();
-        say(format_args!(
-            "  {} orders accepted for {stock} units",
-            first_wave.len()
-        ));
-        Ok(first_wave)
-    }
-
-    /// Winners poll for their result every second until every order is confirmed in Postgres
-    /// (the drain runs every second), 30 s at most.
-    pub async fn poll(&self, first_wave: &Winners) -> Result<()> {
-        self.enter(Phase::Polling);
-        say(format_args!(
-            "▶ winners poll for their result every second while the drain lands orders"
-        ));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let states: Vec<String> = each(first_wave.values(), 64, |w| async move {
-                let path = format!("/api/events/{EVENT}/{}", self.hinted("orders/me"));
-                let (_, body) = self
-                    .timed("poll", Call::get(path, Some(w.jwt.clone())))
-                    .await?;
-                let state = body["state"].as_str().or(body["status"].as_str());
-                anyhow::Ok(state.unwrap_or("?").to_owned())
-            })
-            .await?;
-            let confirmed = states.iter().filter(|s| *s == "confirmed").count();
-            say(format_args!(
-                "  confirmed {confirmed} / {}",
-                first_wave.len()
-            ));
-            if confirmed == first_wave.len() || Instant::now() > deadline {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-
-    /// A `pay_share` of the winners pay; the others let their orders time out. Returns how
-    /// many payments went through.
-    pub async fn pay(&self, first_wave: &Winners, args: &DemoArgs) -> Result<usize> {
-        let payers: Vec<&Winner> = first_wave
-            .values()
-            .enumerate()
-            .filter(|(i, _)| (*i as f64) < first_wave.len() as f64 * args.pay_share)
-            .map(|(_, w)| w)
-            .collect();
-        self.enter(Phase::Payment);
-        say(format_args!(
-            "▶ {} winners pay; the other {} let the {} s payment window pass",
-            payers.len(),
-            first_wave.len() - payers.len(),
+            "▶ the sale is open: a spike of prechecks and buys (0–300 ms jitter, repeated \
+             clicks); each winner polls, then {:.0} % of them pay within their {} s",
+            args.pay_share * 100.0,
             args.payment_timeout_s
         ));
-        let paid = each(payers, 32, |w| async move {
-            let call = post(&format!("orders/{}/pay", w.order), &w.jwt, json!({}));
-            let (status, _) = self.timed("pay", call).await?;
-            anyhow::Ok(status == 200)
-        })
-        .await?;
-        Ok(paid.into_iter().filter(|p| *p).count())
+        let mut tasks = Vec::new();
+        for (i, buyer) in admitted.iter().cloned().enumerate() {
+            let sale = self.clone();
+            // Deterministic, so that two runs send the same spike.
+            let jitter = Duration::from_millis((i as u64 * 7_919) % 300);
+            let clicks = 1 + (i % 3);
+            let payer = (i as f64 / admitted.len().max(1) as f64) < args.pay_share;
+            let window = Duration::from_secs(args.payment_timeout_s);
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(jitter).await;
+                let won = sale.journey(i as u64, &buyer, clicks, payer, window).await;
+                won.map(|w| (buyer.user, w))
+            }));
+        }
+        let mut winners = Winners::new();
+        for t in tasks {
+            if let Ok(Some((user, w))) = t.await {
+                winners.insert(user, w);
+            }
+        }
+        let paid = winners.values().filter(|w| w.paid).count();
+        let payers = winners.values().filter(|w| w.payer).count();
+        say(format_args!(
+            "  {} orders accepted for {} units; {paid} of {payers} payers paid",
+            winners.len(),
+            args.stock
+        ));
+        winners
     }
 
-    /// The unpaid orders' payment window runs out, and the timeout-release job (every 5 s)
-    /// puts their units back.
-    pub async fn payment_window(&self, timeout_s: u64) {
+    /// One buyer's sale: `clicks` clicks (precheck, then buy; a `503` or no answer is clicked
+    /// again after the back-off). A winner polls every 1–3 s until the order is in Postgres,
+    /// then, if a payer, pays after a moment's thought, all within `window` of the buy.
+    async fn journey(
+        &self,
+        seed: u64,
+        buyer: &Admitted,
+        clicks: usize,
+        payer: bool,
+        window: Duration,
+    ) -> Option<Winner> {
+        let mut won = None;
+        for click in 0..clicks {
+            if let Some(order) = self.click(seed + click as u64, buyer).await {
+                won = Some(Winner {
+                    order,
+                    payer,
+                    paid: false,
+                    at: Instant::now(),
+                });
+            }
+        }
+        let mut won = won?;
+        let deadline = won.at + window;
+        if self.landed(seed, buyer, &won.order, deadline).await && payer {
+            // A moment to read the page and press "pay": 0.5–2 s.
+            tokio::time::sleep(Duration::from_millis(500 + seed * 6_007 % 1_500)).await;
+            won.paid = self.pay(seed, buyer, &won.order).await;
+        }
+        Some(won)
+    }
+
+    /// One click: precheck, then buy with the purchase token, each retried as the storefront
+    /// retries. Returns the order id on a `202`.
+    async fn click(&self, seed: u64, buyer: &Admitted) -> Option<String> {
+        let token = self
+            .retrying("precheck", seed, || async {
+                let body = json!({ "admission_token": buyer.admission });
+                let reply = self
+                    .ask("precheck", post(&self.hinted("precheck"), &buyer.jwt, body))
+                    .await;
+                match reply.as_ref().map(|r| r.status) {
+                    Some(200) => {
+                        Step::Done(reply.expect("answered").body["purchase_token"].clone())
+                    }
+                    Some(503 | 429) | None => Step::later(reply.as_ref()),
+                    Some(_) => Step::Over,
+                }
+            })
+            .await?;
+        self.retrying("buy", seed, || async {
+            let body = json!({ "purchase_token": token });
+            let reply = self
+                .ask("buy", post(&self.hinted("buy"), &buyer.jwt, body))
+                .await;
+            match reply.as_ref().map(|r| r.status) {
+                Some(202) => Step::Done(
+                    reply.expect("answered").body["order_id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ),
+                // The purchase token stays valid over a 503: the same click goes on.
+                Some(503 | 429) | None => Step::later(reply.as_ref()),
+                Some(_) => Step::Over,
+            }
+        })
+        .await
+    }
+
+    /// Polls every 1–3 s until `order` is in Postgres (poll shows its state); `false` if the
+    /// `deadline` passed first.
+    async fn landed(&self, seed: u64, buyer: &Admitted, order: &str, deadline: Instant) -> bool {
+        let path = format!("/api/events/{EVENT}/{}", self.hinted("orders/me"));
+        let mut n = 0;
+        while Instant::now() < deadline {
+            n += 1;
+            tokio::time::sleep(Duration::from_millis(1_000 + (seed + n) * 4_001 % 2_000)).await;
+            let reply = self
+                .ask("poll", Call::get(path.clone(), Some(buyer.jwt.clone())))
+                .await;
+            if let Some(r) = reply
+                && r.status == 200
+                && r.body["status"] == "order"
+                && r.body["order_id"] == order
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Pays for `order`; `true` if the payment was accepted.
+    async fn pay(&self, seed: u64, buyer: &Admitted, order: &str) -> bool {
+        let route = format!("orders/{order}/pay");
+        self.retrying("pay", seed, || async {
+            let reply = self.ask("pay", post(&route, &buyer.jwt, json!({}))).await;
+            match reply.as_ref().map(|r| r.status) {
+                Some(200) => Step::Done(()),
+                Some(503 | 429) | None => Step::later(reply.as_ref()),
+                Some(_) => Step::Over,
+            }
+        })
+        .await
+        .is_some()
+    }
+
+    /// Runs `attempt` at `endpoint` until it is done or over, backing off between tries as the
+    /// storefront does ([`back_off`], jittered by `seed`), at most [`TRIES`] times; a buyer
+    /// who runs out of tries gives up (counted).
+    async fn retrying<T, F, Fut>(
+        &self,
+        endpoint: &'static str,
+        seed: u64,
+        mut attempt: F,
+    ) -> Option<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Step<T>>,
+    {
+        for n in 0..TRIES {
+            match attempt().await {
+                Step::Done(t) => return Some(t),
+                Step::Over => return None,
+                Step::Later(after) => tokio::time::sleep(back_off(after, n, seed)).await,
+            }
+        }
+        self.rec.lock().unwrap().record_gave_up(endpoint);
+        None
+    }
+
+    /// The unpaid orders' payment window runs out (the last one `timeout_s` after its buy),
+    /// and the timeout-release job (every 5 s) puts their units back.
+    pub async fn payment_window(&self, first_wave: &Winners, timeout_s: u64) {
         self.enter(Phase::PaymentWindow);
-        tokio::time::sleep(Duration::from_secs(timeout_s + 6)).await;
+        let unpaid = first_wave.values().filter(|w| !w.paid).count();
+        say(format_args!(
+            "▶ {unpaid} unpaid orders wait out their {timeout_s} s window; then their units are released"
+        ));
+        let last = first_wave.values().map(|w| w.at).max();
+        if let Some(last) = last {
+            let released = last + Duration::from_secs(timeout_s + 6);
+            tokio::time::sleep_until(released.into()).await;
+        }
     }
 
     /// The admitted buyers without an order click once more, for the released units. Returns
     /// the orders accepted.
-    pub async fn resale(&self, admitted: &[Admitted], first_wave: &Winners) -> Result<Vec<String>> {
-        let losers: Vec<&Admitted> = admitted
+    pub async fn resale(&self, admitted: &[Admitted], first_wave: &Winners) -> Vec<String> {
+        let losers: Vec<(u64, &Admitted)> = admitted
             .iter()
-            .filter(|a| !first_wave.contains_key(&a.user))
+            .enumerate()
+            .filter(|(_, a)| !first_wave.contains_key(&a.user))
+            .map(|(i, a)| (i as u64, a))
             .collect();
         self.enter(Phase::Resale);
         say(format_args!(
             "▶ resale: {} buyers without an order try again",
             losers.len()
         ));
-        let resold = each_some(losers, 64, |a| self.precheck_and_buy(&a.jwt, &a.admission)).await?;
+        let resold: Vec<String> = each(losers, 64, |(i, a)| self.click(i, a))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         say(format_args!("  {} units resold", resold.len()));
-        Ok(resold)
+        resold
     }
 
     /// The drain lands the resale's orders.

@@ -2,6 +2,7 @@
 //! node's script calls, the phases; and the three watchers that run beside the sale (the stock
 //! sampler, the script sampler and the progress line).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -51,13 +52,10 @@ pub enum Phase {
     Admission,
     /// The countdown on server time until the sale opens.
     Countdown,
-    /// The spike of prechecks and buys at the opening.
+    /// The spike of prechecks and buys at the opening; each winner then polls until the drain
+    /// lands the order in Postgres and pays, or lets the window pass.
     BuyWave,
-    /// Winners poll for their result while the drain lands orders in Postgres.
-    Polling,
-    /// Some winners pay.
-    Payment,
-    /// The unpaid orders' payment window runs out and their units are released.
+    /// The last unpaid orders' payment window runs out and their units are released.
     PaymentWindow,
     /// Buyers without an order try again for the released units.
     Resale,
@@ -71,9 +69,7 @@ impl Phase {
         match self {
             Phase::Admission => "admission tokens",
             Phase::Countdown => "waiting for start",
-            Phase::BuyWave => "buy wave",
-            Phase::Polling => "polling + drain",
-            Phase::Payment => "payment",
+            Phase::BuyWave => "buy wave, polls, payments",
             Phase::PaymentWindow => "payment window",
             Phase::Resale => "resale",
             Phase::Settle => "drain settles",
@@ -96,6 +92,34 @@ pub struct Recorder {
     pub marks: Vec<(&'static str, u64)>,
     /// Each Redis node's script calls, sampled every [`SCRIPT_SAMPLE_MS`].
     pub node_scripts: Vec<NodeSample>,
+    /// Requests that got no response, by (endpoint, kind of failure).
+    pub failures: BTreeMap<(&'static str, &'static str), u64>,
+    /// `503`s, by (endpoint, who said it: [`Unavailable`]).
+    pub unavailable: BTreeMap<(&'static str, Unavailable), u64>,
+    /// Buyers who gave up on a step after every try was told to come back, by endpoint.
+    pub gave_up: BTreeMap<&'static str, u64>,
+}
+
+/// Who answered a `503`, read from its error message.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Unavailable {
+    /// The host: no instance slot came free in time (the request never ran).
+    Shed,
+    /// A buy's tail found no unit on the shards it asked while others may hold some.
+    TryAgain,
+    /// The app: Redis or Postgres busy or unreachable, the sale paused.
+    App,
+}
+
+impl Unavailable {
+    /// Its name in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unavailable::Shed => "shed by the host",
+            Unavailable::TryAgain => "try again (tail)",
+            Unavailable::App => "app",
+        }
+    }
 }
 
 impl Recorder {
@@ -108,6 +132,9 @@ impl Recorder {
             phases: Vec::new(),
             marks: Vec::new(),
             node_scripts: Vec::new(),
+            failures: BTreeMap::new(),
+            unavailable: BTreeMap::new(),
+            gave_up: BTreeMap::new(),
         }
     }
 
@@ -120,6 +147,21 @@ impl Recorder {
     pub fn enter(&mut self, phase: Phase) {
         let at = self.now_ms();
         self.phases.push((phase, at));
+    }
+
+    /// Records a request that got no response, and why.
+    pub fn record_failure(&mut self, endpoint: &'static str, kind: &'static str) {
+        *self.failures.entry((endpoint, kind)).or_default() += 1;
+    }
+
+    /// Records a buyer giving up on a step at `endpoint`.
+    pub fn record_gave_up(&mut self, endpoint: &'static str) {
+        *self.gave_up.entry(endpoint).or_default() += 1;
+    }
+
+    /// Records who answered a `503` of `endpoint`.
+    pub fn record_unavailable(&mut self, endpoint: &'static str, by: Unavailable) {
+        *self.unavailable.entry((endpoint, by)).or_default() += 1;
     }
 
     /// Records a request that finished now.
@@ -312,8 +354,6 @@ pub fn synthetic() -> Recorder {
         Phase::Admission,
         Phase::Countdown,
         Phase::BuyWave,
-        Phase::Polling,
-        Phase::Payment,
         Phase::PaymentWindow,
         Phase::Resale,
         Phase::Settle,
@@ -323,7 +363,7 @@ pub fn synthetic() -> Recorder {
         .enumerate()
         .map(|(i, p)| (*p, i as u64 * 2_000))
         .collect();
-    for at_ms in (0..16_000).step_by(5) {
+    for at_ms in (0..12_000).step_by(5) {
         r.samples.push(Sample {
             endpoint: if at_ms % 10 == 0 { "buy" } else { "precheck" },
             at_ms,

@@ -1,6 +1,7 @@
 //! After the sale: the books (Postgres against what the buys accepted, Redis's shards, the
-//! reconcile job), the per-endpoint table, each Redis node's load, `report.json` and
-//! `chart.svg`.
+//! reconcile job), what the buyers lived (paid, expired, resold, `503`s by who gave them,
+//! requests without a response), the per-endpoint table, each Redis node's load,
+//! `report.json` and `chart.svg`; and the verdict.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -9,22 +10,26 @@ use anyhow::Result;
 use seckill_testkit::{ADMIN_TOKEN, PgServer};
 use serde_json::{Value, json};
 
-use super::phases::Winners;
-use super::recorder::Sample;
+use super::phases::{TRIES, Winners};
+use super::recorder::{Sample, Unavailable};
 use super::{DemoArgs, EVENT, Sale};
 use crate::load::{Call, once, percentile};
 
 /// What the buyers did.
 pub struct Outcome {
     pub first_wave: Winners,
-    /// Payments that went through.
-    pub paid: usize,
     /// Orders accepted in the resale.
     pub resold: Vec<String>,
 }
 
+/// The share of requests that may get no response (refused connections, connections closed
+/// before the response, client timeouts) before the run fails: a sale where more than one
+/// click in a hundred goes unanswered is not one people can finish.
+pub const MAX_FAILED_SHARE: f64 = 0.01;
+
 /// Checks the books, writes the report and the chart into `args.out` and prints them; fails if
-/// a unit was oversold or an accepted order lost.
+/// a unit was oversold, an accepted order lost, the reconcile job found drift, nobody paid, or
+/// more than [`MAX_FAILED_SHARE`] of the requests got no response.
 pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcome) -> Result<()> {
     let in_pg = orders_in_postgres(pg).await?;
     let accepted: HashSet<String> = outcome
@@ -43,7 +48,29 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     let peaks: Vec<f64> = (0..per_node.len())
         .map(|i| r.node_scripts.iter().map(|s| s.rate(i)).fold(0.0, f64::max))
         .collect();
-    let (first_wave, resold, paid) = (outcome.first_wave.len(), outcome.resold.len(), outcome.paid);
+    let (first_wave, resold) = (outcome.first_wave.len(), outcome.resold.len());
+    let paid = outcome.first_wave.values().filter(|w| w.paid).count();
+    let payers = outcome.first_wave.values().filter(|w| w.payer).count();
+    let answered = r.samples.len();
+    let failed: u64 = r.failures.values().sum();
+    let failed_share = failed as f64 / (answered as u64 + failed).max(1) as f64;
+    let failures: BTreeMap<String, u64> = r
+        .failures
+        .iter()
+        .map(|((endpoint, kind), n)| (format!("{endpoint}: {kind}"), *n))
+        .collect();
+    let unavailable: BTreeMap<String, u64> = r
+        .unavailable
+        .iter()
+        .map(|((endpoint, by), n)| (format!("{endpoint}: {}", by.as_str()), *n))
+        .collect();
+    let buys = r.samples.iter().filter(|s| s.endpoint == "buy").count();
+    let try_again = r
+        .unavailable
+        .get(&("buy", Unavailable::TryAgain))
+        .copied()
+        .unwrap_or(0);
+    let try_again_share = try_again as f64 / buys.max(1) as f64;
     let Books {
         by_status,
         held,
@@ -53,7 +80,13 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     } = books;
     let report = json!({
         "users": args.users, "stock": args.stock, "shards": args.shards,
-        "accepted_first_wave": first_wave, "paid": paid, "resold": resold,
+        "accepted_first_wave": first_wave, "payers": payers, "paid": paid, "resold": resold,
+        "expired": by_status.get("expired").copied().unwrap_or(0),
+        "requests_answered": answered, "requests_failed": failed,
+        "requests_failed_share": failed_share, "max_failed_share": MAX_FAILED_SHARE,
+        "failed_by_kind": failures, "unavailable_503_by_source": unavailable,
+        "buys": buys, "buy_try_again_503": try_again, "buy_try_again_share": try_again_share,
+        "gave_up_by_endpoint": r.gave_up,
         "orders_in_postgres": by_status, "held_in_postgres": held,
         "stock_left_in_redis": left,
         "oversold": oversold, "lost": lost,
@@ -70,14 +103,43 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     std::fs::write(format!("{}/chart.svg", args.out), super::chart::chart(&r)?)?;
     print_endpoints(&endpoints);
     println!("\n{}", node_line(&per_node, &peaks));
+    let expired = by_status.get("expired").copied().unwrap_or(0);
     println!(
-        "\nsold {held} / {} (first wave {first_wave}, resold {resold}), paid {paid}; orders in Postgres {by_status:?}; left in Redis {left}\noversold = {oversold}, lost = {lost}, reconcile drift = {drift}\nreport: {}/report.json, chart: {}/chart.svg",
-        args.stock, args.out, args.out
+        "\nsold {held} / {} (first wave {first_wave}, resold {resold}); paid {paid} of {payers} payers; expired {expired}; orders in Postgres {by_status:?}; left in Redis {left}",
+        args.stock
     );
-    anyhow::ensure!(
-        oversold == 0 && lost == 0,
-        "oversold {oversold}, lost {lost}"
+    println!(
+        "503s by who gave them: {unavailable:?}; buys told \"try again\": {try_again} of {buys} ({:.3} %)",
+        try_again_share * 100.0
     );
+    println!("buyers who gave up after {TRIES} tries: {:?}", r.gave_up);
+    println!(
+        "requests without a response: {failed} of {} ({:.3} %, at most {:.0} %): {failures:?}",
+        answered as u64 + failed,
+        failed_share * 100.0,
+        MAX_FAILED_SHARE * 100.0
+    );
+    println!(
+        "oversold = {oversold}, lost = {lost}, reconcile drift = {drift}\nreport: {}/report.json, chart: {}/chart.svg",
+        args.out, args.out
+    );
+    let mut wrong = Vec::new();
+    if oversold != 0 || lost != 0 || drift != json!(0) {
+        wrong.push(format!(
+            "the books do not balance: oversold {oversold}, lost {lost}, drift {drift}"
+        ));
+    }
+    if paid == 0 {
+        wrong.push("no payment went through".to_owned());
+    }
+    if failed_share > MAX_FAILED_SHARE {
+        wrong.push(format!(
+            "{failed} requests got no response ({:.2} % > {:.0} %)",
+            failed_share * 100.0,
+            MAX_FAILED_SHARE * 100.0
+        ));
+    }
+    anyhow::ensure!(wrong.is_empty(), "the sale failed: {}", wrong.join("; "));
     Ok(())
 }
 
