@@ -395,7 +395,8 @@ fn metrics_count_by_route_status_and_component() -> Result<()> {
     );
     assert!(value(r#"seckill_cron_runs_total{component="cron-probe",outcome="ok"}"#) >= 1.0);
     assert!(value(r#"seckill_cron_run_duration_seconds_count{component="cron-probe"}"#) >= 1.0);
-    assert_eq!(value("seckill_instances_limit"), 1000.0);
+    let limit = f64::from(seckill_host::app::default_max_instances());
+    assert_eq!(value("seckill_instances_limit"), limit, "64 per core");
     assert!(value("seckill_instances_in_use") <= 1.0);
     assert!(value("seckill_redis_connections_opened_total") >= 1.0);
     let pg_connections = value(r#"seckill_postgres_connections{state="in_use"}"#)

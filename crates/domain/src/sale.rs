@@ -1,6 +1,6 @@
 //! The sale path, one operation per public function: issue-token, precheck, buy, poll, each at
 //! the buyer's home shard ([`crate::sharded`]): one script run, one Redis round trip (a buy
-//! whose home shard is empty takes the tail: three, at most five). `shards` is the caller's
+//! whose home shard is empty takes the tail: three, at most ten). `shards` is the caller's
 //! count of the event's shards (the `shards` query parameter): a stale one costs one more round
 //! trip, never a wrong answer. The function crates only parse and render.
 
@@ -255,21 +255,18 @@ pub struct Bought {
     pub round_trips: u32,
 }
 
-/// How many shards a buy's tail asks for a unit before it goes home. The candidates come from
-/// the home slot's picture of the shards that hold stock (kept by the drain's summary, the
-/// probes and the refills), so the first probe finds a unit unless the picture is a moment old.
-pub const TAIL_PROBES: usize = 3;
-
 /// What a buy whose tail found no unit, while stock may be left, tells the buyer (a 503: the
 /// same purchase token works on the next click).
 pub const STILL_LOOKING: &str = "looking for stock on other shards; try again";
 
 /// buy: one script at the home shard while it has stock. When it is empty, the tail: the home
-/// names the shards its picture says hold stock; the tail asks them in turn for a unit (at most
-/// [`TAIL_PROBES`], skipping the shards a probed one knows to be empty), then comes back home
-/// with it, where it is credited and sold in one script — two more round trips in the usual
-/// case, at most `TAIL_PROBES + 2` in all. A home shard that finds every shard empty answers
-/// sold out; a tail whose probes all came back empty while other shards may still hold stock
+/// names the shards its picture says hold stock (at most `TAIL_CANDIDATES`, 8, from a random
+/// place: `shared/lua/lib/sale.lua`); the tail asks them in turn for a unit, skipping those a
+/// probed one knows to be empty, then comes back home with it, where it is credited and sold
+/// in one script. The picture comes from the drain's summary, the probes and the refills, so
+/// the first candidate has a unit unless the picture is a moment old: three round trips in
+/// all, ten at most, near a sell-out. A home shard that finds every shard empty answers sold
+/// out; a tail whose candidates all came back empty while other shards may still hold stock
 /// answers "try again" (503, [`STILL_LOOKING`]), having taught the home shard which are empty.
 pub fn buy<S: Store>(
     nodes: &Nodes<S>,
@@ -303,10 +300,8 @@ pub fn buy<S: Store>(
     let (home, hash) = home.expect("at_home ran the buy");
     let transfer_id = ids::random_hex(8);
     let mut back = Back::default();
-    let mut probes = 0;
-    while probes < TAIL_PROBES && !candidates.is_empty() {
+    while !candidates.is_empty() {
         let c = candidates.remove(0);
-        probes += 1;
         round_trips += 1;
         // A candidate that cannot be reached is skipped, not believed empty. (Had it lent before
         // its answer was lost, the transfer is recorded there and the repair credits it home.)

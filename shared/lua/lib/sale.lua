@@ -55,8 +55,9 @@ end
 -- by a slower writer, so no shard is ever stranded for longer.
 local EMPTY_BELIEF_MS = 5000
 
--- How many candidate shards a tail is offered: more than it probes (crate::sale::TAIL_PROBES),
--- so that a probe's news of other empty shards leaves it some to choose from.
+-- How many candidate shards a tail is offered (and asks at most, in order: crate::sale::buy):
+-- enough that a tail racing others for the last units finds one while any is left, few enough
+-- to bound its round trips (ten at most).
 local TAIL_CANDIDATES = 8
 
 -- The other shards this slot does not believe empty (fresh beliefs in `empty`: shard → until).

@@ -19,6 +19,17 @@ use crate::variables::{self, Providers};
 
 pub use crate::http_trigger::{DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY};
 
+/// Request instances alive at once by default: 64 per core. Spin keeps 1,000 whatever the
+/// machine (`SPIN_MAX_INSTANCE_COUNT`, `crates/core/src/lib.rs`); on a 2-core machine that many
+/// guests in flight only queue for the CPU, so every await of every guest (the drain's, a
+/// buyer's Redis reply) waits behind a thousand others, while past this many a spike waits in
+/// the slot queue, bounded by the instance wait, or is shed. 64 per core keeps Redis and
+/// Postgres busy (each request waits on them a fraction of a millisecond).
+pub fn default_max_instances() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    u32::try_from(cores * 64).unwrap_or(u32::MAX)
+}
+
 /// How to run an app.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -26,7 +37,8 @@ pub struct Options {
     pub connection_mode: ConnectionMode,
     /// Variable providers besides the manifest defaults.
     pub providers: Providers,
-    /// Instances that may be alive at once (pooling allocator slots).
+    /// Request instances that may be alive at once (pooling allocator slots). `None`:
+    /// [`default_max_instances`].
     pub max_instances: Option<u32>,
     /// Largest request body passed to a guest; larger ones get a JSON 413 (a deliberate
     /// difference: Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
@@ -59,7 +71,7 @@ impl App {
         let file = ManifestFile::load(manifest)?;
         let app_vars = variables::resolve_manifest_variables(&file, &options.providers)?;
         let services = Services::new(options.connection_mode, &options.tls);
-        let max_instances = options.max_instances.unwrap_or(1000);
+        let max_instances = options.max_instances.unwrap_or_else(default_max_instances);
         // Spin-faithful mode pays, per instance, what Spin pays: a connection, and the variables.
         let spin_work =
             (options.connection_mode == ConnectionMode::SpinFaithful).then_some(&options.providers);

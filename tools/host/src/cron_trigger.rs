@@ -142,7 +142,7 @@ async fn run_component(trigger: &CronTrigger, c: usize, timestamp: u64) -> Resul
     let pre = trigger.handlers[c]
         .as_ref()
         .ok_or_else(|| anyhow!("component `{}` has no cron export", trigger.runtime.id(c)))?;
-    let _slot = trigger.runtime.slots().acquire().await?;
+    let _slot = trigger.runtime.cron_slots().acquire().await?;
     let mut store = trigger.runtime.store(c);
     let instance = pre.instantiate_async(&mut store).await?;
     match instance

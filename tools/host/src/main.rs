@@ -90,10 +90,10 @@ struct AppArgs {
     /// Largest request body passed to a guest, in bytes; larger ones get a JSON 413.
     #[arg(long, default_value_t = seckill_host::app::DEFAULT_MAX_REQUEST_BODY)]
     max_request_body: u64,
-    /// Guest instances alive at once (the pooling allocator's slots; Spin's
-    /// `SPIN_MAX_INSTANCE_COUNT`, 1,000 by default).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
-    max_instances: u32,
+    /// Request instances alive at once (the pooling allocator's slots; default: 64 per core,
+    /// where Spin's `SPIN_MAX_INSTANCE_COUNT` is 1,000 on any machine).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    max_instances: Option<u32>,
     /// How long a request may wait for an instance slot (all in use) before it is answered at
     /// once `503` with `Retry-After` instead of queueing (`500ms`, `1s`, ...).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
@@ -164,7 +164,7 @@ impl AppArgs {
                 ConnectionMode::Pooled
             },
             providers: Providers::default().with_dotenv(&env_file)?,
-            max_instances: Some(self.max_instances),
+            max_instances: self.max_instances,
             max_request_body: Some(self.max_request_body),
             instance_wait: Some(self.instance_wait),
             tls: match &self.tls_ca {

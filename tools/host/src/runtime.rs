@@ -68,12 +68,19 @@ pub struct Runtime {
     /// In manifest order; a trigger refers to a component by its index here.
     components: Vec<Loaded>,
     services: Services,
-    /// One permit per pooling-allocator slot: a spike waits for a free instance instead of
-    /// failing to instantiate.
+    /// One permit per pooling-allocator slot for the HTTP trigger's requests: a request waits
+    /// (a bounded time) for a free instance instead of failing to instantiate.
     slots: Arc<tokio::sync::Semaphore>,
     /// The permits `slots` started with.
     max_instances: u32,
+    /// Slots of the cron trigger's own ([`CRON_INSTANCES`]): a spike that takes every request
+    /// slot must not stop the drain, the release and the reconcile with it.
+    cron_slots: Arc<tokio::sync::Semaphore>,
 }
+
+/// Instances kept for the cron trigger beside the request slots (its jobs run one run at a time
+/// each: spin.toml has three).
+pub const CRON_INSTANCES: u32 = 4;
 
 impl Runtime {
     /// Resolves, compiles and pre-instantiates every component of `file` (application variables
@@ -88,7 +95,7 @@ impl Runtime {
         max_instances: u32,
         compile_cache: Option<&Path>,
     ) -> Result<Runtime> {
-        let engine = engine(max_instances)?;
+        let engine = engine(max_instances + CRON_INSTANCES)?;
         let mut linker = Linker::new(&engine);
         Ctx::link_factors(&mut linker)?;
         let base = file.base_dir();
@@ -136,6 +143,7 @@ impl Runtime {
             services,
             slots: Arc::new(tokio::sync::Semaphore::new(max_instances as usize)),
             max_instances,
+            cron_slots: Arc::new(tokio::sync::Semaphore::new(CRON_INSTANCES as usize)),
         })
     }
 
@@ -188,7 +196,12 @@ impl Runtime {
         &self.slots
     }
 
-    /// How many instances may be alive at once (the permits of [`Self::slots`]).
+    /// The cron trigger's slots: hold a permit while a cron instance lives.
+    pub(crate) fn cron_slots(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.cron_slots
+    }
+
+    /// How many request instances may be alive at once (the permits of [`Self::slots`]).
     pub(crate) fn max_instances(&self) -> u32 {
         self.max_instances
     }
@@ -275,7 +288,8 @@ fn pool_headroom(max_instances: u32) -> u32 {
     (max_instances / 4).max(32)
 }
 
-/// The engine: Cranelift, component model, and the pooling allocator as Spin 3 uses it.
+/// The engine: Cranelift, component model, and the pooling allocator as Spin 3 uses it, for
+/// `max_instances` live instances (and the headroom).
 fn engine(max_instances: u32) -> Result<Engine> {
     let slots = max_instances + pool_headroom(max_instances);
     let mut pool = PoolingAllocationConfig::default();

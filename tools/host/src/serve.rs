@@ -445,4 +445,6 @@ impl Drop for Answered {
 /// Waits until no guest instance of `runtime` is alive.
 pub async fn instances_done(runtime: &Runtime) {
     let _ = runtime.slots().acquire_many(runtime.max_instances()).await;
+    let cron = crate::runtime::CRON_INSTANCES;
+    let _ = runtime.cron_slots().acquire_many(cron).await;
 }

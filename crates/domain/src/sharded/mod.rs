@@ -15,7 +15,7 @@
 //! ([`crate::sale::buy`]): a unit is lent from another shard to the home shard (`shard_lend.lua`, which
 //! records the transfer there) and the home shard credits it and sells it in the same script
 //! (`buy.lua`, which remembers the transfer id so it credits once). Three round trips
-//! when the slot's picture of the shards that hold stock is current, at most five. A tail cut short leaves a transfer recorded at the lender and not credited: the
+//! when the slot's picture of the shards that hold stock is current, at most ten. A tail cut short leaves a transfer recorded at the lender and not credited: the
 //! [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
 //! between shards with the same two steps.
 //!

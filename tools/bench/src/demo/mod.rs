@@ -50,12 +50,16 @@ pub struct DemoArgs {
     pub nodes: usize,
     /// Seconds to pay before an order expires, counted from the buy: each payer pays once the
     /// drain has landed their order (a second or two) and they have read the page.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 30)]
     pub payment_timeout_s: u64,
     /// Share of winners who mean to pay (the rest let the window pass, and their units are
     /// resold).
     #[arg(long, default_value_t = 0.7)]
     pub pay_share: f64,
+    /// Request instances the host keeps alive at once (its `--max-instances`; default: the
+    /// host's, 64 per core).
+    #[arg(long)]
+    pub max_instances: Option<u32>,
     /// Where the report JSON and chart go.
     #[arg(long, default_value = "target/demo")]
     pub out: String,
@@ -70,7 +74,8 @@ const EVENT: &str = "demo";
 
 /// Runs the demo and prints the report.
 pub async fn run(args: DemoArgs) -> Result<()> {
-    let servers = setup::Servers::start(args.rest, args.nodes).await?;
+    let host_log = std::path::Path::new(&args.out).join("host.log");
+    let servers = setup::Servers::start(&args, &host_log).await?;
     let start_ms = setup::create_event(servers.host.addr, &args).await?;
     // The clock starts here, before admission, and the watchers with it.
     let sale = Sale::new(servers.host.addr, args.shards);

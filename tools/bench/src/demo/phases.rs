@@ -34,6 +34,10 @@ pub struct Winner {
     pub paid: bool,
     /// When the buy was accepted.
     pub at: Instant,
+    /// How long after the buy poll first showed the order in Postgres, if it did in time.
+    pub landed_after: Option<Duration>,
+    /// How long after the buy the payment was accepted.
+    pub paid_after: Option<Duration>,
 }
 
 /// The first wave's winners, by user.
@@ -188,15 +192,21 @@ impl Sale {
                     payer,
                     paid: false,
                     at: Instant::now(),
+                    landed_after: None,
+                    paid_after: None,
                 });
             }
         }
         let mut won = won?;
         let deadline = won.at + window;
-        if self.landed(seed, buyer, &won.order, deadline).await && payer {
-            // A moment to read the page and press "pay": 0.5–2 s.
-            tokio::time::sleep(Duration::from_millis(500 + seed * 6_007 % 1_500)).await;
-            won.paid = self.pay(seed, buyer, &won.order).await;
+        if self.landed(seed, buyer, &won.order, deadline).await {
+            won.landed_after = Some(won.at.elapsed());
+            if payer {
+                // A moment to read the page and press "pay": 0.5–2 s.
+                tokio::time::sleep(Duration::from_millis(500 + seed * 6_007 % 1_500)).await;
+                won.paid = self.pay(seed, buyer, &won.order).await;
+                won.paid_after = won.paid.then(|| won.at.elapsed());
+            }
         }
         Some(won)
     }

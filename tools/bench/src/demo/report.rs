@@ -64,6 +64,17 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         .iter()
         .map(|((endpoint, by), n)| (format!("{endpoint}: {}", by.as_str()), *n))
         .collect();
+    let after = |f: fn(&super::phases::Winner) -> Option<std::time::Duration>| {
+        let mut v: Vec<u64> = outcome
+            .first_wave
+            .values()
+            .filter(|w| w.payer)
+            .filter_map(|w| f(w).map(|d| d.as_millis() as u64))
+            .collect();
+        v.sort_unstable();
+        json!({ "n": v.len(), "p50_ms": percentile(&v, 0.5), "p95_ms": percentile(&v, 0.95) })
+    };
+    let (landed_after, paid_after) = (after(|w| w.landed_after), after(|w| w.paid_after));
     let buys = r.samples.iter().filter(|s| s.endpoint == "buy").count();
     let try_again = r
         .unavailable
@@ -87,6 +98,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         "failed_by_kind": failures, "unavailable_503_by_source": unavailable,
         "buys": buys, "buy_try_again_503": try_again, "buy_try_again_share": try_again_share,
         "gave_up_by_endpoint": r.gave_up,
+        "payers_landed_after_buy": landed_after, "payers_paid_after_buy": paid_after,
         "orders_in_postgres": by_status, "held_in_postgres": held,
         "stock_left_in_redis": left,
         "oversold": oversold, "lost": lost,
@@ -111,6 +123,10 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     println!(
         "503s by who gave them: {unavailable:?}; buys told \"try again\": {try_again} of {buys} ({:.3} %)",
         try_again_share * 100.0
+    );
+    println!(
+        "payers: order in Postgres after the buy {landed_after}, paid after the buy {paid_after} (of a {} s window)",
+        args.payment_timeout_s
     );
     println!("buyers who gave up after {TRIES} tries: {:?}", r.gave_up);
     println!(

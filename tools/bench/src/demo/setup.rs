@@ -30,7 +30,13 @@ impl Servers {
     /// Starts `nodes` Redis nodes and Postgres (migrated), then the host on them (the event's
     /// shards spread over the nodes), reaching Redis through a REST facade when `rest` is set
     /// (one node only).
-    pub async fn start(rest: bool, nodes: usize) -> Result<Self> {
+    pub async fn start(args: &DemoArgs, host_log: &std::path::Path) -> Result<Self> {
+        let (rest, nodes) = (args.rest, args.nodes);
+        let max_instances = args.max_instances.map(|n| n.to_string());
+        let mut extra: Vec<&str> = Vec::new();
+        if let Some(n) = &max_instances {
+            extra.extend(["--max-instances", n]);
+        }
         anyhow::ensure!(nodes >= 1, "--nodes must be 1 or more");
         anyhow::ensure!(!rest || nodes == 1, "--rest runs on one Redis node");
         let redis: Vec<RedisServer> = (0..nodes)
@@ -50,14 +56,10 @@ impl Servers {
             point_redis_at(&mut vars, facade.url(), facade.origin());
             eprintln!("Redis over REST: {}", facade.host());
             let tls_ca = ca.path("ca.pem");
-            let host =
-                HostProcess::launch("spin.toml", &vars, false, true, &["--tls-ca", &tls_ca])?;
-            (host, Some(facade))
+            extra.extend(["--tls-ca", &tls_ca]);
+            (host(&vars, &extra, host_log)?, Some(facade))
         } else {
-            (
-                HostProcess::start_app("spin.toml", &vars, false, true)?,
-                None,
-            )
+            (host(&vars, &extra, host_log)?, None)
         };
         Ok(Servers {
             host,
@@ -67,6 +69,17 @@ impl Servers {
             redis: Arc::new(redis),
         })
     }
+}
+
+/// The host with its cron triggers, its log (the guests' lines about each 5xx among it) in
+/// `log` rather than among the demo's story.
+fn host(vars: &[(&str, String)], extra: &[&str], log: &std::path::Path) -> Result<HostProcess> {
+    let (mut cmd, addr) = HostProcess::command("spin.toml", vars, false, true, extra)?;
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    cmd.stderr(std::fs::File::create(log)?);
+    HostProcess::spawn(cmd, addr)
 }
 
 /// The value of variable `name` in `vars` (empty if it has none).
