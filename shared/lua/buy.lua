@@ -1,8 +1,8 @@
 -- buy on a sharded event, at the buyer's home shard's slot: the whole purchase in one atomic
 -- step while the home shard has stock. When it is empty, the reply names the other shards this
--- slot's picture says hold stock (up to TAIL_CANDIDATES, from a random place); the caller lends
--- a unit from the first that has one (shard_lend.lua) and comes back here with it
--- (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over nodes").
+-- slot's picture says hold stock, in order from a random place; the caller lends a unit from the
+-- first that has one (shard_lend.lua, trying a few: crate::sale::TAIL_CANDIDATES) and comes back
+-- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over nodes").
 --- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited
 --- args: user purchase_token home_hash order_id credit_id credit_units empties...
 --- ok: seq:u64 shard:u32 drained:u64
@@ -52,7 +52,7 @@ if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
   -- spread over the shards that hold them.
   local from = tonumber(string.sub(A_ORDER_ID, -6), 16) or 0
   local reply = {TAIL}
-  for i = 0, math.min(TAIL_CANDIDATES, #candidates) - 1 do
+  for i = 0, #candidates - 1 do
     reply[#reply + 1] = candidates[(from + i) % #candidates + 1]
   end
   return reply

@@ -10,13 +10,18 @@ use serde_json::Value;
 async fn conformance_app(redis: &RedisServer, pg: &PgServer) -> Result<TestApp> {
     TestApp::start(
         "tests/manifests/conformance.toml",
-        &[
-            ("redis_host", redis.host()),
-            ("pg_host", pg.host()),
-            ("present", "from-env".into()),
-        ],
+        &conformance_vars(redis, pg),
     )
     .await
+}
+
+/// The conformance app's variables: its Redis and Postgres, and one the environment sets.
+fn conformance_vars(redis: &RedisServer, pg: &PgServer) -> [(&'static str, String); 3] {
+    [
+        ("redis_host", redis.host()),
+        ("pg_host", pg.host()),
+        ("present", "from-env".into()),
+    ]
 }
 
 fn field<'a>(report: &'a Value, name: &str) -> &'a str {
@@ -320,11 +325,7 @@ async fn a_client_that_disconnects_does_not_cancel_the_guest() -> Result<()> {
 async fn a_spike_beyond_the_instance_pool_waits_for_instances() -> Result<()> {
     use futures::stream::{self, StreamExt};
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
-    let vars = [
-        ("redis_host", redis.host()),
-        ("pg_host", pg.host()),
-        ("present", "from-env".to_string()),
-    ];
+    let vars = conformance_vars(&redis, &pg);
     let app = TestApp::start_sized("tests/manifests/conformance.toml", &vars, 4).await?;
     let statuses: Vec<u16> = stream::iter(0..20_000)
         .map(|_| async { app.get("/hello").await.map(|(status, _)| status) })
@@ -344,11 +345,7 @@ async fn a_spike_beyond_the_instance_pool_waits_for_instances() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_finds_no_instance_in_time_is_shed_with_retry_after() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
-    let vars = [
-        ("redis_host", redis.host()),
-        ("pg_host", pg.host()),
-        ("present", "from-env".to_string()),
-    ];
+    let vars = conformance_vars(&redis, &pg);
     let app = TestApp::builder("tests/manifests/conformance.toml")
         .vars(&vars)
         .max_instances(1)

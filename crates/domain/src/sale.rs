@@ -255,17 +255,25 @@ pub struct Bought {
     pub round_trips: u32,
 }
 
+/// How many of the shards its home names a buy's tail asks for a unit at most: enough that a
+/// tail racing others for the last units finds one while any is left, few enough to bound its
+/// round trips ([`MAX_BUY_ROUND_TRIPS`]).
+pub const TAIL_CANDIDATES: usize = 8;
+
+/// The most Redis round trips a buy takes: home, every candidate, home.
+pub const MAX_BUY_ROUND_TRIPS: u32 = TAIL_CANDIDATES as u32 + 2;
+
 /// What a buy whose tail found no unit, while stock may be left, tells the buyer (a 503: the
 /// same purchase token works on the next click).
 pub const STILL_LOOKING: &str = "looking for stock on other shards; try again";
 
 /// buy: one script at the home shard while it has stock. When it is empty, the tail: the home
-/// names the shards its picture says hold stock (at most `TAIL_CANDIDATES`, 8, from a random
-/// place: `shared/lua/lib/sale.lua`); the tail asks them in turn for a unit, skipping those a
-/// probed one knows to be empty, then comes back home with it, where it is credited and sold
-/// in one script. The picture comes from the drain's summary, the probes and the refills, so
-/// the first candidate has a unit unless the picture is a moment old: three round trips in
-/// all, ten at most, near a sell-out. A home shard that finds every shard empty answers sold
+/// names the shards its picture says hold stock, from a random place; the tail asks the first
+/// [`TAIL_CANDIDATES`] in turn for a unit, skipping those a probed one knows to be empty, then
+/// comes back home with it, where it is credited and sold in one script. The picture comes from
+/// the drain's summary, the probes and the refills, so the first candidate has a unit unless
+/// the picture is a moment old: three round trips in all, [`MAX_BUY_ROUND_TRIPS`] at most,
+/// near a sell-out. A home shard that finds every shard empty answers sold
 /// out; a tail whose candidates all came back empty while other shards may still hold stock
 /// answers "try again" (503, [`STILL_LOOKING`]), having taught the home shard which are empty.
 pub fn buy<S: Store>(
@@ -297,6 +305,7 @@ pub fn buy<S: Store>(
         Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),
         Outcome::Tail(candidates) => candidates,
     };
+    candidates.truncate(TAIL_CANDIDATES);
     let (home, hash) = home.expect("at_home ran the buy");
     let transfer_id = ids::random_hex(8);
     let mut back = Back::default();

@@ -55,11 +55,6 @@ end
 -- by a slower writer, so no shard is ever stranded for longer.
 local EMPTY_BELIEF_MS = 5000
 
--- How many candidate shards a tail is offered (and asks at most, in order: crate::sale::buy):
--- enough that a tail racing others for the last units finds one while any is left, few enough
--- to bound its round trips (ten at most).
-local TAIL_CANDIDATES = 8
-
 -- The other shards this slot does not believe empty (fresh beliefs in `empty`: shard → until).
 local function maybe_stocked(empty, shards, self, now)
   local until_ms = pairs_to_table(redis.call('HGETALL', empty))

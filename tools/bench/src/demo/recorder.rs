@@ -363,7 +363,7 @@ pub fn synthetic() -> Recorder {
         .enumerate()
         .map(|(i, p)| (*p, i as u64 * 2_000))
         .collect();
-    for at_ms in (0..12_000).step_by(5) {
+    for at_ms in (0..16_000).step_by(5) {
         r.samples.push(Sample {
             endpoint: if at_ms % 10 == 0 { "buy" } else { "precheck" },
             at_ms,
