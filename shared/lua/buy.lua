@@ -1,9 +1,9 @@
 -- buy on a sharded event, at the buyer's home shard's slot: the whole purchase in one atomic
 -- step while the home shard has stock. When it is empty, the reply names the other shards this
--- slot's picture says hold stock, in order from a random place; the caller lends a unit from the
+-- slot's picture says hold stock, fuller ones likelier first; the caller lends a unit from the
 -- first that has one (shard_lend.lua, trying a few: crate::sale::TAIL_CANDIDATES) and comes back
 -- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over nodes").
---- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited
+--- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited seen
 --- args: user purchase_token home_hash order_id credit_id credit_units empties...
 --- ok: seq:u64 shard:u32 drained:u64
 -- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
@@ -48,13 +48,21 @@ if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
     -- Empty here, and every other shard was found empty moments ago: sold out.
     return refused(K_COUNTS, {SOLD_OUT})
   end
-  -- From a place the order id's random tail picks, so that tails racing for the last units
-  -- spread over the shards that hold them.
+  -- The fuller a shard was at the drain's last summary, the likelier it still holds a unit:
+  -- candidates in a random order weighted by those units (Efraimidis-Spirakis: each draws
+  -- u^(1/w) and the largest go first), from the order id's random tail, so that tails racing
+  -- for the last units spread over the shards that hold them.
   local from = tonumber(string.sub(A_ORDER_ID, -6), 16) or 0
-  local reply = {TAIL}
-  for i = 0, #candidates - 1 do
-    reply[#reply + 1] = candidates[(from + i) % #candidates + 1]
+  local seen = pairs_to_table(redis.call('HGETALL', K_SEEN))
+  local keyed = {}
+  for _, s in ipairs(candidates) do
+    local x = ((from % 1000003) * 69069 + s * 2654435761 + 12345) % 2147483648
+    local w = math.max(tonumber(seen[tostring(s)]) or 1, 1)
+    keyed[#keyed + 1] = {math.log((x + 1) / 2147483649) / w, s}
   end
+  table.sort(keyed, function(a, b) return a[1] > b[1] end)
+  local reply = {TAIL}
+  for _, k in ipairs(keyed) do reply[#reply + 1] = k[2] end
   return reply
 end
 local seq = redis.call('INCR', K_SEQ)

@@ -11,6 +11,7 @@
 //! | `{sk:E/s}:cfg` | hash | a copy of the configuration: `shard`, `version`, the shard's part of the admission cap and buy bucket, switches, `warmed`, `drawn`/`drawing` |
 //! | `{sk:E/s}:stock` | hash | `s` → units left in this shard |
 //! | `{sk:E/s}:empty` | hash | shard → until (ms): other shards this one believes empty |
+//! | `{sk:E/s}:seen` | hash | shard → units it held at the drain's last summary (the tail asks the fuller first) |
 //! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → `to|units|ms`); transfers credited here |
 //! | `{sk:E/s}:admitted` / `:registrants` | set | users homed here holding admission / registered for the lottery |
 //! | `{sk:E/s}:deny:users` / `:deny:addrs` | set | deny lists (a copy in every shard) |
@@ -142,6 +143,11 @@ impl EventKeys {
     /// A shard's beliefs that other shards are empty (hash: shard → until ms).
     pub fn empty(&self) -> String {
         self.key("empty")
+    }
+    /// Units each shard held at the drain's last summary, as a shard's slot saw them (hash:
+    /// shard → units): the tail asks the fuller ones first.
+    pub fn seen(&self) -> String {
+        self.key("seen")
     }
     /// Units a shard lent and has not settled (hash: transfer id → `to|units|ms`).
     pub fn lent(&self) -> String {

@@ -194,21 +194,23 @@ async fn sale_over(
         nodes,
         args,
     };
-    let phases = journey(&bench, &event, &urls, buyers).await?;
+    let (phases, try_again_with_stock) = journey(&bench, &event, &urls, buyers).await?;
 
     let status = admin::status(&connect(&urls), &event).map_err(|e| anyhow::anyhow!("{e}"))?;
     let buy_s = phases[2].report.elapsed.as_secs_f64();
     // Every 503 of the buy phase is a tail's "try again" (the closed loop never fills the
-    // host's instance slots, so nothing is shed): an upper bound of those while stock was left.
+    // host's instance slots, so nothing is shed); those before the last accepted buy came
+    // while stock was left.
     let buys = &phases[2].report;
     let try_again = buys.statuses.get(&503).copied().unwrap_or(0);
+    let share = |n: u64| n as f64 * 100.0 / buys.requests.max(1) as f64;
     let sold = format!(
-        "sold {} of {stock} units ({} left) in the buy phase's {buy_s:.1} s: {:.0} accepted buys/s; buys told \"try again\" (503): {try_again} of {} ({:.3} %);",
+        "sold {} of {stock} units ({} left) in the buy phase's {buy_s:.1} s: {:.0} accepted buys/s; buys told \"try again\" (503) while stock was left: {try_again_with_stock} of {} ({:.3} %), {try_again} in all;",
         status.event.sold,
         status.event.stock_left,
         status.event.sold as f64 / buy_s,
         buys.requests,
-        try_again as f64 * 100.0 / buys.requests.max(1) as f64
+        share(try_again_with_stock),
     );
     let urls = nodes::parse(&urls);
     let mut shards = vec![0; n];
@@ -250,7 +252,7 @@ async fn journey(
     event: &EventId,
     urls: &str,
     buyers: usize,
-) -> Result<[Phase; 4]> {
+) -> Result<([Phase; 4], u64)> {
     let id = event.as_str();
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let shoppers: Arc<Vec<Shopper>> = Arc::new(
@@ -310,12 +312,25 @@ async fn journey(
         queue: queue.clone(),
     };
     let buy = queue.calls(route("buy"));
-    let buy = bench.phase(buy, nothing.clone(), Some(probe)).await?;
+    // When each buy was answered, and how: a 503 answered before the last accepted buy was a
+    // "try again" while stock was left (that last unit was still there).
+    let answers: Arc<Mutex<Vec<(Instant, u16)>>> = Arc::default();
+    let keep_answer: Keep = {
+        let answers = answers.clone();
+        Arc::new(move |_, status, _| answers.lock().unwrap().push((Instant::now(), status)))
+    };
+    let buy = bench.phase(buy, keep_answer, Some(probe)).await?;
+    let answers = std::mem::take(&mut *answers.lock().unwrap());
+    let last_sale = answers.iter().filter(|a| a.1 == 202).map(|a| a.0).max();
+    let try_again_with_stock = answers
+        .iter()
+        .filter(|(at, status)| *status == 503 && last_sale.is_some_and(|last| *at < last))
+        .count() as u64;
 
     let path = route("orders/me");
     let poll = each(&shoppers, move |s| Call::get(&path, Some(s.jwt.clone())));
     let poll = bench.phase(poll, nothing, None).await?;
-    Ok([admission, precheck, buy, poll])
+    Ok(([admission, precheck, buy, poll], try_again_with_stock))
 }
 
 /// Each shopper once, in order: `call(shopper)`.

@@ -44,6 +44,7 @@ pub fn keys(k: &EventKeys, user: &str) -> Keys {
         counts: k.counts(),
         empty: k.empty(),
         credited: k.credited(),
+        seen: k.seen(),
     }
 }
 

@@ -1,19 +1,19 @@
-//! `lua/shard_picture.lua`: a slot learns which shards of its event held stock at the drain's
-//! last read.
+//! `lua/shard_picture.lua`: a slot learns how many units each shard of its event held at the
+//! drain's last read.
 
 use super::ScriptError;
 use super::shard_picture_contract::{Args, Keys, call_ok};
 use crate::keys::EventKeys;
 use crate::store::Store;
 
-/// Tells shard slot `k` which shards held stock (`stocks[s]` units in shard `s`).
+/// Tells shard slot `k` the units each shard held (`stocks[s]` in shard `s`).
 pub fn run(store: &impl Store, k: &EventKeys, stocks: &[u64]) -> Result<(), ScriptError> {
-    let keys = Keys { empty: k.empty() };
+    let keys = Keys {
+        empty: k.empty(),
+        seen: k.seen(),
+    };
     let args = Args {
-        picture: stocks
-            .iter()
-            .map(|&units| if units > 0 { '1' } else { '0' })
-            .collect(),
+        units: stocks.iter().map(u64::to_string).collect(),
     };
     call_ok(store, keys, args)?.finish()?;
     Ok(())
