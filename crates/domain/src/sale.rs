@@ -1,8 +1,9 @@
 //! The sale path, one operation per public function: issue-token, precheck, buy, poll, each at
 //! the buyer's home shard ([`crate::sharded`]): one script run, one Redis round trip (a buy
-//! whose home shard is empty takes the tail: three, at most ten). `shards` is the caller's
-//! count of the event's shards (the `shards` query parameter): a stale one costs one more round
-//! trip, never a wrong answer. The function crates only parse and render.
+//! whose home shard is empty takes the tail: three, at most [`MAX_BUY_ROUND_TRIPS`]).
+//! `shards` is the caller's count of the event's shards (the `shards` query parameter): a
+//! stale one costs one more round trip, never a wrong answer. The function crates only parse
+//! and render.
 
 use serde::Serialize;
 
@@ -258,7 +259,7 @@ pub struct Bought {
 /// How many of the shards its home names a buy's tail asks for a unit at most: enough that a
 /// tail racing others for the last units finds one while any is left, few enough to bound its
 /// round trips ([`MAX_BUY_ROUND_TRIPS`]).
-pub const TAIL_CANDIDATES: usize = 8;
+pub const TAIL_CANDIDATES: usize = 16;
 
 /// The most Redis round trips a buy takes: home, every candidate, home.
 pub const MAX_BUY_ROUND_TRIPS: u32 = TAIL_CANDIDATES as u32 + 2;

@@ -14,9 +14,10 @@
 //! When the home shard is empty and others are not, the buy takes the **tail**
 //! ([`crate::sale::buy`]): a unit is lent from another shard to the home shard (`shard_lend.lua`, which
 //! records the transfer there) and the home shard credits it and sells it in the same script
-//! (`buy.lua`, which remembers the transfer id so it credits once). Three round trips
-//! when the slot's picture of the shards that hold stock is current, at most ten. A tail cut short leaves a transfer recorded at the lender and not credited: the
-//! [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
+//! (`buy.lua`, which remembers the transfer id so it credits once). Three round trips when the
+//! slot's picture of the shards that hold stock is current, at most
+//! [`crate::sale::MAX_BUY_ROUND_TRIPS`]. A tail cut short leaves a transfer recorded at the
+//! lender and not credited: the [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
 //! between shards with the same two steps.
 //!
 //! The module is the domain's side; the scripts are `shared/lua/shard_*.lua` plus the sale
