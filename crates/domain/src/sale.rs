@@ -259,7 +259,7 @@ pub struct Bought {
 /// How many of the shards its home names a buy's tail asks for a unit at most: enough that a
 /// tail racing others for the last units finds one while any is left, few enough to bound its
 /// round trips ([`MAX_BUY_ROUND_TRIPS`]).
-pub const TAIL_CANDIDATES: usize = 16;
+pub const TAIL_CANDIDATES: usize = 32;
 
 /// The most Redis round trips a buy takes: home, every candidate, home.
 pub const MAX_BUY_ROUND_TRIPS: u32 = TAIL_CANDIDATES as u32 + 2;
