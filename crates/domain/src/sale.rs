@@ -269,14 +269,15 @@ pub const MAX_BUY_ROUND_TRIPS: u32 = TAIL_CANDIDATES as u32 + 2;
 pub const STILL_LOOKING: &str = "looking for stock on other shards; try again";
 
 /// buy: one script at the home shard while it has stock. When it is empty, the tail: the home
-/// names the shards its picture says hold stock, from a random place; the tail asks the first
-/// [`TAIL_CANDIDATES`] in turn for a unit, skipping those a probed one knows to be empty, then
-/// comes back home with it, where it is credited and sold in one script. The picture comes from
-/// the drain's summary, the probes and the refills, so the first candidate has a unit unless
-/// the picture is a moment old: three round trips in all, [`MAX_BUY_ROUND_TRIPS`] at most,
-/// near a sell-out. A home shard that finds every shard empty answers sold
-/// out; a tail whose candidates all came back empty while other shards may still hold stock
-/// answers "try again" (503, [`STILL_LOOKING`]), having taught the home shard which are empty.
+/// names the shards its picture says hold stock, in a random order weighted by the units each
+/// held at the drain's last summary; the tail asks the first [`TAIL_CANDIDATES`] in turn for a
+/// unit, skipping those a probed one knows to be empty, then comes back home with it, where it
+/// is credited and sold in one script. The picture comes from the drain's summary, the probes
+/// and the refills, so the first candidate has a unit unless the picture is a moment old: three
+/// round trips in all, [`MAX_BUY_ROUND_TRIPS`] at most, near a sell-out. A home shard that
+/// finds every shard empty answers sold out; a tail whose candidates all came back empty while
+/// other shards may still hold stock answers "try again" (503, [`STILL_LOOKING`]), having
+/// taught the home shard which are empty.
 pub fn buy<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,

@@ -17,8 +17,8 @@
 //! (`buy.lua`, which remembers the transfer id so it credits once). Three round trips when the
 //! slot's picture of the shards that hold stock is current, at most
 //! [`crate::sale::MAX_BUY_ROUND_TRIPS`]. A tail cut short leaves a transfer recorded at the
-//! lender and not credited: the [`transfer::repair`] credits it (once) and settles it. [`transfer::rebalance`] moves stock
-//! between shards with the same two steps.
+//! lender and not credited: the [`transfer::repair`] credits it (once) and settles it.
+//! [`transfer::rebalance`] moves stock between shards with the same two steps.
 //!
 //! The module is the domain's side; the scripts are `shared/lua/shard_*.lua` plus the sale
 //! scripts that run per slot unchanged (precheck, poll, issue-token, draw, deny, set-fields,
