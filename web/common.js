@@ -27,6 +27,12 @@ const MESSAGES = {
   unreadable_body: 'The connection broke off. Try again.',
   body_too_large: 'The request was too large.',
   too_early: 'The sale has not started yet.',
+  admission_not_open: 'Reservations are not open yet.',
+  bad_challenge: 'The reservation check expired. Press reserve again.',
+  challenge_used: 'The reservation check was used already. Press reserve again.',
+  challenge_required: 'The reservation check changed. Press reserve again.',
+  bad_signature: 'A payment notice was refused: its signature did not check out.',
+  worker_failed: 'This browser could not run the reservation check (a Web Worker). Try another browser.',
   rate_limited: 'Many people are buying right now. Please try again in a moment.',
   internal: 'Something went wrong on our side. We are looking into it.',
   sale_paused: 'The sale is paused for a moment. Stay on this page.',
@@ -65,6 +71,16 @@ async function call(method, path, {bearer, body} = {}) {
 /** `n` with thousands separators. */
 function fmt(n) {
   return typeof n === 'number' ? n.toLocaleString('en-US') : String(n ?? '–');
+}
+
+/** `amount` in the currency's smallest unit (1999 `eur`) as a price (€19.99). */
+function money(amount, currency) {
+  try {
+    const digits = new Intl.NumberFormat('en', {style: 'currency', currency}).resolvedOptions().maximumFractionDigits;
+    return new Intl.NumberFormat(undefined, {style: 'currency', currency}).format(amount / 10 ** digits);
+  } catch (e) { // not an ISO 4217 code
+    return `${fmt(amount)} ${currency}`;
+  }
 }
 
 /** `ms` as h:mm:ss (or m:ss). */

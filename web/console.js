@@ -93,16 +93,28 @@ async function saveEvent(e) {
   const id = $('f-id').value;
   const at = $('f-start-at').value;
   const start = at ? new Date(at).getTime() : Math.round(serverNow() + Number($('f-start-in').value) * 1000);
+  const currency = $('f-currency').value.toLowerCase();
+  const opens = Number($('f-opens').value);
   const body = {
     sku: $('f-sku').value, stock: Number($('f-stock').value), shards: Number($('f-shards').value),
     start_ms: start, end_ms: start + Number($('f-minutes').value) * 60000,
     admission_mode: $('f-mode').value, admission_multiplier: Number($('f-mult').value), payment_timeout_s: Number($('f-pay').value),
+    unit_amount: minorUnits(Number($('f-price').value), currency), currency,
+    admission_opens_ms: opens ? Math.round(serverNow() + opens * 1000) : 0,
   };
+  if ($('f-pow').value !== '') body.pow_difficulty = Number($('f-pow').value);
   const r = await admin('PUT', `/admin/events/${encodeURIComponent(id)}`, body);
   if (r.code) { failed(r, 'Saving'); return; }
   say(`${r.body.created ? 'Created' : 'Updated'} ${id}. Warm it up before the start.`, 'ok');
   await loadEvents();
   select(id);
+}
+
+/** A price (19.99) in the currency's smallest unit (1999). */
+function minorUnits(price, currency) {
+  let digits = 2;
+  try { digits = new Intl.NumberFormat('en', {style: 'currency', currency}).resolvedOptions().maximumFractionDigits; } catch (e) { /* the server refuses the code */ }
+  return Math.round(price * 10 ** digits);
 }
 
 async function deny(e) {
@@ -147,7 +159,9 @@ function render(s) {
   const enabled = cfg.enabled !== '0';
   const start = Number(cfg.start_ms), end = Number(cfg.end_ms), t = serverNow();
   const phase = cfg.warmed !== '1' ? 'not warmed up' : !enabled ? 'PAUSED' : cfg.soldout === '1' ? 'sold out' : t < start ? `starts in ${duration(start - t)}` : t < end ? 'on sale' : 'ended';
-  $('live-meta').textContent = `${cfg.sku} · ${phase} · ${fmt(stock)} units · ${s.stock_by_shard.length} shards · ${cfg.admission_mode || 'fcfs'}`;
+  const price = cfg.currency ? ` · ${money(Number(cfg.unit_amount), cfg.currency)}` : '';
+  const pow = cfg.pow_difficulty ? ` · proof of work ${cfg.pow_difficulty} bits` : '';
+  $('live-meta').textContent = `${cfg.sku}${price} · ${phase} · ${fmt(stock)} units · ${s.stock_by_shard.length} shards · ${cfg.admission_mode || 'fcfs'}${pow}`;
   const tiles = [
     ['Sale', enabled ? 'open' : 'paused', 'switch'],
     ['Units left', s.stock_left, `of ${fmt(stock)}`],

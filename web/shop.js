@@ -1,14 +1,17 @@
-// The storefront: sign in, reserve, count down on the server's clock, buy once, wait, pay.
+// The storefront: sign in, reserve (a proof of work), count down on the server's clock, buy
+// once, wait, pay at the payment provider.
 'use strict';
 
 const S = {
   event: null, info: null, jwt: null, user: null,
   admission: null,        // admission token
+  reserving: false,       // an admission in flight (solving its challenge, perhaps)
   purchase: null,         // {token, until} (until: performance.now() deadline)
   prechecking: null,      // the precheck in flight (a promise)
   locked: false,          // the buy button, once clicked
   order: null,            // order id once bought
   final: false,           // a final result is shown: no more polling
+  paying: false,          // the provider's checkout was opened
   pollTimer: 0,
 };
 
@@ -43,10 +46,11 @@ function say(text, tone = '') {
 }
 
 function refuse(r) {
-  say(messageFor(r.code), ['rate_limited', 'unavailable', 'sale_paused', 'network', 'too_early'].includes(r.code) ? 'warn' : 'bad');
+  say(messageFor(r.code), ['rate_limited', 'unavailable', 'sale_paused', 'network', 'too_early', 'admission_not_open'].includes(r.code) ? 'warn' : 'bad');
 }
 
 const jitter = (max) => Math.floor(Math.random() * (max + 1));
+const clockTime = (ms) => new Date(ms).toLocaleTimeString();
 const key = (what) => `seckill.${what}.${S.event}.${S.user}`;
 
 // ---- start -----------------------------------------------------------------------------
@@ -99,6 +103,12 @@ async function loadInfo() {
   const t = (ms) => new Date(ms).toLocaleString();
   $('window').textContent = `On sale ${t(S.info.start_ms)} – ${t(S.info.end_ms)}`;
   $('left').textContent = S.info.sold_out ? 'Sold out' : `${fmt(S.info.stock_left)} of ${fmt(S.info.stock)} left`;
+  if (S.info.unit_amount && S.info.currency) {
+    const price = money(S.info.unit_amount, S.info.currency);
+    $('price').textContent = `Price: ${price}`;
+    $('price').classList.remove('hidden');
+    $('pay').textContent = `Pay ${price}`;
+  }
   return true;
 }
 
@@ -153,8 +163,12 @@ function tick() {
     el.textContent = 'Sale ended';
   }
   $('buy').disabled = !(live && S.jwt && S.admission && !S.locked && !S.order && !S.final);
-  $('reserve').disabled = !S.jwt || !!S.admission || now >= S.info.end_ms;
-  if (live && S.jwt && !S.admission && !S.final) $('reserved').textContent = 'No place reserved yet: reserve now, places may be left.';
+  const opens = S.info.admission_opens_ms || 0;
+  $('reserve').disabled = !S.jwt || !!S.admission || S.reserving || now < opens || now >= S.info.end_ms;
+  if (S.jwt && !S.admission && !S.final) {
+    $('reserved').textContent = now < opens ? `Reservations open in ${duration(opens - now)}, at ${clockTime(opens)}.`
+      : live ? 'No place reserved yet: reserve now, places may be left.' : '';
+  }
   // Precheck as the sale opens (spread over 0-300 ms), so the click finds its token ready.
   if (live && S.admission && !S.purchase && !S.prechecking && !S.order && !S.final && !S.prefetched) {
     S.prefetched = true;
@@ -162,21 +176,86 @@ function tick() {
   }
 }
 
-// ---- reserve: the admission token ----------------------------------------------------------
+// ---- reserve: the admission token, behind a proof of work ---------------------------------
 async function reserve() {
-  $('reserve').disabled = true;
-  const r = await call('POST', sale('admission'), {bearer: S.jwt});
+  if (S.reserving) return;
+  S.reserving = true;
+  tick();
+  say('Reserving…');
+  const r = await admit().catch(() => ({code: 'worker_failed'}));
+  S.reserving = false;
+  $('pow').classList.add('hidden');
+  tick();
   if (r.status === 202) {
     say('You are registered for the lottery. Come back after the draw and press reserve again.', 'ok');
-    $('reserve').disabled = false;
     return;
   }
-  if (r.code) { refuse(r); $('reserve').disabled = false; return; }
+  if (r.code === 'admission_not_open') {
+    S.info.admission_opens_ms = S.info.admission_opens_ms || Math.round(serverNow() + r.retryAfterMs);
+    say(`Reservations open at ${clockTime(S.info.admission_opens_ms)}.`, 'warn');
+    return;
+  }
+  if (r.code) { refuse(r); return; }
   S.admission = r.body.admission_token;
   sessionStorage.setItem(key('admission'), S.admission);
   $('reserved').textContent = 'You have a place: the buy button works from the start of the sale.';
   say('Reserved! Stay on this page: the buy button unlocks when the sale starts.', 'ok');
   tick();
+}
+
+// A challenge, solved, sent with its nonce. A solution refused as stale (expired, used, or the
+// event's difficulty was raised) is replaced by a new one; a busy server is asked again later.
+async function admit() {
+  let solved = null;
+  for (let attempt = 0; attempt < 6; attempt++) {
+    if (!solved || solved.expires_ms - 5000 < serverNow()) {
+      const c = await call('POST', sale('admission/challenge'), {bearer: S.jwt});
+      if (c.code) { if (await waited(c, attempt)) continue; return c; }
+      solved = {...c.body, nonce: await solve(c.body)};
+    }
+    const r = await call('POST', sale('admission'), {bearer: S.jwt, body: {challenge: solved.challenge, nonce: solved.nonce}});
+    if (['challenge_required', 'bad_challenge', 'challenge_used'].includes(r.code)) solved = null;
+    else if (!r.code || !(await waited(r, attempt))) return r;
+  }
+  return {code: 'unavailable'};
+}
+
+// After a "come back later" answer, waits (saying so) and resolves true; false for any other.
+async function waited(r, attempt) {
+  if (!['rate_limited', 'unavailable', 'network'].includes(r.code)) return false;
+  const wait = backOffMs(r, attempt);
+  say(`Busy: trying again in ${Math.ceil(wait / 1000)} s…`, 'warn');
+  await sleep(wait);
+  say('Reserving…');
+  return true;
+}
+
+// The nonce, found by a Web Worker (millions of hashes would freeze the page), with progress:
+// hashes tried against the 2^difficulty expected.
+function solve({challenge, difficulty}) {
+  if (!difficulty) return Promise.resolve('0');
+  const expected = 2 ** difficulty, began = performance.now();
+  const progress = (tried) => {
+    const rate = tried / Math.max(1, performance.now() - began); // per ms
+    $('pow-bar').value = Math.min(tried / expected, 0.99);
+    const left = rate ? ` · about ${Math.ceil((expected - tried) / rate / 1000)} s left` : '';
+    $('pow-note').textContent = tried < expected
+      ? `${fmt(tried)} of about ${fmt(expected)} tries${left}`
+      : `${fmt(tried)} tries: taking longer than usual, still looking…`;
+  };
+  progress(0);
+  $('pow').classList.remove('hidden');
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(document.querySelector('meta[name="pow-worker"]').content);
+    worker.onmessage = ({data}) => {
+      if (data.nonce === undefined) { progress(data.tried); return; }
+      worker.terminate();
+      $('pow-bar').value = 1;
+      resolve(data.nonce);
+    };
+    worker.onerror = (e) => { worker.terminate(); reject(e); };
+    worker.postMessage({challenge, difficulty});
+  });
 }
 
 // ---- precheck: the one-time purchase token ---------------------------------------------------
@@ -282,12 +361,14 @@ async function poll() {
     $('queue').classList.add('hidden');
     if (b.state === 'confirmed') {
       $('pay').classList.remove('hidden');
-      say('Confirmed! Pay now to keep your item.', 'ok');
-      schedulePoll(3000);
+      if (S.paying) {
+        schedulePoll(1000 + jitter(1000)); // the provider tells the shop as soon as it is paid
+      } else {
+        say('Confirmed! Pay now to keep your item.', 'ok');
+        schedulePoll(3000);
+      }
     } else if (b.state === 'paid') {
-      $('pay').classList.add('hidden');
-      say('Paid. Thank you — your item is on its way.', 'ok');
-      finish();
+      paid();
     } else {
       $('pay').classList.add('hidden');
       say('Your order expired: the payment window closed and the item went back on sale.', 'bad');
@@ -302,6 +383,8 @@ async function poll() {
   tick();
 }
 
+// Starts the payment (or finds the one under way) and opens the provider's checkout in a
+// window of its own; the order's state, polled, says when the provider reported it paid.
 async function pay() {
   $('pay').disabled = true;
   const r = await call('POST', `/api/events/${S.event}/orders/${S.order}/pay`, {bearer: S.jwt});
@@ -311,6 +394,26 @@ async function pay() {
     if (r.code === 'order_expired') { $('pay').classList.add('hidden'); finish(); }
     return;
   }
+  const b = r.body;
+  if (b.status === 'succeeded') { paid(); return; }
+  if (b.status === 'refund_due') {
+    $('pay').classList.add('hidden');
+    say('Your payment arrived after the order expired: it will be refunded.', 'warn');
+    finish();
+    return;
+  }
+  if (!/^https?:\/\//.test(b.checkout_url || '')) {
+    say('Payments are not set up on this shop yet. Your item stays reserved until the payment window closes.', 'bad');
+    return;
+  }
+  S.paying = true;
+  window.open(b.checkout_url, '_blank', 'popup,noopener');
+  $('pay').textContent = 'Open the payment window again';
+  say(`Complete the payment in the provider's window… (before ${clockTime(b.deadline_ms)})`, 'ok');
+  schedulePoll(1500);
+}
+
+function paid() {
   $('pay').classList.add('hidden');
   say('Paid. Thank you — your item is on its way.', 'ok');
   finish();

@@ -1,14 +1,17 @@
 // The storefront and the operator console in headless Debian chromium, against the real stack
-// that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN). Each test runs in a
-// fresh browser context; a screenshot of each state goes to $SECKILL_ARTIFACTS.
+// that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN, and the payment
+// provider's sandbox, SECKILL_PROVIDER_URL). Each test runs in a fresh browser context; a
+// screenshot of each state goes to $SECKILL_ARTIFACTS.
 // Usage: node run.mjs [name filter]
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const BASE = process.env.SECKILL_URL;
 const ADMIN = process.env.SECKILL_ADMIN_TOKEN;
+const PROVIDER = process.env.SECKILL_PROVIDER_URL;
 const ARTIFACTS = process.env.SECKILL_ARTIFACTS || 'browser-artifacts';
 assert.ok(BASE && ADMIN, 'SECKILL_URL and SECKILL_ADMIN_TOKEN are required');
 mkdirSync(ARTIFACTS, { recursive: true });
@@ -33,12 +36,15 @@ let seq = 0;
 async function event(startInMs, config = {}) {
   const id = `b${Date.now().toString(36)}${seq++}`;
   const now = await serverNow();
-  const body = { sku: `Phone ${id}`, stock: 5, shards: 2, start_ms: now + startInMs, end_ms: now + 3_600_000, user_rate: 0, ...config };
+  const body = {
+    sku: `Phone ${id}`, unit_amount: 1999, currency: 'eur', stock: 5, shards: 2, start_ms: now + startInMs,
+    end_ms: now + 3_600_000, user_rate: 0, pow_difficulty: 12, ...config,
+  };
   const put = await api('PUT', `/admin/events/${id}`, { body });
   assert.equal(put.status, 201, JSON.stringify(put.body));
   const warm = await api('POST', `/admin/events/${id}/warmup`);
   assert.equal(warm.status, 200, JSON.stringify(warm.body));
-  return { id, start_ms: body.start_ms };
+  return { id, start_ms: body.start_ms, admission_opens_ms: body.admission_opens_ms };
 }
 
 /** A buyer's JWT from the demo login. */
@@ -48,10 +54,20 @@ async function jwt(user) {
   return r.body.token;
 }
 
+/** An admission through the proof of work, solved here with node:crypto. */
+async function admit(eventId, token) {
+  const c = await api('POST', `/api/events/${eventId}/admission/challenge`, { bearer: token });
+  assert.equal(c.status, 200, JSON.stringify(c.body));
+  const zeroBits = (d) => { let n = 0; for (const b of d) { if (b) return n + Math.clz32(b) - 24; n += 8; } return n; };
+  let nonce = 0;
+  while (zeroBits(createHash('sha256').update(`${c.body.challenge}:${nonce}`).digest()) < c.body.difficulty) nonce++;
+  return api('POST', `/api/events/${eventId}/admission`, { bearer: token, body: { challenge: c.body.challenge, nonce: String(nonce) } });
+}
+
 /** A whole buy through the API (admission, precheck, buy); returns the buy's response. */
 async function apiBuy(eventId, user) {
   const token = await jwt(user);
-  const adm = await api('POST', `/api/events/${eventId}/admission`, { bearer: token });
+  const adm = await admit(eventId, token);
   assert.equal(adm.status, 200, JSON.stringify(adm.body));
   const pre = await api('POST', `/api/events/${eventId}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
   if (pre.status !== 200) return pre;
@@ -67,7 +83,7 @@ const browser = await chromium.launch({
 
 /** A phone-sized page; `skewMs` moves the page's Date (the device clock) by that much. */
 async function page({ skewMs = 0, width = 390, height = 844, bypassCSP = false } = {}) {
-  const context = await browser.newContext({ viewport: { width, height }, baseURL: BASE, bypassCSP });
+  const context = await browser.newContext({ viewport: { width, height }, baseURL: BASE, bypassCSP, locale: 'en-US' });
   if (skewMs) {
     await context.addInitScript((skew) => {
       const Real = Date;
@@ -97,7 +113,15 @@ async function signIn(p, eventId, user) {
 
 async function reserve(p) {
   await p.getByRole('button', { name: 'Reserve a place' }).click();
-  await status(p).filter({ hasText: 'Reserved' }).waitFor();
+  await status(p).filter({ hasText: 'Reserved' }).waitFor({ timeout: 60_000 });
+}
+
+/** Pays at the provider's hosted checkout (the sandbox): its Pay button, then its receipt. */
+async function payAtProvider(checkout) {
+  if (PROVIDER) assert.equal(new URL(checkout.url()).origin, new URL(PROVIDER).origin, checkout.url());
+  await checkout.locator('#pay').click();
+  // The page may close itself once it has said so.
+  await Promise.race([checkout.locator('#done').waitFor(), checkout.waitForEvent('close')]);
 }
 
 /** The countdown's seconds (m:ss or h:mm:ss). */
@@ -177,9 +201,74 @@ test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async 
   assert.equal((await api('POST', '/admin/jobs/drain')).status, 200);
   await status(p).filter({ hasText: 'Confirmed' }).waitFor({ timeout: 10_000 });
   await shot(p, 'confirmed');
-  await p.getByRole('button', { name: 'Pay now' }).click();
-  await status(p).filter({ hasText: 'Paid' }).waitFor();
+  // Paying: the price on the button, the provider's checkout in a popup, then paid here.
+  const [checkout] = await Promise.all([p.waitForEvent('popup'), p.getByRole('button', { name: /^Pay €19\.99$/ }).click()]);
+  await status(p).filter({ hasText: "Complete the payment in the provider's window" }).waitFor();
+  await checkout.waitForLoadState();
+  await checkout.locator('body').filter({ hasText: /19[.,]?99/ }).waitFor();
+  await shot(checkout, 'provider-checkout');
+  await payAtProvider(checkout);
+  await status(p).filter({ hasText: 'Paid' }).waitFor({ timeout: 15_000 });
+  assert.ok(await p.locator('#pay').isHidden(), 'no pay button once paid');
   await shot(p, 'paid');
+  await p.context().close();
+});
+
+test('admission: opens on time, a proof of work in a worker with progress, solved again when stale', async () => {
+  const e = await event(120_000, { pow_difficulty: 21, admission_opens_ms: (await serverNow()) + 6_000 });
+  const p = await page();
+  const workers = [];
+  p.on('worker', (w) => workers.push(new URL(w.url()).pathname));
+  await signIn(p, e.id, 'pow-user');
+  // Before the opening: the button waits, saying when.
+  await p.locator('#reserved').filter({ hasText: 'Reservations open in' }).waitFor();
+  assert.ok(await p.locator('#reserve').isDisabled(), 'reserve is locked before the opening');
+  await shot(p, 'admission-not-open');
+  // The progress as it is shown, and the main thread's longest stall, while solving.
+  await p.evaluate(() => {
+    window.powSeen = [];
+    const note = document.getElementById('pow-note');
+    new MutationObserver(() => window.powSeen.push({
+      shown: !document.getElementById('pow').classList.contains('hidden'),
+      value: document.getElementById('pow-bar').value, text: note.textContent,
+    })).observe(note, { childList: true, characterData: true, subtree: true });
+    let last = performance.now();
+    window.maxStall = 0;
+    setInterval(() => { const t = performance.now(); window.maxStall = Math.max(window.maxStall, t - last); last = t; }, 50);
+  });
+  // The first solution is refused as stale (as when the difficulty is raised): a new challenge
+  // is solved. The second meets a rate limit: the same solution is sent again after Retry-After.
+  const sent = [];
+  await p.route((url) => url.pathname.endsWith('/admission'), (route) => {
+    sent.push({ ...route.request().postDataJSON(), at: Date.now() });
+    const refusal = (status, code, headers = {}) => route.fulfill({
+      status, headers, contentType: 'application/json', body: JSON.stringify({ error: { code, message: code } }),
+    });
+    if (sent.length === 1) return refusal(428, 'challenge_required');
+    if (sent.length === 2) return refusal(429, 'rate_limited', { 'Retry-After': '1' });
+    return route.continue();
+  });
+  await p.locator('#reserve:not([disabled])').waitFor({ timeout: 15_000 });
+  assert.ok((await serverNow()) >= e.admission_opens_ms - 300, 'reserve unlocked at the opening');
+  await p.getByRole('button', { name: 'Reserve a place' }).click();
+  await p.locator('#pow').waitFor();
+  await shot(p, 'solving');
+  await status(p).filter({ hasText: 'Reserved' }).waitFor({ timeout: 90_000 });
+  assert.ok(await p.locator('#pow').isHidden(), 'the progress goes away once solved');
+  assert.equal(callsTo(p, '/admission/challenge').length, 2, 'a new challenge after challenge_required');
+  assert.equal(sent.length, 3);
+  assert.notEqual(sent[0].challenge, sent[1].challenge);
+  assert.deepEqual([sent[2].challenge, sent[2].nonce], [sent[1].challenge, sent[1].nonce], 'the same solution after a 429');
+  assert.ok(sent[2].at - sent[1].at >= 1_000, `sent again ${sent[2].at - sent[1].at} ms after Retry-After: 1`);
+  for (const { challenge, nonce } of sent) {
+    const digest = createHash('sha256').update(`${challenge}:${nonce}`).digest();
+    assert.ok(digest.readUInt32BE(0) >>> 11 === 0, `${nonce} solves ${challenge} (21 bits)`);
+  }
+  assert.ok(workers.some((w) => /^\/shop\/assets\/pow-worker\.\w+\.js$/.test(w)), `workers: ${workers}`);
+  const { powSeen, maxStall } = await p.evaluate(() => ({ powSeen: window.powSeen, maxStall: window.maxStall }));
+  assert.ok(powSeen.every((s) => s.shown) && powSeen.some((s) => /^0 of about 2,097,152 tries/.test(s.text)), JSON.stringify(powSeen.slice(0, 3)));
+  assert.ok(powSeen.some((s) => s.value > 0 && /^[\d,]+ of about 2,097,152 tries · about \d+ s left$/.test(s.text)), JSON.stringify(powSeen));
+  assert.ok(maxStall < 500, `the page stalled ${maxStall.toFixed(0)} ms while solving`);
   await p.context().close();
 });
 
@@ -197,7 +286,7 @@ test('sold out', async () => {
 
 test('not admitted: no reservation left, and a token that is not yours', async () => {
   const e = await event(0, { stock: 1, shards: 1, admission_multiplier: 1 });
-  const first = await api('POST', `/api/events/${e.id}/admission`, { bearer: await jwt('first') });
+  const first = await admit(e.id, await jwt('first'));
   assert.equal(first.status, 200);
   const p = await page();
   await signIn(p, e.id, 'second');
@@ -243,6 +332,7 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await p.getByLabel('Item (SKU)').fill('Console phone');
   await p.getByLabel('Units', { exact: true }).fill('50');
   await p.getByLabel('…or starts in (seconds)').fill('0');
+  await p.getByLabel('Proof of work (bits)').fill('12');
   await p.getByRole('button', { name: 'Save event' }).click();
   await status(p).filter({ hasText: `Created ${id}` }).waitFor();
   await p.getByRole('button', { name: 'Warm up' }).click();
@@ -266,10 +356,15 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await p.getByRole('button', { name: 'Drain now' }).click();
   await tile('Drained').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
   await tile('Queued').filter({ hasText: /^0$/ }).waitFor();
-  // Two buyers pay: the Paid tile counts them.
+  // Two buyers pay at the provider: the Paid tile counts them.
   for (const [i, order] of orders.slice(0, 2).entries()) {
-    const paid = await api('POST', `/api/events/${id}/orders/${order}/pay`, { bearer: await jwt(`crowd-${i}`) });
-    assert.equal(paid.status, 200, JSON.stringify(paid.body));
+    const started = await api('POST', `/api/events/${id}/orders/${order}/pay`, { bearer: await jwt(`crowd-${i}`) });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    assert.ok(started.body.checkout_url, 'a payment provider is configured');
+    const checkout = await p.context().newPage();
+    await checkout.goto(started.body.checkout_url);
+    await payAtProvider(checkout);
+    if (!checkout.isClosed()) await checkout.close();
   }
   await tile('Paid').filter({ hasText: /^2$/ }).waitFor({ timeout: 5_000 });
   const points = await p.locator('#chart polyline').first().getAttribute('points');
@@ -279,7 +374,7 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await p.getByRole('button', { name: 'Pause sale' }).click();
   await tile('Sale').filter({ hasText: 'paused' }).waitFor();
   const token = await jwt('after-pause');
-  const adm = await api('POST', `/api/events/${id}/admission`, { bearer: token });
+  const adm = await admit(id, token);
   const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
   assert.equal(pre.status, 503);
   assert.equal(pre.body.error.code, 'sale_paused');
@@ -298,8 +393,10 @@ test('pages: content types, caching, gzip, no third-party origin', async () => {
   assert.equal(html.headers.get('cache-control'), 'no-cache');
   assert.match(html.headers.get('content-security-policy'), /default-src 'none'/);
   const text = await html.text();
-  const assets = [...text.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1]);
-  assert.ok(assets.length >= 3 && assets.every((a) => a.startsWith('/shop/assets/')), assets.join());
+  const assets = [...text.matchAll(/(?:href|src)="([^"]+)"|name="pow-worker" content="([^"]+)"/g)].map((m) => m[1] || m[2]);
+  assert.ok(assets.some((a) => /\/pow-worker\.\w+\.js$/.test(a)), 'the page names its worker');
+  assert.match(html.headers.get('content-security-policy'), /worker-src 'self'/);
+  assert.ok(assets.length >= 4 && assets.every((a) => a.startsWith('/shop/assets/')), assets.join());
   for (const a of assets) {
     const r = await fetch(BASE + a, { headers: { 'Accept-Encoding': 'gzip' } });
     assert.equal(r.status, 200, a);

@@ -36,7 +36,7 @@ impl<S: Store> Store for LostOn<S> {
 fn a_configured_event_is_always_registered() -> Result<()> {
     let redis = RedisServer::start()?;
     let config: EventConfig = serde_json::from_value(json!({
-        "sku": "sku", "stock": 5, "start_ms": 0, "end_ms": 4_000_000_000_000u64
+        "sku": "sku", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 5, "start_ms": 0, "end_ms": 4_000_000_000_000u64
     }))?;
     let mut conn = redis.client().get_connection()?;
     for script in ["register_event", "upsert_event"] {

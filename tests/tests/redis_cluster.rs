@@ -384,7 +384,10 @@ impl Ev {
             &self.id,
             self.shards,
             user,
+            "127.0.0.1",
+            None,
             ADMISSION_SECRET.as_bytes(),
+            clock::now_ms(),
         )
     }
 
@@ -395,11 +398,16 @@ impl Ev {
         }
     }
 
-    /// precheck with the user's admission token (a deterministic HMAC: the one issue-token
-    /// gave).
+    /// precheck with the user's admission token (a deterministic HMAC of the event's terms:
+    /// the one issue-token gave).
     fn precheck(&self, nodes: &Cluster, user: &str, addr: &str) -> Result<String, Error> {
-        let admission =
-            seckill_domain::auth::admission_token(ADMISSION_SECRET.as_bytes(), self.name(), user);
+        let terms = sale::admission_terms(nodes, &self.id)?;
+        let admission = seckill_domain::auth::admission_token(
+            ADMISSION_SECRET.as_bytes(),
+            self.name(),
+            user,
+            &terms,
+        );
         sale::precheck(
             nodes,
             &self.id,
@@ -408,6 +416,7 @@ impl Ev {
             addr,
             &admission,
             ADMISSION_SECRET.as_bytes(),
+            clock::now_ms(),
         )
         .map(|t| t.purchase_token)
     }
@@ -499,10 +508,11 @@ fn drain(store: &Strict, ev: &Ev, shard: u32) -> Result<(Lease, Vec<drain_read::
 fn config(sku: &str, stock: u64, shards: u32, extra: serde_json::Value) -> EventConfig {
     let now = clock::now_ms();
     let mut c = json!({
-        "sku": sku, "stock": stock, "shards": shards,
+        "sku": sku, "unit_amount": 100, "currency": "eur", "stock": stock, "shards": shards,
         "start_ms": now - 60_000, "end_ms": now + 3_600_000,
-        // No per-user limit by default: it must not decide who buys.
-        "user_rate": 0.0,
+        // No per-user or per-address limit and no proof of work by default: they must not
+        // decide who buys.
+        "user_rate": 0.0, "admission_addr_rate": 0, "pow_difficulty": 0,
     });
     c.as_object_mut()
         .unwrap()

@@ -347,7 +347,7 @@ fn order_id(body: &Value) -> Result<String> {
 async fn drive_the_sale(app: &TestApp) -> Result<()> {
     let now = now_ms()?;
     let config = json!({
-        "sku": "sku-keys", "stock": 3, "shards": 2,
+        "sku": "sku-keys", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 3, "shards": 2,
         "start_ms": now - 1_000, "end_ms": now + 3_600_000,
     });
 

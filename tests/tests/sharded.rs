@@ -71,7 +71,7 @@ impl Cluster {
 fn open_event(nodes: &Nodes<Store>, event: &EventId, stock: u64, shards: u32) -> Result<()> {
     let now = clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
-        "sku": "hot", "stock": stock, "shards": shards, "start_ms": now - 1_000,
+        "sku": "hot", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": stock, "shards": shards, "start_ms": now - 1_000,
         "end_ms": now + 3_600_000, "user_rate": 0, "admission_multiplier": 1000,
     }))?;
     admin::upsert_event(nodes, event, &config)?;
@@ -86,8 +86,16 @@ fn purchase_token(
     shards: u32,
     user: &str,
 ) -> Result<String> {
-    let Admission::Admitted { admission_token } =
-        sale::issue_token(nodes, event, shards, user, SECRET)?
+    let Admission::Admitted { admission_token } = sale::issue_token(
+        nodes,
+        event,
+        shards,
+        user,
+        "10.0.0.1",
+        None,
+        SECRET,
+        clock::now_ms(),
+    )?
     else {
         bail!("{user} not admitted")
     };
@@ -99,6 +107,7 @@ fn purchase_token(
         "10.0.0.1",
         &admission_token,
         SECRET,
+        clock::now_ms(),
     )?;
     Ok(token.purchase_token)
 }
@@ -113,12 +122,30 @@ enum Got {
 /// A buyer's whole journey: admission, precheck, then buy, asking again (same token) while
 /// the tail answers "try again".
 fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Result<Got> {
-    let admission = match sale::issue_token(nodes, event, shards, user, SECRET) {
+    let admission = match sale::issue_token(
+        nodes,
+        event,
+        shards,
+        user,
+        "10.0.0.1",
+        None,
+        SECRET,
+        clock::now_ms(),
+    ) {
         Ok(Admission::Admitted { admission_token }) => admission_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         other => bail!("{user}: admission {other:?}"),
     };
-    let token = match sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
+    let token = match sale::precheck(
+        nodes,
+        event,
+        shards,
+        user,
+        "10.0.0.1",
+        &admission,
+        SECRET,
+        clock::now_ms(),
+    ) {
         Ok(t) => t.purchase_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         Err(e) => bail!("{user}: precheck {e}"),
@@ -530,8 +557,16 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     let total = |calls: Vec<(u64, u64)>| calls.iter().fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
     cluster.take_script_calls()?;
     let user = "counted";
-    let Admission::Admitted { admission_token } =
-        sale::issue_token(&nodes, &event, 32, user, SECRET)?
+    let Admission::Admitted { admission_token } = sale::issue_token(
+        &nodes,
+        &event,
+        32,
+        user,
+        "10.0.0.1",
+        None,
+        SECRET,
+        clock::now_ms(),
+    )?
     else {
         bail!("not admitted")
     };
@@ -544,6 +579,7 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
         "10.0.0.1",
         &admission_token,
         SECRET,
+        clock::now_ms(),
     )?;
     assert_eq!(total(cluster.take_script_calls()?), (1, 0), "precheck");
     let bought = sale::buy(

@@ -8,14 +8,15 @@
 //!
 //! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
-//! | `POST …/admission` | `issue-token` | 12 = 9 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
-//! | `POST …/precheck` | `precheck` | 12 = 9 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
-//! | `POST …/buy` | `buy` | 11 = 9 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
-//! | `GET …/orders/me` (poll) | `poll` | 11 = 9 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
+//! | `POST …/admission` | `issue-token` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
+//! | `POST …/precheck` | `precheck` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
+//! | `POST …/buy` | `buy` | 12 = 10 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
+//! | `GET …/orders/me` (poll) | `poll` | 12 = 10 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
 //!
-//! - **9**: `spin.toml`'s `[variables]`: where Redis and Postgres are (`redis_url`,
-//!   `redis_origin`, `pg_url`, `pg_host`), the four secrets, and `settings`, the optional knobs in
-//!   one variable. The first allowed-hosts check of an instance resolves every application
+//! - **10**: `spin.toml`'s `[variables]`: where Redis and Postgres are (`redis_url`,
+//!   `redis_origin`, `pg_url`, `pg_host`), the five secrets (the payment provider's webhook
+//!   secrets among them: only its webhook reads them, every instance resolves them), and
+//!   `settings`, the optional knobs in one variable. The first allowed-hosts check of an instance resolves every application
 //!   variable (`crates/factor-outbound-networking/src/lib.rs`, `prepare`;
 //!   `crates/expressions/src/lib.rs`, `ProviderResolver::prepare`), whichever it needs.
 //! - **`get`s**, one lookup per `{{ variable }}` of the component variable's template:
@@ -44,7 +45,7 @@ use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for, product
 use serde_json::{Value, json};
 
 /// The application variables `spin.toml` declares: every instance's first open resolves them.
-const APP_VARIABLES: u64 = 9;
+const APP_VARIABLES: u64 = 10;
 
 /// Per request: `gets` variable reads naming `templated` application variables between them,
 /// so [`APP_VARIABLES`] + `templated` lookups; one open; `entries` hosts parsed.

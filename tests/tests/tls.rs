@@ -6,7 +6,7 @@
 use anyhow::Result;
 use reqwest::Method;
 use seckill_host::ConnectionMode;
-use seckill_testkit::{PgServer, RedisServer, TestApp, TestCa, app_vars, jwt_for};
+use seckill_testkit::{PgServer, RedisServer, TestApp, TestCa, app_vars};
 use serde_json::json;
 
 /// The app's variables pointing at the TLS ports, under the names the certificate has or not.
@@ -67,15 +67,8 @@ async fn a_sale_runs_over_tls_trusting_the_operators_ca() -> Result<()> {
         let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
         assert_eq!((status, &report["inserted"]), (200, &json!(1)), "{report}");
         let order = bought["order_id"].as_str().unwrap_or_default();
-        let (status, paid) = app
-            .call(
-                Method::POST,
-                &format!("/api/events/{event}/orders/{order}/pay"),
-                Some(&jwt_for("tess")),
-                None,
-            )
-            .await?;
-        assert_eq!((status, &paid["status"]), (200, &json!("paid")), "{paid}");
+        let (status, paid) = app.pay(&event, "tess", order).await?;
+        assert_eq!((status, &paid["outcome"]), (200, &json!("paid")), "{paid}");
         // The app's pooled connections are still open: Postgres says they are encrypted.
         let encrypted: i64 = pg
             .client()
@@ -95,7 +88,7 @@ async fn a_sale_runs_over_tls_trusting_the_operators_ca() -> Result<()> {
 async fn certificates_are_verified_and_a_failure_is_a_clean_503() -> Result<()> {
     let ca = TestCa::new()?;
     let (redis, pg) = servers(&ca).await?;
-    let body = json!({ "sku": "s", "stock": 1, "start_ms": 0, "end_ms": 4_000_000_000_000u64 });
+    let body = json!({ "sku": "s", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 1, "start_ms": 0, "end_ms": 4_000_000_000_000u64 });
 
     // The system's roots only: the test CA is unknown.
     let vars = tls_vars(&redis, &pg, "localhost", "localhost");

@@ -1,6 +1,6 @@
 //! Who is asking. Buyers: an HS256 JWT from the shop's login (`sub` = user id). Admission: an
-//! HMAC bound to event and user, checked without touching Redis. Operators: a bearer secret,
-//! compared in constant time.
+//! HMAC bound to event, user, the event's admission version and an expiry, checked without
+//! touching Redis. Operators: a bearer secret, compared in constant time.
 //!
 //! HS256 is a few lines over RustCrypto's `hmac`/`sha2`, which build for wasm32 as they are;
 //! the `jsonwebtoken` crate would pull RSA and EC backends we never use into every guest.
@@ -103,33 +103,86 @@ pub fn check_user_id(user: &str) -> Result<(), Error> {
     }
 }
 
-fn admission_mac(secret: &[u8], event: &str, user: &str) -> HmacSha256 {
+/// What an admission token holds beside its signature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionTerms {
+    /// The event's `admission_version` when it was issued: re-creating the event or switching
+    /// its admission mode makes a new one, and precheck refuses tokens of an older one.
+    pub version: String,
+    /// After this (Unix seconds) the token is refused.
+    pub expires_s: u64,
+}
+
+/// How long after the end of its event's sale (at issue) an admission token lives: room for an
+/// operator to move the end later.
+pub const ADMISSION_GRACE_S: u64 = 3_600;
+
+fn admission_mac(secret: &[u8], event: &str, user: &str, terms: &AdmissionTerms) -> HmacSha256 {
     let mut m = mac(secret);
-    m.update(format!("seckill-admission\n{event}\n{user}").as_bytes());
+    m.update(
+        format!(
+            "seckill-admission\n{event}\n{user}\n{}\n{}",
+            terms.version, terms.expires_s
+        )
+        .as_bytes(),
+    );
     m
 }
 
-/// The admission token of `user` for `event`: deterministic, so asking twice gives the same one.
-pub fn admission_token(secret: &[u8], event: &str, user: &str) -> String {
+/// The admission token of `user` for `event` under `terms`: `a2.<expires_s>.<version>.<mac>`.
+/// Deterministic, so asking twice gives the same one.
+pub fn admission_token(secret: &[u8], event: &str, user: &str, terms: &AdmissionTerms) -> String {
+    let sig = admission_mac(secret, event, user, terms)
+        .finalize()
+        .into_bytes();
     format!(
-        "a1.{}",
-        B64.encode(admission_mac(secret, event, user).finalize().into_bytes())
+        "a2.{}.{}.{}",
+        terms.expires_s,
+        terms.version,
+        B64.encode(sig)
     )
 }
 
-/// Checks an admission token without Redis: only we can have made it, for this user and event.
-pub fn verify_admission(secret: &[u8], event: &str, user: &str, token: &str) -> Result<(), Error> {
+/// Checks an admission token without Redis: only we can have made it, for this user and event,
+/// and it has not expired. Returns its terms: precheck compares the version with the event's.
+pub fn verify_admission(
+    secret: &[u8],
+    event: &str,
+    user: &str,
+    token: &str,
+    now_s: u64,
+) -> Result<AdmissionTerms, Error> {
     let not_admitted = || {
         Error::refused(
             ErrorCode::NotAdmitted,
             "no valid admission token for this event",
         )
     };
-    let sig = token.strip_prefix("a1.").ok_or_else(not_admitted)?;
+    let mut parts = token.split('.');
+    let (Some("a2"), Some(expires_s), Some(version), Some(sig), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return Err(not_admitted());
+    };
+    let terms = AdmissionTerms {
+        version: version.to_owned(),
+        expires_s: expires_s.parse().map_err(|_| not_admitted())?,
+    };
     let sig = B64.decode(sig).map_err(|_| not_admitted())?;
-    admission_mac(secret, event, user)
+    admission_mac(secret, event, user, &terms)
         .verify_slice(&sig)
-        .map_err(|_| not_admitted())
+        .map_err(|_| not_admitted())?;
+    if now_s >= terms.expires_s {
+        return Err(Error::refused(
+            ErrorCode::NotAdmitted,
+            "the admission token has expired",
+        ));
+    }
+    Ok(terms)
 }
 
 /// Compares an operator's bearer secret in constant time.
@@ -207,17 +260,38 @@ mod tests {
     }
 
     #[test]
-    fn admission_tokens_bind_user_and_event() {
-        let t = admission_token(b"s", "e1", "u1");
-        assert_eq!(t, admission_token(b"s", "e1", "u1"));
-        assert!(verify_admission(b"s", "e1", "u1", &t).is_ok());
+    fn admission_tokens_bind_user_event_version_and_expiry() {
+        let terms = AdmissionTerms {
+            version: "0v1".into(),
+            expires_s: 2_000,
+        };
+        let t = admission_token(b"s", "e1", "u1", &terms);
+        assert_eq!(t, admission_token(b"s", "e1", "u1", &terms));
         assert_eq!(
-            verify_admission(b"s", "e1", "u2", &t).unwrap_err().code(),
+            verify_admission(b"s", "e1", "u1", &t, 1_000).unwrap(),
+            terms
+        );
+        let refused = |secret: &[u8], event, user, token: &str, now| {
+            verify_admission(secret, event, user, token, now)
+                .unwrap_err()
+                .code()
+        };
+        assert_eq!(refused(b"s", "e1", "u2", &t, 1_000), ErrorCode::NotAdmitted);
+        assert_eq!(refused(b"s", "e2", "u1", &t, 1_000), ErrorCode::NotAdmitted);
+        assert_eq!(refused(b"x", "e1", "u1", &t, 1_000), ErrorCode::NotAdmitted);
+        assert_eq!(refused(b"s", "e1", "u1", &t, 2_000), ErrorCode::NotAdmitted);
+        assert_eq!(
+            refused(b"s", "e1", "u1", "a1.AAAA", 1_000),
             ErrorCode::NotAdmitted
         );
-        assert!(verify_admission(b"s", "e2", "u1", &t).is_err());
-        assert!(verify_admission(b"x", "e1", "u1", &t).is_err());
-        assert!(verify_admission(b"s", "e1", "u1", "a1.AAAA").is_err());
+        // Another version or a later expiry written in keeps the old signature.
+        let sig = t.rsplit('.').next().unwrap();
+        for forged in [format!("a2.2000.0v2.{sig}"), format!("a2.9000.0v1.{sig}")] {
+            assert_eq!(
+                refused(b"s", "e1", "u1", &forged, 1_000),
+                ErrorCode::NotAdmitted
+            );
+        }
     }
 
     #[test]

@@ -80,6 +80,19 @@ error_codes! {
     BodyTooLarge = "body_too_large",
     /// Before the start.
     TooEarly = "too_early",
+    /// Admission: before the event's admission opening.
+    AdmissionNotOpen = "admission_not_open",
+    /// Admission: the proof-of-work challenge is forged, expired, someone else's, or its
+    /// solution does not have the challenge's difficulty.
+    BadChallenge = "bad_challenge",
+    /// Admission: no proof of work, or one below the event's difficulty now: solve a new
+    /// challenge.
+    ChallengeRequired = "challenge_required",
+    /// Admission: this solved challenge was used already.
+    ChallengeUsed = "challenge_used",
+    /// Payment webhook: the provider's signature is missing, malformed, wrong or outside the
+    /// tolerance.
+    BadSignature = "bad_signature",
     /// A token bucket is empty.
     RateLimited = "rate_limited",
     /// Switched off, or not warmed up yet.

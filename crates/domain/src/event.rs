@@ -59,6 +59,11 @@ impl AdmissionMode {
 pub struct EventConfig {
     /// The item on sale.
     pub sku: String,
+    /// The price of one unit in the currency's smallest unit (cents), as Stripe's prices.
+    #[serde(deserialize_with = "whole::number")]
+    pub unit_amount: u64,
+    /// The ISO 4217 code of the price's currency, in lowercase (`eur`), as Stripe's.
+    pub currency: String,
     /// Units for sale.
     #[serde(deserialize_with = "whole::number")]
     pub stock: u64,
@@ -74,6 +79,25 @@ pub struct EventConfig {
     /// First come or lottery.
     #[serde(default)]
     pub admission_mode: AdmissionMode,
+    /// Admission opens (Unix ms); 0: as soon as the event exists.
+    #[serde(default, deserialize_with = "whole::number")]
+    pub admission_opens_ms: u64,
+    /// Leading zero bits of SHA-256 an admission's proof of work must show (0: no challenge).
+    #[serde(
+        default = "defaults::pow_difficulty",
+        deserialize_with = "whole::number"
+    )]
+    pub pow_difficulty: u32,
+    /// Admissions per second per client address (token-bucket refill, in each home shard);
+    /// 0 = unlimited.
+    #[serde(default = "defaults::admission_addr_rate")]
+    pub admission_addr_rate: f64,
+    /// Per-address admission bucket capacity.
+    #[serde(
+        default = "defaults::admission_addr_burst",
+        deserialize_with = "whole::number"
+    )]
+    pub admission_addr_burst: u32,
     /// Admission tokens per unit of stock (10 → 2,000,000 tokens for 200,000 items).
     #[serde(default = "defaults::multiplier", deserialize_with = "whole::number")]
     pub admission_multiplier: u32,
@@ -112,6 +136,14 @@ pub struct EventConfig {
 /// The shard count of an event that names none.
 pub const DEFAULT_SHARDS: u32 = 8;
 
+/// The proof-of-work difficulty of an event that names none (leading zero bits): about a
+/// second (median) in the storefront's Web Worker in Chromium on a 2-core server
+/// (`tests/browser/pow-bench.mjs`), 2^20 hashes a bot pays per admission.
+pub const DEFAULT_POW_DIFFICULTY: u32 = 20;
+
+/// The hardest proof of work an event may ask (2^24 hashes: many seconds on a phone).
+pub const MAX_POW_DIFFICULTY: u32 = 24;
+
 mod defaults {
     pub fn shards() -> u32 {
         super::DEFAULT_SHARDS
@@ -136,6 +168,15 @@ mod defaults {
     }
     pub fn drain_rate() -> u32 {
         20_000
+    }
+    pub fn pow_difficulty() -> u32 {
+        super::DEFAULT_POW_DIFFICULTY
+    }
+    pub fn admission_addr_rate() -> f64 {
+        2.0
+    }
+    pub fn admission_addr_burst() -> u32 {
+        20
     }
 }
 
@@ -224,6 +265,19 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::invalid(ErrorCode::InvalidConfig, message)
 }
 
+fn is_currency(code: &str) -> bool {
+    code.len() == 3 && code.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+fn check_pow_difficulty(bits: u32) -> Result<(), Error> {
+    if bits > MAX_POW_DIFFICULTY {
+        return Err(invalid(format!(
+            "pow_difficulty must be 0-{MAX_POW_DIFFICULTY}"
+        )));
+    }
+    Ok(())
+}
+
 fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
     // 0 disables the limit; otherwise at least one token per 1000 s keeps bucket TTLs sane.
     if !rate.is_finite() || rate < 0.0 || (rate > 0.0 && rate < 0.001) || rate > 1e9 {
@@ -250,6 +304,16 @@ impl EventConfig {
         if self.sku.chars().any(char::is_control) {
             return Err(invalid("sku must not contain control characters"));
         }
+        if self.unit_amount == 0 || self.unit_amount > 99_999_999_999 {
+            return Err(invalid(
+                "unit_amount must be 1-99999999999 (smallest currency unit)",
+            ));
+        }
+        if !is_currency(&self.currency) {
+            return Err(invalid(
+                "currency must be a three-letter ISO 4217 code in lowercase (eur)",
+            ));
+        }
         if self.stock > 1_000_000_000 {
             return Err(invalid("stock must be <= 1e9"));
         }
@@ -268,8 +332,14 @@ impl EventConfig {
         if !(1..=86_400).contains(&self.payment_timeout_s) {
             return Err(invalid("payment_timeout_s must be 1-86400"));
         }
+        check_pow_difficulty(self.pow_difficulty)?;
         check_limit("user", self.user_rate, self.user_burst)?;
         check_limit("buy", self.buy_rate, self.buy_burst)?;
+        check_limit(
+            "admission_addr",
+            self.admission_addr_rate,
+            self.admission_addr_burst,
+        )?;
         Ok(())
     }
 
@@ -286,6 +356,8 @@ impl EventConfig {
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         vec![
             ("sku", self.sku.clone()),
+            ("unit_amount", self.unit_amount.to_string()),
+            ("currency", self.currency.clone()),
             ("stock", self.stock.to_string()),
             ("shards", self.shard_count().to_string()),
             ("start_ms", self.start_ms.to_string()),
@@ -294,6 +366,13 @@ impl EventConfig {
             (
                 "admission_multiplier",
                 self.admission_multiplier.to_string(),
+            ),
+            ("admission_opens_ms", self.admission_opens_ms.to_string()),
+            ("pow_difficulty", self.pow_difficulty.to_string()),
+            ("admission_addr_rate", self.admission_addr_rate.to_string()),
+            (
+                "admission_addr_burst",
+                self.admission_addr_burst.to_string(),
             ),
             ("payment_timeout_s", self.payment_timeout_s.to_string()),
             (
@@ -335,6 +414,17 @@ pub struct Switches {
     /// Expected drain throughput, for wait estimates.
     #[serde(default, deserialize_with = "whole::optional")]
     pub drain_rate: Option<u32>,
+    /// Move the admission opening.
+    #[serde(default, deserialize_with = "whole::optional")]
+    pub admission_opens_ms: Option<u64>,
+    /// The proof of work new admissions must show.
+    #[serde(default, deserialize_with = "whole::optional")]
+    pub pow_difficulty: Option<u32>,
+    /// Per-address admission limit.
+    pub admission_addr_rate: Option<f64>,
+    /// Per-address admission bucket capacity.
+    #[serde(default, deserialize_with = "whole::optional")]
+    pub admission_addr_burst: Option<u32>,
 }
 
 impl Switches {
@@ -349,29 +439,34 @@ impl Switches {
         }
         // A rate and its bucket capacity change together: a bucket of capacity 0 with a rate
         // would refuse everything.
-        for (name, rate, burst) in [
-            ("user", self.user_rate, self.user_burst),
-            ("buy", self.buy_rate, self.buy_burst),
+        for (name, rate_field, burst_field, rate, burst) in [
+            (
+                "user",
+                "user_rate",
+                "user_burst",
+                self.user_rate,
+                self.user_burst,
+            ),
+            (
+                "buy",
+                "buy_rate",
+                "buy_burst",
+                self.buy_rate,
+                self.buy_burst,
+            ),
+            (
+                "admission_addr",
+                "admission_addr_rate",
+                "admission_addr_burst",
+                self.admission_addr_rate,
+                self.admission_addr_burst,
+            ),
         ] {
             match (rate, burst) {
                 (Some(rate), Some(burst)) => {
                     check_limit(name, rate, burst)?;
-                    f.push((
-                        if name == "user" {
-                            "user_rate"
-                        } else {
-                            "buy_rate"
-                        },
-                        rate.to_string(),
-                    ));
-                    f.push((
-                        if name == "user" {
-                            "user_burst"
-                        } else {
-                            "buy_burst"
-                        },
-                        burst.to_string(),
-                    ));
+                    f.push((rate_field, rate.to_string()));
+                    f.push((burst_field, burst.to_string()));
                 }
                 (None, None) => {}
                 _ => {
@@ -380,6 +475,13 @@ impl Switches {
                     )));
                 }
             }
+        }
+        if let Some(v) = self.admission_opens_ms {
+            f.push(("admission_opens_ms", v.to_string()));
+        }
+        if let Some(v) = self.pow_difficulty {
+            check_pow_difficulty(v)?;
+            f.push(("pow_difficulty", v.to_string()));
         }
         if let Some(v) = self.purchase_token_ttl_ms {
             if !(1_000..=600_000).contains(&v) {
@@ -416,7 +518,10 @@ pub(crate) mod tests {
     }
 
     fn config() -> EventConfig {
-        serde_json::from_str(r#"{"sku":"x","stock":10,"start_ms":1,"end_ms":2}"#).unwrap()
+        serde_json::from_str(
+            r#"{"sku":"x","unit_amount":1999,"currency":"eur","stock":10,"start_ms":1,"end_ms":2}"#,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -459,7 +564,7 @@ pub(crate) mod tests {
         );
         assert!(
             serde_json::from_str::<EventConfig>(
-                r#"{"sku":"x","stock":1,"start_ms":1,"end_ms":2,"typo":1}"#
+                r#"{"sku":"x","unit_amount":1,"currency":"eur","stock":1,"start_ms":1,"end_ms":2,"typo":1}"#
             )
             .is_err()
         );
@@ -469,6 +574,8 @@ pub(crate) mod tests {
     fn config_with(field: &str, value: &str) -> Result<EventConfig, serde_json::Error> {
         let mut fields: Vec<String> = [
             ("sku", "\"x\""),
+            ("unit_amount", "1999"),
+            ("currency", "\"eur\""),
             ("stock", "10"),
             ("start_ms", "1"),
             ("end_ms", "2"),
@@ -628,6 +735,56 @@ pub(crate) mod tests {
                 "{want:?} not in {listed:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_event_has_a_price_in_a_lowercase_iso_currency() {
+        let c = config();
+        assert_eq!((c.unit_amount, c.currency.as_str()), (1999, "eur"));
+        for (unit_amount, currency) in [(0, "eur"), (1, "EUR"), (1, "euro"), (1, "e1r"), (1, "")] {
+            let bad = EventConfig {
+                unit_amount,
+                currency: currency.into(),
+                ..c.clone()
+            };
+            assert_eq!(
+                bad.validate().unwrap_err().code(),
+                ErrorCode::InvalidConfig,
+                "{unit_amount} {currency}"
+            );
+        }
+        for missing in ["unit_amount", "currency"] {
+            let mut v = serde_json::to_value(&c).unwrap();
+            v.as_object_mut().unwrap().remove(missing);
+            assert!(
+                serde_json::from_value::<EventConfig>(v).is_err(),
+                "{missing}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_admission_gate_has_an_opening_a_difficulty_and_a_per_address_limit() {
+        let c = config();
+        assert_eq!(
+            (
+                c.admission_opens_ms,
+                c.pow_difficulty,
+                c.admission_addr_burst
+            ),
+            (0, DEFAULT_POW_DIFFICULTY, 20)
+        );
+        let too_hard = EventConfig {
+            pow_difficulty: MAX_POW_DIFFICULTY + 1,
+            ..c.clone()
+        };
+        assert!(too_hard.validate().is_err());
+        let s: Switches = serde_json::from_str(r#"{"pow_difficulty":20}"#).unwrap();
+        assert_eq!(s.fields().unwrap(), [("pow_difficulty", "20".to_owned())]);
+        let s: Switches = serde_json::from_str(r#"{"pow_difficulty":25}"#).unwrap();
+        assert!(s.fields().is_err());
+        let s: Switches = serde_json::from_str(r#"{"admission_addr_rate":1}"#).unwrap();
+        assert!(s.fields().is_err(), "a rate without its burst");
     }
 
     #[test]

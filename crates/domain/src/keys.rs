@@ -116,6 +116,14 @@ impl EventKeys {
     pub fn user_bucket(&self, user: &str) -> String {
         self.key(&format!("rl:user:{user}"))
     }
+    /// A client address's admission bucket.
+    pub fn addr_bucket(&self, addr: &str) -> String {
+        self.key(&format!("rl:addr:{addr}"))
+    }
+    /// The mark of a solved admission challenge, by its id: used once.
+    pub fn used_challenge(&self, id: &str) -> String {
+        self.key(&format!("pow:{id}"))
+    }
     /// The event's buy bucket.
     pub fn buy_bucket(&self) -> String {
         self.key("rl:buy")

@@ -21,6 +21,8 @@ pub mod ids;
 pub mod keys;
 pub mod nodes;
 pub mod orders;
+pub mod pow;
+pub mod provider;
 pub mod registry;
 pub mod sale;
 pub mod scripts;

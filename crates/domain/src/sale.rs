@@ -13,6 +13,7 @@ use crate::event::EventId;
 use crate::ids;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
+use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
 use crate::scripts::{self, Refusal, ScriptError, shard_lend};
 use crate::sharded::{Event, at_home};
@@ -71,6 +72,25 @@ impl From<Refusal> for Error {
             Refusal::Conflict => {
                 Error::refused(ErrorCode::Conflict, "conflicts with the event's state")
             }
+            Refusal::NotOpen { wait_ms } => Error::refused_for(
+                ErrorCode::AdmissionNotOpen,
+                format!("admission opens in {wait_ms} ms"),
+                wait_ms,
+            ),
+            Refusal::ChallengeRequired { difficulty } => Error::refused(
+                ErrorCode::ChallengeRequired,
+                format!(
+                    "admission asks a proof of work of {difficulty} bits: solve a new challenge"
+                ),
+            ),
+            Refusal::ChallengeUsed => Error::refused(
+                ErrorCode::ChallengeUsed,
+                "this challenge was used already: solve a new one",
+            ),
+            Refusal::StaleAdmission => Error::refused(
+                ErrorCode::NotAdmitted,
+                "the admission token is from an earlier version of this event: ask again",
+            ),
             // The sharded calls find the home again; one that reaches the edge is a bug.
             Refusal::WrongShard { shards } => Error::bug(format!(
                 "a request reached a shard that is not its home (the event has {shards} shards)"
@@ -205,27 +225,107 @@ fn polled(state: scripts::poll::OrderState, shard: u32) -> Polled {
     }
 }
 
-/// issue-token at the home shard (each shard admits its part of multiplier × stock).
-pub fn issue_token<S: Store>(
+/// A proof-of-work challenge for admission, at the difficulty the user's home shard holds now
+/// (one read). Refused before admission opens and after the end.
+pub fn admission_challenge<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
     shards: u32,
     user: &str,
     admission_secret: &[u8],
+    now_ms: u64,
+) -> Result<pow::Challenge, Error> {
+    let (difficulty, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        let (store, k) = e.slot(home)?;
+        scripts::admission_terms::run(store, &k, hash)
+    })?;
+    Ok(pow::issue(
+        admission_secret,
+        event.as_str(),
+        user,
+        difficulty,
+        now_ms,
+    ))
+}
+
+/// The terms `event`'s admission tokens carry now (one read of its configuration): for tools
+/// that hand out tokens in bulk past the gate, as the benchmarks do.
+pub fn admission_terms<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+) -> Result<auth::AdmissionTerms, Error> {
+    let (_, config) = crate::sharded::Event::open(nodes, event)?;
+    let end_ms: u64 = config
+        .get("end_ms")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::bug("an event without end_ms"))?;
+    Ok(auth::AdmissionTerms {
+        version: config.get("admission_version").cloned().unwrap_or_default(),
+        expires_s: end_ms / 1000 + auth::ADMISSION_GRACE_S,
+    })
+}
+
+/// A solved admission challenge, as the client sends it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Solution {
+    /// The challenge, as handed out.
+    pub challenge: String,
+    /// What solves it.
+    pub nonce: String,
+}
+
+/// issue-token at the home shard (each shard admits its part of multiplier × stock), behind the
+/// gate: the solution is checked here, without Redis; the script refuses it when used already
+/// or below the event's difficulty now, and counts the client address's admissions.
+pub fn issue_token<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    client_addr: &str,
+    solution: Option<&Solution>,
+    admission_secret: &[u8],
+    now_ms: u64,
 ) -> Result<Admission, Error> {
+    let proof = solution
+        .map(|s| {
+            pow::verify(
+                admission_secret,
+                event.as_str(),
+                user,
+                &s.challenge,
+                &s.nonce,
+                now_ms,
+            )
+        })
+        .transpose()?;
     let (issued, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::issue_token::run(store, &k, user, hash)
+        scripts::issue_token::run(store, &k, user, client_addr, proof.as_ref(), hash)
     })?;
     Ok(match issued {
-        scripts::issue_token::Issued::Admitted => Admission::Admitted {
-            admission_token: auth::admission_token(admission_secret, event.as_str(), user),
-        },
+        scripts::issue_token::Issued::Admitted { version, end_ms } => {
+            let terms = auth::AdmissionTerms {
+                version,
+                expires_s: end_ms / 1000 + auth::ADMISSION_GRACE_S,
+            };
+            Admission::Admitted {
+                admission_token: auth::admission_token(
+                    admission_secret,
+                    event.as_str(),
+                    user,
+                    &terms,
+                ),
+            }
+        }
         scripts::issue_token::Issued::Registered => Admission::Registered,
     })
 }
 
-/// precheck at the home shard: the admission token (no Redis), then the gate in one script.
+/// precheck at the home shard: the admission token (no Redis), then the gate in one script,
+/// which also holds the token's version against the event's.
+#[allow(clippy::too_many_arguments)]
 pub fn precheck<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
@@ -234,12 +334,19 @@ pub fn precheck<S: Store>(
     client_addr: &str,
     admission_token: &str,
     admission_secret: &[u8],
+    now_ms: u64,
 ) -> Result<PurchaseToken, Error> {
-    auth::verify_admission(admission_secret, event.as_str(), user, admission_token)?;
+    let terms = auth::verify_admission(
+        admission_secret,
+        event.as_str(),
+        user,
+        admission_token,
+        now_ms / 1000,
+    )?;
     let token = ids::new_purchase_token();
     let (expires_in_ms, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::precheck::run(store, &k, user, client_addr, &token, hash)
+        scripts::precheck::run(store, &k, user, client_addr, &terms.version, &token, hash)
     })?;
     Ok(PurchaseToken {
         purchase_token: token,

@@ -174,6 +174,15 @@ impl FakeSql {
             .collect()
     }
 
+    /// The statements run, whole.
+    pub fn statements(&self) -> Vec<String> {
+        self.statements
+            .borrow()
+            .iter()
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
     fn next(&self, statement: &str, params: &[Param]) -> Result<Option<Outcome>, DbError> {
         let folded = statement.split_whitespace().collect::<Vec<_>>().join(" ");
         let control = matches!(folded.as_str(), "BEGIN" | "COMMIT" | "ROLLBACK");

@@ -23,6 +23,8 @@ pub const JWT_SECRET: &str = "jwt_secret";
 pub const ADMISSION_SECRET: &str = "admission_secret";
 /// The operators' bearer secret.
 pub const ADMIN_TOKEN: &str = "admin_token";
+/// The payment provider's webhook signing secrets, comma-separated.
+pub const PAYMENT_WEBHOOK_SECRETS: &str = "payment_webhook_secrets";
 /// The schedulers' key for `?key=` (empty: that way in is off).
 pub const JOB_KEY: &str = "job_key";
 /// The optional settings: `name=value` pairs separated by commas (see [`Settings`]).
@@ -62,6 +64,8 @@ pub struct Settings {
     pub release_batch: i64,
     /// `POST /shop/demo-login` mints a buyer token for any name: for trying a sale locally.
     pub demo_login: bool,
+    /// The payment provider's hosted checkout, where the storefront sends a buyer to pay.
+    pub payment_checkout_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -74,6 +78,7 @@ impl Default for Settings {
             drain_max_deliveries: 5,
             release_batch: 1_000,
             demo_login: false,
+            payment_checkout_url: None,
         }
     }
 }
@@ -119,6 +124,9 @@ impl Settings {
                         }
                     }
                 }
+                "payment_checkout_url" => {
+                    s.payment_checkout_url = (!value.is_empty()).then(|| value.to_owned())
+                }
                 _ => return Err(format!("setting {name:?} is not one of the settings")),
             }
         }
@@ -162,13 +170,17 @@ mod tests {
     #[test]
     fn settings_override_the_defaults_by_name() {
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
-        let s = Settings::parse(" drain_batch=50 , demo_login=true,release_batch=7").unwrap();
+        let s = Settings::parse(
+            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1",
+        )
+        .unwrap();
         assert_eq!(
             s,
             Settings {
                 drain_batch: 50,
                 release_batch: 7,
                 demo_login: true,
+                payment_checkout_url: Some("https://p.example/c?x=1".into()),
                 ..Settings::default()
             }
         );

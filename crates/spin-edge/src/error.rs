@@ -30,15 +30,16 @@ pub fn status_of(code: ErrorCode) -> u16 {
     use ErrorCode::*;
     match code {
         MalformedJson | BadEventId | InvalidConfig | InvalidDenyList | BadOrderId | BadQuery
-        | UnreadableBody | BadUserId => 400,
+        | UnreadableBody | BadUserId | BadChallenge | BadSignature => 400,
         Unauthorized => 401,
         NotAdmitted | Denied | NotSelected | BadPurchaseToken => 403,
         EventNotFound | OrderNotFound | NotFound | DemoLoginOff => 404,
         MethodNotAllowed => 405,
-        AlreadyBought | OrderExpired | Conflict => 409,
+        AlreadyBought | OrderExpired | Conflict | ChallengeUsed => 409,
         SoldOut | SaleEnded | AdmissionClosed => 410,
         BodyTooLarge => 413,
-        TooEarly => 425,
+        TooEarly | AdmissionNotOpen => 425,
+        ChallengeRequired => 428,
         RateLimited => 429,
         Internal => 500,
         SalePaused | Unavailable => 503,

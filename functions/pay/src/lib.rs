@@ -1,14 +1,14 @@
-//! `POST /api/events/{event_id}/orders/{order_id}/pay`: the buyer's payment lands. A
-//! compare-and-set from `pending_payment` before the deadline; an expired order gets 409 and
-//! nothing is sold twice ([`orders::pay`]).
+//! `POST /api/events/{event_id}/orders/{order_id}/pay`: the buyer starts paying. Records the
+//! payment (amount, currency, deadline) and answers what to hand the payment provider; never
+//! marks anything paid: the provider's signed webhook does ([`orders::start_payment`],
+//! `functions/payment-webhook`).
 
 use seckill_domain::clock;
 use seckill_domain::ids::OrderId;
-use seckill_domain::orders::{self, Paid};
-use seckill_spin_edge::config;
+use seckill_domain::orders::{self, Payment};
+use seckill_spin_edge::config::{self, Settings};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, path_param, require_method};
-use seckill_spin_edge::store;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -23,17 +23,18 @@ fn answer(req: Request) -> Response {
     http::respond(200, pay(&req))
 }
 
-fn pay(req: &Request) -> Result<Paid, ApiError> {
+fn pay(req: &Request) -> Result<Payment, ApiError> {
     require_method(req, Method::Post)?;
     let user = buyer(req)?;
     let event = event_id(req)?;
     let order = OrderId::parse(path_param(req, "order_id")?)?;
-    Ok(orders::pay(
-        &store::nodes()?,
+    let settings = Settings::read()?;
+    Ok(orders::start_payment(
         &config::postgres()?,
         &event,
         &user,
         &order,
+        settings.payment_checkout_url.as_deref(),
         clock::now_ms(),
     )?)
 }

@@ -2,6 +2,7 @@
 //! the sale window, deny lists, one-per-user and the user's rate limit, and returns a one-time
 //! purchase token for buy.
 
+use seckill_domain::clock;
 use seckill_domain::sale::{self, PurchaseToken};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
@@ -44,5 +45,6 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
         &client_addr(req),
         &body.admission_token,
         secret.as_bytes(),
+        clock::now_ms(),
     )?)
 }

@@ -45,9 +45,11 @@ include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 /// Lifetime of a demo login's token.
 const DEMO_TOKEN_S: u64 = 30 * 60;
 
-/// Only what the pages load may run or connect: our own origin, nothing else.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// Only what the pages load may run or connect: our own origin, nothing else (the worker that
+/// solves the admission's proof of work included).
+const CSP: &str = "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; \
+                   img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
 
 /// Route, serve.
 #[http_component]
@@ -166,7 +168,7 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
 }
 
 /// `GET /shop/events/{event_id}`: the public part of an event's state, for the storefront's
-/// countdown and its "left" figure. One cheap read-only script run (`event_info.lua`).
+/// countdown, its price, its admission gate and its "left" figure. One cheap read-only script run (`event_info.lua`).
 fn event_info(req: &Request, id: &str) -> Result<Value, ApiError> {
     http::require_method(req, Method::Get)?;
     let event = EventId::parse(id)?;

@@ -41,7 +41,7 @@ async fn pages_and_assets_are_served_with_their_types_caching_and_gzip() -> Resu
         .split('"')
         .filter(|s| s.starts_with("/shop/assets/"))
         .collect();
-    assert_eq!(assets.len(), 3, "{assets:?}");
+    assert_eq!(assets.len(), 4, "{assets:?}"); // style, common, shop, and the PoW worker
     for page in ["/shop", "/shop/", "/console"] {
         let resp = get(page, false).await?;
         assert_eq!(resp.status(), 200, "{page}");
@@ -173,6 +173,7 @@ async fn event_info_tells_a_buyer_the_window_and_what_is_left() -> Result<()> {
             "event_id": "w2", "sku": "sku-w2", "stock": 7, "stock_left": 7,
             "start_ms": 1_000, "end_ms": 4_000_000_000_000u64, "admission_mode": "fcfs",
             "enabled": true, "warmed": true, "sold_out": false, "shards": 2,
+            "unit_amount": 1999, "currency": "eur", "admission_opens_ms": 0, "pow_difficulty": 0,
         })
     );
     let (status, body) = app.get_json("/shop/events/nope").await?;

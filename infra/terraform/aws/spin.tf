@@ -4,7 +4,8 @@
 # (sslmode=require) and pg_host from one address, so allowed_outbound_hosts always admits what
 # the URLs name.
 #
-# What holds a secret (spin.toml `secret = true`: the URLs carry passwords, and the three keys)
+# What holds a secret (spin.toml `secret = true`: the URLs carry passwords, the three keys and the
+# payment provider's webhook signing secrets)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
 # user_data. The rest (redis_origin, pg_host, and `settings` when any setting is given) is passed in the clear.
 #
@@ -47,9 +48,11 @@ locals {
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
     admin_token      = module.app_variables.spin_variables.admin_token
+    # Read by the payment webhook only.
+    payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
   }
   # Names only (not sensitive): what for_each and user_data may carry.
-  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"]
+  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"]
 
   # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
   spin_host_variables = {

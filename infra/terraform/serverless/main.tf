@@ -56,6 +56,8 @@ locals {
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
     admin_token      = module.app_variables.spin_variables.admin_token
+    # Read by the payment webhook only.
+    payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
     # Akamai's cron can put a secret only in the URL: it calls the job routes with ?key=.
     job_key = local.job_key
   }

@@ -20,6 +20,8 @@ locals {
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
     admin_token      = module.app_variables.spin_variables.admin_token
+    # Read by the payment webhook only.
+    payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
   }
   # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
   spin_host_variables = {

@@ -48,13 +48,13 @@ variable "replicas" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
     # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 
@@ -143,15 +143,20 @@ variable "reconcile_every_s" {
 # --- Secrets ----------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's three secrets: jwt_secret, admission_secret, admin_token (at least 32 characters each)."
+  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), admin_token (the operators' bearer secret), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
   type = object({
-    jwt_secret       = string
-    admission_secret = string
-    admin_token      = string
+    jwt_secret              = string
+    admission_secret        = string
+    admin_token             = string
+    payment_webhook_secrets = string
   })
   sensitive = true
   validation {
     condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
     error_message = "Use at least 32 characters for each secret."
+  }
+  validation {
+    condition     = alltrue([for s in split(",", var.secrets.payment_webhook_secrets) : length(trimspace(s)) >= 32])
+    error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."
   }
 }

@@ -101,7 +101,7 @@ async fn the_drain_keeps_one_consumer_however_often_it_runs() -> Result<()> {
             .admin(
                 Method::PUT,
                 "/admin/events/consumers",
-                Some(&json!({ "sku": "c", "stock": 30, "shards": 2,
+                Some(&json!({ "sku": "c", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 30, "shards": 2,
                     "start_ms": 0, "end_ms": 4_000_000_000_000u64 })),
             )
             .await?;

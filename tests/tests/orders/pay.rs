@@ -1,11 +1,13 @@
-//! Paying: idempotent for the buyer, not found for anyone else, refused for an id that is not
-//! one; and payment racing timeout release at every deadline, never both.
+//! Paying through the provider: the buyer's pay route starts a payment and never marks
+//! anything paid; only the provider's signed webhook does, once per provider event, for the
+//! amount and currency asked, before the deadline. Forged, replayed, stale and wrong-amount
+//! webhooks change nothing an order holds; a confirmation after the deadline owes a refund.
 
 use std::time::Duration;
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_testkit::{TestApp, jwt_for};
+use seckill_testkit::{TestApp, jwt_for, provider};
 use serde_json::{Value, json};
 
 use crate::{assert_books, drain_all, job, sell, start};
@@ -18,11 +20,16 @@ async fn drained_sale(app: &TestApp) -> Result<Vec<(String, String)>> {
     Ok(accepted)
 }
 
-/// `user` pays `order` of `land`.
-async fn pay(app: &TestApp, user: &str, order: &str) -> Result<(u16, Value)> {
+/// `user` starts paying `order` of `event`: the pay route's answer.
+async fn start_payment(
+    app: &TestApp,
+    event: &str,
+    user: &str,
+    order: &str,
+) -> Result<(u16, Value)> {
     app.call(
         Method::POST,
-        &format!("/api/events/land/orders/{order}/pay"),
+        &format!("/api/events/{event}/orders/{order}/pay"),
         Some(&jwt_for(user)),
         None,
     )
@@ -42,23 +49,194 @@ async fn poll(app: &TestApp, user: &str) -> Result<Value> {
     Ok(polled)
 }
 
-/// Paying once, then again: `paid` both times, and poll follows.
+/// The order's status in Postgres, and its payment's (status, refund reason, provider ref).
+async fn recorded(pg: &seckill_testkit::PgServer, order: &str) -> Result<(String, Value)> {
+    let db = pg.client().await?;
+    let status: String = db
+        .query_one("SELECT status FROM orders WHERE order_id = $1", &[&order])
+        .await?
+        .get(0);
+    let payment = db
+        .query_opt(
+            "SELECT status, refund_reason, provider_ref FROM payments WHERE order_id = $1",
+            &[&order],
+        )
+        .await?
+        .map_or(Value::Null, |r| {
+            json!([
+                r.get::<_, String>(0),
+                r.get::<_, Option<String>>(1),
+                r.get::<_, Option<String>>(2)
+            ])
+        });
+    Ok((status, payment))
+}
+
+/// The pay route only starts a payment: asked twice, the same pending payment for the
+/// event's price, and the order stays unpaid.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paying_is_idempotent_and_poll_shows_paid() -> Result<()> {
+async fn the_pay_route_starts_a_payment_and_never_marks_the_order_paid() -> Result<()> {
     let (_redis, pg, app) = start(&[]).await?;
     let accepted = drained_sale(&app).await?;
     let (user, order) = &accepted[0];
-    for _ in 0..2 {
-        let (status, body) = pay(&app, user, order).await?;
+    let (status, first) = start_payment(&app, "land", user, order).await?;
+    assert_eq!(
+        (status, &first["status"]),
+        (200, &json!("pending")),
+        "{first}"
+    );
+    assert_eq!(
+        (&first["amount"], &first["currency"]),
+        (&json!(1999), &json!("eur"))
+    );
+    let (_, again) = start_payment(&app, "land", user, order).await?;
+    assert_eq!(
+        again["payment_id"], first["payment_id"],
+        "one payment per order"
+    );
+    assert_eq!(poll(&app, user).await?["state"], "confirmed");
+    assert_eq!(recorded(&pg, order).await?.0, "pending_payment");
+    assert_books(&app, &pg, "land", 10, &accepted).await
+}
+
+/// Paid through the provider: the webhook pays the order, poll shows it, the pay route
+/// answers the succeeded payment, and a redelivery of the same event changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_confirmation_pays_once_and_a_redelivery_is_a_duplicate() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = drained_sale(&app).await?;
+    let (user, order) = &accepted[0];
+    let (_, payment) = start_payment(&app, "land", user, order).await?;
+    let provider = app.provider();
+    let (_, body) = provider.succeeded_event(
+        payment["payment_id"].as_str().unwrap_or_default(),
+        1999,
+        "eur",
+    );
+    let first = provider.deliver(&body).await?;
+    assert_eq!(
+        (first.status, &first.body["outcome"]),
+        (200, &json!("paid"))
+    );
+    let again = provider.deliver(&body).await?;
+    assert_eq!(
+        (again.status, &again.body["outcome"]),
+        (200, &json!("duplicate"))
+    );
+    assert_eq!(poll(&app, user).await?["state"], "paid");
+    let (_, settled) = start_payment(&app, "land", user, order).await?;
+    assert_eq!(settled["status"], "succeeded");
+    let (status, payment) = recorded(&pg, order).await?;
+    assert_eq!(status, "paid");
+    assert_eq!(payment[0], "succeeded");
+    assert!(
+        payment[2].as_str().is_some_and(|r| r.starts_with("pi_")),
+        "{payment}"
+    );
+    assert_eq!(app.status("land").await?["paid"], 1);
+    assert_books(&app, &pg, "land", 10, &accepted).await
+}
+
+/// Hostile webhooks: a forged signature, a tampered body, a stale timestamp, no signature,
+/// a secret the app does not hold: 400 `bad_signature`, nothing changes. A genuine event for
+/// another amount or currency owes a refund and leaves the order unpaid. During a rotation
+/// the provider signs with both secrets and the app, knowing the new one, takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_stale_and_wrong_amount_webhooks_never_pay_an_order() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = drained_sale(&app).await?;
+    let provider = app.provider();
+    let (user, order) = &accepted[0];
+    let (_, payment) = start_payment(&app, "land", user, order).await?;
+    let payment_id = payment["payment_id"].as_str().unwrap_or_default();
+    let (_, body) = provider.succeeded_event(payment_id, 1999, "eur");
+    let now = provider::unix_s();
+    let forged = provider::signature(&["whsec_mallory"], now, &body);
+    let tampered = body.replace("1999", "1");
+    let signed = provider::signature(&[seckill_testkit::PAYMENT_WEBHOOK_SECRET], now, &body);
+    for (header, body) in [
+        (forged.as_str(), body.as_str()),
+        (signed.as_str(), tampered.as_str()),
+        ("", body.as_str()),
+        ("t=1,v1=00", body.as_str()),
+    ] {
+        let (status, answer) = provider.post(body, header).await?;
         assert_eq!(
-            (status, body["status"].as_str()),
-            (200, Some("paid")),
-            "{body}"
+            (status, answer["error"]["code"].as_str()),
+            (400, Some("bad_signature")),
+            "{header}"
         );
     }
-    let polled = poll(&app, user).await?;
-    assert_eq!(polled["state"], "paid", "{polled}");
+    let (status, answer) = provider.attempt(&body, now - 301).await?;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (400, Some("bad_signature"))
+    );
+    assert_eq!(
+        recorded(&pg, order).await?.1[0],
+        "pending",
+        "nothing changed"
+    );
+
+    // Genuine events for another amount, or another currency: refunds owed, orders unpaid.
+    for ((user, order), (amount, currency)) in
+        accepted[1..3].iter().zip([(1, "eur"), (1999, "usd")])
+    {
+        let (_, payment) = start_payment(&app, "land", user, order).await?;
+        let id = payment["payment_id"].as_str().unwrap_or_default();
+        let (_, wrong) = provider.succeeded_event(id, amount, currency);
+        let delivered = provider.deliver(&wrong).await?;
+        assert_eq!(delivered.body["outcome"], "refund_due_amount");
+        let (status, payment) = recorded(&pg, order).await?;
+        assert_eq!(
+            (status.as_str(), &payment[0], &payment[1]),
+            (
+                "pending_payment",
+                &json!("refund_due"),
+                &json!("amount_mismatch")
+            )
+        );
+    }
+
+    // A rotation: the provider signs with the old and the new secret.
+    let rotating = app
+        .provider()
+        .signing_with(&["whsec_retired", seckill_testkit::PAYMENT_WEBHOOK_SECRET]);
+    let delivered = rotating.deliver(&body).await?;
+    assert_eq!(delivered.body["outcome"], "paid");
+    assert_eq!(recorded(&pg, order).await?.0, "paid");
     assert_books(&app, &pg, "land", 10, &accepted).await
+}
+
+/// A confirmation that arrives after the deadline, once timeout release has put the unit back
+/// on sale: the order stays expired, the unit stays for sale, the payment owes a refund.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_after_the_deadline_owes_a_refund_and_never_resurrects_the_unit()
+-> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = sell(&app, "late", 2, 2, json!({ "payment_timeout_s": 2 })).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    let (status, payment) = start_payment(&app, "late", user, order).await?;
+    assert_eq!(status, 200, "{payment}");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    job(&app, "timeout-release").await?;
+    let left = app.status("late").await?["stock_left"].as_i64();
+    let delivered = app.provider().pay(&payment).await?;
+    assert_eq!(delivered.body["outcome"], "refund_due_late");
+    let (status, recorded) = recorded(&pg, order).await?;
+    assert_eq!(
+        (status.as_str(), &recorded[0], &recorded[1]),
+        ("expired", &json!("refund_due"), &json!("late"))
+    );
+    assert_eq!(
+        app.status("late").await?["stock_left"].as_i64(),
+        left,
+        "the unit stays for sale"
+    );
+    let (status, body) = start_payment(&app, "late", user, order).await?;
+    assert_eq!((status, body["status"].as_str()), (200, Some("refund_due")));
+    assert_books(&app, &pg, "late", 2, &accepted).await
 }
 
 /// Someone else's order is not found for a stranger, before and after its buyer pays it, and
@@ -68,15 +246,15 @@ async fn paying_someone_elses_order_is_404_order_not_found() -> Result<()> {
     let (_redis, pg, app) = start(&[]).await?;
     let accepted = drained_sale(&app).await?;
     let (user, order) = &accepted[0];
-    let (status, body) = pay(&app, "stranger", order).await?;
+    let (status, body) = start_payment(&app, "land", "stranger", order).await?;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("order_not_found"))
     );
     let polled = poll(&app, user).await?;
     assert_eq!(polled["state"], "confirmed", "still unpaid: {polled}");
-    assert_eq!(pay(&app, user, order).await?.0, 200);
-    let (status, body) = pay(&app, "stranger", order).await?;
+    assert_eq!(app.pay("land", user, order).await?.1["outcome"], "paid");
+    let (status, body) = start_payment(&app, "land", "stranger", order).await?;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (404, Some("order_not_found"))
@@ -89,7 +267,7 @@ async fn paying_an_order_id_that_is_not_one_is_400_bad_order_id() -> Result<()> 
     let (_redis, pg, app) = start(&[]).await?;
     let accepted = drained_sale(&app).await?;
     let (user, _) = &accepted[0];
-    let (status, body) = pay(&app, user, "not-hex").await?;
+    let (status, body) = start_payment(&app, "land", user, "not-hex").await?;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (400, Some("bad_order_id"))
@@ -124,22 +302,26 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64)
         };
-        let pays =
-            futures::future::join_all(accepted.iter().enumerate().map(|(i, (user, order))| {
-                let (app, event) = (&app, &event);
+        // Every buyer starts paying at once; the provider's confirmations arrive right at the
+        // orders' deadlines.
+        let mut payments = Vec::new();
+        for (user, order) in &accepted {
+            let (status, payment) = start_payment(&app, &event, user, order).await?;
+            assert_eq!(status, 200, "{payment}");
+            payments.push(payment);
+        }
+        let provider = app.provider();
+        let pays = futures::future::join_all(accepted.iter().zip(&payments).enumerate().map(
+            |(i, ((_, order), payment))| {
+                let provider = &provider;
                 let at = deadlines[order] + if i % 2 == 0 { -50 } else { 50 };
                 async move {
                     tokio::time::sleep(Duration::from_millis((at - epoch_ms()).max(0) as u64))
                         .await;
-                    app.call(
-                        Method::POST,
-                        &format!("/api/events/{event}/orders/{order}/pay"),
-                        Some(&jwt_for(user)),
-                        None,
-                    )
-                    .await
+                    provider.pay(payment).await.map(|d| (d.status, d.body))
                 }
-            }));
+            },
+        ));
         let last = deadlines.values().max().copied().unwrap_or(0) + 300;
         let releases = async {
             while epoch_ms() < last {
@@ -157,16 +339,14 @@ async fn payment_racing_timeout_release_never_both() -> Result<()> {
                 .query_one("SELECT status FROM orders WHERE order_id = $1", &[order])
                 .await?;
             let state: String = row.get(0);
-            match *status {
-                200 => {
+            assert_eq!(*status, 200, "{user}: {body}");
+            match body["outcome"].as_str() {
+                Some("paid") => {
                     assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres");
                     paid_here += 1;
                 }
-                409 => assert_eq!(
-                    (body["error"]["code"].as_str(), state.as_str()),
-                    (Some("order_expired"), "expired")
-                ),
-                other => panic!("{user}: unexpected {other} {body}"),
+                Some("refund_due_late") => assert_eq!(state, "expired", "{user}"),
+                other => panic!("{user}: unexpected {other:?} {body}"),
             }
         }
         paid += paid_here;

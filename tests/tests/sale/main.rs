@@ -20,6 +20,7 @@ use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
 use serde_json::{Value, json};
 
 mod errors;
+mod gate;
 mod input;
 mod limits;
 mod lottery;

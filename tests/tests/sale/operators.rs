@@ -49,7 +49,7 @@ async fn an_invalid_event_config_is_400_invalid_config() -> Result<()> {
         .admin(
             Method::PUT,
             "/admin/events/bad",
-            Some(&json!({ "sku": "x", "stock": 1, "start_ms": 5, "end_ms": 1 })),
+            Some(&json!({ "sku": "x", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 1, "start_ms": 5, "end_ms": 1 })),
         )
         .await?;
     assert_eq!((status, code(&resp)), (400, "invalid_config"));
@@ -58,7 +58,7 @@ async fn an_invalid_event_config_is_400_invalid_config() -> Result<()> {
         .admin(
             Method::PUT,
             "/admin/events/nul",
-            Some(&json!({ "sku": "a\u{0}b", "stock": 1, "start_ms": 1, "end_ms": now + 10_000 })),
+            Some(&json!({ "sku": "a\u{0}b", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 1, "start_ms": 1, "end_ms": now + 10_000 })),
         )
         .await?;
     assert_eq!((status, code(&resp)), (400, "invalid_config"), "{resp}");
@@ -103,7 +103,7 @@ async fn warm_up_happens_once_and_freezes_the_stock() -> Result<()> {
         .admin(
             Method::PUT,
             "/admin/events/open",
-            Some(&json!({ "sku": "x", "stock": 99, "start_ms": 1, "end_ms": now + 10_000 })),
+            Some(&json!({ "sku": "x", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 99, "start_ms": 1, "end_ms": now + 10_000 })),
         )
         .await?;
     assert_eq!(

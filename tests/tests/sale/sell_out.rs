@@ -265,7 +265,7 @@ async fn an_event_has_at_most_one_shard_per_unit() -> Result<()> {
     let (_redis, _pg, app) = start().await?;
     let now = crate::epoch_ms()?;
     let config = json!({
-        "sku": "few", "stock": 3, "shards": 8, "start_ms": now, "end_ms": now + 60_000,
+        "sku": "few", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 3, "shards": 8, "start_ms": now, "end_ms": now + 60_000,
     });
     let (status, body) = app
         .admin(reqwest::Method::PUT, "/admin/events/few", Some(&config))

@@ -153,12 +153,12 @@ async fn an_admission_token_not_issued_for_this_user_and_event_is_403_and_change
     let event = "tokens";
     app.open_event(event, json!({ "stock": 10 })).await?;
     let precheck = format!("/api/events/{event}/precheck");
+    let (_, bob) = app.admission(event, "bob").await?;
+    let bobs_admission = bob["admission_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let before = snapshot(&app, event).await?;
-    let bobs_admission = seckill_domain::auth::admission_token(
-        seckill_testkit::ADMISSION_SECRET.as_bytes(),
-        event,
-        "bob",
-    );
     let (status, resp) = app
         .call(
             Method::POST,
@@ -168,10 +168,15 @@ async fn an_admission_token_not_issued_for_this_user_and_event_is_403_and_change
         )
         .await?;
     assert_eq!((status, code(&resp)), (403, "not_admitted"));
+    let terms = seckill_domain::auth::AdmissionTerms {
+        version: String::new(),
+        expires_s: 4_000_000_000,
+    };
     let other_event = seckill_domain::auth::admission_token(
         seckill_testkit::ADMISSION_SECRET.as_bytes(),
         "other",
         "alice",
+        &terms,
     );
     let (status, resp) = app
         .call(

@@ -55,6 +55,11 @@ pub async fn row(
 /// Sells `n` orders through precheck.lua and buy.lua themselves, so that the backlog has
 /// exactly the data layout a sale leaves, whatever that layout becomes.
 fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
+    let nodes =
+        seckill_domain::nodes::Nodes::one(NativeStore::new(redis.client().get_connection()?));
+    let terms =
+        seckill_domain::sale::admission_terms(&nodes, event).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let version = terms.version.as_str();
     std::thread::scope(|scope| -> Result<()> {
         let workers: Vec<_> = (0..WRITERS)
             .map(|w| {
@@ -67,11 +72,20 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
                         let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
                         let k = &EventKeys::shard(event, home);
                         let order = format!("{now:012x}{i:016x}");
-                        let bought = precheck::run(&store, k, &user, "127.0.0.1", &token, hash)
-                            .and_then(|_| {
-                                buy::run(&store, k, &user, &token, hash, &order, &Back::default())
-                            })
-                            .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                        let bought =
+                            precheck::run(&store, k, &user, "127.0.0.1", version, &token, hash)
+                                .and_then(|_| {
+                                    buy::run(
+                                        &store,
+                                        k,
+                                        &user,
+                                        &token,
+                                        hash,
+                                        &order,
+                                        &Back::default(),
+                                    )
+                                })
+                                .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
                         anyhow::ensure!(
                             matches!(bought, Outcome::Bought(_)),
                             "backlog order {i}: its home shard ran dry"

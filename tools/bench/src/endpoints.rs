@@ -40,7 +40,7 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Ro
             addr,
             redis,
             args,
-            precheck(event, args),
+            precheck(&sale.event, redis, args)?,
         )
         .await?,
     ];
@@ -70,23 +70,29 @@ pub(crate) fn admission(event: &str, args: &Args) -> Calls {
     })
 }
 
-/// Other users precheck, each once; their admission tokens are computed here, as checking one
-/// needs no Redis.
-pub(crate) fn precheck(event: &str, args: &Args) -> Calls {
+/// Other users precheck, each once; their admission tokens are computed here from the event's
+/// terms, as checking one needs no Redis.
+pub(crate) fn precheck(event: &EventId, redis: &RedisServer, args: &Args) -> Result<Calls> {
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
+    let nodes = seckill_domain::nodes::Nodes::one(seckill_native::NativeStore::new(
+        redis.client().get_connection()?,
+    ));
+    let terms =
+        seckill_domain::sale::admission_terms(&nodes, event).map_err(|e| anyhow::anyhow!("{e}"))?;
     let fresh: Vec<(String, String)> = (0..args.users)
         .map(|i| {
             let user = format!("p{i}");
-            (jwt_for(&user), auth::admission_token(secret, event, &user))
+            let token = auth::admission_token(secret, event.as_str(), &user, &terms);
+            (jwt_for(&user), token)
         })
         .collect();
-    let path = format!("/api/events/{event}/precheck");
-    Arc::new(move |i: u64| {
+    let path = format!("/api/events/{}/precheck", event.as_str());
+    Ok(Arc::new(move |i: u64| {
         let (jwt, adm) = fresh.get(i as usize)?;
         Some(Call::post(
             path.clone(),
             Some(jwt.clone()),
             &json!({ "admission_token": adm }),
         ))
-    })
+    }))
 }

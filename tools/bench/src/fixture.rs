@@ -5,7 +5,7 @@ use anyhow::Result;
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::store::Store;
-use seckill_domain::{admin, auth, sale};
+use seckill_domain::{admin, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
@@ -42,8 +42,11 @@ pub fn open_event_on<S: Store>(
     let event = EventId::parse(id).map_err(|e| anyhow::anyhow!("{e}"))?;
     let now = seckill_domain::clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
-        "sku": "bench", "stock": stock, "shards": shards, "start_ms": now - 1000, "end_ms": now + 3_600_000,
-        "user_rate": 0, "admission_multiplier": 10,
+        "sku": "bench", "unit_amount": 1999, "currency": "eur", "stock": stock, "shards": shards,
+        "start_ms": now - 1000, "end_ms": now + 3_600_000,
+        // The load comes from one address and measures the sale's path: no per-user or
+        // per-address limit, no proof of work (its check costs the guest one SHA-256).
+        "user_rate": 0, "admission_multiplier": 10, "admission_addr_rate": 0, "pow_difficulty": 0,
     }))?;
     admin::upsert_event(nodes, &event, &config).map_err(|e| anyhow::anyhow!("{e}"))?;
     admin::warm_up(nodes, &event).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -78,11 +81,24 @@ pub fn prepare_buyers(
     (0..users)
         .map(|i| {
             let user = format!("{prefix}{i}");
-            sale::issue_token(&nodes, event, SHARDS, &user, secret)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let adm = auth::admission_token(secret, event.as_str(), &user);
-            let token = sale::precheck(&nodes, event, SHARDS, &user, "127.0.0.1", &adm, secret)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let now = seckill_domain::clock::now_ms();
+            let admitted =
+                sale::issue_token(&nodes, event, SHARDS, &user, "127.0.0.1", None, secret, now)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let sale::Admission::Admitted { admission_token } = admitted else {
+                anyhow::bail!("{user} was not admitted: {admitted:?}");
+            };
+            let token = sale::precheck(
+                &nodes,
+                event,
+                SHARDS,
+                &user,
+                "127.0.0.1",
+                &admission_token,
+                secret,
+                now,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(Buyer {
                 jwt: jwt_for(&user),
                 token: token.purchase_token,

@@ -17,6 +17,7 @@ mod hello;
 mod load;
 mod measure;
 mod native;
+mod provider;
 mod raw_redis;
 mod routes;
 mod scale;
@@ -41,6 +42,8 @@ enum Cli {
     Demo(demo::DemoArgs),
     /// The native baseline server (started by `suite`).
     NativeServe(native::NativeArgs),
+    /// A payment provider's hosted checkout (sandbox), confirming payments by signed webhook.
+    Provider(provider::ProviderArgs),
 }
 
 /// Settings of the benchmark suite.
@@ -97,6 +100,7 @@ async fn main() -> Result<()> {
         Cli::Suite(args) => suite(args).await,
         Cli::Demo(args) => demo::run(args).await,
         Cli::NativeServe(args) => native::serve(args).await,
+        Cli::Provider(args) => provider::serve(args).await,
     }
 }
 

@@ -57,7 +57,7 @@ pub async fn rows(
                 }
             };
             let admission = row("admission", endpoints::admission(&id, args)).await?;
-            let precheck = row("precheck", endpoints::precheck(&id, args)).await?;
+            let precheck = row("precheck", endpoints::precheck(&event, redis, args)?).await?;
             let buy = row("buy", buys(&event, buyers.clone())).await?;
             // Those who bought poll for their order.
             let bought = (buy.requests() as usize).clamp(1, buyers.len());

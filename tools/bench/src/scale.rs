@@ -255,13 +255,15 @@ async fn journey(
 ) -> Result<([Phase; 4], u64)> {
     let id = event.as_str();
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
+    let terms = seckill_domain::sale::admission_terms(&connect(urls), event)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let shoppers: Arc<Vec<Shopper>> = Arc::new(
         (0..buyers)
             .map(|i| {
                 let user = format!("{id}u{i}");
                 Shopper {
                     jwt: jwt_for(&user),
-                    admission: auth::admission_token(secret, id, &user),
+                    admission: auth::admission_token(secret, id, &user, &terms),
                     user,
                 }
             })

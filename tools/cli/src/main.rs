@@ -121,6 +121,12 @@ struct Create {
     /// The item on sale.
     #[arg(long)]
     sku: String,
+    /// The price of one unit, in the currency's smallest unit (1999 for 19.99).
+    #[arg(long)]
+    price: u64,
+    /// The price's currency, lowercase ISO 4217 (eur).
+    #[arg(long)]
+    currency: String,
     /// Units for sale.
     #[arg(long)]
     stock: u64,
@@ -154,6 +160,9 @@ struct Create {
     /// Buys per second for the whole event (0 = no limit) and the bucket size: RATE,BURST.
     #[arg(long, value_parser = parse_limit)]
     buy_limit: Option<(f64, u64)>,
+    /// Leading zero bits of the admission's proof of work (0-24; default 18, 0 = none).
+    #[arg(long)]
+    pow_difficulty: Option<u32>,
     /// Create it paused.
     #[arg(long)]
     paused: bool,
@@ -478,7 +487,10 @@ fn watch_status(
 
 /// The `PUT` body of `create`: only the fields given, the server's defaults for the rest.
 fn create_body(c: &Create, start: u64, end: u64) -> Value {
-    let mut body = json!({ "sku": c.sku, "stock": c.stock, "start_ms": start, "end_ms": end });
+    let mut body = json!({
+        "sku": c.sku, "unit_amount": c.price, "currency": c.currency,
+        "stock": c.stock, "start_ms": start, "end_ms": end,
+    });
     let mut set = |k: &str, v: Value| body[k] = v;
     if let Some(s) = c.shards {
         set("shards", json!(s));
@@ -494,6 +506,9 @@ fn create_body(c: &Create, start: u64, end: u64) -> Value {
     }
     if let Some(m) = c.multiplier {
         set("admission_multiplier", json!(m));
+    }
+    if let Some(d) = c.pow_difficulty {
+        set("pow_difficulty", json!(d));
     }
     if let Some(t) = c.payment_timeout {
         set("payment_timeout_s", json!(t.as_secs()));

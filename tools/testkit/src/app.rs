@@ -63,6 +63,10 @@ pub struct TestAppBuilder<'a> {
     instance_wait: Duration,
 }
 
+/// The proof of work the test events ask by default: none, so a test may ask for admission
+/// without solving; the gate's own tests set a difficulty.
+pub const TEST_POW_DIFFICULTY: u32 = 0;
+
 /// How long a test app's requests may wait for an instance slot by default: far beyond any
 /// test's queue, so that a test's outcome never depends on the machine's speed. Shedding has a
 /// test of its own ([`TestAppBuilder::instance_wait`]).
@@ -296,8 +300,11 @@ impl TestApp {
             .duration_since(std::time::UNIX_EPOCH)?
             .as_millis() as u64;
         let mut body = serde_json::json!({
-            "sku": format!("sku-{id}"), "stock": 10, "shards": 4,
+            "sku": format!("sku-{id}"), "unit_amount": 1999, "currency": "eur",
+            "stock": 10, "shards": 4,
             "start_ms": now - 1_000, "end_ms": now + 3_600_000, "user_rate": 0,
+            // The buyers all come from 127.0.0.1: no per-address limit unless a test asks.
+            "pow_difficulty": TEST_POW_DIFFICULTY, "admission_addr_rate": 0,
         });
         for (k, v) in config.as_object().cloned().unwrap_or_default() {
             body[k] = v;
@@ -354,6 +361,47 @@ impl TestApp {
         Ok(resp)
     }
 
+    /// A proof-of-work challenge for `user`, solved as a client solves it: the challenge's
+    /// JSON body (`challenge`, `nonce`) for the admission route, or the refusal.
+    pub async fn solved_challenge(
+        &self,
+        event: &str,
+        user: &str,
+    ) -> Result<Result<Value, (u16, Value)>> {
+        let (status, body) = self
+            .call(
+                reqwest::Method::POST,
+                &self.sale_path(event, "admission/challenge"),
+                Some(&jwt_for(user)),
+                None,
+            )
+            .await?;
+        if status != 200 {
+            return Ok(Err((status, body)));
+        }
+        let challenge = body["challenge"].as_str().unwrap_or_default();
+        let difficulty = body["difficulty"].as_u64().unwrap_or(0) as u32;
+        let nonce = crate::pow::solve(challenge, difficulty);
+        Ok(Ok(
+            serde_json::json!({ "challenge": challenge, "nonce": nonce }),
+        ))
+    }
+
+    /// Admission as the storefront asks it: a challenge, solved, then the admission route.
+    pub async fn admission(&self, event: &str, user: &str) -> Result<(u16, Value)> {
+        let solution = match self.solved_challenge(event, user).await? {
+            Ok(solution) => solution,
+            Err(refused) => return Ok(refused),
+        };
+        self.call(
+            reqwest::Method::POST,
+            &self.sale_path(event, "admission"),
+            Some(&jwt_for(user)),
+            Some(&solution),
+        )
+        .await
+    }
+
     /// A buyer's whole way in: admission token, then precheck. Returns the purchase token, or
     /// the failing step's status and body.
     pub async fn admit_and_precheck(
@@ -362,14 +410,7 @@ impl TestApp {
         user: &str,
     ) -> Result<Result<String, (u16, Value)>> {
         let jwt = jwt_for(user);
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                &self.sale_path(event, "admission"),
-                Some(&jwt),
-                None,
-            )
-            .await?;
+        let (status, body) = self.admission(event, user).await?;
         if status != 200 {
             return Ok(Err((status, body)));
         }
@@ -389,6 +430,34 @@ impl TestApp {
             .as_str()
             .unwrap_or_default()
             .to_owned()))
+    }
+
+    /// The payment provider, delivering its webhooks to this app.
+    pub fn provider(&self) -> crate::Provider {
+        crate::Provider::new(
+            self.http.clone(),
+            format!("{}/api/payments/webhook", self.base_url),
+            crate::PAYMENT_WEBHOOK_SECRET,
+        )
+    }
+
+    /// `user` pays `order` of `event` as a buyer does: the pay route starts the payment, the
+    /// provider charges it and confirms it by webhook. Returns the pay route's refusal, or the
+    /// webhook's answer (`outcome`).
+    pub async fn pay(&self, event: &str, user: &str, order: &str) -> Result<(u16, Value)> {
+        let (status, payment) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/events/{event}/orders/{order}/pay"),
+                Some(&jwt_for(user)),
+                None,
+            )
+            .await?;
+        if status != 200 || payment["status"] != "pending" {
+            return Ok((status, payment));
+        }
+        let delivered = self.provider().pay(&payment).await?;
+        Ok((delivered.status, delivered.body))
     }
 
     /// A buy with a purchase token.

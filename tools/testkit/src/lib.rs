@@ -8,6 +8,8 @@
 //! - [`host_process`] — the host binary as a child process (signals, exit status, log lines);
 //! - `manifests` — which manifest to serve and its variables ([`app_vars`], [`over_nodes`], …);
 //! - `auth` — the test secrets and [`jwt_for`]; `tls` — [`TestCa`];
+//! - [`pow`] — the client's side of the admission gate's proof of work;
+//! - [`provider`] — the payment provider's side: charges, signed webhooks, redeliveries;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
 //! - `record` — the API exchange recorder behind the OpenAPI check;
 //! - `support` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness;
@@ -21,6 +23,8 @@ mod auth;
 pub mod host_process;
 mod manifests;
 mod pg_server;
+pub mod pow;
+pub mod provider;
 mod record;
 mod redis_server;
 pub mod rest_facade;
@@ -29,13 +33,14 @@ mod support;
 mod tls;
 mod transport;
 
-pub use app::{TestApp, TestAppBuilder};
+pub use app::{TEST_POW_DIFFICULTY, TestApp, TestAppBuilder};
 pub use auth::{ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, jwt_for};
 pub use manifests::{
     app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,
     product_manifest,
 };
 pub use pg_server::PgServer;
+pub use provider::{PAYMENT_WEBHOOK_SECRET, Provider};
 pub use redis_server::{Monitor, RedisServer};
 pub use support::{free_port, repo_root};
 pub use tls::TestCa;

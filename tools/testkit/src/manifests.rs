@@ -39,6 +39,10 @@ pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String
         ("jwt_secret", JWT_SECRET.into()),
         ("admission_secret", ADMISSION_SECRET.into()),
         ("admin_token", ADMIN_TOKEN.into()),
+        (
+            "payment_webhook_secrets",
+            crate::provider::PAYMENT_WEBHOOK_SECRET.into(),
+        ),
     ]
 }
 

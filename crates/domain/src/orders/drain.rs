@@ -313,8 +313,8 @@ impl From<StaleOrFailed> for Error {
 /// to `held` in one update. The ledger's CHECK makes a Postgres oversell impossible.
 const INSERT_BATCH: &str = "
 WITH new AS (
-    INSERT INTO orders (order_id, event_id, user_id, shard, seq, status, created_ms, confirmed_ms, pay_deadline_ms)
-    SELECT o, $1, u, s::integer, q, 'pending_payment', c, $6::bigint, c + $7::bigint * 1000
+    INSERT INTO orders (order_id, event_id, user_id, shard, seq, status, created_ms, confirmed_ms, pay_deadline_ms, amount, currency)
+    SELECT o, $1, u, s::integer, q, 'pending_payment', c, $6::bigint, c + $7::bigint * 1000, $9::bigint, $10::text
     FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $8::bigint[]) AS t(o, u, s, q, c)
     ON CONFLICT DO NOTHING
     RETURNING 1
@@ -363,6 +363,8 @@ fn write_batch(
                 P::Int64(now_ms as i64),
                 P::Int64(facts.payment_timeout_s),
                 nums(&|e| e.created_ms),
+                P::Int64(facts.unit_amount),
+                s(&facts.currency),
             ],
         )?;
         fault::trap(fault::Point::InTransaction);
@@ -437,6 +439,8 @@ mod tests {
                 "sku".into(),
                 100.into(),
                 900.into(),
+                1999.into(),
+                "eur".into(),
                 25.into(),
             ],
         )

@@ -1,9 +1,11 @@
-//! Orders after the buy: the drain into Postgres, payment, timeout release and reconciliation.
+//! Orders after the buy: the drain into Postgres, payment (started by the buyer, confirmed by
+//! the provider), timeout release and reconciliation.
 //! Postgres is the record; Redis mirrors each order's state for poll.
 //!
 //! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
 //! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
 
+mod confirm;
 mod drain;
 pub mod fault;
 mod pay;
@@ -11,8 +13,9 @@ mod reconcile;
 mod release;
 mod repeat;
 
+pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm};
 pub use drain::{DrainOptions, DrainReport, catch_up, drain};
-pub use pay::{Paid, pay};
+pub use pay::{Payment, PaymentStatus, start_payment};
 pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
 pub use release::{ReleaseReport, release_expired};
 pub use repeat::{JobReport, Repeated, repeat_for};

@@ -1,170 +1,235 @@
-//! Payment: a compare-and-set in Postgres, then the final state mirrored in Redis.
+//! Starting a payment: the buyer's pay route records what is owed (amount, currency, deadline)
+//! and tells the storefront what to hand the payment provider. Nothing here marks anything
+//! paid: only the provider's signed confirmation does ([`super::confirm`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{int, mirror, s, text, transaction};
+use super::{int, s, text, transaction};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
-use crate::ids::OrderId;
-use crate::nodes::Nodes;
-use crate::scripts::set_order_status::Final;
-use crate::sql::{Param as P, Sql};
-use crate::store::Store;
+use crate::ids::{self, OrderId};
+use crate::sql::{Cell, Param as P, Sql};
 
-/// The outcome of `pay`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Paid {
-    /// The order.
-    pub order_id: String,
-    /// Always `paid`.
-    pub status: &'static str,
+/// Where a payment stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentStatus {
+    /// Waiting for the provider's confirmation.
+    Pending,
+    /// Confirmed in time: the order is paid.
+    Succeeded,
+    /// Confirmed too late or for another amount: the order was not paid by it, and the money
+    /// goes back (an operator's job).
+    RefundDue,
 }
 
-/// Marks an order paid, by compare-and-set from `pending_payment` before its deadline. An
-/// order that expired (or whose deadline passed) is refused with 409: never paid and released.
-pub fn pay<S: Store>(
-    nodes: &Nodes<S>,
+impl PaymentStatus {
+    /// As stored in `payments.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Pending => "pending",
+            PaymentStatus::Succeeded => "succeeded",
+            PaymentStatus::RefundDue => "refund_due",
+        }
+    }
+
+    pub(super) fn parse(raw: &str) -> Result<Self, crate::sql::DbError> {
+        Ok(match raw {
+            "pending" => PaymentStatus::Pending,
+            "succeeded" => PaymentStatus::Succeeded,
+            "refund_due" => PaymentStatus::RefundDue,
+            other => {
+                return Err(crate::sql::DbError::unexpected(format!(
+                    "payment status {other:?}"
+                )));
+            }
+        })
+    }
+}
+
+/// A payment, as the buyer's pay route answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Payment {
+    /// Ours: the storefront hands it to the provider as `metadata.payment_id`.
+    pub payment_id: String,
+    /// The order it pays.
+    pub order_id: String,
+    /// Where it stands.
+    pub status: PaymentStatus,
+    /// What is owed, in the currency's smallest unit.
+    pub amount: i64,
+    /// Lowercase ISO 4217.
+    pub currency: String,
+    /// The provider's confirmation must arrive before this (Unix ms): the order's deadline.
+    pub deadline_ms: i64,
+    /// The provider's hosted checkout for this payment, when the deployment names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout_url: Option<String>,
+}
+
+/// Starts the payment of `order_id` (the caller's), or returns the one already started: one
+/// payment per order. An order past its deadline is refused with 409 `order_expired`; a paid
+/// one answers its succeeded payment.
+pub fn start_payment(
     db: &impl Sql,
     event: &EventId,
     user: &str,
     order_id: &OrderId,
+    checkout_url: Option<&str>,
     now_ms: u64,
-) -> Result<Paid, Error> {
-    let order_id = order_id.as_str();
-    let key = [s(order_id), s(event.as_str()), s(user)];
-    let mut params = key.to_vec();
-    params.push(P::Int64(now_ms as i64));
-    // One transaction, committed before the answer: a 200 means the payment is in Postgres.
-    // Returns the order's shard: its state is mirrored in that shard's slot.
-    let shard = transaction(db, || {
-        let updated = db.query(
-            "UPDATE orders SET status = 'paid', paid_ms = $4
-                 WHERE order_id = $1 AND event_id = $2 AND user_id = $3
-                   AND status = 'pending_payment' AND pay_deadline_ms > $4
-                 RETURNING shard::bigint",
-            &params,
-        )?;
-        if let Some(row) = updated.rows.first() {
-            return Ok(int(row, 0)?);
-        }
-        let rows = db.query(
-            "SELECT status, shard::bigint FROM orders
-                 WHERE order_id = $1 AND event_id = $2 AND user_id = $3",
+) -> Result<Payment, Error> {
+    let key = [s(order_id.as_str()), s(event.as_str()), s(user)];
+    let mut payment = transaction(db, || {
+        let order = db.query(
+            "SELECT status, pay_deadline_ms, amount, currency FROM orders
+                 WHERE order_id = $1 AND event_id = $2 AND user_id = $3 FOR UPDATE",
             &key,
         )?;
-        let row = rows.rows.first();
-        let status = row.map(|r| text(r, 0)).transpose()?;
-        match status.as_deref() {
-            Some("paid") => Ok(int(row.expect("a status has its row"), 1)?),
-            Some("pending_payment" | "expired") => Err(Error::refused(
+        let Some(row) = order.rows.first() else {
+            return Err(Error::refused(
+                ErrorCode::OrderNotFound,
+                "no such order of yours (a new order takes a moment to be confirmed)",
+            ));
+        };
+        let (status, deadline) = (text(row, 0)?, int(row, 1)?);
+        let open = status == "pending_payment" && deadline > now_ms as i64;
+        if open {
+            db.execute(
+                "INSERT INTO payments (payment_id, order_id, event_id, user_id, amount, currency,
+                                       created_ms, deadline_ms, status)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')
+                 ON CONFLICT (order_id) DO NOTHING",
+                &[
+                    s(&format!("pay_{}", ids::random_hex(16))),
+                    s(order_id.as_str()),
+                    s(event.as_str()),
+                    s(user),
+                    P::Int64(int(row, 2)?),
+                    s(&text(row, 3)?),
+                    P::Int64(now_ms as i64),
+                    P::Int64(deadline),
+                ],
+            )?;
+        }
+        let found = db.query(
+            "SELECT payment_id, status, amount, currency, deadline_ms FROM payments
+                 WHERE order_id = $1",
+            &[s(order_id.as_str())],
+        )?;
+        match found.rows.first() {
+            // A payment already confirmed (or owing a refund) is answered as it stands.
+            Some(p) if open || !matches!(p.get(1), Some(Cell::Str(s)) if s == "pending") => {
+                Ok(Payment {
+                    payment_id: text(p, 0)?,
+                    order_id: order_id.as_str().to_owned(),
+                    status: PaymentStatus::parse(&text(p, 1)?)?,
+                    amount: int(p, 2)?,
+                    currency: text(p, 3)?,
+                    deadline_ms: int(p, 4)?,
+                    checkout_url: None,
+                })
+            }
+            _ => Err(Error::refused(
                 ErrorCode::OrderExpired,
                 "the payment window has closed",
             )),
-            Some(other) => Err(Error::refused(
-                ErrorCode::Conflict,
-                format!("order is {other}"),
-            )),
-            None => Err(Error::refused(
-                ErrorCode::OrderNotFound,
-                "no such order of yours (a new order takes a moment to be confirmed)",
-            )),
         }
     })?;
-    let shard = u32::try_from(shard).map_err(Error::bug)?;
-    mirror(nodes, event, shard, Final::Paid, &[order_id.to_owned()])?;
-    Ok(Paid {
-        order_id: order_id.to_owned(),
-        status: "paid",
-    })
+    if payment.status == PaymentStatus::Pending {
+        payment.checkout_url = checkout_url.map(|base| checkout_link(base, &payment));
+    }
+    Ok(payment)
+}
+
+/// The provider's hosted checkout for `payment`: its reference, amount and currency in the query
+/// (ids, digits and letters only: nothing to escape).
+fn checkout_link(base: &str, payment: &Payment) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!(
+        "{base}{sep}payment_id={}&amount={}&currency={}",
+        payment.payment_id, payment.amount, payment.currency
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scripts::SET_ORDER_STATUS;
-    use crate::sql::{Cell, DbError};
-    use crate::testing::{FakeSql, FakeStore, Outcome};
+    use crate::testing::{FakeSql, Outcome};
 
-    fn pay_o1(store: &FakeStore, db: &FakeSql) -> Result<Paid, Error> {
-        let order = OrderId::parse("0abc").unwrap();
-        pay(
-            &Nodes::one(store),
+    fn start(db: &FakeSql) -> Result<Payment, Error> {
+        start_payment(
             db,
             &EventId::parse("e1").unwrap(),
             "u1",
-            &order,
+            &OrderId::parse("0abc").unwrap(),
+            Some("https://pay.example/checkout"),
             1_000,
         )
     }
 
-    fn status_row(status: &str) -> Outcome {
-        Outcome::Rows(vec![vec![Cell::Str(status.to_owned()), Cell::Int64(3)]])
+    fn order(status: &str, deadline: i64) -> Outcome {
+        Outcome::Rows(vec![vec![
+            Cell::Str(status.into()),
+            Cell::Int64(deadline),
+            Cell::Int64(1999),
+            Cell::Str("eur".into()),
+        ]])
+    }
+
+    fn payment(status: &str) -> Outcome {
+        Outcome::Rows(vec![vec![
+            Cell::Str("pay_1".into()),
+            Cell::Str(status.into()),
+            Cell::Int64(1999),
+            Cell::Str("eur".into()),
+            Cell::Int64(5_000),
+        ]])
     }
 
     #[test]
-    fn a_payment_commits_then_mirrors_the_paid_state_in_redis() {
-        let db = FakeSql::default().then(Outcome::Rows(vec![vec![Cell::Int64(3)]]));
-        let store =
-            FakeStore::holding_every_script().answers(&SET_ORDER_STATUS, &[0.into(), 0.into()]);
-        let paid = pay_o1(&store, &db).unwrap();
-        assert_eq!((paid.order_id.as_str(), paid.status), ("0abc", "paid"));
-        assert_eq!(db.verbs(), ["BEGIN", "UPDATE", "COMMIT"]);
-        assert_eq!(store.calls.borrow()[0].args, ["paid", "0abc"]);
+    fn an_open_order_gets_a_pending_payment_and_a_checkout_never_a_paid_order() {
+        let db = FakeSql::default()
+            .then(order("pending_payment", 5_000))
+            .then(Outcome::Changed(1))
+            .then(payment("pending"));
+        let p = start(&db).unwrap();
+        assert_eq!(
+            (p.status, p.amount, p.deadline_ms),
+            (PaymentStatus::Pending, 1999, 5_000)
+        );
+        assert_eq!(
+            p.checkout_url.as_deref(),
+            Some("https://pay.example/checkout?payment_id=pay_1&amount=1999&currency=eur")
+        );
+        assert_eq!(
+            db.verbs(),
+            ["BEGIN", "SELECT", "INSERT", "SELECT", "COMMIT"]
+        );
         assert!(
-            store.calls.borrow()[0].keys[0].starts_with("{sk:e1/3}"),
-            "the order's shard"
+            db.statements().iter().all(|s| !s.contains("'paid'")),
+            "starting a payment never marks anything paid"
         );
     }
 
     #[test]
-    fn paying_twice_is_still_paid() {
+    fn a_paid_order_answers_its_payment_and_an_expired_one_is_409() {
         let db = FakeSql::default()
-            .then(Outcome::Rows(vec![]))
-            .then(status_row("paid"));
-        let store =
-            FakeStore::holding_every_script().answers(&SET_ORDER_STATUS, &[0.into(), 0.into()]);
-        assert!(pay_o1(&store, &db).is_ok());
-    }
-
-    #[test]
-    fn a_late_payment_is_refused_rolled_back_and_never_mirrored() {
-        for status in ["pending_payment", "expired"] {
+            .then(order("paid", 5_000))
+            .then(payment("succeeded"));
+        let p = start(&db).unwrap();
+        assert_eq!((p.status, p.checkout_url), (PaymentStatus::Succeeded, None));
+        for (status, deadline) in [("expired", 5_000), ("pending_payment", 1_000)] {
             let db = FakeSql::default()
-                .then(Outcome::Rows(vec![]))
-                .then(status_row(status));
-            let store = FakeStore::holding_every_script();
-            let e = pay_o1(&store, &db).unwrap_err();
-            assert_eq!(e.code(), ErrorCode::OrderExpired, "{status}");
-            assert_eq!(db.verbs(), ["BEGIN", "UPDATE", "SELECT", "ROLLBACK"]);
-            assert!(store.calls.borrow().is_empty());
+                .then(order(status, deadline))
+                .then(payment("pending"));
+            assert_eq!(start(&db).unwrap_err().code(), ErrorCode::OrderExpired);
         }
     }
 
     #[test]
     fn someone_elses_or_an_unknown_order_is_not_found() {
-        let db = FakeSql::default()
-            .then(Outcome::Rows(vec![]))
-            .then(Outcome::Rows(vec![]));
-        let e = pay_o1(&FakeStore::holding_every_script(), &db).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::OrderNotFound);
-    }
-
-    #[test]
-    fn a_status_of_the_wrong_type_is_a_bug_not_a_missing_order() {
-        let db = FakeSql::default()
-            .then(Outcome::Rows(vec![]))
-            .then(Outcome::Rows(vec![vec![Cell::Int64(3)]]));
-        let e = pay_o1(&FakeStore::holding_every_script(), &db).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::Internal);
-    }
-
-    #[test]
-    fn a_lost_database_is_unavailable() {
-        let db = FakeSql::default().then_fail(DbError {
-            connection: true,
-            message: "connection closed".into(),
-        });
-        let e = pay_o1(&FakeStore::holding_every_script(), &db).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::Unavailable);
+        let db = FakeSql::default().then(Outcome::Rows(vec![]));
+        assert_eq!(start(&db).unwrap_err().code(), ErrorCode::OrderNotFound);
+        assert_eq!(db.verbs(), ["BEGIN", "SELECT", "ROLLBACK"]);
     }
 }

@@ -205,20 +205,66 @@ fn a_poll_passes_how_often_a_poll_may_be_elected_to_drain() {
     assert_eq!(store.calls.borrow()[0].args, ["u1", "250", &home_hash]);
 }
 
-#[test]
-fn a_lottery_registration_is_not_an_admission_token() {
-    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[code::REGISTERED.into()]);
-    let admission = issue_token(&Nodes::one(&store), &event(), SHARDS, "u1", b"secret").unwrap();
-    assert_eq!(admission, Admission::Registered);
+const NOW_MS: u64 = 1_764_000_000_000;
+
+fn admit(store: &FakeStore, solution: Option<&Solution>) -> Result<Admission, Error> {
+    issue_token(
+        &Nodes::one(store),
+        &event(),
+        SHARDS,
+        "u1",
+        "10.0.0.1",
+        solution,
+        b"secret",
+        NOW_MS,
+    )
 }
 
 #[test]
-fn an_admitted_user_gets_a_token_precheck_accepts() {
-    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[Reply::Int(code::OK)]);
-    let Admission::Admitted { admission_token } =
-        issue_token(&Nodes::one(&store), &event(), SHARDS, "u1", b"secret").unwrap()
-    else {
+fn a_lottery_registration_is_not_an_admission_token() {
+    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[code::REGISTERED.into()]);
+    assert_eq!(admit(&store, None).unwrap(), Admission::Registered);
+}
+
+#[test]
+fn an_admitted_user_gets_a_token_of_the_events_admission_version_precheck_accepts() {
+    let end_ms = NOW_MS + 60_000;
+    let store = FakeStore::holding_every_script().answers(
+        &ISSUE_TOKEN,
+        &[Reply::Int(code::OK), "0v7".into(), (end_ms as i64).into()],
+    );
+    let Admission::Admitted { admission_token } = admit(&store, None).unwrap() else {
         panic!("not admitted");
     };
-    auth::verify_admission(b"secret", "e1", "u1", &admission_token).unwrap();
+    let terms =
+        auth::verify_admission(b"secret", "e1", "u1", &admission_token, NOW_MS / 1000).unwrap();
+    assert_eq!(terms.version, "0v7");
+    assert_eq!(terms.expires_s, end_ms / 1000 + auth::ADMISSION_GRACE_S);
+}
+
+#[test]
+fn a_solved_challenge_reaches_the_script_with_its_difficulty_and_a_forged_one_never_does() {
+    let challenge = pow::issue(b"secret", "e1", "u1", 6, NOW_MS);
+    let solution = Solution {
+        nonce: pow::solve(&challenge),
+        challenge: challenge.challenge.clone(),
+    };
+    let store = FakeStore::holding_every_script().answers(&ISSUE_TOKEN, &[code::REGISTERED.into()]);
+    admit(&store, Some(&solution)).unwrap();
+    {
+        let calls = store.calls.borrow();
+        let home_hash = crate::ids::home_hash("e1", "u1").to_string();
+        assert_eq!(calls[0].args[..3], ["u1", home_hash.as_str(), "6"]);
+        assert_eq!(calls[0].args[3], pow::CHALLENGE_TTL_MS.to_string());
+        assert!(calls[0].keys[6].ends_with(":rl:addr:10.0.0.1"));
+        assert!(calls[0].keys[7].contains(":pow:"));
+    }
+    let forged = Solution {
+        nonce: solution.nonce.clone(),
+        challenge: pow::issue(b"other", "e1", "u1", 6, NOW_MS).challenge,
+    };
+    let store = FakeStore::holding_every_script();
+    let e = admit(&store, Some(&forged)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::BadChallenge);
+    assert!(store.calls.borrow().is_empty(), "refused before Redis");
 }

@@ -6,8 +6,8 @@ use crate::keys::EventKeys;
 use crate::store::Store;
 
 /// The facts a drain needs, handed out with the lease: the fencing token (larger for every
-/// new holder), the event's sku, the units put on sale, the seconds a buyer has to pay, and
-/// the units the shard holds now.
+/// new holder), the event's sku, the units put on sale, the seconds a buyer has to pay, the
+/// price (amount and currency), and the units the shard holds now.
 pub type Lease = OkReply;
 
 /// What a claim got.

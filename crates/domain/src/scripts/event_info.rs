@@ -29,6 +29,14 @@ pub struct EventInfo {
     pub sold_out: bool,
     /// Stock shards: buyers send it (`?shards=`), so each request goes straight home.
     pub shards: u32,
+    /// The price of a unit, in the currency's smallest unit.
+    pub unit_amount: u64,
+    /// Lowercase ISO 4217.
+    pub currency: String,
+    /// Admission opens (server time in ms; 0: open).
+    pub admission_opens_ms: u64,
+    /// The admission's proof of work (leading zero bits).
+    pub pow_difficulty: u32,
 }
 
 /// Runs it.
@@ -50,5 +58,9 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<EventInfo, ScriptError> 
         warmed: ok.warmed,
         sold_out: ok.sold_out,
         shards: ok.shards,
+        unit_amount: ok.unit_amount,
+        currency: ok.currency,
+        admission_opens_ms: ok.admission_opens_ms,
+        pow_difficulty: ok.pow_difficulty,
     })
 }

@@ -5,6 +5,7 @@
 //! and computes each SHA1. One module per script, mini-redis style: which keys and arguments
 //! (by name), and the reply read front to back through a [`Reader`] — no positions by hand.
 
+pub mod admission_terms;
 pub mod buy;
 pub mod deny;
 pub mod drain_claim;
@@ -88,6 +89,20 @@ pub enum Refusal {
     NotSelected,
     /// The change conflicts with the event's state.
     Conflict,
+    /// Admission has not opened yet.
+    NotOpen {
+        /// Until it opens.
+        wait_ms: u64,
+    },
+    /// The admission's proof of work is missing or below the event's difficulty.
+    ChallengeRequired {
+        /// The difficulty asked now.
+        difficulty: u32,
+    },
+    /// The solved challenge was used already.
+    ChallengeUsed,
+    /// The admission token names an earlier version of the event's admission.
+    StaleAdmission,
     /// The request reached a shard's slot that is not the user's home (see
     /// [`crate::sharded`]); changed nothing.
     WrongShard {
@@ -116,6 +131,10 @@ impl Refusal {
             code::NOT_SELECTED => Refusal::NotSelected,
             code::CONFLICT => Refusal::Conflict,
             code::WRONG_SHARD => Refusal::WrongShard { shards: 0 },
+            code::NOT_OPEN => Refusal::NotOpen { wait_ms: 0 },
+            code::CHALLENGE_REQUIRED => Refusal::ChallengeRequired { difficulty: 0 },
+            code::CHALLENGE_USED => Refusal::ChallengeUsed,
+            code::STALE_ADMISSION => Refusal::StaleAdmission,
             _ => return None,
         })
     }
@@ -236,6 +255,12 @@ impl Reader {
             },
             Some(Refusal::WrongShard { .. }) => Refusal::WrongShard {
                 shards: self.next_u32()?,
+            },
+            Some(Refusal::NotOpen { .. }) => Refusal::NotOpen {
+                wait_ms: self.next_int()?.max(0) as u64,
+            },
+            Some(Refusal::ChallengeRequired { .. }) => Refusal::ChallengeRequired {
+                difficulty: self.next_u32()?,
             },
             Some(refusal) => refusal,
             None => {

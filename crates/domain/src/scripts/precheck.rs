@@ -1,5 +1,5 @@
 //! `lua/precheck.lua`: the gate before buy — window and switches, deny lists, one per user,
-//! the user's bucket — then a one-time purchase token, replacing any earlier one.
+//! the admission token's version, the user's bucket — then a one-time purchase token, replacing any earlier one.
 
 use super::ScriptError;
 use super::precheck_contract::{Args, Keys, OkReply, call_ok};
@@ -12,6 +12,7 @@ pub fn run(
     k: &EventKeys,
     user: &str,
     client_addr: &str,
+    admission_version: &str,
     token: &str,
     home_hash: u64,
 ) -> Result<u64, ScriptError> {
@@ -29,6 +30,7 @@ pub fn run(
     let args = Args {
         user: user.to_owned(),
         client_addr: client_addr.to_owned(),
+        admission_version: admission_version.to_owned(),
         purchase_token: token.to_owned(),
         home_hash: home_hash.to_string(),
     };

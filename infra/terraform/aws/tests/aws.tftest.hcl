@@ -63,9 +63,10 @@ variables {
   redis_password    = "test-redis-password-0123456789"
   postgres_password = "test-postgres-password-0123"
   secrets = {
-    jwt_secret       = "test-jwt-secret-test-jwt-secret-0000"
-    admission_secret = "test-admission-secret-test-admission"
-    admin_token      = "test-admin-token-test-admin-token-00"
+    jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
+    admission_secret        = "test-admission-secret-test-admission"
+    admin_token             = "test-admin-token-test-admin-token-00"
+    payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
   }
 }
 
@@ -209,7 +210,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -226,8 +227,8 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
     error_message = "IMDSv2 only"
   }
   assert {
-    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 5
-    error_message = "the instances may read the five secret variables, and nothing else"
+    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
+    error_message = "the instances may read the six secret variables, and nothing else"
   }
   assert {
     condition     = length(jsondecode(aws_iam_role_policy.app.policy).Statement) == 1
@@ -323,14 +324,14 @@ run "seckill_host_runtime" {
   }
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
   }
   assert {
-    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 5
-    error_message = "the same network and permissions as under Spin: no metrics port open, the five secrets readable"
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
+    error_message = "the same network and permissions as under Spin: no metrics port open, the six secrets readable"
   }
 }
 
@@ -430,7 +431,7 @@ run "settings_reach_the_instances_as_one_variable" {
     error_message = "settings is in the SPIN_VARIABLE_* output"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"])
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"])
     error_message = "settings is not a secret"
   }
 }
@@ -497,7 +498,7 @@ run "secrets_are_sensitive" {
     error_message = "the non-secret outputs stay readable"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token"])
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"])
     error_message = "every variable spin.toml marks secret goes to Secrets Manager"
   }
 }

@@ -12,6 +12,8 @@ secrets = {
   jwt_secret       = "example-jwt-secret-example-jwt-secret-00"
   admission_secret = "example-admission-secret-example-admission"
   admin_token      = "example-admin-token-example-admin-token-0"
+  # The payment provider's webhook signing secret(s), comma-separated (Stripe's whsec_…).
+  payment_webhook_secrets = "whsec_example-webhook-secret-example-0"
 }
 
 # HTTPS on 443, HTTP redirected (an example ARN: plan does not look it up).

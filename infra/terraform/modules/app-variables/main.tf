@@ -62,6 +62,8 @@ locals {
     jwt_secret       = var.secrets.jwt_secret
     admission_secret = var.secrets.admission_secret
     admin_token      = var.secrets.admin_token
+    # Comma-separated: during a rotation the old and the new one both verify.
+    payment_webhook_secrets = var.secrets.payment_webhook_secrets
   }
 
   # The app's optional settings and their defaults (crates/spin-edge/src/config.rs, `Settings`):
@@ -76,11 +78,15 @@ locals {
     drain_max_deliveries  = "5"     # deliveries before an entry goes to the dead letters
     release_batch         = "1000"  # timeout release: orders / units per event per run
     demo_login            = "false" # "true": anyone may mint a buyer token (local trials only)
+    payment_checkout_url  = ""      # the payment provider's hosted checkout ("": none)
   }
-  # What each setting accepts: "true" or "false" where the default is one, else a whole number
-  # (at most 9 digits: every setting's type holds it). The app refuses anything else at run time.
+  # What each setting accepts: "true" or "false" where the default is one, a URL where it is ""
+  # (https, without a comma: commas separate the settings), else a whole number (at most 9
+  # digits: every setting's type holds it). The app refuses anything else at run time.
   setting_patterns = {
-    for k, d in local.setting_defaults : k => contains(["true", "false"], d) ? "^(true|false)$" : "^[0-9]{1,9}$"
+    for k, d in local.setting_defaults : k => (
+      d == "" ? "^(https://[^,\\s]+)?$" : contains(["true", "false"], d) ? "^(true|false)$" : "^[0-9]{1,9}$"
+    )
   }
   # name=value pairs in sorted name order, joined by commas ("" when none is given); only a
   # non-empty map sets the variable, an empty one leaves the manifest's default ("").

@@ -69,25 +69,30 @@ variable "postgres_password" {
 }
 
 variable "secrets" {
-  description = "The app's three secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens), admin_token (the operators' bearer secret)."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), admin_token (the operators' bearer secret), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one)."
   type = object({
-    jwt_secret       = string
-    admission_secret = string
-    admin_token      = string
+    jwt_secret              = string
+    admission_secret        = string
+    admin_token             = string
+    payment_webhook_secrets = string
   })
   sensitive = true
   validation {
     condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
     error_message = "Use at least 32 characters for each secret."
   }
+  validation {
+    condition     = alltrue([for s in split(",", var.secrets.payment_webhook_secrets) : length(trimspace(s)) >= 32])
+    error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."
+  }
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"). Rendered into the one Spin variable `settings`."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Rendered into the one Spin variable `settings`."
   type        = map(string)
   default     = {}
   validation {
     condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
   }
 }

@@ -99,16 +99,24 @@ struct Sale {
     addr: SocketAddr,
     shards: u32,
     rec: Shared,
+    /// The payment provider the payers pay through: it confirms each payment by webhook.
+    provider: Arc<seckill_testkit::Provider>,
 }
 
 impl Sale {
     /// A sale of an event of `shards` shards on the host at `addr`, whose recorder's clock
     /// starts now.
     fn new(addr: SocketAddr, shards: u32) -> Self {
+        let provider = seckill_testkit::Provider::new(
+            reqwest::Client::new(),
+            format!("http://{addr}/api/payments/webhook"),
+            seckill_testkit::PAYMENT_WEBHOOK_SECRET,
+        );
         Sale {
             addr,
             shards,
             rec: Arc::new(Mutex::new(Recorder::new())),
+            provider: Arc::new(provider),
         }
     }
 

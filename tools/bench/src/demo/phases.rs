@@ -92,7 +92,23 @@ impl Sale {
             let jwt = jwt_for(&user);
             let admission = self
                 .retrying("admission", i as u64, || async {
-                    let call = post(&self.hinted("admission"), &jwt, json!({}));
+                    // The storefront's way: a challenge, solved, then admission.
+                    let call = post(&self.hinted("admission/challenge"), &jwt, json!({}));
+                    let reply = self.ask("challenge", call).await;
+                    let Some(Reply {
+                        status: 200, body, ..
+                    }) = reply.as_ref()
+                    else {
+                        return match reply.as_ref().map(|r| r.status) {
+                            Some(503 | 429) | None => Step::later(reply.as_ref()),
+                            Some(_) => Step::Over,
+                        };
+                    };
+                    let challenge = body["challenge"].as_str().unwrap_or_default();
+                    let difficulty = body["difficulty"].as_u64().unwrap_or(0) as u32;
+                    let nonce = seckill_testkit::pow::solve(challenge, difficulty);
+                    let solution = json!({ "challenge": challenge, "nonce": nonce });
+                    let call = post(&self.hinted("admission"), &jwt, solution);
                     let reply = self.ask("admission", call).await;
                     match reply.as_ref().map(|r| r.status) {
                         Some(200) => Step::Done(
@@ -274,19 +290,33 @@ impl Sale {
         false
     }
 
-    /// Pays for `order`; `true` if the payment was accepted.
+    /// Pays for `order` as the storefront does: the pay route starts the payment, the buyer
+    /// pays at the provider, the provider confirms it by webhook; `true` if the order is paid.
     async fn pay(&self, seed: u64, buyer: &Admitted, order: &str) -> bool {
         let route = format!("orders/{order}/pay");
-        self.retrying("pay", seed, || async {
-            let reply = self.ask("pay", post(&route, &buyer.jwt, json!({}))).await;
-            match reply.as_ref().map(|r| r.status) {
-                Some(200) => Step::Done(()),
-                Some(503 | 429) | None => Step::later(reply.as_ref()),
-                Some(_) => Step::Over,
+        let payment = self
+            .retrying("pay", seed, || async {
+                let reply = self.ask("pay", post(&route, &buyer.jwt, json!({}))).await;
+                match reply.as_ref().map(|r| r.status) {
+                    Some(200) => Step::Done(reply.expect("answered").body),
+                    Some(503 | 429) | None => Step::later(reply.as_ref()),
+                    Some(_) => Step::Over,
+                }
+            })
+            .await;
+        let Some(payment) = payment else {
+            return false;
+        };
+        if payment["status"] == "succeeded" {
+            return true;
+        }
+        match self.provider.pay(&payment).await {
+            Ok(delivered) => delivered.body["outcome"] == "paid",
+            Err(e) => {
+                eprintln!("the provider could not confirm {order}: {e:#}");
+                false
             }
-        })
-        .await
-        .is_some()
+        }
     }
 
     /// Runs `attempt` at `endpoint` until it is done or over, backing off between tries as the

@@ -89,13 +89,20 @@ fn vars_value<'a>(vars: &'a [(&str, String)], name: &str) -> &'a str {
         .map_or("", |(_, v)| v.as_str())
 }
 
+/// The demo event's proof of work: 2^8 hashes per buyer, so one machine can solve for all.
+const DEMO_POW_DIFFICULTY: u32 = 8;
+
 /// Creates and warms up the event, to open 3 s from now (server time); returns its start.
 pub async fn create_event(addr: SocketAddr, args: &DemoArgs) -> Result<u64> {
     let start_ms = server_now_ms(addr).await? + 3_000;
     let config = json!({
-        "sku": "demo-phone", "stock": args.stock, "shards": args.shards, "start_ms": start_ms,
+        "sku": "demo-phone", "unit_amount": 79_900, "currency": "eur",
+        "stock": args.stock, "shards": args.shards, "start_ms": start_ms,
         "end_ms": start_ms + 600_000, "payment_timeout_s": args.payment_timeout_s,
         "user_rate": 2.0, "user_burst": 5,
+        // This machine solves every buyer's proof of work (each solves their own in a browser,
+        // 2^18 hashes by default), and they all come from one address.
+        "pow_difficulty": DEMO_POW_DIFFICULTY, "admission_addr_rate": 0,
     });
     let create = Call {
         method: Method::PUT,

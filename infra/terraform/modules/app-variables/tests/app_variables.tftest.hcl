@@ -6,9 +6,10 @@ variables {
   postgres          = { host = "db.example.com", database = "seckill", user = "app" }
   postgres_password = "s3cret&?"
   secrets = {
-    jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
-    admission_secret = "admission-secret-admission-secret-0"
-    admin_token      = "admin-token-admin-token-admin-token-"
+    jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+    admission_secret        = "admission-secret-admission-secret-0"
+    admin_token             = "admin-token-admin-token-admin-token-"
+    payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
   }
 }
 
@@ -40,8 +41,12 @@ run "one_node_over_tls" {
     error_message = "every variable is offered as SPIN_VARIABLE_<NAME>"
   }
   assert {
-    condition     = length(output.environment) == 7
-    error_message = "the seven variables spin.toml needs from a deployment"
+    condition     = output.environment["SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS"] == var.secrets.payment_webhook_secrets
+    error_message = "the payment provider's webhook signing secrets are offered as SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS"
+  }
+  assert {
+    condition     = length(output.environment) == 8
+    error_message = "the eight variables spin.toml needs from a deployment"
   }
   assert {
     condition     = output.settings == "" && length(output.settings_variable) == 0 && !contains(keys(output.spin_variables), "settings")
@@ -183,9 +188,43 @@ run "short_secrets_are_refused" {
 
   variables {
     secrets = {
-      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
-      admission_secret = "admission-secret-admission-secret-0"
-      admin_token      = "short"
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      admin_token             = "short"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "webhook_secrets_rotate_as_a_list" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      admin_token             = "admin-token-admin-token-admin-token-"
+      payment_webhook_secrets = "whsec_old-webhook-secret-old-webhook-00,whsec_new-webhook-secret-new-webhook-00"
+    }
+  }
+
+  assert {
+    condition     = output.spin_variables.payment_webhook_secrets == "whsec_old-webhook-secret-old-webhook-00,whsec_new-webhook-secret-new-webhook-00"
+    error_message = "during a rotation both signing secrets travel, comma-separated"
+  }
+}
+
+run "a_short_webhook_secret_in_the_list_is_refused" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      admin_token             = "admin-token-admin-token-admin-token-"
+      payment_webhook_secrets = "whsec_old-webhook-secret-old-webhook-00,whsec_x"
     }
   }
 
@@ -251,7 +290,7 @@ run "settings_render_as_one_variable" {
     error_message = "the one Spin variable settings, for a root to pass in the clear"
   }
   assert {
-    condition     = output.environment["SPIN_VARIABLE_SETTINGS"] == output.settings && output.spin_variables.settings == output.settings && length(output.environment) == 8
+    condition     = output.environment["SPIN_VARIABLE_SETTINGS"] == output.settings && output.spin_variables.settings == output.settings && length(output.environment) == 9
     error_message = "settings is offered with the other variables, as SPIN_VARIABLE_SETTINGS"
   }
   assert {
@@ -259,8 +298,8 @@ run "settings_render_as_one_variable" {
     error_message = "the settings are not secret"
   }
   assert {
-    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "release_batch"]
-    error_message = "the seven settings of the app (crates/spin-edge/src/config.rs)"
+    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_checkout_url", "release_batch"]
+    error_message = "the eight settings of the app (crates/spin-edge/src/config.rs)"
   }
 }
 
@@ -276,13 +315,34 @@ run "every_setting_at_once" {
       drain_max_deliveries  = "3"
       release_batch         = "10"
       demo_login            = "true"
+      payment_checkout_url  = "https://pay.example.com/checkout?shop=seckill"
     }
   }
 
   assert {
-    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,release_batch=10"
+    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,payment_checkout_url=https://pay.example.com/checkout?shop=seckill,release_batch=10"
     error_message = "every setting, sorted by name"
   }
+}
+
+run "a_checkout_url_with_a_comma_is_refused" {
+  command = plan
+
+  variables {
+    settings = { payment_checkout_url = "https://pay.example.com/checkout?a=1,b=2" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "a_checkout_url_is_https" {
+  command = plan
+
+  variables {
+    settings = { payment_checkout_url = "http://pay.example.com/checkout" }
+  }
+
+  expect_failures = [var.settings]
 }
 
 run "an_unknown_setting_is_refused" {
