@@ -59,8 +59,15 @@ fn sell(
     for i in 0..users {
         let user = format!("{}-u{i}", event.as_str());
         let admission = auth::admission_token(SECRET, event.as_str(), &user);
-        let Ok(token) = sale::precheck(nodes, event, 4, &user, "127.0.0.1", &admission, SECRET)
-        else {
+        let Ok(token) = sale::precheck(
+            nodes,
+            event,
+            4,
+            &user,
+            "127.0.0.1".parse().ok(),
+            &admission,
+            SECRET,
+        ) else {
             continue; // sold out
         };
         // A tail that found its candidates empty says "try again": the buyer does.

@@ -405,7 +405,7 @@ impl Ev {
             &self.id,
             self.shards,
             user,
-            addr,
+            Some(addr.parse().expect("an IP address")),
             &admission,
             ADMISSION_SECRET.as_bytes(),
         )

@@ -96,7 +96,7 @@ fn purchase_token(
         event,
         shards,
         user,
-        "10.0.0.1",
+        "10.0.0.1".parse().ok(),
         &admission_token,
         SECRET,
     )?;
@@ -118,7 +118,15 @@ fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Resu
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         other => bail!("{user}: admission {other:?}"),
     };
-    let token = match sale::precheck(nodes, event, shards, user, "10.0.0.1", &admission, SECRET) {
+    let token = match sale::precheck(
+        nodes,
+        event,
+        shards,
+        user,
+        "10.0.0.1".parse().ok(),
+        &admission,
+        SECRET,
+    ) {
         Ok(t) => t.purchase_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         Err(e) => bail!("{user}: precheck {e}"),
@@ -541,7 +549,7 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
         &event,
         32,
         user,
-        "10.0.0.1",
+        "10.0.0.1".parse().ok(),
         &admission_token,
         SECRET,
     )?;

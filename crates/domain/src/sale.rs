@@ -5,6 +5,8 @@
 //! stale one costs one more round trip, never a wrong answer. The function crates only parse
 //! and render.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::auth;
@@ -231,7 +233,7 @@ pub fn precheck<S: Store>(
     event: &EventId,
     shards: u32,
     user: &str,
-    client_addr: &str,
+    client: Option<IpAddr>,
     admission_token: &str,
     admission_secret: &[u8],
 ) -> Result<PurchaseToken, Error> {
@@ -239,7 +241,7 @@ pub fn precheck<S: Store>(
     let token = ids::new_purchase_token();
     let (expires_in_ms, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::precheck::run(store, &k, user, client_addr, &token, hash)
+        scripts::precheck::run(store, &k, user, client, &token, hash)
     })?;
     Ok(PurchaseToken {
         purchase_token: token,

@@ -81,8 +81,16 @@ pub fn prepare_buyers(
             sale::issue_token(&nodes, event, SHARDS, &user, secret)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let adm = auth::admission_token(secret, event.as_str(), &user);
-            let token = sale::precheck(&nodes, event, SHARDS, &user, "127.0.0.1", &adm, secret)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let token = sale::precheck(
+                &nodes,
+                event,
+                SHARDS,
+                &user,
+                "127.0.0.1".parse().ok(),
+                &adm,
+                secret,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(Buyer {
                 jwt: jwt_for(&user),
                 token: token.purchase_token,

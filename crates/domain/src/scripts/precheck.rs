@@ -1,24 +1,29 @@
 //! `lua/precheck.lua`: the gate before buy — window and switches, deny lists, one per user,
 //! the user's bucket — then a one-time purchase token, replacing any earlier one.
 
+use std::net::IpAddr;
+
 use super::ScriptError;
 use super::precheck_contract::{Args, Keys, OkReply, call_ok};
 use crate::keys::EventKeys;
+use crate::net;
 use crate::store::Store;
 
-/// Runs it; stores `token` as the user's purchase token and returns its lifetime in ms.
+/// Runs it; stores `token` as the user's purchase token and returns its lifetime in ms. A
+/// client whose address is unknown (`None`) is on no address deny list.
 pub fn run(
     store: &impl Store,
     k: &EventKeys,
     user: &str,
-    client_addr: &str,
+    client: Option<IpAddr>,
     token: &str,
     home_hash: u64,
 ) -> Result<u64, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
         denied_users: k.denied_users(),
-        denied_addrs: k.denied_addrs(),
+        denied_nets: k.denied_nets(),
+        denied_net_lens: k.denied_net_lens(),
         bought: k.bought(),
         purchase_token: k.purchase_token(user),
         user_bucket: k.user_bucket(user),
@@ -28,7 +33,7 @@ pub fn run(
     };
     let args = Args {
         user: user.to_owned(),
-        client_addr: client_addr.to_owned(),
+        client_bits: client.map(net::bits).unwrap_or_default(),
         purchase_token: token.to_owned(),
         home_hash: home_hash.to_string(),
     };
