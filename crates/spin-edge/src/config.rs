@@ -9,6 +9,7 @@
 //! manifest has cron triggers, not from the deployment).
 
 use crate::error::ApiError;
+use seckill_domain::net::Cidr;
 use seckill_domain::orders::DrainOptions;
 
 use crate::postgres::SpinPg;
@@ -44,7 +45,7 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// The optional settings, each with its default; [`SETTINGS`] overrides any of them, e.g.
-/// `drain_batch=1000,release_batch=500`. A name that is not one of these, or a value that does
+/// `drain_batch=1000,release_batch=500,trusted_proxies=10.0.0.0/16 fd00::/8`. A name that is not one of these, or a value that does
 /// not parse, is a configuration error (500), not silently the default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -62,6 +63,10 @@ pub struct Settings {
     pub release_batch: i64,
     /// `POST /shop/demo-login` mints a buyer token for any name: for trying a sale locally.
     pub demo_login: bool,
+    /// The proxies in front of the functions (a load balancer, an ingress), as CIDR ranges
+    /// separated by spaces: only their `X-Forwarded-For` is believed
+    /// ([`crate::http::client_ip`]). None by default: the peer is the client.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 impl Default for Settings {
@@ -74,6 +79,7 @@ impl Default for Settings {
             drain_max_deliveries: 5,
             release_batch: 1_000,
             demo_login: false,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -119,6 +125,13 @@ impl Settings {
                         }
                     }
                 }
+                "trusted_proxies" => {
+                    s.trusted_proxies = value
+                        .split_whitespace()
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| format!("setting trusted_proxies: {e}"))?;
+                }
                 _ => return Err(format!("setting {name:?} is not one of the settings")),
             }
         }
@@ -162,16 +175,22 @@ mod tests {
     #[test]
     fn settings_override_the_defaults_by_name() {
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
-        let s = Settings::parse(" drain_batch=50 , demo_login=true,release_batch=7").unwrap();
+        let s = Settings::parse(
+            " drain_batch=50 , demo_login=true,release_batch=7,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
+        )
+        .unwrap();
         assert_eq!(
             s,
             Settings {
                 drain_batch: 50,
                 release_batch: 7,
                 demo_login: true,
+                trusted_proxies: vec!["10.0.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
                 ..Settings::default()
             }
         );
+        let none = Settings::parse("trusted_proxies=").unwrap();
+        assert_eq!(none.trusted_proxies, []);
     }
 
     #[test]
@@ -182,6 +201,9 @@ mod tests {
             "drain_batch=-1",
             "demo_login=yes",
             "release_batch=1e3",
+            "trusted_proxies=10.0.0.0/33",
+            "trusted_proxies=10.0.0.0/8,fd00::/8",
+            "trusted_proxies=10.0.0.0/8 proxy.internal",
         ] {
             assert!(Settings::parse(bad).is_err(), "{bad}");
         }
