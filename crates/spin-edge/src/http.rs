@@ -203,7 +203,7 @@ pub fn operator(req: &Request) -> Result<(), ApiError> {
 /// trusted proxy that wrote it. Of repeated header lines Spin's `Request` keeps the last, the
 /// nearest proxy's.
 pub fn client_ip(req: &Request, settings: &Settings) -> Option<IpAddr> {
-    let trusted = |ip: IpAddr| settings.trusted_proxies.iter().any(|net| net.contains(ip));
+    let trusted = |ip: IpAddr| settings.trusted_proxies.iter().any(|r| r.contains(ip));
     let mut client = ip_of(req.header("spin-client-addr")?.as_str()?)?;
     let forwarded = req.header("x-forwarded-for").and_then(|v| v.as_str());
     for entry in forwarded.unwrap_or_default().rsplit(',') {
