@@ -6,7 +6,7 @@ const MESSAGES = {
   malformed_json: 'The request was not understood. Reload the page and try again.',
   bad_event_id: 'This sale does not exist: check the link.',
   invalid_config: 'A value is out of range; check the form.',
-  invalid_deny_list: 'Give 1–50 users and/or 1–50 IP addresses; user ids are printable ASCII without spaces.',
+  invalid_deny_list: 'Give 1–50 users and/or 1–50 IP addresses or CIDR ranges (203.0.113.0/24); user ids are printable ASCII without spaces.',
   bad_order_id: 'That order number is not valid.',
   bad_query: 'A parameter is out of range.',
   unauthorized: 'Please sign in again.',

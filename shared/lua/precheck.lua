@@ -1,8 +1,24 @@
 -- precheck: the gate before buy. Hands out a one-time purchase token.
---- keys: cfg denied_users denied_addrs bought purchase_token user_bucket counts stock empty
---- args: user client_addr admission_version purchase_token home_hash
+--- keys: cfg denied_users denied_nets denied_net_lens bought purchase_token user_bucket counts stock empty
+--- args: user client_bits admission_version purchase_token home_hash
 --- ok: ttl_ms:u64
 -- Refusals: {WRONG_SHARD, shards} | {STALE_ADMISSION} | {DENIED} | {ALREADY, order} | {LIMITED} | the window's (closed()).
+-- client_bits: the client's address as its bits (`4:` or `6:` and every bit), '' when unknown.
+
+-- Whether a denied range holds the client: a range is denied as its prefix's bits, so one
+-- SISMEMBER per prefix length in use for the client's family.
+local function denied_addr()
+  if A_CLIENT_BITS == '' then return false end
+  local family = string.sub(A_CLIENT_BITS, 1, 2)
+  for _, len in ipairs(redis.call('SMEMBERS', K_DENIED_NET_LENS)) do
+    if string.sub(len, 1, 2) == family then
+      local prefix = string.sub(A_CLIENT_BITS, 1, 2 + tonumber(string.sub(len, 3)))
+      if redis.call('SISMEMBER', K_DENIED_NETS, prefix) == 1 then return true end
+    end
+  end
+  return false
+end
+
 local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'user_rate', 'user_burst', 'purchase_token_ttl_ms', 'shard', 'shards', 'admission_version')
 local now = now_ms()
 if cfg.start_ms then
@@ -15,8 +31,7 @@ if shut then return refused(K_COUNTS, shut) end
 if A_ADMISSION_VERSION ~= (cfg.admission_version or '') then
   return refused(K_COUNTS, {STALE_ADMISSION})
 end
-if redis.call('SISMEMBER', K_DENIED_USERS, A_USER) == 1
-    or redis.call('SISMEMBER', K_DENIED_ADDRS, A_CLIENT_ADDR) == 1 then
+if redis.call('SISMEMBER', K_DENIED_USERS, A_USER) == 1 or denied_addr() then
   return refused(K_COUNTS, {DENIED})
 end
 local order = redis.call('HGET', K_BOUGHT, A_USER)

@@ -13,10 +13,13 @@ wiring. For each root:
               an optional one (a default such as "": job_key, settings) may be left to it;
   settings    the root's `settings` input (a map) is validated against modules/app-variables'
               setting_patterns, passed to the module, and the module's rendering (`settings`:
-              name=value pairs in name order joined by commas, set only when the map is not
-              empty) reaches the non-secret variables; the module's names and defaults are the
-              app's (crates/spin-edge/src/config.rs, `Settings`), and both manifests declare
-              `settings` as a non-secret variable with a default;
+              name=value pairs in name order joined by commas, with the module's
+              `trusted_proxies` as one more pair, set only when there is any) reaches the
+              non-secret variables; the module's names and defaults are the app's
+              (crates/spin-edge/src/config.rs, `Settings`) but for the trusted proxies, which a
+              root passes from its network (aws: the load balancer's public subnets; spinkube:
+              its `trusted_proxies` input); both manifests declare `settings` as a non-secret
+              variable with a default;
   from module each delivered connection variable and secret is the module's output of that name,
               so redis_origin / pg_host come from the endpoints the URLs are built from;
   secret      every `secret = true` variable travels as a secret (Secrets Manager, a Kubernetes
@@ -85,6 +88,10 @@ MODULE_SOURCE = "../modules/app-variables"
 # The app's optional settings (their names and defaults), travelling as one Spin variable.
 SETTINGS_SOURCE = "crates/spin-edge/src/config.rs"
 SETTINGS_VARIABLE = "settings"
+# The one setting a root derives from its network, not its `settings` input: the module's input
+# `trusted_proxies`, and what each root passes to it (None: no proxy the root knows of).
+TRUSTED_PROXIES = "trusted_proxies"
+ROOT_TRUSTED_PROXIES = {"aws": "local.public_cidrs", "serverless": None, "spinkube": "var.trusted_proxies"}
 
 # Example endpoints of each root's services: what a node host really looks like there.
 SAMPLE_NODES = {
@@ -390,18 +397,24 @@ def check_module(repo: Path, report: Report):
     problems = []
     app = app_settings(repo)
     defaults = {k: unq(v) for k, v in (mod.locals.get("setting_defaults") or {}).items()}
-    if app is None:
-        problems.append(f"{SETTINGS_SOURCE} has no `struct Settings` with a `Default` to compare with")
-    elif defaults != app:
+    if app is None or TRUSTED_PROXIES not in app:
+        problems.append(f"{SETTINGS_SOURCE} has no `struct Settings` with `{TRUSTED_PROXIES}` and a `Default` to compare with")
+    elif defaults != {k: v for k, v in app.items() if k != TRUSTED_PROXIES}:
         problems.append(f"module local.setting_defaults {defaults} differs from the app's settings and defaults ({SETTINGS_SOURCE}): {app}")
     if not re.search(r"local\.setting_defaults", loc.get("setting_patterns", "")):
         problems.append(f"module local.setting_patterns does not come from local.setting_defaults: {loc.get('setting_patterns')!r}")
+    values = loc.get("setting_values", "")
+    if values != 'merge(var.settings, length(var.trusted_proxies) > 0 ? {trusted_proxies = join(" ", var.trusted_proxies)} : {})':
+        problems.append(f"module local.setting_values is not var.settings and, when any, trusted_proxies = the ranges joined by spaces: {values!r}")
     rendering = loc.get("settings", "")
-    if not re.fullmatch(r'join\(",", \[for (\w+) in sort\(keys\(var\.settings\)\) : "\$\{\1\}=\$\{var\.settings\[\1\]\}"\]\)', rendering):
-        problems.append(f"module local.settings is not the name=value pairs of var.settings in name order, joined by commas: {rendering!r}")
+    if not re.fullmatch(r'join\(",", \[for (\w+) in sort\(keys\(local\.setting_values\)\) : "\$\{\1\}=\$\{local\.setting_values\[\1\]\}"\]\)', rendering):
+        problems.append(f"module local.settings is not the name=value pairs of local.setting_values in name order, joined by commas: {rendering!r}")
     only = loc.get("settings_variable", "")
-    if not re.fullmatch(r"length\(var\.settings\) > 0 \? \{settings = local\.settings\} : \{\}", only):
-        problems.append(f"module local.settings_variable is not {{ settings = local.settings }} when var.settings is not empty, else {{}}: {only!r}")
+    if not re.fullmatch(r"length\(local\.setting_values\) > 0 \? \{settings = local\.settings\} : \{\}", only):
+        problems.append(f"module local.settings_variable is not {{ settings = local.settings }} when local.setting_values is not empty, else {{}}: {only!r}")
+    tp = mod.variables.get(TRUSTED_PROXIES, {})
+    if not any("cidrhost(" in expr(v.get("condition", "")) for v in tp.get("validation", [])):
+        problems.append(f"module variable {TRUSTED_PROXIES} is missing or not validated as CIDR ranges (cidrhost)")
     for out, want in (("settings_variable", "local.settings_variable"), ("setting_patterns", "local.setting_patterns")):
         body = mod.outputs.get(out, {})
         if expr(body.get("value", "")) != want or body.get("sensitive") is True:
@@ -557,6 +570,10 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
             problems.append("variable settings is not validated against module.app_variables.setting_patterns (the module's one list of names)")
     if expr(root.modules.get("app_variables", {}).get("settings", "")) != "var.settings":
         problems.append("module app_variables does not get settings = var.settings")
+    want_proxies = ROOT_TRUSTED_PROXIES[root.name]
+    got_proxies = root.modules.get("app_variables", {}).get(TRUSTED_PROXIES)
+    if (expr(got_proxies) if got_proxies is not None else None) != want_proxies:
+        problems.append(f"module app_variables gets {TRUSTED_PROXIES} = {got_proxies!r}, not {want_proxies!r} (the proxies in front of the app)")
     for mname, man in manifests.items():
         sdecl = man.get("variables", {}).get(SETTINGS_VARIABLE)
         if sdecl is None:
@@ -1029,9 +1046,21 @@ DEFECTS = [
      'settings          = join(",", ', 'settings          = join(";", ',
      "module local.settings is not"),
     ("the module sets settings even when none is given", "infra/terraform/modules/app-variables/main.tf",
-     "settings_variable = length(var.settings) > 0 ? { settings = local.settings } : {}",
+     "settings_variable = length(local.setting_values) > 0 ? { settings = local.settings } : {}",
      "settings_variable = { settings = local.settings }",
      "module local.settings_variable is not"),
+    ("the module joins the trusted proxies with commas", "infra/terraform/modules/app-variables/main.tf",
+     'trusted_proxies = join(" ", var.trusted_proxies)', 'trusted_proxies = join(",", var.trusted_proxies)',
+     "module local.setting_values is not"),
+    ("the module takes any text as a trusted proxy", "infra/terraform/modules/app-variables/variables.tf",
+     "condition     = alltrue([for c in var.trusted_proxies : can(cidrhost(c, 0))])", "condition     = true",
+     "module variable trusted_proxies is missing or not validated"),
+    ("the AWS root no longer trusts its load balancer", "infra/terraform/aws/spin.tf",
+     "  trusted_proxies = local.public_cidrs\n", "",
+     "module app_variables gets trusted_proxies = None"),
+    ("the SpinKube root drops its trusted_proxies input", "infra/terraform/spinkube/main.tf",
+     "  trusted_proxies    = var.trusted_proxies\n", "",
+     "module app_variables gets trusted_proxies = None"),
     ("a setting the app does not know", "infra/terraform/modules/app-variables/main.tf",
      'release_batch         = "1000"', 'release_batch         = "1000"\n    poll_drain_ms         = "0"',
      "differs from the app's settings"),

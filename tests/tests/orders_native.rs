@@ -63,7 +63,7 @@ fn sell(
         let user = format!("{}-u{i}", event.as_str());
         let now = clock::now_ms();
         let Ok(Admission::Admitted { admission_token }) =
-            sale::issue_token(nodes, event, 4, &user, "127.0.0.1", None, SECRET, now)
+            sale::issue_token(nodes, event, 4, &user, "127.0.0.1".parse().ok(), None, SECRET, now)
         else {
             continue; // admission closed
         };
@@ -72,7 +72,7 @@ fn sell(
             event,
             4,
             &user,
-            "127.0.0.1",
+            "127.0.0.1".parse().ok(),
             &admission_token,
             SECRET,
             now,

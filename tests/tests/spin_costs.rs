@@ -8,8 +8,8 @@
 //!
 //! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
-//! | `POST …/admission` | `issue-token` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
-//! | `POST …/precheck` | `precheck` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | 19, 3 |
+//! | `POST …/admission` | `issue-token` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
+//! | `POST …/precheck` | `precheck` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
 //! | `POST …/buy` | `buy` | 12 = 10 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
 //! | `GET …/orders/me` (poll) | `poll` | 12 = 10 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
 //!
@@ -21,7 +21,8 @@
 //!   `crates/expressions/src/lib.rs`, `ProviderResolver::prepare`), whichever it needs.
 //! - **`get`s**, one lookup per `{{ variable }}` of the component variable's template:
 //!   `jwt_secret` (the buyer's JWT, `crates/spin-edge/src/http.rs`), `redis_url`
-//!   (`store::for_event`), then `admission_secret` for admission and precheck; poll's third
+//!   (`store::for_event`), then `admission_secret` and `settings` for admission and precheck
+//!   (the trusted proxies, to know the client's address); poll's third
 //!   `get`, `poll_drain_ms`, is a literal of the manifest (`"0"` in `spin.toml`) and looks up
 //!   nothing. The poll-carried drain is off, so poll never reads `settings` or `pg_url`.
 //! - **1 open**: `store::for_event` opens the event's Redis node once (`redis://`: a Redis
@@ -60,8 +61,8 @@ const fn budget(gets: u64, templated: u64, entries: u64) -> SpinCosts {
 
 /// The routes of a buyer's way through the sale, their components and their budgets.
 const BUDGETS: [(&str, &str, SpinCosts); 4] = [
-    ("admission", "issue-token", budget(3, 3, 1)),
-    ("precheck", "precheck", budget(3, 3, 1)),
+    ("admission", "issue-token", budget(4, 4, 1)),
+    ("precheck", "precheck", budget(4, 4, 1)),
     ("buy", "buy", budget(2, 2, 1)),
     ("poll", "poll", budget(3, 2, 2)),
 ];

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId, Switches};
+use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
 use crate::sharded::Event;
@@ -32,7 +33,7 @@ pub struct DenyList {
     /// User ids (the JWT `sub`: 1-128 printable ASCII characters, no spaces).
     #[serde(default)]
     pub users: Vec<String>,
-    /// Client addresses (IP, as Spin's `spin-client-addr` gives it without the port).
+    /// Client addresses and ranges ([`Cidr`]: `a.b.c.d/n`, `v6/n`, or one address).
     #[serde(default)]
     pub addrs: Vec<String>,
 }
@@ -47,47 +48,45 @@ pub struct DenyList {
 /// `{"users":[` + `],"addrs":[` + `]}`                 = 10 + 11 + 2 =     23 bytes
 /// users: 50 × (128 characters, each `"` or `\` escaped to 2 bytes,
 ///        + 2 quotes) + 49 commas                  = 50 × 258 + 49 = 12,949 bytes
-/// addrs: 50 × (45 characters + 2 quotes) + 49 commas = 50 × 47 + 49 =  2,399 bytes
-/// in all                                                            15,371 bytes of 16,384
+/// addrs: 50 × (49 characters + 2 quotes) + 49 commas = 50 × 51 + 49 =  2,599 bytes
+/// in all                                                            15,571 bytes of 16,384
 /// ```
 ///
-/// which leaves 1,013 bytes for whitespace.
+/// which leaves 813 bytes for whitespace.
 pub const DENY_MAX_EACH: usize = 50;
 
-/// The longest address: an IPv4-mapped IPv6 address written out in full
-/// (`0000:0000:0000:0000:0000:ffff:255.255.255.255`).
-pub const ADDR_MAX_LEN: usize = 45;
-
-/// Whether `addr` can be an address `spin-client-addr` gives: 1-45 of `[0-9A-Fa-f.:]`.
-fn is_addr(addr: &str) -> bool {
-    (1..=ADDR_MAX_LEN).contains(&addr.len())
-        && addr
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b':')
-}
+/// The longest range: an IPv4-mapped IPv6 address written out in full, with a prefix
+/// (`0000:0000:0000:0000:0000:ffff:255.255.255.255/128`).
+pub const ADDR_MAX_LEN: usize = 49;
 
 /// Checks a deny list before it reaches Redis: 1-50 entries in each list, at least one in
-/// all, and every entry able to match: a user id as a JWT's `sub` must be, an address as
-/// `spin-client-addr` gives one.
-pub fn check_deny_list(list: &DenyList) -> Result<(), Error> {
-    let refuse = |message: String| Err(Error::invalid(ErrorCode::InvalidDenyList, message));
+/// all, and every entry able to match: a user id as a JWT's `sub` must be, an address or range
+/// as [`Cidr`] parses one (at most [`ADDR_MAX_LEN`] characters). Returns the ranges.
+pub fn check_deny_list(list: &DenyList) -> Result<Vec<Cidr>, Error> {
+    let refuse = |message: String| Error::invalid(ErrorCode::InvalidDenyList, message);
     if list.users.is_empty() && list.addrs.is_empty() {
-        return refuse("give at least one user or addr".into());
+        return Err(refuse("give at least one user or addr".into()));
     }
     if list.users.len() > DENY_MAX_EACH || list.addrs.len() > DENY_MAX_EACH {
-        return refuse(format!(
+        return Err(refuse(format!(
             "give at most {DENY_MAX_EACH} users and {DENY_MAX_EACH} addrs"
-        ));
+        )));
     }
     if !list.users.iter().all(|u| auth::check_user_id(u).is_ok()) {
-        return refuse("users are 1-128 printable ASCII characters without spaces".into());
-    }
-    if !list.addrs.iter().all(|a| is_addr(a)) {
-        return refuse(format!(
-            "addrs are IP addresses: 1-{ADDR_MAX_LEN} of 0-9, a-f, A-F, '.' and ':'"
+        return Err(refuse(
+            "users are 1-128 printable ASCII characters without spaces".into(),
         ));
     }
-    Ok(())
+    list.addrs
+        .iter()
+        .map(|a| match a.parse::<Cidr>() {
+            Ok(net) if a.len() <= ADDR_MAX_LEN => Ok(net),
+            _ => Err(refuse(format!(
+                "addrs are IP addresses or CIDR ranges (a.b.c.d/n, v6/n) of at most \
+                 {ADDR_MAX_LEN} characters: {a:?} is not"
+            ))),
+        })
+        .collect()
 }
 
 /// Winners drawn per script call: small enough that no call blocks Redis for long.
@@ -269,11 +268,11 @@ pub fn set_switches<S: Store>(
 
 /// Adds to the deny lists of every shard (each buyer is checked at home).
 pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Result<(), Error> {
-    check_deny_list(list)?;
+    let nets = check_deny_list(list)?;
     let (e, _) = Event::open(nodes, event)?;
     for s in e.all() {
         let (store, k) = e.slot(s)?;
-        scripts::deny::run(store, &k, &list.users, &list.addrs)?;
+        scripts::deny::run(store, &k, &list.users, &nets)?;
     }
     Ok(())
 }
@@ -508,15 +507,23 @@ mod tests {
     #[test]
     fn deny_lists_hold_entries_that_can_match() {
         let longest_user = "\"".repeat(128);
-        let longest_addr = "0000:0000:0000:0000:0000:ffff:255.255.255.255";
+        let longest_addr = "0000:0000:0000:0000:0000:ffff:255.255.255.255/128";
         assert_eq!(longest_addr.len(), ADDR_MAX_LEN);
         for ok in [
             list(&["bot-1138"], &[]),
             list(&[], &["203.0.113.7", "2001:db8::42", "::1"]),
+            list(&[], &["198.51.100.0/24", "2001:db8::/32", "0.0.0.0/0"]),
             list(&[&longest_user], &[longest_addr]),
         ] {
             assert!(check_deny_list(&ok).is_ok(), "{ok:?}");
         }
+        let nets = check_deny_list(&list(&[], &["198.51.100.9/24", "::ffff:10.0.0.1"])).unwrap();
+        let shown: Vec<String> = nets.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            ["198.51.100.0/24", "10.0.0.1/32"],
+            "canonical ranges"
+        );
         // The one rule across both lists, listed in api/openapi.yaml's DenyList.
         let empty = refusal(&list(&[], &[]));
         assert_eq!(empty, "give at least one user or addr");
@@ -527,7 +534,18 @@ mod tests {
                 "{bad_user:?}"
             );
         }
-        for bad_addr in ["", "10.0.0.1:80x", "[::1]", "host.example", &"1".repeat(46)] {
+        let too_long = "0000:0000:0000:0000:0000:ffff:255.255.255.255/0128";
+        for bad_addr in [
+            "",
+            "10.0.0.1:80x",
+            "[::1]",
+            "host.example",
+            &"1".repeat(46),
+            "10.0.0.0/33",
+            "10.0.0.0/",
+            "2001:db8::/129",
+            too_long,
+        ] {
             assert!(
                 refusal(&list(&[], &[bad_addr])).starts_with("addrs are"),
                 "{bad_addr:?}"
@@ -539,12 +557,12 @@ mod tests {
     fn any_valid_deny_list_fits_the_body_limit() {
         let users: Vec<String> = vec!["\"".repeat(128); DENY_MAX_EACH];
         let addrs: Vec<String> =
-            vec!["0000:0000:0000:0000:0000:ffff:255.255.255.255".into(); DENY_MAX_EACH];
+            vec!["0000:0000:0000:0000:0000:ffff:255.255.255.255/128".into(); DENY_MAX_EACH];
         let full = DenyList { users, addrs };
         assert!(check_deny_list(&full).is_ok());
         // The edge refuses bodies over 16 KiB (seckill_spin_edge::http::MAX_BODY_BYTES).
         let body = serde_json::to_vec(&full).unwrap();
-        assert_eq!(body.len(), 15_371, "the arithmetic at DENY_MAX_EACH");
+        assert_eq!(body.len(), 15_571, "the arithmetic at DENY_MAX_EACH");
         assert!(body.len() <= 16 * 1024);
         let mut over = full.clone();
         over.users.push("one-more".into());

@@ -34,7 +34,7 @@ error_codes! {
     /// Admin: a configuration value out of range, or nothing to change.
     InvalidConfig = "invalid_config",
     /// Admin: a deny list with no entries, more than 50 in a list, or an entry that is neither
-    /// a user id nor an IP address.
+    /// a user id nor an IP address or CIDR range.
     InvalidDenyList = "invalid_deny_list",
     /// Pay: the order id is not 1–64 hex digits.
     BadOrderId = "bad_order_id",

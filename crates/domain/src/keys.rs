@@ -14,7 +14,8 @@
 //! | `{sk:E/s}:seen` | hash | shard → units it held at the drain's last summary (the tail asks the fuller first) |
 //! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → `to|units|ms`); transfers credited here |
 //! | `{sk:E/s}:admitted` / `:registrants` | set | users homed here holding admission / registered for the lottery |
-//! | `{sk:E/s}:deny:users` / `:deny:addrs` | set | deny lists (a copy in every shard) |
+//! | `{sk:E/s}:deny:users` / `:deny:nets` | set | deny lists (a copy in every shard): user ids; address ranges as their bits ([`crate::net`]) |
+//! | `{sk:E/s}:deny:net_lens` | set | the prefix lengths `:deny:nets` holds, by family (`4:24`, `6:128`) |
 //! | `{sk:E/s}:ptok:<user>` | string, TTL | the user's one-time purchase token |
 //! | `{sk:E/s}:bought` | hash | user → order id (one per user: a user only buys at home) |
 //! | `{sk:E/s}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
@@ -83,9 +84,13 @@ impl EventKeys {
     pub fn denied_users(&self) -> String {
         self.key("deny:users")
     }
-    /// Denied client addresses.
-    pub fn denied_addrs(&self) -> String {
-        self.key("deny:addrs")
+    /// Denied address ranges, as their bit strings ([`crate::net::Cidr::bits`]).
+    pub fn denied_nets(&self) -> String {
+        self.key("deny:nets")
+    }
+    /// The prefix lengths [`Self::denied_nets`] holds, each with its family (`4:24`).
+    pub fn denied_net_lens(&self) -> String {
+        self.key("deny:net_lens")
     }
     /// A user's purchase token.
     pub fn purchase_token(&self, user: &str) -> String {

@@ -10,7 +10,8 @@
 //!   contracts declared in `shared/lua/`.
 //! - The two ports the domain runs against: [`store::Store`] (EVALSHA/EVAL) and [`sql::Sql`]
 //!   (the orders database); in-memory fakes of both for the unit tests (`testing`).
-//! - [`auth`]: buyer JWTs, admission tokens, the admin secret; [`event`]: event configuration.
+//! - [`auth`]: buyer JWTs, admission tokens, the admin secret; [`event`]: event configuration;
+//!   [`net`]: client addresses and CIDR ranges, canonical.
 
 pub mod admin;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod keys;
+pub mod net;
 pub mod nodes;
 pub mod orders;
 pub mod pow;

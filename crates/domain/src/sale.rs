@@ -5,6 +5,8 @@
 //! stale one costs one more round trip, never a wrong answer. The function crates only parse
 //! and render.
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::auth;
@@ -283,7 +285,7 @@ pub fn issue_token<S: Store>(
     event: &EventId,
     shards: u32,
     user: &str,
-    client_addr: &str,
+    client: Option<IpAddr>,
     solution: Option<&Solution>,
     admission_secret: &[u8],
     now_ms: u64,
@@ -302,7 +304,7 @@ pub fn issue_token<S: Store>(
         .transpose()?;
     let (issued, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::issue_token::run(store, &k, user, client_addr, proof.as_ref(), hash)
+        scripts::issue_token::run(store, &k, user, client, proof.as_ref(), hash)
     })?;
     Ok(match issued {
         scripts::issue_token::Issued::Admitted { version, end_ms } => {
@@ -331,7 +333,7 @@ pub fn precheck<S: Store>(
     event: &EventId,
     shards: u32,
     user: &str,
-    client_addr: &str,
+    client: Option<IpAddr>,
     admission_token: &str,
     admission_secret: &[u8],
     now_ms: u64,
@@ -346,7 +348,7 @@ pub fn precheck<S: Store>(
     let token = ids::new_purchase_token();
     let (expires_in_ms, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::precheck::run(store, &k, user, client_addr, &terms.version, &token, hash)
+        scripts::precheck::run(store, &k, user, client, &terms.version, &token, hash)
     })?;
     Ok(PurchaseToken {
         purchase_token: token,

@@ -9,6 +9,7 @@
 //! manifest has cron triggers, not from the deployment).
 
 use crate::error::ApiError;
+use seckill_domain::net::Cidr;
 use seckill_domain::orders::DrainOptions;
 
 use crate::postgres::SpinPg;
@@ -46,7 +47,7 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// The optional settings, each with its default; [`SETTINGS`] overrides any of them, e.g.
-/// `drain_batch=1000,release_batch=500`. A name that is not one of these, or a value that does
+/// `drain_batch=1000,release_batch=500,trusted_proxies=10.0.0.0/16 fd00::/8`. A name that is not one of these, or a value that does
 /// not parse, is a configuration error (500), not silently the default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -66,6 +67,10 @@ pub struct Settings {
     pub demo_login: bool,
     /// The payment provider's hosted checkout, where the storefront sends a buyer to pay.
     pub payment_checkout_url: Option<String>,
+    /// The proxies in front of the functions (a load balancer, an ingress), as CIDR ranges
+    /// separated by spaces: only their `X-Forwarded-For` is believed
+    /// ([`crate::http::client_ip`]). None by default: the peer is the client.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 impl Default for Settings {
@@ -79,6 +84,7 @@ impl Default for Settings {
             release_batch: 1_000,
             demo_login: false,
             payment_checkout_url: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -127,6 +133,13 @@ impl Settings {
                 "payment_checkout_url" => {
                     s.payment_checkout_url = (!value.is_empty()).then(|| value.to_owned())
                 }
+                "trusted_proxies" => {
+                    s.trusted_proxies = value
+                        .split_whitespace()
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| format!("setting trusted_proxies: {e}"))?;
+                }
                 _ => return Err(format!("setting {name:?} is not one of the settings")),
             }
         }
@@ -171,7 +184,7 @@ mod tests {
     fn settings_override_the_defaults_by_name() {
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
         let s = Settings::parse(
-            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1",
+            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
         )
         .unwrap();
         assert_eq!(
@@ -181,9 +194,12 @@ mod tests {
                 release_batch: 7,
                 demo_login: true,
                 payment_checkout_url: Some("https://p.example/c?x=1".into()),
+                trusted_proxies: vec!["10.0.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
                 ..Settings::default()
             }
         );
+        let none = Settings::parse("trusted_proxies=").unwrap();
+        assert_eq!(none.trusted_proxies, []);
     }
 
     #[test]
@@ -194,6 +210,9 @@ mod tests {
             "drain_batch=-1",
             "demo_login=yes",
             "release_batch=1e3",
+            "trusted_proxies=10.0.0.0/33",
+            "trusted_proxies=10.0.0.0/8,fd00::/8",
+            "trusted_proxies=10.0.0.0/8 proxy.internal",
         ] {
             assert!(Settings::parse(bad).is_err(), "{bad}");
         }

@@ -1,6 +1,8 @@
 //! The HTTP edge every function shares: reading identity, ids and bodies from a Spin request,
 //! and rendering results and [`ApiError`]s the same way everywhere.
 
+use std::net::{IpAddr, SocketAddr};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use spin_sdk::http::{
@@ -9,9 +11,9 @@ use spin_sdk::http::{
 
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
-use seckill_domain::{auth, clock};
+use seckill_domain::{auth, clock, net};
 
-use crate::config;
+use crate::config::{self, Settings};
 use crate::error::ApiError;
 
 /// Bodies larger than this are refused with 413 before parsing.
@@ -191,18 +193,38 @@ pub fn operator(req: &Request) -> Result<(), ApiError> {
     )?)
 }
 
-/// The client's IP address (Spin's `spin-client-addr`, without the port).
-pub fn client_addr(req: &Request) -> String {
-    let addr = req
-        .header("spin-client-addr")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    match addr.rsplit_once(':') {
-        Some((ip, port)) if port.bytes().all(|b| b.is_ascii_digit()) => {
-            ip.trim_start_matches('[').trim_end_matches(']').to_owned()
+/// The client's address, canonical ([`seckill_domain::net`]); `None` when Spin gave no peer.
+///
+/// The peer Spin reports (`spin-client-addr`) is the client unless it is one of
+/// [`Settings::trusted_proxies`]. Each proxy appends the address it was reached from to
+/// `X-Forwarded-For`, so from a trusted peer the client is the right-most entry that is not a
+/// trusted proxy: entries left of it were written by whoever it was and prove nothing. An
+/// untrusted peer's header is ignored, and an entry that is not an address ends the walk at the
+/// trusted proxy that wrote it. Of repeated header lines Spin's `Request` keeps the last, the
+/// nearest proxy's.
+pub fn client_ip(req: &Request, settings: &Settings) -> Option<IpAddr> {
+    let trusted = |ip: IpAddr| settings.trusted_proxies.iter().any(|r| r.contains(ip));
+    let mut client = ip_of(req.header("spin-client-addr")?.as_str()?)?;
+    let forwarded = req.header("x-forwarded-for").and_then(|v| v.as_str());
+    for entry in forwarded.unwrap_or_default().rsplit(',') {
+        if !trusted(client) {
+            break;
         }
-        _ => addr.to_owned(),
+        match ip_of(entry.trim()) {
+            Some(ip) => client = ip,
+            None => break,
+        }
     }
+    Some(client)
+}
+
+/// An address, with or without a port (`1.2.3.4`, `1.2.3.4:80`, `[2001:db8::1]:443`).
+fn ip_of(text: &str) -> Option<IpAddr> {
+    let ip = text
+        .parse()
+        .or_else(|_| text.parse::<SocketAddr>().map(|a| a.ip()))
+        .ok()?;
+    Some(net::canonical(ip))
 }
 
 /// Parses a JSON body: 400 `malformed_json` when not the expected shape ([`serve`] already
@@ -210,4 +232,139 @@ pub fn client_addr(req: &Request) -> String {
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     serde_json::from_slice(req.body())
         .map_err(|e| ApiError::new(ErrorCode::MalformedJson, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request from `peer` with `forwarded` as its `X-Forwarded-For`.
+    fn from(peer: Option<&str>, forwarded: Option<&str>) -> Request {
+        let mut b = Request::builder();
+        b.method(Method::Post).uri("/api/events/e1/precheck");
+        if let Some(peer) = peer {
+            b.header("spin-client-addr", peer);
+        }
+        if let Some(forwarded) = forwarded {
+            b.header("X-Forwarded-For", forwarded);
+        }
+        b.build()
+    }
+
+    fn client(settings: &Settings, peer: Option<&str>, forwarded: Option<&str>) -> Option<String> {
+        client_ip(&from(peer, forwarded), settings).map(|ip| ip.to_string())
+    }
+
+    fn trusting(ranges: &str) -> Settings {
+        Settings::parse(&format!("trusted_proxies={ranges}")).unwrap()
+    }
+
+    #[test]
+    fn without_trusted_proxies_the_peer_is_the_client_whatever_it_forwards() {
+        let none = Settings::default();
+        let seen = |peer, forwarded| client(&none, Some(peer), forwarded);
+        assert_eq!(
+            seen("203.0.113.7:51000", None).as_deref(),
+            Some("203.0.113.7")
+        );
+        assert_eq!(
+            seen("[2001:db8::7]:443", None).as_deref(),
+            Some("2001:db8::7")
+        );
+        assert_eq!(seen("203.0.113.7", None).as_deref(), Some("203.0.113.7"));
+        assert_eq!(
+            seen("203.0.113.7:51000", Some("1.1.1.1, 10.0.0.1")).as_deref(),
+            Some("203.0.113.7"),
+            "a spoofed header changes nothing"
+        );
+        assert_eq!(
+            client(&none, None, Some("1.1.1.1")),
+            None,
+            "no peer: unknown"
+        );
+        assert_eq!(client(&none, Some("not an address"), None), None);
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_even_with_proxies_configured() {
+        let s = trusting("10.0.0.0/16");
+        assert_eq!(
+            client(&s, Some("198.51.100.4:40000"), Some("1.1.1.1, 10.0.0.9")).as_deref(),
+            Some("198.51.100.4")
+        );
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_client_is_the_right_most_untrusted_entry() {
+        let s = trusting("10.0.0.0/16 fd00::/8");
+        let seen = |forwarded| client(&s, Some("10.0.3.3:8080"), forwarded);
+        assert_eq!(seen(Some("198.51.100.4")).as_deref(), Some("198.51.100.4"));
+        // The client put 1.1.1.1 in front: the proxies' own entries are right of it.
+        assert_eq!(
+            seen(Some("1.1.1.1, 198.51.100.4, 10.0.1.1,fd00::2")).as_deref(),
+            Some("198.51.100.4")
+        );
+        assert_eq!(
+            seen(Some("198.51.100.4:5555")).as_deref(),
+            Some("198.51.100.4"),
+            "an entry with a port"
+        );
+        assert_eq!(
+            seen(Some("[2001:db8::9]:443")).as_deref(),
+            Some("2001:db8::9")
+        );
+        assert_eq!(
+            seen(Some("10.0.1.1, 10.0.2.2")).as_deref(),
+            Some("10.0.1.1"),
+            "all trusted: the farthest proxy"
+        );
+        assert_eq!(
+            seen(None).as_deref(),
+            Some("10.0.3.3"),
+            "no header: the peer"
+        );
+        assert_eq!(seen(Some("")).as_deref(), Some("10.0.3.3"));
+    }
+
+    #[test]
+    fn an_entry_that_is_not_an_address_ends_the_walk_at_the_proxy_that_wrote_it() {
+        let s = trusting("10.0.0.0/16");
+        let seen = |forwarded| client(&s, Some("10.0.3.3:8080"), Some(forwarded));
+        assert_eq!(seen("198.51.100.4, unknown").as_deref(), Some("10.0.3.3"));
+        assert_eq!(
+            seen("198.51.100.4, unknown, 10.0.1.1").as_deref(),
+            Some("10.0.1.1")
+        );
+        assert_eq!(seen("198.51.100.4,,").as_deref(), Some("10.0.3.3"));
+        assert_eq!(seen("1.1.1.1, _hidden").as_deref(), Some("10.0.3.3"));
+        assert_eq!(
+            seen("garbage, 198.51.100.4").as_deref(),
+            Some("198.51.100.4"),
+            "left of the client nothing is read"
+        );
+    }
+
+    #[test]
+    fn ipv4_mapped_addresses_are_ipv4_on_both_sides() {
+        let s = trusting("10.0.0.0/16");
+        // A dual-stack listener reports an IPv4 proxy as IPv4-mapped IPv6.
+        assert_eq!(
+            client(
+                &s,
+                Some("[::ffff:10.0.3.3]:8080"),
+                Some("::ffff:198.51.100.4")
+            )
+            .as_deref(),
+            Some("198.51.100.4")
+        );
+        let mapped = trusting("::ffff:10.0.0.0/112");
+        assert_eq!(
+            client(&mapped, Some("10.0.3.3:8080"), Some("198.51.100.4")).as_deref(),
+            Some("198.51.100.4")
+        );
+        assert_eq!(
+            client(&Settings::default(), Some("[::ffff:203.0.113.7]:1"), None).as_deref(),
+            Some("203.0.113.7")
+        );
+    }
 }

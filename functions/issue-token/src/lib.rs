@@ -10,7 +10,7 @@ use seckill_domain::clock;
 use seckill_domain::sale::{self, Admission, Solution};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::http::{self, buyer, client_addr, event_id, require_method};
+use seckill_spin_edge::http::{self, buyer, event_id, require_method};
 use seckill_spin_edge::store;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -70,7 +70,7 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
         &event,
         http::shards_hint(req)?,
         &user,
-        &client_addr(req),
+        http::client_ip(req, &config::Settings::read()?),
         solution.as_ref(),
         secret.as_bytes(),
         clock::now_ms(),

@@ -6,7 +6,7 @@ use seckill_domain::clock;
 use seckill_domain::sale::{self, PurchaseToken};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::http::{self, buyer, client_addr, event_id, json_body, require_method};
+use seckill_spin_edge::http::{self, buyer, event_id, json_body, require_method};
 use seckill_spin_edge::store;
 use serde::Deserialize;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
@@ -37,12 +37,13 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let event = event_id(req)?;
     let body: Body = json_body(req)?;
     let secret = config::get(config::ADMISSION_SECRET)?;
+    let settings = config::Settings::read()?;
     Ok(sale::precheck(
         &store::nodes()?,
         &event,
         http::shards_hint(req)?,
         &user,
-        &client_addr(req),
+        http::client_ip(req, &settings),
         &body.admission_token,
         secret.as_bytes(),
         clock::now_ms(),

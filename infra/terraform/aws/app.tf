@@ -270,6 +270,8 @@ resource "aws_lb" "app" {
   security_groups            = [aws_security_group.lb.id]
   idle_timeout               = var.lb_idle_timeout
   drop_invalid_header_fields = true
+  # The client's address ends X-Forwarded-For: what the app reads behind a trusted proxy.
+  xff_header_processing_mode = "append"
 }
 
 resource "aws_lb_target_group" "app" {

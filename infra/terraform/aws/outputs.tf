@@ -29,7 +29,7 @@ output "postgres_endpoint" {
 }
 
 output "spin_variables" {
-  description = "The non-secret Spin variables the instances get in the clear (redis_origin = rediss://host:port, pg_host, and settings when any setting is given)."
+  description = "The non-secret Spin variables the instances get in the clear (redis_origin = rediss://host:port, pg_host, and settings: the load balancer's subnets as trusted_proxies, and any setting given)."
   value       = local.spin_public_variables
 }
 

@@ -7,7 +7,7 @@
 # What holds a secret (spin.toml `secret = true`: the URLs carry passwords, the three keys and the
 # payment provider's webhook signing secrets)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
-# user_data. The rest (redis_origin, pg_host, and `settings` when any setting is given) is passed in the clear.
+# user_data. The rest (redis_origin, pg_host, and `settings`) is passed in the clear.
 #
 # Spin reads them from a file, not its environment: at each start the service writes every
 # variable of spin.toml (these values, then the manifest's defaults) into Spin's runtime config
@@ -38,6 +38,9 @@ module "app_variables" {
   postgres_password = var.postgres_password
   secrets           = var.secrets
   settings          = var.settings
+  # Spin sees the load balancer as the peer: its nodes live in the public subnets, and it appends
+  # the client's address to X-Forwarded-For (xff_header_processing_mode "append", app.tf).
+  trusted_proxies = local.public_cidrs
 }
 
 locals {
@@ -60,7 +63,7 @@ locals {
     pg_host      = module.app_variables.hosts.pg_host
   }
   # The non-secret variables (SPIN_VARIABLE_* in the service's environment file): the hosts, and
-  # `settings` (var.settings rendered by the module) only when a setting is given.
+  # `settings` (var.settings and the trusted proxies, rendered by the module).
   spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 }
 

@@ -417,7 +417,7 @@ variable "app_artifact_sha256" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of spin.toml, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of spin.toml, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500,trusted_proxies=10.40.0.0/24 10.40.1.0/24\"), with trusted_proxies (the public subnets, where the load balancer is) set by this configuration, as are the connection variables and the secrets."
   type        = map(string)
   default     = {}
   validation {

@@ -10,6 +10,7 @@ module "app_variables" {
   postgres_password  = var.postgres_password
   secrets            = var.secrets
   settings           = var.settings
+  trusted_proxies    = var.trusted_proxies
 }
 
 locals {
@@ -28,8 +29,8 @@ locals {
     redis_origin = module.app_variables.hosts.redis_origin
     pg_host      = module.app_variables.hosts.pg_host
   }
-  # The non-secret variables: the hosts, and `settings` (var.settings rendered by the module)
-  # only when a setting is given (else the manifest's default, "", stays).
+  # The non-secret variables: the hosts, and `settings` (var.settings and the trusted proxies,
+  # rendered by the module) only when one is given (else the manifest's default, "", stays).
   spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 
   # The manifest the image was pushed from (`spin registry push -f spin.http.toml`, this checkout).

@@ -48,7 +48,7 @@ variable "replicas" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"), with trusted_proxies (its own input); with neither, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
@@ -56,6 +56,12 @@ variable "settings" {
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
     error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
+}
+
+variable "trusted_proxies" {
+  description = "CIDR ranges of the proxies that reach the app's pods: your Ingress or Gateway controller's pods, i.e. the cluster's pod CIDR (the default, 10.42.0.0/16, is k3s's and k3d's, as in SpinKube's quickstart; kubeadm with flannel uses 10.244.0.0/16, Calico 192.168.0.0/16: `kubectl get nodes -o jsonpath='{.items[*].spec.podCIDR}'`). From them X-Forwarded-For is believed (the client is its right-most entry outside these ranges); from anywhere else the peer is the client. The controller must append the client's address to X-Forwarded-For (ingress-nginx does). [] trusts no proxy."
+  type        = list(string)
+  default     = ["10.42.0.0/16"]
 }
 
 # --- Managed Redis and Postgres ---------------------------------------------------------------

@@ -1,7 +1,9 @@
-//! The operators' switches: pausing and resuming a sale, and deny lists by user and by address.
+//! The operators' switches: pausing and resuming a sale, and deny lists by user and by address
+//! range, the client's address read through the trusted proxies (`trusted_proxies`).
 
 use anyhow::Result;
 use reqwest::Method;
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
 use serde_json::json;
 
 use crate::{code, start};
@@ -80,5 +82,117 @@ async fn a_denied_address_is_403_denied() -> Result<()> {
         .await?
         .expect_err("denied address");
     assert_eq!((status, code(&resp)), (403, "denied"));
+    Ok(())
+}
+
+/// The app behind a proxy the test plays: the host's peer, 127.0.0.1, is trusted.
+async fn start_behind_a_proxy() -> Result<(RedisServer, PgServer, TestApp)> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let mut vars = app_vars(&redis, &pg);
+    vars.push(("trusted_proxies", "127.0.0.1/32".into()));
+    let app = TestApp::start(seckill_testkit::product_manifest(), &vars).await?;
+    Ok((redis, pg, app))
+}
+
+/// `user` admitted, then precheck sent with `X-Forwarded-For: forwarded`: its status and code.
+async fn precheck_forwarded(
+    app: &TestApp,
+    event: &str,
+    user: &str,
+    forwarded: &str,
+) -> Result<(u16, String)> {
+    let jwt = jwt_for(user);
+    let (status, body) = app
+        .call(
+            Method::POST,
+            &app.sale_path(event, "admission"),
+            Some(&jwt),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{user}: admission {body}");
+    let admission = json!({ "admission_token": body["admission_token"] });
+    let (status, body) = app
+        .call_with_headers(
+            Method::POST,
+            &app.sale_path(event, "precheck"),
+            Some(&jwt),
+            Some(&admission),
+            &[("X-Forwarded-For", forwarded)],
+        )
+        .await?;
+    let refusal = if status == 200 { "" } else { code(&body) };
+    Ok((status, refusal.to_owned()))
+}
+
+async fn deny_addrs(app: &TestApp, event: &str, addrs: &[&str]) -> Result<()> {
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            &format!("/admin/events/{event}/deny"),
+            Some(&json!({ "addrs": addrs })),
+        )
+        .await?;
+    assert_eq!(status, 200, "deny {addrs:?}: {body}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_range_refuses_the_clients_in_it_behind_a_trusted_proxy() -> Result<()> {
+    let (_redis, _pg, app) = start_behind_a_proxy().await?;
+    app.open_event("ranges", json!({ "stock": 50 })).await?;
+    deny_addrs(&app, "ranges", &["203.0.113.0/24"]).await?;
+    let denied = (403, "denied".to_owned());
+    let allowed = (200, String::new());
+    for (user, forwarded, want) in [
+        ("in-range", "203.0.113.9", &denied),
+        ("in-range-mapped", "::ffff:203.0.113.200", &denied),
+        ("next-range", "203.0.114.9", &allowed),
+        // The proxy appends the address it was reached from: entries left of it are the
+        // client's own and prove nothing, either way.
+        ("hides-behind", "198.51.100.1, 203.0.113.9", &denied),
+        ("claims-inside", "203.0.113.9, 198.51.100.1", &allowed),
+        // The proxy's own address is trusted, so the walk goes on to the client's.
+        ("two-hops", "203.0.113.9, 127.0.0.1", &denied),
+    ] {
+        assert_eq!(
+            &precheck_forwarded(&app, "ranges", user, forwarded).await?,
+            want,
+            "{user}: X-Forwarded-For {forwarded}"
+        );
+    }
+    // A bad range is refused and changes nothing.
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            "/admin/events/ranges/deny",
+            Some(&json!({ "addrs": ["198.51.100.0/24", "198.51.100.0/33"] })),
+        )
+        .await?;
+    assert_eq!((status, code(&body)), (400, "invalid_deny_list"));
+    assert_eq!(
+        precheck_forwarded(&app, "ranges", "after-bad", "198.51.100.1").await?,
+        allowed,
+        "the valid range sent with the bad one was not added"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_peers_x_forwarded_for_is_ignored() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    app.open_event("spoof", json!({ "stock": 50 })).await?;
+    deny_addrs(&app, "spoof", &["203.0.113.0/24"]).await?;
+    assert_eq!(
+        precheck_forwarded(&app, "spoof", "frames-a-range", "203.0.113.9").await?,
+        (200, String::new()),
+        "no proxy is trusted: the header names nobody"
+    );
+    deny_addrs(&app, "spoof", &["127.0.0.0/8"]).await?;
+    assert_eq!(
+        precheck_forwarded(&app, "spoof", "claims-elsewhere", "198.51.100.1").await?,
+        (403, "denied".to_owned()),
+        "the peer, 127.0.0.1, is the client whatever the header says"
+    );
     Ok(())
 }

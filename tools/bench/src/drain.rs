@@ -1,7 +1,7 @@
 //! The `drain` part: a backlog of accepted orders drained into Postgres through the host's
 //! `POST /admin/jobs/drain`, until none is left.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -66,26 +66,18 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
                 scope.spawn(move || -> Result<()> {
                     let store = NativeStore::new(redis.client().get_connection()?);
                     let now = seckill_domain::clock::now_ms();
+                    let client = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
                     for i in (w..n).step_by(WRITERS) {
                         let (user, token) = (format!("d{i}"), format!("t{i}"));
                         let hash = seckill_domain::ids::home_hash(event.as_str(), &user);
                         let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
                         let k = &EventKeys::shard(event, home);
                         let order = format!("{now:012x}{i:016x}");
-                        let bought =
-                            precheck::run(&store, k, &user, "127.0.0.1", version, &token, hash)
-                                .and_then(|_| {
-                                    buy::run(
-                                        &store,
-                                        k,
-                                        &user,
-                                        &token,
-                                        hash,
-                                        &order,
-                                        &Back::default(),
-                                    )
-                                })
-                                .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                        let bought = precheck::run(&store, k, &user, client, version, &token, hash)
+                            .and_then(|_| {
+                                buy::run(&store, k, &user, &token, hash, &order, &Back::default())
+                            })
+                            .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
                         anyhow::ensure!(
                             matches!(bought, Outcome::Bought(_)),
                             "backlog order {i}: its home shard ran dry"

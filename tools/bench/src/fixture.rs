@@ -83,7 +83,7 @@ pub fn prepare_buyers(
             let user = format!("{prefix}{i}");
             let now = seckill_domain::clock::now_ms();
             let admitted =
-                sale::issue_token(&nodes, event, SHARDS, &user, "127.0.0.1", None, secret, now)
+                sale::issue_token(&nodes, event, SHARDS, &user, "127.0.0.1".parse().ok(), None, secret, now)
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
             let sale::Admission::Admitted { admission_token } = admitted else {
                 anyhow::bail!("{user} was not admitted: {admitted:?}");
@@ -93,7 +93,7 @@ pub fn prepare_buyers(
                 event,
                 SHARDS,
                 &user,
-                "127.0.0.1",
+                "127.0.0.1".parse().ok(),
                 &admission_token,
                 secret,
                 now,

@@ -79,7 +79,7 @@ enum Command {
     },
     /// Live switches and limits of an event.
     Patch(Patch),
-    /// Keep users or client addresses out of an event.
+    /// Keep users or client address ranges out of an event.
     Deny(Deny),
     /// Run the lottery draw of an event (admits multiplier × stock registrants at random).
     Draw {
@@ -207,7 +207,7 @@ struct Deny {
     /// A user id (repeat for more).
     #[arg(long = "user")]
     users: Vec<String>,
-    /// A client IP address (repeat for more).
+    /// A client IP address or CIDR range, e.g. 203.0.113.0/24 (repeat for more).
     #[arg(long = "addr")]
     addrs: Vec<String>,
 }

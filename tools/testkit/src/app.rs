@@ -266,9 +266,25 @@ impl TestApp {
         bearer: Option<&str>,
         body: Option<&Value>,
     ) -> Result<(u16, Value)> {
+        self.call_with_headers(method, path, bearer, body, &[])
+            .await
+    }
+
+    /// [`TestApp::call`] with extra request headers (`X-Forwarded-For`, …).
+    pub async fn call_with_headers(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<(u16, Value)> {
         let mut req = self
             .http
             .request(method.clone(), format!("{}{path}", self.base_url));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
         if let Some(token) = bearer {
             req = req.bearer_auth(token);
         }

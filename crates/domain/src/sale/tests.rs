@@ -213,7 +213,7 @@ fn admit(store: &FakeStore, solution: Option<&Solution>) -> Result<Admission, Er
         &event(),
         SHARDS,
         "u1",
-        "10.0.0.1",
+        Some("10.0.0.1".parse().unwrap()),
         solution,
         b"secret",
         NOW_MS,

@@ -2,6 +2,8 @@
 //! for the lottery), behind the admission gate: the opening time, the proof of work the guest
 //! checked (used once, at the event's difficulty now) and the client address's bucket.
 
+use std::net::IpAddr;
+
 use super::issue_token_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
 use crate::keys::EventKeys;
@@ -23,12 +25,13 @@ pub enum Issued {
     Registered,
 }
 
-/// Runs it for `user` from `client_addr`, with the checked `proof` if one came.
+/// Runs it for `user` from `client` (unknown clients share one bucket), with the checked
+/// `proof` if one came.
 pub fn run(
     store: &impl Store,
     k: &EventKeys,
     user: &str,
-    client_addr: &str,
+    client: Option<IpAddr>,
     proof: Option<&Proof>,
     home_hash: u64,
 ) -> Result<Issued, ScriptError> {
@@ -39,7 +42,7 @@ pub fn run(
         counts: k.counts(),
         stock: k.stock(),
         empty: k.empty(),
-        addr_bucket: k.addr_bucket(client_addr),
+        addr_bucket: k.addr_bucket(&client.map(|ip| ip.to_string()).unwrap_or_default()),
         challenge: k.used_challenge(proof.map_or("", |p| p.id.as_str())),
     };
     let args = Args {

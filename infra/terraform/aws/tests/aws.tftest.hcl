@@ -98,8 +98,8 @@ run "memorydb_by_default" {
     error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
   }
   assert {
-    condition     = output.spin_variables == { redis_origin = "rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432" }
-    error_message = "redis_origin (redis_url's scheme, rediss://) and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port)"
+    condition     = output.spin_variables == { redis_origin = "rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432", settings = "trusted_proxies=10.40.0.0/24 10.40.1.0/24" }
+    error_message = "redis_origin (redis_url's scheme, rediss://) and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port); settings trusts the load balancer's subnets"
   }
   assert {
     condition     = output.allowed_outbound_hosts == ["rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", "postgres://seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432"]
@@ -241,12 +241,12 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   command = apply
 
-  # The default runtime's user_data, byte for byte, as it was before the input `runtime` existed
-  # (sha256 of the rendered text with this file's variables and mocks): choosing no runtime
-  # changes nothing on running instances, no new launch template version, no refresh. When
-  # boot.sh.tftpl's Spin path or a file it ships changes on purpose, put the new hash here.
+  # The default runtime's user_data, byte for byte (sha256 of the rendered text with this file's
+  # variables and mocks): choosing no runtime changes nothing on running instances, no new
+  # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
+  # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "9a62370f842131bac1aa35aad865c36ff06b4bde62ad80213b8dcdb0bca7c50f"
+    condition     = sha256(local.user_data) == "3ce24906e21e3220f44444cf60c3cb5520fffd4ec358168ea4c5eeb9f29ed205"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
@@ -419,11 +419,11 @@ run "settings_reach_the_instances_as_one_variable" {
   }
 
   assert {
-    condition     = output.spin_variables.settings == "demo_login=false,drain_batch=1000,release_batch=500"
+    condition     = output.spin_variables.settings == "demo_login=false,drain_batch=1000,release_batch=500,trusted_proxies=10.40.0.0/24 10.40.1.0/24"
     error_message = "the settings are one Spin variable: name=value pairs in name order, joined by commas"
   }
   assert {
-    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=\"demo_login=false,drain_batch=1000,release_batch=500\"\n")
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=\"demo_login=false,drain_batch=1000,release_batch=500,trusted_proxies=10.40.0.0/24 10.40.1.0/24\"\n")
     error_message = "settings reaches the service's environment file (and so the runtime config) in the clear, like redis_origin and pg_host"
   }
   assert {
@@ -436,12 +436,30 @@ run "settings_reach_the_instances_as_one_variable" {
   }
 }
 
-run "no_settings_leave_the_manifest_default" {
+run "the_load_balancer_is_the_trusted_proxy" {
   command = plan
 
   assert {
-    condition     = !contains(keys(output.spin_variables), "settings") && !strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=")
-    error_message = "with no setting given, the variable settings is not set: spin.toml's default (\"\") stays"
+    condition     = output.spin_variables.settings == "trusted_proxies=10.40.0.0/24 10.40.1.0/24" && strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_SETTINGS=\"trusted_proxies=10.40.0.0/24 10.40.1.0/24\"\n")
+    error_message = "with no setting given, settings holds only the trusted proxies: the public subnets, where the load balancer's nodes are"
+  }
+  assert {
+    condition     = aws_lb.app.xff_header_processing_mode == "append"
+    error_message = "the load balancer appends the client's address to X-Forwarded-For, where the app reads it"
+  }
+}
+
+run "the_trusted_proxies_follow_the_public_subnets" {
+  command = plan
+
+  variables {
+    vpc_cidr            = "10.60.0.0/16"
+    public_subnet_cidrs = ["10.60.250.0/24", "10.60.251.0/24"]
+  }
+
+  assert {
+    condition     = output.spin_variables.settings == "trusted_proxies=10.60.250.0/24 10.60.251.0/24"
+    error_message = "the trusted proxies are the subnets the load balancer is in"
   }
 }
 

@@ -1,7 +1,7 @@
 # Provider-free: turns endpoints and credentials into the Spin variables of spin.toml and
 # spin.http.toml. TLS everywhere: rediss:// to Redis, sslmode=require to Postgres (Spin verifies
-# the certificate for any sslmode but disable). The optional settings become the one variable
-# `settings`.
+# the certificate for any sslmode but disable). The optional settings and the trusted proxies
+# become the one variable `settings`.
 #
 # redis_origin is what each component's allowed_outbound_hosts entry "{{ redis_origin }}" becomes:
 # scheme://host:port with the one scheme redis_url's nodes use (rediss: this module builds TLS
@@ -83,13 +83,18 @@ locals {
   # What each setting accepts: "true" or "false" where the default is one, a URL where it is ""
   # (https, without a comma: commas separate the settings), else a whole number (at most 9
   # digits: every setting's type holds it). The app refuses anything else at run time.
+  # The app's trusted_proxies is not among them: it is var.trusted_proxies, which a root derives
+  # from its network.
   setting_patterns = {
     for k, d in local.setting_defaults : k => (
       d == "" ? "^(https://[^,\\s]+)?$" : contains(["true", "false"], d) ? "^(true|false)$" : "^[0-9]{1,9}$"
     )
   }
+  setting_values = merge(var.settings, length(var.trusted_proxies) > 0 ? {
+    trusted_proxies = join(" ", var.trusted_proxies)
+  } : {})
   # name=value pairs in sorted name order, joined by commas ("" when none is given); only a
   # non-empty map sets the variable, an empty one leaves the manifest's default ("").
-  settings          = join(",", [for k in sort(keys(var.settings)) : "${k}=${var.settings[k]}"])
-  settings_variable = length(var.settings) > 0 ? { settings = local.settings } : {}
+  settings          = join(",", [for k in sort(keys(local.setting_values)) : "${k}=${local.setting_values[k]}"])
+  settings_variable = length(local.setting_values) > 0 ? { settings = local.settings } : {}
 }

@@ -1,5 +1,5 @@
 output "spin_variables" {
-  description = "The app's Spin variables by name (spin.toml's [variables]): the connection variables, the secrets, and `settings` when any setting is given."
+  description = "The app's Spin variables by name (spin.toml's [variables]): the connection variables, the secrets, and `settings` when any setting or trusted proxy is given."
   value       = merge(local.spin_variables, local.settings_variable)
   sensitive   = true
 
@@ -37,12 +37,12 @@ output "allowed_outbound_hosts" {
 }
 
 output "settings" {
-  description = "The settings as the value of the Spin variable `settings`: name=value pairs in sorted name order, joined by commas (e.g. \"drain_batch=1000,release_batch=500\"); \"\" when none is given."
+  description = "The settings as the value of the Spin variable `settings`: name=value pairs in sorted name order, joined by commas, the trusted proxies among them (e.g. \"drain_batch=1000,trusted_proxies=10.40.0.0/24 10.40.1.0/24\"); \"\" when none is given."
   value       = local.settings
 }
 
 output "settings_variable" {
-  description = "{ settings = <the rendered settings> } when any setting is given, else {} (the manifest's default, \"\", stays): merge it into the non-secret variables a root passes in the clear."
+  description = "{ settings = <the rendered settings> } when any setting or trusted proxy is given, else {} (the manifest's default, \"\", stays): merge it into the non-secret variables a root passes in the clear."
   value       = local.settings_variable
 }
 

@@ -88,11 +88,21 @@ variable "secrets" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Rendered into the one Spin variable `settings`."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
   type        = map(string)
   default     = {}
   validation {
     condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
     error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+  }
+}
+
+variable "trusted_proxies" {
+  description = "CIDR ranges of the proxies in front of the app (a load balancer, an ingress): only from them is X-Forwarded-For believed, the client being its right-most entry that is not one of them. Rendered into `settings` as trusted_proxies=<cidr> <cidr> … (space-separated). Empty: the peer is the client and the header is ignored."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.trusted_proxies : can(cidrhost(c, 0))])
+    error_message = "trusted_proxies: CIDR ranges such as 10.40.0.0/24 or fd00::/8. Refused: ${join(", ", [for c in var.trusted_proxies : c if !can(cidrhost(c, 0))])}."
   }
 }

@@ -384,3 +384,54 @@ run "demo_login_is_true_or_false" {
 
   expect_failures = [var.settings]
 }
+
+run "trusted_proxies_join_the_settings" {
+  command = plan
+
+  variables {
+    settings        = { drain_batch = "1000" }
+    trusted_proxies = ["10.40.0.0/24", "fd00::/8"]
+  }
+
+  assert {
+    condition     = output.settings == "drain_batch=1000,trusted_proxies=10.40.0.0/24 fd00::/8"
+    error_message = "trusted_proxies is one more pair of settings, its ranges separated by spaces (crates/spin-edge/src/config.rs)"
+  }
+  assert {
+    condition     = output.spin_variables.settings == output.settings
+    error_message = "the one Spin variable settings carries them"
+  }
+}
+
+run "trusted_proxies_alone_set_the_variable" {
+  command = plan
+
+  variables {
+    trusted_proxies = ["10.42.0.0/16"]
+  }
+
+  assert {
+    condition     = output.settings_variable == tomap({ settings = "trusted_proxies=10.42.0.0/16" })
+    error_message = "with no other setting, trusted_proxies still sets the variable"
+  }
+}
+
+run "a_trusted_proxy_that_is_not_a_range_is_refused" {
+  command = plan
+
+  variables {
+    trusted_proxies = ["10.40.0.0/24", "10.40.0.0/33", "lb.internal"]
+  }
+
+  expect_failures = [var.trusted_proxies]
+}
+
+run "trusted_proxies_is_not_a_setting" {
+  command = plan
+
+  variables {
+    settings = { trusted_proxies = "10.0.0.0/8" }
+  }
+
+  expect_failures = [var.settings]
+}
