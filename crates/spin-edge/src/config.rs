@@ -21,8 +21,9 @@ pub const PG_URL: &str = "pg_url";
 pub const JWT_SECRET: &str = "jwt_secret";
 /// HMAC key of admission tokens.
 pub const ADMISSION_SECRET: &str = "admission_secret";
-/// The operators' bearer secret.
-pub const ADMIN_TOKEN: &str = "admin_token";
+/// The operators: `name:role:secret` entries separated by commas
+/// (`seckill_domain::auth::Operators`).
+pub const OPERATORS: &str = "operators";
 /// The schedulers' key for `?key=` (empty: that way in is off).
 pub const JOB_KEY: &str = "job_key";
 /// The optional settings: `name=value` pairs separated by commas (see [`Settings`]).
