@@ -49,7 +49,7 @@ start_stores "$WORK" "$REDIS_PORT" "$PG_PORT" --appendonly no --save ''
 
 ADMIN_TOKEN=$(secret 24)
 export SPIN_VARIABLE_JWT_SECRET=$(secret 24) SPIN_VARIABLE_ADMISSION_SECRET=$(secret 24)
-export SPIN_VARIABLE_ADMIN_TOKEN=$ADMIN_TOKEN SPIN_VARIABLE_SETTINGS=demo_login=true
+export SPIN_VARIABLE_OPERATORS=browser:operator:$ADMIN_TOKEN SPIN_VARIABLE_SETTINGS=demo_login=true
 target/release/seckill-host up --manifest spin.toml --listen "127.0.0.1:$HTTP_PORT" --no-cron \
   >"$WORK/host.log" 2>&1 &
 HOST_PID=$!

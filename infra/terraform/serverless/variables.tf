@@ -157,11 +157,11 @@ variable "postgres_role" {
 # --- Secrets ----------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's three secrets: jwt_secret, admission_secret, admin_token (at least 32 characters each)."
+  description = "The app's secrets: jwt_secret, admission_secret, operators (name:role:secret entries separated by commas, role viewer or operator: infra/terraform/DEPLOY.md). At least 32 characters each."
   type = object({
     jwt_secret       = string
     admission_secret = string
-    admin_token      = string
+    operators        = string
   })
   sensitive = true
   validation {

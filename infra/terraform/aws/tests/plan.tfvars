@@ -11,7 +11,7 @@ postgres_password = "example-postgres-password-0123"
 secrets = {
   jwt_secret       = "example-jwt-secret-example-jwt-secret-00"
   admission_secret = "example-admission-secret-example-admission"
-  admin_token      = "example-admin-token-example-admin-token-0"
+  operators        = "ops:operator:example-operator-secret-example-operator"
 }
 
 # HTTPS on 443, HTTP redirected (an example ARN: plan does not look it up).

@@ -69,16 +69,24 @@ variable "postgres_password" {
 }
 
 variable "secrets" {
-  description = "The app's three secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens), admin_token (the operators' bearer secret)."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens), operators (name:role:secret entries separated by commas: role viewer reads, operator reads and writes; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated)."
   type = object({
     jwt_secret       = string
     admission_secret = string
-    admin_token      = string
+    operators        = string
   })
   sensitive = true
   validation {
     condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
     error_message = "Use at least 32 characters for each secret."
+  }
+  validation {
+    condition = alltrue([
+      for e in split(",", var.secrets.operators) : can(regex("^[A-Za-z0-9._@-]{1,64}:(viewer|operator):[^,]{32,}$", trimspace(e)))
+      ]) && anytrue([
+      for e in split(",", var.secrets.operators) : can(regex("^[^:]+:operator:", trimspace(e)))
+    ])
+    error_message = "operators: name:role:secret entries separated by commas (a name is 1-64 of A-Z a-z 0-9 . _ @ -, a role viewer or operator, a secret at least 32 characters), at least one of them an operator."
   }
 }
 

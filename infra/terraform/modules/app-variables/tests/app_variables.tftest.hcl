@@ -8,7 +8,7 @@ variables {
   secrets = {
     jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
     admission_secret = "admission-secret-admission-secret-0"
-    admin_token      = "admin-token-admin-token-admin-token-"
+    operators        = "ann:operator:ann-secret-ann-secret-ann-secret-ann-, vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
   }
 }
 
@@ -36,7 +36,7 @@ run "one_node_over_tls" {
     error_message = "Postgres URL: TLS required, the password URL-encoded"
   }
   assert {
-    condition     = output.environment["SPIN_VARIABLE_ADMIN_TOKEN"] == var.secrets.admin_token
+    condition     = output.environment["SPIN_VARIABLE_OPERATORS"] == var.secrets.operators
     error_message = "every variable is offered as SPIN_VARIABLE_<NAME>"
   }
   assert {
@@ -185,11 +185,56 @@ run "short_secrets_are_refused" {
     secrets = {
       jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
       admission_secret = "admission-secret-admission-secret-0"
-      admin_token      = "short"
+      operators        = "ann:operator:short"
     }
   }
 
   expect_failures = [var.secrets]
+}
+
+run "operators_are_named_entries_with_a_role" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "ann:admin:ann-secret-ann-secret-ann-secret-ann-"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "operators_need_one_who_may_write" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "the_schedulers_token_is_an_operators_secret" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-,ann:operator:ann:secret-ann-secret-ann-secret-ann"
+    }
+  }
+
+  assert {
+    condition     = output.operator_secret == "ann:secret-ann-secret-ann-secret-ann"
+    error_message = "the first operator's secret, all after the second colon; never a viewer's"
+  }
 }
 
 run "one_password_per_node" {
