@@ -55,7 +55,7 @@ ADMIN_TOKEN=$(secret 24)
 export SPIN_VARIABLE_JWT_SECRET=$(secret 24) SPIN_VARIABLE_ADMISSION_SECRET=$(secret 24)
 WEBHOOK_SECRET=whsec_$(secret 24)
 PROVIDER_URL="http://127.0.0.1:$PROVIDER_PORT"
-export SPIN_VARIABLE_ADMIN_TOKEN=$ADMIN_TOKEN SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=$WEBHOOK_SECRET
+export SPIN_VARIABLE_OPERATORS=browser:operator:$ADMIN_TOKEN SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=$WEBHOOK_SECRET
 export SPIN_VARIABLE_SETTINGS="demo_login=true,payment_checkout_url=$PROVIDER_URL/checkout"
 target/release/seckill-bench provider --listen "127.0.0.1:$PROVIDER_PORT" \
   --webhook "http://127.0.0.1:$HTTP_PORT/api/payments/webhook" --secret "$WEBHOOK_SECRET" \

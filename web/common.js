@@ -10,6 +10,7 @@ const MESSAGES = {
   bad_order_id: 'That order number is not valid.',
   bad_query: 'A parameter is out of range.',
   unauthorized: 'Please sign in again.',
+  forbidden: 'This token may only read: an operator makes changes.',
   not_admitted: 'You have no admission for this sale. Reserve before it starts next time.',
   denied: 'This account cannot take part in this sale.',
   not_selected: 'The lottery is drawn and you were not selected this time. Thank you for taking part.',
@@ -48,8 +49,9 @@ function messageFor(code) {
 }
 
 /**
- * A JSON call. Resolves to {status, body, code, retryAfterMs}: `code` is the error code for a
- * refusal (or `network` when the request never got an answer), null on success.
+ * A JSON call. Resolves to {status, body, code, retryAfterMs, unrecorded}: `code` is the error
+ * code for a refusal (or `network` when the request never got an answer), null on success;
+ * `unrecorded` is true when an admin write happened but its audit record could not be stored.
  */
 async function call(method, path, {bearer, body} = {}) {
   const headers = {};
@@ -59,13 +61,16 @@ async function call(method, path, {bearer, body} = {}) {
   try {
     resp = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store'});
   } catch (e) {
-    return {status: 0, body: null, code: 'network', retryAfterMs: 2000};
+    return {status: 0, body: null, code: 'network', retryAfterMs: 2000, unrecorded: false};
   }
   let json = null;
   try { json = await resp.json(); } catch (e) { /* an empty or non-JSON body */ }
   const code = resp.ok ? null : (json && json.error && json.error.code) || `http_${resp.status}`;
   const retry = Number(resp.headers.get('retry-after'));
-  return {status: resp.status, body: json, code, retryAfterMs: Number.isFinite(retry) && retry > 0 ? retry * 1000 : 0};
+  return {
+    status: resp.status, body: json, code, retryAfterMs: Number.isFinite(retry) && retry > 0 ? retry * 1000 : 0,
+    unrecorded: resp.headers.get('seckill-audit') === 'not-recorded',
+  };
 }
 
 /** `n` with thousands separators. */

@@ -1,5 +1,6 @@
-// The operator console: events, switches, deny lists, jobs, and a live view refreshed every
-// second (one GET /admin/events/{id}: one read-only script in Redis).
+// The operator console: events, switches, deny lists, jobs, a live view refreshed every second
+// (one GET /admin/events/{id}: one read-only script in Redis), and the event's latest changes
+// (GET /admin/audit: who, when, which route, before → after).
 'use strict';
 
 const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, samples: [], timer: 0, offset: 0};
@@ -11,6 +12,11 @@ function say(text, tone = '') {
 }
 
 const admin = (method, path, body) => call(method, path, {bearer: C.token, body});
+
+// A write that happened but whose audit record could not be stored says so (the server logs it).
+function unrecorded(r) {
+  return r.unrecorded ? ' Not recorded in the audit (the server logged it).' : '';
+}
 
 function failed(r, what) {
   say(`${what}: ${messageFor(r.code)}${r.body && r.body.error ? ` (${r.body.error.message})` : ''}`, 'bad');
@@ -31,6 +37,7 @@ async function start() {
   $('deny-form').addEventListener('submit', deny);
   $('draw').addEventListener('click', () => act('POST', '/draw', undefined, 'Drawn'));
   document.querySelectorAll('[data-job]').forEach((b) => b.addEventListener('click', () => job(b.dataset.job)));
+  $('reload-audit').addEventListener('click', loadAudit);
   const t = await call('GET', '/api/time');
   if (!t.code) C.offset = t.body.now_ms - Date.now();
   if (C.token) useToken(C.token);
@@ -76,6 +83,7 @@ function select(id) {
   $('live-h').textContent = `Live: ${id}`;
   clearTimeout(C.timer);
   refresh();
+  loadAudit();
 }
 
 // ---- actions ---------------------------------------------------------------------------------
@@ -83,9 +91,10 @@ async function act(method, suffix, body, done) {
   const id = C.event || $('f-id').value;
   if (!id) { say('Pick or create an event first.', 'warn'); return; }
   const r = await admin(method, `/admin/events/${encodeURIComponent(id)}${suffix}`, body);
-  if (r.code) { failed(r, done); return; }
-  say(`${done}: ${id}${r.body && r.body.stock !== undefined ? ` (${fmt(r.body.stock)} units over ${r.body.shards} shards)` : ''}${r.body && r.body.admitted !== undefined ? ` (${fmt(r.body.admitted)} admitted)` : ''}`, 'ok');
+  if (r.code) { failed(r, done); loadAudit(); return; }
+  say(`${done}: ${id}${r.body && r.body.stock !== undefined ? ` (${fmt(r.body.stock)} units over ${r.body.shards} shards)` : ''}${r.body && r.body.admitted !== undefined ? ` (${fmt(r.body.admitted)} admitted)` : ''}${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
   refresh();
+  loadAudit();
 }
 
 async function saveEvent(e) {
@@ -105,7 +114,7 @@ async function saveEvent(e) {
   if ($('f-pow').value !== '') body.pow_difficulty = Number($('f-pow').value);
   const r = await admin('PUT', `/admin/events/${encodeURIComponent(id)}`, body);
   if (r.code) { failed(r, 'Saving'); return; }
-  say(`${r.body.created ? 'Created' : 'Updated'} ${id}. Warm it up before the start.`, 'ok');
+  say(`${r.body.created ? 'Created' : 'Updated'} ${id}. Warm it up before the start.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
   await loadEvents();
   select(id);
 }
@@ -129,6 +138,36 @@ async function job(name) {
   if (r.code) { failed(r, name); $('job-out').textContent = ''; return; }
   $('job-out').textContent = `${name}: ${JSON.stringify(r.body)}`;
   say(`${name} done`, 'ok');
+}
+
+// ---- the audit: the selected event's latest changes ------------------------------------------
+async function loadAudit() {
+  if (!C.event) return;
+  const r = await admin('GET', `/admin/audit?event=${encodeURIComponent(C.event)}&limit=20`);
+  const list = $('audit-list');
+  if (r.code) { list.textContent = `Changes: ${messageFor(r.code)}`; return; }
+  if (!r.body.records.length) { list.textContent = 'No changes recorded yet.'; return; }
+  list.replaceChildren(...r.body.records.map((a) => {
+    const li = document.createElement('li');
+    const head = document.createElement('div');
+    head.textContent = `${new Date(a.at_ms).toLocaleString()} · ${a.operator} (${a.role}) · ${a.method} ${a.path} → ${a.status}`;
+    const what = document.createElement('div');
+    what.className = 'muted';
+    what.textContent = change(a.before, a.after);
+    li.append(head, what);
+    return li;
+  }));
+}
+
+// What a record changed: the fields that differ (before → after), else what was added or
+// returned, or the error answered.
+function change(before, after) {
+  if (after && after.error) return `refused: ${after.error.code}`;
+  if (before && after) {
+    const diff = Object.keys(after).filter((k) => before[k] !== after[k]).map((k) => `${k}: ${before[k] ?? '–'} → ${after[k]}`);
+    return diff.length ? diff.join(', ') : 'no field changed';
+  }
+  return after ? Object.entries(after).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(' ') : v}`).join('  ') : '–';
 }
 
 // ---- the live view ---------------------------------------------------------------------------

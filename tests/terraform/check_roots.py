@@ -377,7 +377,7 @@ def check_module(repo: Path, report: Report):
     for name in ("redis_url", "redis_origin", "pg_url", "pg_host"):
         if expr(sv.get(name, "")) != f"local.{name}":
             problems.append(f"module spin_variables.{name} is not local.{name}")
-    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "admin_token"}):
+    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "operators"}):
         problems.append(f"module spin_variables.{name} is not a variable the manifests declare")
     hosts = mod.outputs.get("hosts", {}).get("value", {})
     if not (isinstance(hosts, dict) and set(hosts) == {"redis_origin", "pg_host"} and expr(hosts.get("redis_origin")) == "local.redis_origin" and expr(hosts.get("pg_host")) == "local.pg_host"):
@@ -1011,8 +1011,8 @@ DEFECTS = [
      'value       = { for k, v in merge(local.spin_public_variables, local.spin_secret_variables) : "SPIN_VARIABLE_${upper(k)}" => v }\n',
      "output spin_environment carries"),
     ("a required secret not delivered", "infra/terraform/spinkube/main.tf",
-     "    admin_token      = module.app_variables.spin_variables.admin_token\n", "",
-     "admin_token is not supplied"),
+     "    operators        = module.app_variables.spin_variables.operators\n", "",
+     "operators is not supplied"),
     ("redis_origin not from the URLs' endpoints", "infra/terraform/aws/spin.tf",
      "redis_origin = module.app_variables.hosts.redis_origin", 'redis_origin = "rediss://${var.redis_host_pattern}"',
      "not module.app_variables.hosts.redis_origin"),
@@ -1020,7 +1020,7 @@ DEFECTS = [
      "    redis_origin = module.app_variables.hosts.redis_origin\n", "    redis_host = module.app_variables.hosts.redis_origin\n",
      "redis_origin is not supplied"),
     ("a secret in user_data", "infra/terraform/aws/app.tf",
-     "SECKILL_REGION              = var.region", "SECKILL_REGION = module.app_variables.environment[\"SPIN_VARIABLE_ADMIN_TOKEN\"]",
+     "SECKILL_REGION              = var.region", "SECKILL_REGION = module.app_variables.environment[\"SPIN_VARIABLE_OPERATORS\"]",
      "carries module.app_variables.environment in the clear"),
     ("a secret on a deploy command line", "infra/terraform/serverless/main.tf",
      'command     = "sh infra/terraform/files/migrate-locked.sh migrations"',

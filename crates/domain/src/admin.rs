@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId, Switches};
+use crate::keys::EventKeys;
 use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
@@ -246,15 +247,38 @@ pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Er
     })
 }
 
-/// Applies live switches and limits to the master and every shard, with a new version.
+/// An event's configuration hash, as its master holds it (strings).
+pub type Config = BTreeMap<String, String>;
+
+/// The master's configuration, `None` when there is no such event (one read-only script).
+pub fn config<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Option<Config>, Error> {
+    match scripts::status::run(nodes.for_event(event)?, &EventKeys::new(event)) {
+        Ok(raw) => Ok(Some(raw.config)),
+        Err(ScriptError::Refused(Refusal::NotFound)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A configuration before and after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// As the change read it.
+    pub before: Config,
+    /// What the change made of it: the fields it wrote over what it read.
+    pub after: Config,
+}
+
+/// Applies live switches and limits to the master and every shard, with a new version; returns
+/// the master's configuration before and after (the one read it makes anyway, and the fields
+/// it wrote: no read more).
 pub fn set_switches<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
     switches: &Switches,
-) -> Result<(), Error> {
+) -> Result<Changed, Error> {
     let mut fields = switches.fields()?;
     fields.push(("version", new_version()));
-    let (e, _) = Event::open(nodes, event)?;
+    let (e, before) = Event::open(nodes, event)?;
     let (store, k) = e.master()?;
     scripts::set_fields::run(store, &k, fields.clone())?;
     for s in e.all() {
@@ -263,7 +287,9 @@ pub fn set_switches<S: Store>(
         f.retain(|(name, _)| *name != "shard");
         scripts::set_fields::run(store, &k, f)?;
     }
-    Ok(())
+    let mut after = before.clone();
+    after.extend(fields.into_iter().map(|(name, v)| (name.to_owned(), v)));
+    Ok(Changed { before, after })
 }
 
 /// Adds to the deny lists of every shard (each buyer is checked at home).

@@ -1,6 +1,7 @@
 //! Who is asking. Buyers: an HS256 JWT from the shop's login (`sub` = user id). Admission: an
 //! HMAC bound to event, user, the event's admission version and an expiry, checked without
-//! touching Redis. Operators: a bearer secret, compared in constant time.
+//! touching Redis. Operators: named bearer secrets with a role ([`Operators`]), compared in
+//! constant time.
 //!
 //! HS256 is a few lines over RustCrypto's `hmac`/`sha2`, which build for wasm32 as they are;
 //! the `jsonwebtoken` crate would pull RSA and EC backends we never use into every guest.
@@ -185,10 +186,128 @@ pub fn verify_admission(
     Ok(terms)
 }
 
-/// Compares an operator's bearer secret in constant time.
-pub fn check_admin(presented: Option<&str>, expected: &str) -> Result<(), Error> {
-    let presented = presented.ok_or_else(|| unauthorized("admin token required"))?;
-    check_secret(presented, expected).map_err(|()| unauthorized("bad admin token"))
+/// What an operator may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads only: the events, their state, the health report, the audit.
+    Viewer,
+    /// Reads and writes: events, switches, deny lists, draw, warm-up, the jobs.
+    Operator,
+}
+
+impl Role {
+    /// The name in the `operators` variable and the audit.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+        }
+    }
+
+    /// The role named `name`.
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "viewer" => Some(Role::Viewer),
+            "operator" => Some(Role::Operator),
+            _ => None,
+        }
+    }
+}
+
+/// An operator whose secret matched: who changed what, in the audit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator {
+    /// The name the `operators` variable gives them.
+    pub name: String,
+    /// What they may do.
+    pub role: Role,
+}
+
+impl Operator {
+    /// Lets an operator through to a write; a viewer gets `403 forbidden`.
+    pub fn may_write(&self) -> Result<(), Error> {
+        match self.role {
+            Role::Operator => Ok(()),
+            Role::Viewer => Err(Error::refused(
+                ErrorCode::Forbidden,
+                format!("{} is a viewer: viewers may only read", self.name),
+            )),
+        }
+    }
+}
+
+/// Whether `name` can name an operator in the audit: 1-64 of `[A-Za-z0-9._@-]`.
+fn is_operator_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'@' | b'-'))
+}
+
+/// The operators' credentials, from the `operators` variable: `name:role:secret` entries
+/// separated by commas (blanks around them ignored; the secret is everything after the second
+/// `:`). One name may hold two secrets, so a secret is rotated by adding the new one, moving the
+/// clients over, then removing the old one: no moment without a valid secret.
+#[derive(Clone)]
+pub struct Operators {
+    entries: Vec<(Operator, [u8; 32])>,
+}
+
+impl Operators {
+    /// Parses the variable. A malformed entry, an unknown role, a name with two roles, a secret
+    /// given twice or no entry at all is a configuration error (`Error::Bug`: 500); its detail
+    /// names the entry by position and name, never the secret.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let mut entries: Vec<(Operator, [u8; 32])> = Vec::new();
+        for (i, entry) in text.split(',').map(str::trim).enumerate() {
+            let bad = |why: &str| Error::bug(format!("operators: entry {}: {why}", i + 1));
+            let mut parts = entry.splitn(3, ':');
+            let (Some(name), Some(role), Some(secret)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(bad("expected name:role:secret"));
+            };
+            if !is_operator_name(name) {
+                return Err(bad("a name is 1-64 of A-Z a-z 0-9 . _ @ -"));
+            }
+            let bad = |why: &str| bad(&format!("{name}: {why}"));
+            let role = Role::parse(role).ok_or_else(|| bad("the role is viewer or operator"))?;
+            if secret.is_empty() {
+                return Err(bad("the secret is empty"));
+            }
+            let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+            for (other, other_digest) in &entries {
+                if other.name == name && other.role != role {
+                    return Err(bad("one name, two roles"));
+                }
+                if *other_digest == digest {
+                    return Err(bad(&format!("the same secret as {}", other.name)));
+                }
+            }
+            let name = name.to_owned();
+            entries.push((Operator { name, role }, digest));
+        }
+        Ok(Operators { entries })
+    }
+
+    /// The operator whose secret is `presented`. Every entry is compared, in constant time
+    /// and without stopping at a match (hashing first hides the length too), so the time taken
+    /// tells nothing about which entry, or how much of one, matched.
+    pub fn authenticate(&self, presented: Option<&str>) -> Result<Operator, Error> {
+        use subtle::ConditionallySelectable;
+        let presented = presented.ok_or_else(|| unauthorized("admin token required"))?;
+        let digest = Sha256::digest(presented.as_bytes());
+        let none = u32::MAX;
+        let mut found = none;
+        for (i, (_, secret)) in self.entries.iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(none);
+            found.conditional_assign(&index, digest.as_slice().ct_eq(secret.as_slice()));
+        }
+        self.entries
+            .get(found as usize)
+            .map(|(operator, _)| operator.clone())
+            .ok_or_else(|| unauthorized("bad admin token"))
+    }
 }
 
 /// Compares a scheduler's job key (`?key=`, for schedulers that cannot send a header) in
@@ -294,12 +413,80 @@ mod tests {
         }
     }
 
+    const TEAM: &str = "ann:operator:s3cret-ann, vic:viewer:s3cret-vic";
+
     #[test]
-    fn admin_secret_compare() {
-        assert!(check_admin(Some("sekret"), "sekret").is_ok());
-        assert!(check_admin(Some("sekreT"), "sekret").is_err());
-        assert!(check_admin(None, "sekret").is_err());
-        assert!(check_admin(Some(""), "").is_err());
+    fn each_secret_names_its_operator_and_role() {
+        let ops = Operators::parse(TEAM).unwrap();
+        let ann = ops.authenticate(Some("s3cret-ann")).unwrap();
+        assert_eq!((ann.name.as_str(), ann.role), ("ann", Role::Operator));
+        assert!(ann.may_write().is_ok());
+        let vic = ops.authenticate(Some("s3cret-vic")).unwrap();
+        assert_eq!((vic.name.as_str(), vic.role), ("vic", Role::Viewer));
+        assert_eq!(vic.may_write().unwrap_err().code(), ErrorCode::Forbidden);
+        for wrong in [
+            Some("s3cret-anN"),
+            Some(""),
+            Some("ann"),
+            Some("ann:operator:s3cret-ann"),
+        ] {
+            assert_eq!(
+                ops.authenticate(wrong).unwrap_err().reason(),
+                "bad admin token",
+                "{wrong:?}"
+            );
+        }
+        assert_eq!(
+            ops.authenticate(None).unwrap_err().reason(),
+            "admin token required"
+        );
+    }
+
+    #[test]
+    fn a_rotation_holds_two_secrets_of_one_operator() {
+        let ops = Operators::parse("ann:operator:old-one,ann:operator:new-one").unwrap();
+        for secret in ["old-one", "new-one"] {
+            assert_eq!(ops.authenticate(Some(secret)).unwrap().name, "ann");
+        }
+        // The secret is everything after the second colon.
+        let ops = Operators::parse("bob:viewer:a:b:c").unwrap();
+        assert_eq!(ops.authenticate(Some("a:b:c")).unwrap().role, Role::Viewer);
+    }
+
+    #[test]
+    fn a_malformed_operators_variable_is_a_configuration_error_that_hides_the_secrets() {
+        for (bad, why) in [
+            ("", "entry 1: expected name:role:secret"),
+            ("ann:operator", "entry 1: expected name:role:secret"),
+            ("ann:operator:s1,,", "entry 2: expected name:role:secret"),
+            (
+                "ann:admin:s1",
+                "entry 1: ann: the role is viewer or operator",
+            ),
+            ("a nn:viewer:s1", "entry 1: a name is 1-64"),
+            ("ann:viewer:", "entry 1: ann: the secret is empty"),
+            (
+                "ann:viewer:s1,ann:operator:s2",
+                "entry 2: ann: one name, two roles",
+            ),
+            (
+                "ann:viewer:s1,bob:viewer:s1",
+                "entry 2: bob: the same secret as ann",
+            ),
+        ] {
+            let e = Operators::parse(bad).err().expect(bad);
+            assert_eq!(e.code(), ErrorCode::Internal, "{bad}");
+            let reason = e.reason();
+            assert!(
+                reason.starts_with(&format!("operators: {why}")),
+                "{bad}: {reason}"
+            );
+            assert!(!reason.contains("s1") && !reason.contains("s2"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn job_key_compare() {
         assert!(check_job_key("k3y", "k3y").is_ok());
         assert!(check_job_key("k3y", "k3Y").is_err());
         assert!(

@@ -46,6 +46,8 @@ error_codes! {
     BadUserId = "bad_user_id",
     /// Bearer token missing or invalid, or a wrong job key.
     Unauthorized = "unauthorized",
+    /// Admin: a viewer asked for a write (viewers may only read).
+    Forbidden = "forbidden",
     /// Precheck: no valid admission token.
     NotAdmitted = "not_admitted",
     /// On a deny list.

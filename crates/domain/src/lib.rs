@@ -10,10 +10,13 @@
 //!   contracts declared in `shared/lua/`.
 //! - The two ports the domain runs against: [`store::Store`] (EVALSHA/EVAL) and [`sql::Sql`]
 //!   (the orders database); in-memory fakes of both for the unit tests (`testing`).
-//! - [`auth`]: buyer JWTs, admission tokens, the admin secret; [`event`]: event configuration;
-//!   [`net`]: client addresses and CIDR ranges, canonical.
+//! - [`auth`]: buyer JWTs, admission tokens, the operators and their roles; [`audit`]: who
+//!   changed what; [`event`]: event configuration; [`net`]: client addresses and CIDR ranges,
+//!   canonical; [`pow`]: the admission's proof of work; [`provider`]: the payment provider's
+//!   webhooks.
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod clock;
 pub mod error;

@@ -22,8 +22,9 @@ pub const PG_URL: &str = "pg_url";
 pub const JWT_SECRET: &str = "jwt_secret";
 /// HMAC key of admission tokens.
 pub const ADMISSION_SECRET: &str = "admission_secret";
-/// The operators' bearer secret.
-pub const ADMIN_TOKEN: &str = "admin_token";
+/// The operators: `name:role:secret` entries separated by commas
+/// (`seckill_domain::auth::Operators`).
+pub const OPERATORS: &str = "operators";
 /// The payment provider's webhook signing secrets, comma-separated.
 pub const PAYMENT_WEBHOOK_SECRETS: &str = "payment_webhook_secrets";
 /// The schedulers' key for `?key=` (empty: that way in is off).

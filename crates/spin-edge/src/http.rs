@@ -185,12 +185,18 @@ pub fn buyer(req: &Request) -> Result<String, ApiError> {
     Ok(auth::verify_jwt(token, secret.as_bytes(), clock::now_ms() / 1000)?.sub)
 }
 
-/// Checks the operator's bearer secret.
-pub fn operator(req: &Request) -> Result<(), ApiError> {
-    Ok(auth::check_admin(
-        bearer(req),
-        &config::get(config::ADMIN_TOKEN)?,
-    )?)
+/// The operator whose secret is the bearer token, whatever their role: enough to read. A
+/// malformed `operators` variable is a configuration error (500).
+pub fn operator(req: &Request) -> Result<auth::Operator, ApiError> {
+    let operators = auth::Operators::parse(&config::get(config::OPERATORS)?)?;
+    Ok(operators.authenticate(bearer(req))?)
+}
+
+/// The operator behind the bearer token, allowed to write: a viewer is `403 forbidden`.
+pub fn writer(req: &Request) -> Result<auth::Operator, ApiError> {
+    let who = operator(req)?;
+    who.may_write()?;
+    Ok(who)
 }
 
 /// The client's address, canonical ([`seckill_domain::net`]); `None` when Spin gave no peer.

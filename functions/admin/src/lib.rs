@@ -1,26 +1,39 @@
-//! The operator's API, behind a bearer secret (`admin_token`, compared in constant time):
+//! The operator's API, behind the operators' bearer secrets (`operators`, each with a name and a
+//! role, compared in constant time). A viewer may read; every write needs an operator
+//! (`403 forbidden` otherwise):
 //!
 //! | method | path | does |
 //! |---|---|---|
 //! | GET | `/admin/events` | every registered event, on every Redis node ([`registry::events`]) |
+//! | GET | `/admin/audit?event=&limit=` | who changed what, newest first ([`audit::recent`]) |
 //! | PUT | `/admin/events/{id}` | create or update the event ([`admin::upsert_event`]) |
 //! | PATCH | `/admin/events/{id}` | live switches and limits ([`admin::set_switches`]) |
 //! | GET | `/admin/events/{id}` | state: config, stock per shard, sold, queued… ([`admin::status`]) |
 //! | POST | `/admin/events/{id}/warmup` | write stock into shards ([`admin::warm_up`]) |
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
+//!
+//! Every write an operator (or a viewer) asks of an event is recorded in Postgres with its
+//! outcome, after it was applied ([`audit`] says why in that order). When the record cannot be
+//! stored, the write is answered as it went, with the header [`AUDIT_HEADER`], and the whole
+//! record is logged.
 
 use seckill_domain::admin::{self, DenyList};
-use seckill_domain::event::{EventConfig, Switches};
-use seckill_domain::registry;
+use seckill_domain::audit::{self, Entry};
+use seckill_domain::error::ErrorCode;
+use seckill_domain::event::{EventConfig, EventId, Switches};
+use seckill_domain::{clock, registry};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, event_id, json_body, operator};
-use seckill_spin_edge::store;
-use serde_json::json;
+use seckill_spin_edge::{config, store};
+use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
-/// Authenticate, route, apply, render.
+/// Set on a write's response when its audit record could not be stored (the write happened).
+pub const AUDIT_HEADER: &str = "seckill-audit";
+
+/// Authenticate, route, apply, record, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
     seckill_spin_edge::http::serve(req, answer).await
@@ -29,64 +42,164 @@ async fn handle(req: IncomingRequest) -> Response {
 /// The request, its body read within the limit.
 fn answer(req: Request) -> Response {
     match route(&req) {
-        Ok((status, body)) => http::json(status, &body),
+        Ok(Answer::Read(body)) => http::json(200, &body),
+        Ok(Answer::Wrote(entry, outcome)) => recorded(&entry, outcome),
         Err(e) => http::error(&e),
     }
 }
 
-fn route(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
-    operator(req)?;
+/// What a request comes to: a read, or a write with its audit entry and outcome.
+enum Answer {
+    Read(Value),
+    Wrote(Box<Entry>, Result<Applied, ApiError>),
+}
+
+/// The writes an operator asks of an event.
+#[derive(Clone, Copy)]
+enum Write {
+    Upsert,
+    Switches,
+    WarmUp,
+    Deny,
+    Draw,
+}
+
+/// A write done: what it answers, and what the audit records of it.
+struct Applied {
+    status: u16,
+    body: Value,
+    before: Option<Value>,
+    after: Option<Value>,
+}
+
+impl Applied {
+    /// Answered with `body`, which is also what the audit records as after.
+    fn returning(body: Value) -> Self {
+        Applied {
+            status: 200,
+            after: Some(body.clone()),
+            body,
+            before: None,
+        }
+    }
+}
+
+fn route(req: &Request) -> Result<Answer, ApiError> {
+    let who = operator(req)?;
     if req.header("spin-path-match-event-id").is_none() {
-        return list(req);
+        return if req.path().starts_with("/admin/audit") {
+            audit_records(req).map(Answer::Read)
+        } else {
+            list(req).map(Answer::Read)
+        };
     }
     let event = event_id(req)?;
     let rest = req
         .header("spin-path-info")
         .and_then(|v| v.as_str())
         .unwrap_or("");
+    let write = match (req.method(), rest) {
+        (Method::Get, "" | "/") => {
+            return Ok(Answer::Read(http::to_value(&admin::status(
+                &store::nodes()?,
+                &event,
+            )?)?));
+        }
+        (Method::Put, "" | "/") => Write::Upsert,
+        (Method::Patch, "" | "/") => Write::Switches,
+        (Method::Post, "/warmup") => Write::WarmUp,
+        (Method::Post, "/deny") => Write::Deny,
+        (Method::Post, "/draw") => Write::Draw,
+        (_, "" | "/") => return Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
+        (_, "/warmup" | "/deny" | "/draw") => return Err(ApiError::method_not_allowed("POST")),
+        _ => return Err(ApiError::not_found(format!("no admin route {rest}"))),
+    };
+    let outcome = who
+        .may_write()
+        .map_err(ApiError::from)
+        .and_then(|()| apply(req, &event, write));
+    let (status, before, after) = match &outcome {
+        Ok(done) => (done.status, done.before.clone(), done.after.clone()),
+        Err(e) => (e.status, None, serde_json::from_str(&e.to_json()).ok()),
+    };
+    let entry = Entry::new(
+        &who,
+        (req.method().to_string().as_str(), req.path()),
+        &event,
+        (before, after),
+        status,
+        clock::now_ms(),
+    );
+    Ok(Answer::Wrote(Box::new(entry), outcome))
+}
+
+/// Applies `write`. Bad input is refused before Redis, even when Redis is down (the domain
+/// checks again).
+fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiError> {
     let redis = store::nodes;
-    match (req.method(), rest) {
-        (Method::Put, "" | "/") => {
+    let config_json = |c: Option<admin::Config>| c.map(|c| json!(c));
+    match write {
+        Write::Upsert => {
             let config: EventConfig = json_body(req)?;
-            // Bad input is refused even when Redis is down (upsert_event checks again).
             config.validate()?;
-            let (created, shards) = admin::upsert_event(&redis()?, &event, &config)?;
-            Ok((
-                if created { 201 } else { 200 },
-                json!({ "event_id": event.as_str(), "created": created, "shards": shards }),
-            ))
+            let nodes = redis()?;
+            let before = admin::config(&nodes, event)?;
+            let (created, shards) = admin::upsert_event(&nodes, event, &config)?;
+            let after = admin::config(&nodes, event)?;
+            Ok(Applied {
+                status: if created { 201 } else { 200 },
+                body: json!({ "event_id": event.as_str(), "created": created, "shards": shards }),
+                before: config_json(before),
+                after: config_json(after),
+            })
         }
-        (Method::Patch, "" | "/") => {
+        Write::Switches => {
             let switches: Switches = json_body(req)?;
-            switches.fields()?; // refused even when Redis is down (set_switches checks again)
-            admin::set_switches(&redis()?, &event, &switches)?;
-            Ok((200, json!({ "event_id": event.as_str(), "updated": true })))
+            switches.fields()?;
+            let changed = admin::set_switches(&redis()?, event, &switches)?;
+            Ok(Applied {
+                before: config_json(Some(changed.before)),
+                after: config_json(Some(changed.after)),
+                ..Applied::returning(json!({ "event_id": event.as_str(), "updated": true }))
+            })
         }
-        (Method::Get, "" | "/") => Ok((200, http::to_value(&admin::status(&redis()?, &event)?)?)),
-        (Method::Post, "/warmup") => {
-            Ok((200, http::to_value(&admin::warm_up(&redis()?, &event)?)?))
-        }
-        (Method::Post, "/deny") => {
+        Write::WarmUp => Ok(Applied::returning(http::to_value(&admin::warm_up(
+            &redis()?,
+            event,
+        )?)?)),
+        Write::Deny => {
             let list: DenyList = json_body(req)?;
-            admin::check_deny_list(&list)?; // refused even when Redis is down (deny checks again)
-            admin::deny(&redis()?, &event, &list)?;
-            Ok((
-                200,
-                json!({ "denied": list.users.len() + list.addrs.len() }),
-            ))
+            admin::check_deny_list(&list)?;
+            admin::deny(&redis()?, event, &list)?;
+            Ok(Applied {
+                after: Some(http::to_value(&list)?),
+                ..Applied::returning(json!({ "denied": list.users.len() + list.addrs.len() }))
+            })
         }
-        (Method::Post, "/draw") => Ok((
-            200,
-            json!({ "admitted": admin::draw(&redis()?, &event, admin::DRAW_PAGE)? }),
-        )),
-        (_, "" | "/") => Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
-        (_, "/warmup" | "/deny" | "/draw") => Err(ApiError::method_not_allowed("POST")),
-        _ => Err(ApiError::not_found(format!("no admin route {rest}"))),
+        Write::Draw => Ok(Applied::returning(json!({
+            "admitted": admin::draw(&redis()?, event, admin::DRAW_PAGE)?
+        }))),
     }
 }
 
+/// Stores the write's audit record and answers the write as it went. A record that cannot be
+/// stored does not undo the write: the answer carries [`AUDIT_HEADER`] and the log the record.
+fn recorded(entry: &Entry, outcome: Result<Applied, ApiError>) -> Response {
+    let mut response = match outcome {
+        Ok(done) => http::json(done.status, &done.body),
+        Err(e) => http::error(&e),
+    };
+    let stored = config::postgres().and_then(|db| Ok(audit::record(&db, entry)?));
+    if let Err(e) = stored {
+        let record = serde_json::to_string(entry).unwrap_or_default();
+        eprintln!("audit: record not stored ({}): {record}", e.reason());
+        response.set_header(AUDIT_HEADER, "not-recorded");
+    }
+    response
+}
+
 /// `GET /admin/events`: the registry of every node, sorted (one `SMEMBERS` script per node).
-fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
+fn list(req: &Request) -> Result<Value, ApiError> {
     http::require_method(req, Method::Get)?;
     let mut events = Vec::new();
     for node in store::nodes()?.all() {
@@ -98,5 +211,32 @@ fn list(req: &Request) -> Result<(u16, serde_json::Value), ApiError> {
         );
     }
     events.sort();
-    Ok((200, json!({ "events": events })))
+    Ok(json!({ "events": events }))
+}
+
+/// `GET /admin/audit?event=<id>&limit=<n>`: the newest records (of one event, or of all),
+/// newest first; `limit` 1 to [`audit::MAX_LIMIT`], [`audit::DEFAULT_LIMIT`] when absent.
+fn audit_records(req: &Request) -> Result<Value, ApiError> {
+    http::require_method(req, Method::Get)?;
+    let event = http::query_param(req, "event")
+        .map(EventId::parse)
+        .transpose()?;
+    let limit = match http::query_param(req, "limit") {
+        None => audit::DEFAULT_LIMIT,
+        Some(raw) => raw
+            .parse()
+            .ok()
+            .filter(|n| (1..=audit::MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::BadQuery,
+                    format!(
+                        "limit must be a whole number from 1 to {}",
+                        audit::MAX_LIMIT
+                    ),
+                )
+            })?,
+    };
+    let records = audit::recent(&config::postgres()?, event.as_ref(), limit)?;
+    Ok(json!({ "records": records }))
 }

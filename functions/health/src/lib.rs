@@ -1,6 +1,6 @@
 //! Health of Redis and Postgres, pinged through the Spin interfaces: 200 when both answer, 503
 //! otherwise. `GET /api/health` is public and says only `ok` / `degraded` per dependency;
-//! `GET /admin/health` (operators' secret) adds latencies and the errors.
+//! `GET /admin/health` (any operator's secret, a viewer's too) adds latencies and the errors.
 
 use seckill_spin_edge::health;
 use seckill_spin_edge::http::{error, json, operator, require_method};
@@ -17,7 +17,7 @@ async fn handle(req: IncomingRequest) -> Response {
 fn answer(req: Request) -> Response {
     let detailed = req.path().starts_with("/admin/");
     let checked = if detailed {
-        operator(&req).and_then(|()| require_method(&req, Method::Get))
+        operator(&req).and_then(|_| require_method(&req, Method::Get))
     } else {
         require_method(&req, Method::Get)
     };

@@ -326,3 +326,57 @@ resource "aws_lb_listener" "http" {
     }
   }
 }
+
+# --- Operators' paths from operators' addresses only (operator_cidrs) ------------------------
+# ALB conditions cannot be negated: requests for the operators' paths from operator_cidrs are
+# forwarded by the first rules, and the last answers any other such request 403 with the API's
+# JSON error. A rule holds at most 5 condition values (each path and each address counts one),
+# so the addresses go 3 to a rule beside the 2 paths.
+
+locals {
+  # The listener that serves the app: HTTPS, else plain HTTP (which then forwards).
+  app_listener_arn     = local.https ? aws_lb_listener.https[0].arn : aws_lb_listener.http.arn
+  operator_paths       = ["/admin/*", "/console*"]
+  operator_cidr_groups = chunklist(var.operator_cidrs, 3)
+}
+
+resource "aws_lb_listener_rule" "operators_allowed" {
+  count        = length(local.operator_cidr_groups)
+  listener_arn = local.app_listener_arn
+  priority     = 10 + count.index
+
+  action {
+    type             = "forward"
+    target_group_arn = aws_lb_target_group.app.arn
+  }
+  condition {
+    path_pattern {
+      values = local.operator_paths
+    }
+  }
+  condition {
+    source_ip {
+      values = local.operator_cidr_groups[count.index]
+    }
+  }
+}
+
+resource "aws_lb_listener_rule" "operators_only" {
+  count        = length(var.operator_cidrs) > 0 ? 1 : 0
+  listener_arn = local.app_listener_arn
+  priority     = 1000
+
+  action {
+    type = "fixed-response"
+    fixed_response {
+      content_type = "application/json"
+      status_code  = "403"
+      message_body = jsonencode({ error = { code = "forbidden", message = "operators' paths are open to operators' addresses only" } })
+    }
+  }
+  condition {
+    path_pattern {
+      values = local.operator_paths
+    }
+  }
+}

@@ -50,12 +50,12 @@ locals {
     pg_url           = module.app_variables.spin_variables.pg_url
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
-    admin_token      = module.app_variables.spin_variables.admin_token
+    operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
   }
   # Names only (not sensitive): what for_each and user_data may carry.
-  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"]
+  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"]
 
   # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
   spin_host_variables = {

@@ -471,6 +471,16 @@ variable "lb_ingress_cidrs" {
   }
 }
 
+variable "operator_cidrs" {
+  description = "Address ranges (CIDR, IPv4 or IPv6) from which /admin/* and /console are reachable; from any other address the load balancer answers them 403. Empty: no restriction beyond the operators' tokens."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for c in var.operator_cidrs : can(cidrhost(c, 0))]) && length(var.operator_cidrs) <= 90
+    error_message = "operator_cidrs: at most 90 CIDR blocks (3 to a listener rule, 100 rules to a listener)."
+  }
+}
+
 variable "app_egress_cidrs" {
   description = "Where the instances may open HTTPS connections (packages, Spin, the artifact, Secrets Manager)."
   type        = list(string)
@@ -494,11 +504,11 @@ variable "lb_idle_timeout" {
 # ---------------------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), admin_token (the operators' bearer secret), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
+  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
   type = object({
     jwt_secret              = string
     admission_secret        = string
-    admin_token             = string
+    operators               = string
     payment_webhook_secrets = string
   })
   sensitive = true

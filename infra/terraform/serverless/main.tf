@@ -55,7 +55,7 @@ locals {
     pg_url           = module.app_variables.spin_variables.pg_url
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
-    admin_token      = module.app_variables.spin_variables.admin_token
+    operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
     # Akamai's cron can put a secret only in the URL: it calls the job routes with ?key=.

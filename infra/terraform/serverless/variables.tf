@@ -157,11 +157,11 @@ variable "postgres_role" {
 # --- Secrets ----------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), admin_token (the operators' bearer secret), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
+  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
   type = object({
     jwt_secret              = string
     admission_secret        = string
-    admin_token             = string
+    operators               = string
     payment_webhook_secrets = string
   })
   sensitive = true

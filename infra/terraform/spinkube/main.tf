@@ -20,7 +20,7 @@ locals {
     pg_url           = module.app_variables.spin_variables.pg_url
     jwt_secret       = module.app_variables.spin_variables.jwt_secret
     admission_secret = module.app_variables.spin_variables.admission_secret
-    admin_token      = module.app_variables.spin_variables.admin_token
+    operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
   }
@@ -88,8 +88,9 @@ resource "kubernetes_secret_v1" "spin" {
   }
   type = "Opaque"
   data = merge(local.spin_secret_variables, {
-    # The ticker's header file (curl -H @file): the admin token never reaches a command line.
-    authorization = "Authorization: Bearer ${var.secrets.admin_token}"
+    # The ticker's header file (curl -H @file): an operator's secret (the jobs write, a viewer's
+    # is refused) never reaches a command line.
+    authorization = "Authorization: Bearer ${module.app_variables.operator_secret}"
     # Spin's runtime config (runtimeConfig.loadFromSecret reads this key).
     "runtime-config.toml" = module.runtime_config.toml
   })

@@ -1,9 +1,13 @@
-//! The operators' side of bad input: the admin token, an event configuration that cannot be,
-//! and changes a warmed-up event must refuse. Refused, they change nothing.
+//! The operators' side: who they are (named secrets, roles, a rotation), what they changed (the
+//! audit), and bad input (the admin token, an event configuration that cannot be, changes a
+//! warmed-up event must refuse). Refused, they change nothing.
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_testkit::{PgServer, RedisServer, TestApp};
+use seckill_testkit::{
+    ADMIN_TOKEN, OPERATOR, PgServer, ROTATED_ADMIN_TOKEN, RedisServer, TestApp, VIEWER,
+    VIEWER_TOKEN,
+};
 use serde_json::{Value, json};
 
 use crate::{code, epoch_ms, snapshot, start};
@@ -116,5 +120,230 @@ async fn warm_up_happens_once_and_freezes_the_stock() -> Result<()> {
         before,
         "bad input changed nothing"
     );
+    Ok(())
+}
+
+/// [`with_open_event`] over a migrated database: the audit has its table from the start.
+async fn with_audit() -> Result<(RedisServer, PgServer, TestApp, Value)> {
+    let (redis, pg, app) = start().await?;
+    pg.migrate().await?;
+    app.open_event("open", json!({})).await?;
+    let before = snapshot(&app, "open").await?;
+    Ok((redis, pg, app, before))
+}
+
+/// The newest audit records of `event`, read with `token`.
+async fn audit(app: &TestApp, token: &str, event: &str) -> Result<Vec<Value>> {
+    let (status, body) = app
+        .call(
+            Method::GET,
+            &format!("/admin/audit?event={event}&limit=10"),
+            Some(token),
+            None,
+        )
+        .await?;
+    anyhow::ensure!(status == 200, "audit: {status} {body}");
+    Ok(body["records"].as_array().cloned().unwrap_or_default())
+}
+
+/// A viewer reads everything an operator reads; every write (each admin write and a job) is
+/// `403 forbidden`, changes nothing, and is recorded refused under the viewer's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_reads_but_every_write_is_403_and_changes_nothing() -> Result<()> {
+    let (_redis, _pg, app, before) = with_audit().await?;
+    for path in [
+        "/admin/events",
+        "/admin/events/open",
+        "/admin/health",
+        "/admin/audit",
+    ] {
+        let (status, body) = app
+            .call(Method::GET, path, Some(VIEWER_TOKEN), None)
+            .await?;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let config = app.status("open").await?["config"].clone();
+    let now = epoch_ms()?;
+    let writes = [
+        (
+            Method::PUT,
+            "/admin/events/open",
+            Some(
+                json!({ "sku": "x", "stock": 10, "shards": 4, "start_ms": 1, "end_ms": now + 10_000 }),
+            ),
+        ),
+        (
+            Method::PATCH,
+            "/admin/events/open",
+            Some(json!({ "enabled": false })),
+        ),
+        (Method::POST, "/admin/events/open/warmup", None),
+        (
+            Method::POST,
+            "/admin/events/open/deny",
+            Some(json!({ "users": ["u1"] })),
+        ),
+        (Method::POST, "/admin/events/open/draw", None),
+        (Method::POST, "/admin/jobs/drain", None),
+    ];
+    for (method, path, body) in &writes {
+        let (status, resp) = app
+            .call(method.clone(), path, Some(VIEWER_TOKEN), body.as_ref())
+            .await?;
+        assert_eq!((status, code(&resp)), (403, "forbidden"), "{method} {path}");
+    }
+    assert_eq!(snapshot(&app, "open").await?, before, "nothing changed");
+    assert_eq!(
+        app.status("open").await?["config"],
+        config,
+        "nor the configuration"
+    );
+    let records = audit(&app, VIEWER_TOKEN, "open").await?;
+    let refused: Vec<(&str, &str, i64)> = records
+        .iter()
+        .filter(|r| r["operator"] == VIEWER)
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap_or("?"),
+                r["path"].as_str().unwrap_or("?"),
+                r["status"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            ("POST", "/admin/events/open/draw", 403),
+            ("POST", "/admin/events/open/deny", 403),
+            ("POST", "/admin/events/open/warmup", 403),
+            ("PATCH", "/admin/events/open", 403),
+            ("PUT", "/admin/events/open", 403),
+        ],
+        "each refused write of an event, newest first (jobs are not recorded)"
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r["operator"] != VIEWER || r["role"] == "viewer")
+    );
+    Ok(())
+}
+
+/// During a rotation one operator holds two secrets: both are accepted, and both are the same
+/// name in the audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_secrets_of_an_operator_being_rotated_work() -> Result<()> {
+    let (_redis, _pg, app, _) = with_audit().await?;
+    for (token, enabled) in [(ADMIN_TOKEN, false), (ROTATED_ADMIN_TOKEN, true)] {
+        let (status, body) = app
+            .call(
+                Method::PATCH,
+                "/admin/events/open",
+                Some(token),
+                Some(&json!({ "enabled": enabled })),
+            )
+            .await?;
+        assert_eq!(status, 200, "{body}");
+        let (status, _) = app
+            .call(Method::GET, "/admin/events/open", Some(token), None)
+            .await?;
+        assert_eq!(status, 200);
+    }
+    let records = audit(&app, ROTATED_ADMIN_TOKEN, "open").await?;
+    let patches: Vec<(&Value, &Value)> = records
+        .iter()
+        .filter(|r| r["method"] == "PATCH")
+        .map(|r| (&r["operator"], &r["after"]["enabled"]))
+        .collect();
+    assert_eq!(
+        patches,
+        [
+            (&json!(OPERATOR), &json!("1")),
+            (&json!(OPERATOR), &json!("0"))
+        ],
+        "one operator, whichever secret; newest first"
+    );
+    Ok(())
+}
+
+/// An operator's PATCH leaves a record: who, when, which route, and the configuration before
+/// and after, readable at `GET /admin/audit`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_patch_is_recorded_with_who_and_before_and_after() -> Result<()> {
+    let (_redis, _pg, app, _) = with_audit().await?;
+    let started = epoch_ms()?;
+    let (status, body) = app
+        .admin(
+            Method::PATCH,
+            "/admin/events/open",
+            Some(&json!({ "enabled": false, "user_rate": 2, "user_burst": 5 })),
+        )
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    let records = audit(&app, ADMIN_TOKEN, "open").await?;
+    let newest = &records[0];
+    assert_eq!(
+        (
+            &newest["operator"],
+            &newest["role"],
+            &newest["method"],
+            &newest["path"],
+            &newest["event_id"],
+            &newest["status"],
+        ),
+        (
+            &json!(OPERATOR),
+            &json!("operator"),
+            &json!("PATCH"),
+            &json!("/admin/events/open"),
+            &json!("open"),
+            &json!(200),
+        ),
+        "{newest}"
+    );
+    assert!(newest["at_ms"].as_u64().unwrap_or(0) >= started, "{newest}");
+    assert_eq!(
+        (&newest["before"]["enabled"], &newest["after"]["enabled"]),
+        (&json!("1"), &json!("0"))
+    );
+    assert_eq!(newest["after"]["user_rate"], "2");
+    assert_eq!(
+        newest["before"]["sku"], newest["after"]["sku"],
+        "the rest kept"
+    );
+    assert_ne!(newest["before"]["version"], newest["after"]["version"]);
+    assert_eq!(
+        newest["after"],
+        app.status("open").await?["config"],
+        "after is what the event now holds"
+    );
+    // Before it, the event's creation and warm-up, newest first.
+    let older: Vec<&Value> = records[1..].iter().map(|r| &r["path"]).collect();
+    assert_eq!(
+        older,
+        [
+            &json!("/admin/events/open/warmup"),
+            &json!("/admin/events/open")
+        ]
+    );
+    assert!(records[2]["before"].is_null() && records[2]["status"] == 201);
+    Ok(())
+}
+
+/// With no audit table (the database not migrated), a write still happens: it is answered as
+/// done, with `Seckill-Audit: not-recorded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_record_cannot_be_stored_still_happens_and_says_so() -> Result<()> {
+    let (_redis, _pg, app, _) = with_open_event().await?;
+    let resp = app
+        .http
+        .patch(format!("{}/admin/events/open", app.base_url))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({ "enabled": false }))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["seckill-audit"], "not-recorded");
+    assert_eq!(app.status("open").await?["config"]["enabled"], "0");
     Ok(())
 }

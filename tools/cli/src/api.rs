@@ -41,7 +41,9 @@ impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Api { status: 401, .. } => 3,
+            Failure::Api {
+                status: 401 | 403, ..
+            } => 3,
             Failure::Api { status: 404, .. } => 4,
             Failure::Api {
                 status: 502..=504, ..
@@ -122,11 +124,11 @@ impl Api {
         body: Option<&Value>,
         timeout: Duration,
     ) -> Result<Value, Failure> {
-        let method = reqwest::Method::from_bytes(method.as_bytes())
+        let verb = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| Failure::Unexpected(e.to_string()))?;
         let mut req = self
             .http
-            .request(method, format!("{}{path}", self.base))
+            .request(verb, format!("{}{path}", self.base))
             .bearer_auth(&self.token)
             .timeout(timeout);
         if let Some(body) = body {
@@ -136,6 +138,12 @@ impl Api {
             .send()
             .map_err(|e| Failure::Transport(source_chain(&e)))?;
         let status = resp.status().as_u16();
+        if resp.headers().contains_key("seckill-audit") {
+            eprintln!(
+                "warning: {method} {path} was answered {status}, but its audit record could not be \
+                 stored (it is in the server's log)"
+            );
+        }
         let bytes = resp
             .bytes()
             .map_err(|e| Failure::Transport(source_chain(&e)))?;

@@ -23,7 +23,7 @@ Exit codes:
   0  done
   1  unexpected: the server failed (500) or answered something this tool does not understand
   2  usage: bad flags or arguments (nothing was sent)
-  3  unauthorized: wrong or missing admin token
+  3  unauthorized: wrong or missing admin token, or a viewer's token for a change
   4  not found: no such event (or route)
   5  refused: the server refused the change (invalid config, conflict, bad deny list, ...)
   6  unavailable: the server or its Redis/Postgres cannot be reached now; try again later
@@ -33,7 +33,7 @@ With --json, results (and errors, as {\"error\":{\"code\",\"message\"}}) go to s
 one document per line; `status --watch --json` prints one line per refresh.";
 
 /// Run a flash sale from the terminal: create and warm up events, flip switches, deny users,
-/// draw the lottery, run the jobs, and watch an event live.
+/// draw the lottery, run the jobs, watch an event live, and read who changed what.
 #[derive(Parser)]
 #[command(name = "seckill-admin", version, after_help = EXIT_CODES)]
 struct Cli {
@@ -46,7 +46,7 @@ struct Cli {
         help_heading = "Connection"
     )]
     url: String,
-    /// The operators' admin token (the `admin_token` variable).
+    /// An operator's secret (an entry of the `operators` variable; a viewer's reads only).
     #[arg(
         long,
         env = "SECKILL_ADMIN_TOKEN",
@@ -110,6 +110,15 @@ enum Command {
         /// Stop after this many refreshes (with --watch).
         #[arg(long)]
         count: Option<u64>,
+    },
+    /// Who changed what: the latest operators' writes, newest first.
+    Audit {
+        /// This event's only.
+        #[arg(long)]
+        event: Option<String>,
+        /// How many (1-200).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
     },
 }
 
@@ -435,6 +444,16 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
                 return Ok(());
             }
             watch_status(cli, api, event, &path, *interval, *count)?;
+        }
+        Command::Audit { event, limit } => {
+            let mut path = format!("/admin/audit?limit={limit}");
+            if let Some(e) = event {
+                path = format!("{path}&event={e}");
+            }
+            let records = api.get(&path)?;
+            show(cli, &records, |v| {
+                render::audit(v, api.server_now_ms().ok())
+            });
         }
     }
     Ok(())

@@ -143,6 +143,60 @@ fn fields_list(list: &[Value]) -> String {
         .join(", ")
 }
 
+/// `audit`: one record a block, newest first: who, when, what, the answer; then what changed.
+pub fn audit(v: &Value, now_ms: Option<u64>) -> String {
+    let records = v["records"].as_array().cloned().unwrap_or_default();
+    if records.is_empty() {
+        return "no changes recorded".into();
+    }
+    records
+        .iter()
+        .map(|r| {
+            let at = r["at_ms"].as_i64().unwrap_or(0);
+            let when = now_ms.map_or_else(
+                || format!("at {at}"),
+                |now| format!("{} ago", span(now as i64 - at)),
+            );
+            format!(
+                "#{} {when} · {} ({}) · {} {} → {}\n    {}",
+                r["id"],
+                r["operator"].as_str().unwrap_or("?"),
+                r["role"].as_str().unwrap_or("?"),
+                r["method"].as_str().unwrap_or("?"),
+                r["path"].as_str().unwrap_or("?"),
+                r["status"],
+                change(&r["before"], &r["after"]),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What an audit record says changed: the fields that differ (`name: before → after`), else
+/// what was added or returned, or the error answered.
+pub fn change(before: &Value, after: &Value) -> String {
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    match (before.as_object(), after.as_object()) {
+        (_, Some(a)) if a.contains_key("error") => {
+            format!("refused: {}", text(&after["error"]["code"]))
+        }
+        (Some(b), Some(a)) => {
+            let changed: Vec<String> = a
+                .iter()
+                .filter(|(k, v)| b.get(*k) != Some(*v))
+                .map(|(k, v)| format!("{k}: {} → {}", b.get(k).map_or("–".into(), text), text(v)))
+                .collect();
+            if changed.is_empty() {
+                "no field changed".into()
+            } else {
+                changed.join(", ")
+            }
+        }
+        (None, Some(_)) => fields(after),
+        _ => "–".into(),
+    }
+}
+
 /// A bar of `width` cells, `part` of `whole` filled.
 fn bar(part: i64, whole: i64, width: usize) -> String {
     let filled = if whole > 0 {
@@ -285,5 +339,32 @@ mod tests {
         assert_eq!(span(3_720_000), "1h02m");
         assert_eq!(bar(1, 2, 4), "██░░");
         assert_eq!(bar(0, 0, 2), "░░");
+    }
+
+    #[test]
+    fn an_audit_record_shows_who_when_and_what_changed() {
+        let v = json!({ "records": [{
+            "id": 7, "at_ms": 1_000, "operator": "ann", "role": "operator",
+            "method": "PATCH", "path": "/admin/events/e1", "event_id": "e1", "status": 200,
+            "before": { "enabled": "1", "sku": "x" },
+            "after": { "enabled": "0", "sku": "x", "user_rate": "2" },
+        }]});
+        assert_eq!(
+            audit(&v, Some(66_000)),
+            "#7 1m05s ago · ann (operator) · PATCH /admin/events/e1 → 200\n    \
+             enabled: 1 → 0, user_rate: – → 2"
+        );
+        assert_eq!(
+            change(&Value::Null, &json!({ "error": { "code": "forbidden" } })),
+            "refused: forbidden"
+        );
+        assert_eq!(
+            change(&Value::Null, &json!({ "admitted": 3 })),
+            "admitted=3"
+        );
+        assert_eq!(
+            audit(&json!({ "records": [] }), None),
+            "no changes recorded"
+        );
     }
 }

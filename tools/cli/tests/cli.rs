@@ -6,7 +6,8 @@ use std::process::{Command, Output};
 use anyhow::Result;
 use reqwest::Method;
 use seckill_testkit::{
-    ADMIN_TOKEN, PgServer, RedisServer, TestApp, app_vars, free_port, product_manifest,
+    ADMIN_TOKEN, OPERATOR, PgServer, RedisServer, TestApp, VIEWER_TOKEN, app_vars, free_port,
+    product_manifest,
 };
 use serde_json::{Value, json};
 
@@ -130,6 +131,22 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
     // Switches: paused, buyers meet it; resumed.
     assert!(ok(&run(&["patch", "e1", "--pause"])).contains("updated e1: enabled=false"));
     assert!(ok(&run(&["status", "e1"])).contains("PAUSED"));
+    // Who paused it, newest first.
+    let audit = ok(&run(&["audit", "--event", "e1", "--limit", "1"]));
+    assert!(
+        audit.contains(&format!(
+            "{OPERATOR} (operator) · PATCH /admin/events/e1 → 200"
+        )) && audit.contains("enabled: 1 → 0"),
+        "{audit}"
+    );
+    let records = json_of(&run(&["audit", "--event", "e1", "--json"]));
+    let methods: Vec<&str> = records["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| r["method"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(methods, ["PATCH", "POST", "PUT"], "newest first: {records}");
     let refused = app
         .admit_and_precheck("e1", "u4")
         .await?
@@ -285,6 +302,11 @@ async fn exit_codes_scripts_can_rely_on() -> Result<()> {
         .args(["events"])
         .output()?;
     assert_eq!(ok(&from_env).trim(), "e1");
+    // 3: a viewer's token asks for a change.
+    assert_eq!(
+        code(&cli(&url, Some(VIEWER_TOKEN), &["patch", "e1", "--pause"])),
+        Some(3)
+    );
     // 2: usage; nothing is sent.
     assert_eq!(code(&cli(&url, None, &["events"])), Some(2));
     assert_eq!(

@@ -34,7 +34,10 @@ mod tls;
 mod transport;
 
 pub use app::{TEST_POW_DIFFICULTY, TestApp, TestAppBuilder};
-pub use auth::{ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, jwt_for};
+pub use auth::{
+    ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, OPERATOR, ROTATED_ADMIN_TOKEN, VIEWER, VIEWER_TOKEN,
+    jwt_for, operators,
+};
 pub use manifests::{
     app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,
     product_manifest,

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::auth::{ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET};
+use crate::auth::{ADMISSION_SECRET, JWT_SECRET, operators};
 use crate::pg_server::PgServer;
 use crate::redis_server::RedisServer;
 use crate::support::repo_root;
@@ -38,7 +38,7 @@ pub fn app_vars(redis: &RedisServer, pg: &PgServer) -> Vec<(&'static str, String
         ("pg_host", pg.host()),
         ("jwt_secret", JWT_SECRET.into()),
         ("admission_secret", ADMISSION_SECRET.into()),
-        ("admin_token", ADMIN_TOKEN.into()),
+        ("operators", operators()),
         (
             "payment_webhook_secrets",
             crate::provider::PAYMENT_WEBHOOK_SECRET.into(),

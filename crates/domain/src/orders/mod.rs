@@ -64,7 +64,7 @@ fn s(v: &str) -> P {
 
 /// Column `i` of `row`, an integer; any other value is an error, never a silent 0 (as the
 /// Redis reader refuses a reply of the wrong shape).
-fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
+pub(crate) fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
     match row.get(i) {
         Some(Cell::Int64(v)) => Ok(*v),
         Some(Cell::Int32(v)) => Ok(i64::from(*v)),
@@ -75,7 +75,7 @@ fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
 }
 
 /// Column `i` of `row`, text; any other value is an error.
-fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
+pub(crate) fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
     match row.get(i) {
         Some(Cell::Str(v)) => Ok(v.clone()),
         other => Err(DbError::unexpected(format!(

@@ -32,6 +32,15 @@ mock_provider "aws" {
       arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/sk-app/0123456789abcdef"
     }
   }
+  # Two listeners, two ARNs: the tests tell which one a listener rule sits on.
+  override_resource {
+    target = aws_lb_listener.http
+    values = { arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/seckill-app/0123456789abcdef/0000000000000080" }
+  }
+  override_resource {
+    target = aws_lb_listener.https
+    values = { arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/seckill-app/0123456789abcdef/0000000000000443" }
+  }
   mock_resource "aws_secretsmanager_secret" {
     defaults = {
       arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:seckill/spin/secret-AbCdEf"
@@ -65,7 +74,7 @@ variables {
   secrets = {
     jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
     admission_secret        = "test-admission-secret-test-admission"
-    admin_token             = "test-admin-token-test-admin-token-00"
+    operators               = "ops:operator:test-operator-secret-test-operator-00"
     payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
   }
 }
@@ -210,7 +219,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -246,7 +255,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "3ce24906e21e3220f44444cf60c3cb5520fffd4ec358168ea4c5eeb9f29ed205"
+    condition     = sha256(local.user_data) == "5bb616423393a19978a6bfc477faabddbefb4b058133f5e7fea55423ac7e7d97"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
@@ -324,7 +333,7 @@ run "seckill_host_runtime" {
   }
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.admin_token, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -375,6 +384,81 @@ run "seckill_host_metrics_without_a_rule" {
     condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if startswith(k, "app-metrics-")]) == 0 && local.metrics_port == 9090
     error_message = "metrics for an agent on the instance: no ingress rule"
   }
+}
+
+run "operator_paths_open_to_the_token_alone_by_default" {
+  command = plan
+
+  assert {
+    condition     = length(aws_lb_listener_rule.operators_allowed) == 0 && length(aws_lb_listener_rule.operators_only) == 0
+    error_message = "no operator_cidrs: no listener rule, the tokens alone guard /admin/* and /console"
+  }
+}
+
+run "operator_cidrs_restrict_admin_and_console" {
+  command = apply
+
+  variables {
+    certificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    operator_cidrs  = ["198.51.100.0/24", "203.0.113.7/32", "192.0.2.0/28", "2001:db8::/48"]
+  }
+
+  assert {
+    condition     = length(aws_lb_listener_rule.operators_allowed) == 2 && length(aws_lb_listener_rule.operators_only) == 1
+    error_message = "four ranges: two forwarding rules (3 addresses to a rule), then the refusal"
+  }
+  assert {
+    condition = alltrue([
+      for r in concat(aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : r.listener_arn == aws_lb_listener.https[0].arn
+    ])
+    error_message = "the rules sit on the HTTPS listener (HTTP only redirects)"
+  }
+  assert {
+    condition = alltrue([
+      for r in aws_lb_listener_rule.operators_allowed :
+      r.action[0].type == "forward" && r.action[0].target_group_arn == aws_lb_target_group.app.arn &&
+      r.priority < aws_lb_listener_rule.operators_only[0].priority &&
+      length(one([for c in r.condition : c.path_pattern[0].values if length(c.path_pattern) > 0])) +
+      length(one([for c in r.condition : c.source_ip[0].values if length(c.source_ip) > 0])) <= 5
+    ])
+    error_message = "operators' addresses are forwarded first, each rule within ALB's 5 condition values"
+  }
+  assert {
+    condition = toset(flatten([
+      for r in aws_lb_listener_rule.operators_allowed : [for c in r.condition : c.source_ip[0].values if length(c.source_ip) > 0]
+    ])) == toset(var.operator_cidrs)
+    error_message = "every operator range is forwarded"
+  }
+  assert {
+    condition = (
+      aws_lb_listener_rule.operators_only[0].action[0].type == "fixed-response" &&
+      aws_lb_listener_rule.operators_only[0].action[0].fixed_response[0].status_code == "403" &&
+      jsondecode(aws_lb_listener_rule.operators_only[0].action[0].fixed_response[0].message_body).error.code == "forbidden" &&
+      toset(one([for c in aws_lb_listener_rule.operators_only[0].condition : c.path_pattern[0].values if length(c.path_pattern) > 0])) == toset(["/admin/*", "/console*"])
+    )
+    error_message = "any other address gets the API's 403 JSON error on /admin/* and /console"
+  }
+}
+
+run "operator_cidrs_without_https_sit_on_the_http_listener" {
+  command = apply
+
+  variables {
+    operator_cidrs = ["198.51.100.0/24"]
+  }
+
+  assert {
+    condition     = aws_lb_listener_rule.operators_only[0].listener_arn == aws_lb_listener.http.arn && aws_lb_listener_rule.operators_allowed[0].listener_arn == aws_lb_listener.http.arn
+    error_message = "without a certificate, the rules sit on the HTTP listener, which forwards"
+  }
+}
+
+run "rejects_operator_cidrs_that_are_not_ranges" {
+  command = plan
+  variables {
+    operator_cidrs = ["office"]
+  }
+  expect_failures = [var.operator_cidrs]
 }
 
 run "rejects_an_unknown_runtime" {
@@ -431,7 +515,7 @@ run "settings_reach_the_instances_as_one_variable" {
     error_message = "settings is in the SPIN_VARIABLE_* output"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"])
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"])
     error_message = "settings is not a secret"
   }
 }
@@ -516,7 +600,7 @@ run "secrets_are_sensitive" {
     error_message = "the non-secret outputs stay readable"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "admin_token", "payment_webhook_secrets"])
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"])
     error_message = "every variable spin.toml marks secret goes to Secrets Manager"
   }
 }
@@ -648,7 +732,7 @@ run "rejects_short_app_secrets" {
     secrets = {
       jwt_secret       = "short"
       admission_secret = "test-admission-secret-test-admission"
-      admin_token      = "test-admin-token-test-admin-token-00"
+      operators        = "ops:operator:test-operator-secret-test-operator-00"
     }
   }
   expect_failures = [var.secrets]

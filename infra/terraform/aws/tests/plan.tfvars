@@ -11,7 +11,7 @@ postgres_password = "example-postgres-password-0123"
 secrets = {
   jwt_secret       = "example-jwt-secret-example-jwt-secret-00"
   admission_secret = "example-admission-secret-example-admission"
-  admin_token      = "example-admin-token-example-admin-token-0"
+  operators        = "ops:operator:example-operator-secret-example-operator"
   # The payment provider's webhook signing secret(s), comma-separated (Stripe's whsec_…).
   payment_webhook_secrets = "whsec_example-webhook-secret-example-0"
 }

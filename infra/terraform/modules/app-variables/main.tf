@@ -54,6 +54,9 @@ locals {
   pg_host = "${var.postgres.host}:${var.postgres.port}"
   pg_url  = "postgres://${urlencode(var.postgres.user)}:${urlencode(var.postgres_password)}@${local.pg_host}/${urlencode(var.postgres.database)}?sslmode=require"
 
+  # The operators' entries, name:role:secret (the secret is all after the second colon).
+  operator_entries = [for e in split(",", var.secrets.operators) : trimspace(e)]
+
   spin_variables = {
     redis_url        = local.redis_url
     redis_origin     = local.redis_origin
@@ -61,7 +64,7 @@ locals {
     pg_host          = local.pg_host
     jwt_secret       = var.secrets.jwt_secret
     admission_secret = var.secrets.admission_secret
-    admin_token      = var.secrets.admin_token
+    operators        = var.secrets.operators
     # Comma-separated: during a rotation the old and the new one both verify.
     payment_webhook_secrets = var.secrets.payment_webhook_secrets
   }

@@ -50,3 +50,9 @@ output "setting_patterns" {
   description = "Each setting's name and the pattern its value must match: what a root's own `settings` input validates against (one list of names, here)."
   value       = local.setting_patterns
 }
+
+output "operator_secret" {
+  description = "The secret of the first entry of secrets.operators with the role operator: the bearer token of a scheduler that calls the job routes (a viewer's is refused)."
+  value       = [for e in local.operator_entries : regex("^[^:]*:operator:(.*)$", e)[0] if can(regex("^[^:]*:operator:", e))][0]
+  sensitive   = true
+}

@@ -69,11 +69,11 @@ variable "postgres_password" {
 }
 
 variable "secrets" {
-  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), admin_token (the operators' bearer secret), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one)."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one)."
   type = object({
     jwt_secret              = string
     admission_secret        = string
-    admin_token             = string
+    operators               = string
     payment_webhook_secrets = string
   })
   sensitive = true
@@ -81,6 +81,15 @@ variable "secrets" {
     condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
     error_message = "Use at least 32 characters for each secret."
   }
+  validation {
+    condition = alltrue([
+      for e in split(",", var.secrets.operators) : can(regex("^[A-Za-z0-9._@-]{1,64}:(viewer|operator):[^,]{32,}$", trimspace(e)))
+      ]) && anytrue([
+      for e in split(",", var.secrets.operators) : can(regex("^[^:]+:operator:", trimspace(e)))
+    ])
+    error_message = "operators: name:role:secret entries separated by commas (a name is 1-64 of A-Z a-z 0-9 . _ @ -, a role viewer or operator, a secret at least 32 characters), at least one of them an operator."
+  }
+
   validation {
     condition     = alltrue([for s in split(",", var.secrets.payment_webhook_secrets) : length(trimspace(s)) >= 32])
     error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."

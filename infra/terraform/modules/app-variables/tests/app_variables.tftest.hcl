@@ -8,7 +8,7 @@ variables {
   secrets = {
     jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
     admission_secret        = "admission-secret-admission-secret-0"
-    admin_token             = "admin-token-admin-token-admin-token-"
+    operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-, vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
     payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
   }
 }
@@ -37,7 +37,7 @@ run "one_node_over_tls" {
     error_message = "Postgres URL: TLS required, the password URL-encoded"
   }
   assert {
-    condition     = output.environment["SPIN_VARIABLE_ADMIN_TOKEN"] == var.secrets.admin_token
+    condition     = output.environment["SPIN_VARIABLE_OPERATORS"] == var.secrets.operators
     error_message = "every variable is offered as SPIN_VARIABLE_<NAME>"
   }
   assert {
@@ -190,7 +190,7 @@ run "short_secrets_are_refused" {
     secrets = {
       jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
       admission_secret        = "admission-secret-admission-secret-0"
-      admin_token             = "short"
+      operators               = "ann:operator:short"
       payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
@@ -205,7 +205,7 @@ run "webhook_secrets_rotate_as_a_list" {
     secrets = {
       jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
       admission_secret        = "admission-secret-admission-secret-0"
-      admin_token             = "admin-token-admin-token-admin-token-"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-, vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
       payment_webhook_secrets = "whsec_old-webhook-secret-old-webhook-00,whsec_new-webhook-secret-new-webhook-00"
     }
   }
@@ -223,12 +223,57 @@ run "a_short_webhook_secret_in_the_list_is_refused" {
     secrets = {
       jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
       admission_secret        = "admission-secret-admission-secret-0"
-      admin_token             = "admin-token-admin-token-admin-token-"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-, vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
       payment_webhook_secrets = "whsec_old-webhook-secret-old-webhook-00,whsec_x"
     }
   }
 
   expect_failures = [var.secrets]
+}
+
+run "operators_are_named_entries_with_a_role" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "ann:admin:ann-secret-ann-secret-ann-secret-ann-"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "operators_need_one_who_may_write" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "the_schedulers_token_is_an_operators_secret" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret = "admission-secret-admission-secret-0"
+      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-,ann:operator:ann:secret-ann-secret-ann-secret-ann"
+    }
+  }
+
+  assert {
+    condition     = output.operator_secret == "ann:secret-ann-secret-ann-secret-ann"
+    error_message = "the first operator's secret, all after the second colon; never a viewer's"
+  }
 }
 
 run "one_password_per_node" {
