@@ -12,6 +12,7 @@
 //! | POST | `/admin/events/{id}/warmup` | write stock into shards ([`admin::warm_up`]) |
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
+//! | GET | `/admin/events/{id}/payments?status=&limit=` | its payments, those owing a refund among them ([`orders::payments`]) |
 //!
 //! Every write an operator (or a viewer) asks of an event is recorded in Postgres with its
 //! outcome, after it was applied ([`audit`] says why in that order). When the record cannot be
@@ -22,7 +23,7 @@ use seckill_domain::admin::{self, DenyList};
 use seckill_domain::audit::{self, Entry};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::{clock, registry};
+use seckill_domain::{clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, event_id, json_body, operator};
 use seckill_spin_edge::{config, store};
@@ -105,6 +106,7 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
                 &event,
             )?)?));
         }
+        (Method::Get, "/payments") => return payments(req, &event).map(Answer::Read),
         (Method::Put, "" | "/") => Write::Upsert,
         (Method::Patch, "" | "/") => Write::Switches,
         (Method::Post, "/warmup") => Write::WarmUp,
@@ -112,6 +114,7 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
         (Method::Post, "/draw") => Write::Draw,
         (_, "" | "/") => return Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
         (_, "/warmup" | "/deny" | "/draw") => return Err(ApiError::method_not_allowed("POST")),
+        (_, "/payments") => return Err(ApiError::method_not_allowed("GET")),
         _ => return Err(ApiError::not_found(format!("no admin route {rest}"))),
     };
     let outcome = who
@@ -180,6 +183,36 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
             "admitted": admin::draw(&redis()?, event, admin::DRAW_PAGE)?
         }))),
     }
+}
+
+/// `GET /admin/events/{id}/payments?status=&limit=`: the event's payments, newest first;
+/// `status=refund_due` lists the confirmations that came too late or for another amount, which
+/// the operators refund at the provider.
+fn payments(req: &Request, event: &EventId) -> Result<Value, ApiError> {
+    let status = match http::query_param(req, "status") {
+        None | Some("") => None,
+        Some(raw) => Some(orders::PaymentStatus::parse(raw).map_err(|_| {
+            ApiError::new(
+                ErrorCode::BadQuery,
+                "status is pending, succeeded or refund_due",
+            )
+        })?),
+    };
+    let limit = match http::query_param(req, "limit") {
+        None => 100,
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=orders::MAX_PAYMENTS_LISTED).contains(n))
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::BadQuery,
+                    format!("limit is 1-{}", orders::MAX_PAYMENTS_LISTED),
+                )
+            })?,
+    };
+    let listed = orders::payments(&config::postgres()?, event, status, limit)?;
+    Ok(json!({ "event_id": event.as_str(), "payments": listed }))
 }
 
 /// Stores the write's audit record and answers the write as it went. A record that cannot be

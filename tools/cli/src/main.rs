@@ -120,6 +120,18 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
+    /// An event's payments, newest first: `--refunds` lists those owing a refund (confirmed
+    /// after the deadline or for another amount), to refund at the provider.
+    Payments {
+        /// The event id.
+        event: String,
+        /// Only the payments owing a refund.
+        #[arg(long)]
+        refunds: bool,
+        /// How many (1-500).
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
 }
 
 /// `create` flags.
@@ -454,6 +466,16 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
             show(cli, &records, |v| {
                 render::audit(v, api.server_now_ms().ok())
             });
+        }
+        Command::Payments {
+            event,
+            refunds,
+            limit,
+        } => {
+            let status = if *refunds { "refund_due" } else { "" };
+            let path = format!("/admin/events/{event}/payments?status={status}&limit={limit}");
+            let listed = api.get(&path)?;
+            show(cli, &listed, render::payments);
         }
     }
     Ok(())

@@ -172,6 +172,33 @@ pub fn audit(v: &Value, now_ms: Option<u64>) -> String {
         .join("\n")
 }
 
+/// An event's payments, one line each: who, how much, where it stands (and why a refund).
+pub fn payments(v: &Value) -> String {
+    let listed = v["payments"].as_array().cloned().unwrap_or_default();
+    if listed.is_empty() {
+        return "no payments".into();
+    }
+    listed
+        .iter()
+        .map(|p| {
+            let status = match p["refund_reason"].as_str() {
+                Some(reason) => format!("refund due ({reason})"),
+                None => p["status"].as_str().unwrap_or("?").to_owned(),
+            };
+            format!(
+                "{} · order {} · {} · {} {} (smallest unit) · {status} · provider {}",
+                p["payment_id"].as_str().unwrap_or("?"),
+                p["order_id"].as_str().unwrap_or("?"),
+                p["user_id"].as_str().unwrap_or("?"),
+                p["amount"],
+                p["currency"].as_str().unwrap_or(""),
+                p["provider_ref"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// What an audit record says changed: the fields that differ (`name: before → after`), else
 /// what was added or returned, or the error answered.
 pub fn change(before: &Value, after: &Value) -> String {

@@ -15,7 +15,9 @@ mod repeat;
 
 pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm};
 pub use drain::{DrainOptions, DrainReport, catch_up, drain};
-pub use pay::{Payment, PaymentStatus, start_payment};
+pub use pay::{
+    MAX_PAYMENTS_LISTED, Payment, PaymentRecord, PaymentStatus, payments, start_payment,
+};
 pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
 pub use release::{ReleaseReport, release_expired};
 pub use repeat::{JobReport, Repeated, repeat_for};

@@ -33,7 +33,8 @@ impl PaymentStatus {
         }
     }
 
-    pub(super) fn parse(raw: &str) -> Result<Self, crate::sql::DbError> {
+    /// As stored, or a status an operator names.
+    pub fn parse(raw: &str) -> Result<Self, crate::sql::DbError> {
         Ok(match raw {
             "pending" => PaymentStatus::Pending,
             "succeeded" => PaymentStatus::Succeeded,
@@ -141,6 +142,79 @@ pub fn start_payment(
     Ok(payment)
 }
 
+/// A payment as operators see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PaymentRecord {
+    /// Ours.
+    pub payment_id: String,
+    /// The order it pays.
+    pub order_id: String,
+    /// The buyer.
+    pub user_id: String,
+    /// Where it stands.
+    pub status: PaymentStatus,
+    /// Why it owes a refund (`late`, `amount_mismatch`), when it does.
+    pub refund_reason: Option<String>,
+    /// What was asked, in the currency's smallest unit.
+    pub amount: i64,
+    /// Lowercase ISO 4217.
+    pub currency: String,
+    /// The provider's reference, once it confirmed.
+    pub provider_ref: Option<String>,
+    /// When the buyer started it (Unix ms).
+    pub created_ms: i64,
+    /// When the provider's confirmation was taken.
+    pub confirmed_ms: Option<i64>,
+}
+
+/// The most payments one call lists.
+pub const MAX_PAYMENTS_LISTED: u32 = 500;
+
+/// `event`'s payments in `status` (all when `None`), newest first, at most `limit` of them
+/// ([`MAX_PAYMENTS_LISTED`]): what operators refund from.
+pub fn payments(
+    db: &impl Sql,
+    event: &EventId,
+    status: Option<PaymentStatus>,
+    limit: u32,
+) -> Result<Vec<PaymentRecord>, Error> {
+    let rows = db.query(
+        "SELECT payment_id, order_id, user_id, status, refund_reason, amount, currency,
+                provider_ref, created_ms, confirmed_ms
+             FROM payments WHERE event_id = $1 AND ($2 = '' OR status = $2)
+             ORDER BY created_ms DESC LIMIT $3",
+        &[
+            s(event.as_str()),
+            s(status.map_or("", PaymentStatus::as_str)),
+            P::Int64(i64::from(limit.min(MAX_PAYMENTS_LISTED))),
+        ],
+    )?;
+    let optional_text = |row: &[Cell], i: usize| match row.get(i) {
+        Some(Cell::Null) => Ok(None),
+        _ => text(row, i).map(Some),
+    };
+    rows.rows
+        .iter()
+        .map(|row| {
+            Ok(PaymentRecord {
+                payment_id: text(row, 0)?,
+                order_id: text(row, 1)?,
+                user_id: text(row, 2)?,
+                status: PaymentStatus::parse(&text(row, 3)?)?,
+                refund_reason: optional_text(row, 4)?,
+                amount: int(row, 5)?,
+                currency: text(row, 6)?,
+                provider_ref: optional_text(row, 7)?,
+                created_ms: int(row, 8)?,
+                confirmed_ms: match row.get(9) {
+                    Some(Cell::Null) => None,
+                    _ => Some(int(row, 9)?),
+                },
+            })
+        })
+        .collect()
+}
+
 /// The provider's hosted checkout for `payment`: its reference, amount and currency in the query
 /// (ids, digits and letters only: nothing to escape).
 fn checkout_link(base: &str, payment: &Payment) -> String {
@@ -224,6 +298,33 @@ mod tests {
                 .then(payment("pending"));
             assert_eq!(start(&db).unwrap_err().code(), ErrorCode::OrderExpired);
         }
+    }
+
+    #[test]
+    fn operators_list_payments_with_their_refund_reasons() {
+        let db = FakeSql::default().then(Outcome::Rows(vec![vec![
+            Cell::Str("pay_1".into()),
+            Cell::Str("0abc".into()),
+            Cell::Str("u1".into()),
+            Cell::Str("refund_due".into()),
+            Cell::Str("late".into()),
+            Cell::Int64(1999),
+            Cell::Str("eur".into()),
+            Cell::Str("pi_1".into()),
+            Cell::Int64(1_000),
+            Cell::Null,
+        ]]));
+        let event = EventId::parse("e1").unwrap();
+        let listed = payments(&db, &event, Some(PaymentStatus::RefundDue), 10_000).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (listed[0].status, listed[0].refund_reason.as_deref()),
+            (PaymentStatus::RefundDue, Some("late"))
+        );
+        assert_eq!(listed[0].confirmed_ms, None);
+        let params = &db.statements.borrow()[0].1;
+        assert_eq!(params[1], P::Str("refund_due".into()));
+        assert_eq!(params[2], P::Int64(i64::from(MAX_PAYMENTS_LISTED)));
     }
 
     #[test]
