@@ -20,6 +20,7 @@ if [ ! -f "$DATA/secrets.env" ]; then
     echo "SPIN_VARIABLE_JWT_SECRET=$(secret 32)"
     echo "SPIN_VARIABLE_ADMISSION_SECRET=$(secret 32)"
     echo "SPIN_VARIABLE_ADMIN_TOKEN=$(secret 24)"
+    echo "SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=whsec_$(secret 24)"
   } > "$DATA/secrets.env"
 fi
 set -a; source "$DATA/secrets.env"; set +a

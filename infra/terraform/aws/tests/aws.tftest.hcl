@@ -246,7 +246,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # changes nothing on running instances, no new launch template version, no refresh. When
   # boot.sh.tftpl's Spin path or a file it ships changes on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "9a62370f842131bac1aa35aad865c36ff06b4bde62ad80213b8dcdb0bca7c50f"
+    condition     = sha256(local.user_data) == "ab336b8173f15e9d7699bbbbc658f423feed2f0a6a689898fd6739202d659bc3"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
@@ -628,9 +628,10 @@ run "rejects_short_app_secrets" {
   command = plan
   variables {
     secrets = {
-      jwt_secret       = "short"
-      admission_secret = "test-admission-secret-test-admission"
-      admin_token      = "test-admin-token-test-admin-token-00"
+      jwt_secret              = "short"
+      admission_secret        = "test-admission-secret-test-admission"
+      admin_token             = "test-admin-token-test-admin-token-00"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
   expect_failures = [var.secrets]
