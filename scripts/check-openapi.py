@@ -30,6 +30,7 @@ import yaml
 
 from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
+from openapi_core.validation.request.exceptions import MissingRequestBody
 from openapi_core.validation.request.validators import (
     V31RequestBodyValidator,
     V31RequestParametersValidator,
@@ -131,7 +132,14 @@ def start_worker():
 
 
 def request_errors(request):
-    return [str(e) for v in STATE["request_validators"] for e in v.iter_errors(request)]
+    # openapi-core's body validator reports an optional body left out as an error (the
+    # admission's proof of work is optional): only a missing *required* body is one.
+    return [
+        str(e)
+        for v in STATE["request_validators"]
+        for e in v.iter_errors(request)
+        if type(e) is not MissingRequestBody
+    ]
 
 
 def problems_of(x):

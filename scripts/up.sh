@@ -25,6 +25,9 @@ fi
 if ! grep -q '^SPIN_VARIABLE_OPERATORS=' "$DATA/secrets.env"; then
   echo "SPIN_VARIABLE_OPERATORS=local:operator:$(secret 24)" >> "$DATA/secrets.env"
 fi
+if ! grep -q '^SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=' "$DATA/secrets.env"; then
+  echo "SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=whsec_$(secret 24)" >> "$DATA/secrets.env"
+fi
 set -a; source "$DATA/secrets.env"; set +a
 log "admin token (SPIN_VARIABLE_OPERATORS, after local:operator:) and JWT key: $DATA/secrets.env"
 

@@ -377,7 +377,7 @@ def check_module(repo: Path, report: Report):
     for name in ("redis_url", "redis_origin", "pg_url", "pg_host"):
         if expr(sv.get(name, "")) != f"local.{name}":
             problems.append(f"module spin_variables.{name} is not local.{name}")
-    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "operators"}):
+    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"}):
         problems.append(f"module spin_variables.{name} is not a variable the manifests declare")
     hosts = mod.outputs.get("hosts", {}).get("value", {})
     if not (isinstance(hosts, dict) and set(hosts) == {"redis_origin", "pg_host"} and expr(hosts.get("redis_origin")) == "local.redis_origin" and expr(hosts.get("pg_host")) == "local.pg_host"):
@@ -435,7 +435,8 @@ def app_settings(repo: Path):
         return None
     names = re.findall(r"(?m)^\s*pub (\w+):", struct.group(1))
     values = dict(re.findall(r"(?m)^\s*(\w+): ([\w.]+),", default.group(1)))
-    return {n: values.get(n, "?").replace("_", "") for n in names}
+    # An optional setting (`None`) defaults to "" (none).
+    return {n: "" if values.get(n) == "None" else values.get(n, "?").replace("_", "") for n in names}
 
 
 def module_schemes(mod: Root) -> tuple:

@@ -587,6 +587,16 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         sales[0].admit(&nodes, &users[0]),
         sales[0].admit(&nodes, &users[0])
     );
+    // A proof-of-work challenge reads the difficulty at the user's home shard.
+    let challenge = sale::admission_challenge(
+        &nodes,
+        &sales[0].id,
+        sales[0].shards,
+        &users[0],
+        ADMISSION_SECRET.as_bytes(),
+        clock::now_ms(),
+    )?;
+    assert_eq!(challenge.difficulty, 0, "the cluster's events ask no proof of work");
 
     // Deny lists, pause and live limits, on every event (every shard of it).
     let mallory = "mallory";

@@ -39,13 +39,13 @@ async fn a_sale_over_rest_reuses_pooled_connections() -> Result<()> {
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let (status, body) = app.buy("rest", &user, &token).await?;
         assert_eq!(status, 202, "{body}");
-        requests += 3;
+        requests += 4;
     }
     assert_eq!(
         redis.take_script_calls()?,
-        (requests, 6),
-        "one EVALSHA per admission, precheck and buy; EVAL for each script on its first use \
-         and again after the flush"
+        (requests, 8),
+        "one EVALSHA per admission challenge, admission, precheck and buy; EVAL for each script \
+         on its first use and again after the flush"
     );
     let (status, report) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
     assert_eq!(

@@ -82,8 +82,8 @@ async fn one_redis_command_per_buy_poll_and_precheck() -> Result<()> {
     assert!(!fresh.is_empty());
     assert_eq!(
         monitor.stop()?.len(),
-        2,
-        "one command for admission, one for precheck"
+        3,
+        "one command for the admission challenge, one for admission, one for precheck"
     );
     Ok(())
 }

@@ -255,7 +255,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "5bb616423393a19978a6bfc477faabddbefb4b058133f5e7fea55423ac7e7d97"
+    condition     = sha256(local.user_data) == "ab336b8173f15e9d7699bbbbc658f423feed2f0a6a689898fd6739202d659bc3"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
@@ -730,9 +730,10 @@ run "rejects_short_app_secrets" {
   command = plan
   variables {
     secrets = {
-      jwt_secret       = "short"
-      admission_secret = "test-admission-secret-test-admission"
-      operators        = "ops:operator:test-operator-secret-test-operator-00"
+      jwt_secret              = "short"
+      admission_secret        = "test-admission-secret-test-admission"
+      operators               = "ops:operator:test-operator-secret-test-operator-00"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
   expect_failures = [var.secrets]
