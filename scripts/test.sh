@@ -126,7 +126,7 @@ REST_TESTS=(
   sale::an_unreachable_redis_is_503_unavailable_with_retry_after
   sale::one_redis_command_per_buy_poll_and_precheck
   orders::the_drain_lands_every_order_once_and_poll_shows_it
-  orders::paying_is_idempotent_and_poll_shows_paid
+  orders::a_signed_confirmation_pays_once_and_a_redelivery_is_a_duplicate
   orders::payment_racing_timeout_release_never_both
   orders::one_broken_event_fails_alone_in_the_drain
   script_keys::scripts_touch_only_the_keys_they_are_given

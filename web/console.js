@@ -1,10 +1,14 @@
 // The operator console: events, switches, deny lists, jobs, a live view refreshed every second
-// (one GET /admin/events/{id}: one read-only script in Redis), and the event's latest changes
-// (GET /admin/audit: who, when, which route, before → after).
+// (one GET /admin/events/{id}: one read-only script in Redis) with the payments owing a refund
+// (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
+// REFUNDS_EVERY_MS), and the event's latest changes (GET /admin/audit: who, when, which route,
+// before → after).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, samples: [], timer: 0, offset: 0};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false};
 const HISTORY = 120; // samples (seconds) kept for the chart
+const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
+const REFUNDS_LIMIT = 100;
 
 function say(text, tone = '') {
   $('status').textContent = text;
@@ -18,8 +22,13 @@ function unrecorded(r) {
   return r.unrecorded ? ' Not recorded in the audit (the server logged it).' : '';
 }
 
+// The refusal in words, with the message the API gave.
+function problem(r) {
+  return `${messageFor(r.code)}${r.body && r.body.error ? ` (${r.body.error.message})` : ''}`;
+}
+
 function failed(r, what) {
-  say(`${what}: ${messageFor(r.code)}${r.body && r.body.error ? ` (${r.body.error.message})` : ''}`, 'bad');
+  say(`${what}: ${problem(r)}`, 'bad');
   if (r.code === 'unauthorized') $('token').focus();
 }
 
@@ -38,6 +47,7 @@ async function start() {
   $('draw').addEventListener('click', () => act('POST', '/draw', undefined, 'Drawn'));
   document.querySelectorAll('[data-job]').forEach((b) => b.addEventListener('click', () => job(b.dataset.job)));
   $('reload-audit').addEventListener('click', loadAudit);
+  $('reload-refunds').addEventListener('click', loadRefunds);
   const t = await call('GET', '/api/time');
   if (!t.code) C.offset = t.body.now_ms - Date.now();
   if (C.token) useToken(C.token);
@@ -81,6 +91,12 @@ function select(id) {
   document.querySelectorAll('#event-list button').forEach((b) => b.setAttribute('aria-pressed', String(b.textContent === id)));
   $('live').classList.remove('hidden');
   $('live-h').textContent = `Live: ${id}`;
+  $('refunds').classList.remove('hidden');
+  $('refunds-h').textContent = 'Refunds due';
+  $('refunds-note').textContent = 'Loading…';
+  delete $('refunds-note').dataset.tone;
+  $('refunds-table').classList.add('hidden');
+  C.refundsAt = 0;
   clearTimeout(C.timer);
   refresh();
   loadAudit();
@@ -170,11 +186,65 @@ function change(before, after) {
   return after ? Object.entries(after).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(' ') : v}`).join('  ') : '–';
 }
 
+// ---- refunds due: payments confirmed late or for another amount --------------------------------
+const REASONS = {late: 'paid after the deadline', amount_mismatch: 'amount or currency differed'};
+
+// Loads the selected event's payments owing a refund, one call at a time (asked for meanwhile,
+// it loads again once the call answers). The live view calls it at most every REFUNDS_EVERY_MS,
+// the Reload button whenever pressed.
+async function loadRefunds() {
+  const id = C.event;
+  if (!id) return;
+  if (C.refundsBusy) { C.refundsAgain = true; return; }
+  C.refundsBusy = true;
+  C.refundsAgain = false;
+  C.refundsAt = Date.now();
+  const r = await admin('GET', `/admin/events/${encodeURIComponent(id)}/payments?status=refund_due&limit=${REFUNDS_LIMIT}`);
+  C.refundsBusy = false;
+  if (id !== C.event || C.refundsAgain) { loadRefunds(); return; } // another event, or asked again
+  const note = $('refunds-note'), table = $('refunds-table');
+  if (r.code) {
+    $('refunds-h').textContent = 'Refunds due';
+    note.textContent = `Refunds: ${problem(r)}`;
+    note.dataset.tone = 'bad';
+    table.classList.add('hidden');
+    return;
+  }
+  delete note.dataset.tone;
+  const due = r.body.payments;
+  $('refunds-h').textContent = `Refunds due (${due.length >= REFUNDS_LIMIT ? `${REFUNDS_LIMIT} or more` : fmt(due.length)})`;
+  if (!due.length) {
+    note.textContent = 'No payment owes a refund.';
+    table.classList.add('hidden');
+    return;
+  }
+  note.textContent = due.length >= REFUNDS_LIMIT ? `The latest ${REFUNDS_LIMIT}, newest first.` : 'Newest first.';
+  $('refunds-list').replaceChildren(...due.map((p) => {
+    const tr = document.createElement('tr');
+    tr.className = 'refund';
+    tr.dataset.payment = p.payment_id;
+    const cells = [
+      [p.order_id], [p.user_id], [money(p.amount, p.currency), 'n'],
+      [REASONS[p.refund_reason] || p.refund_reason || '–'], [p.provider_ref || '–'],
+      [p.confirmed_ms ? new Date(p.confirmed_ms).toLocaleString() : '–'],
+    ];
+    tr.append(...cells.map(([text, cls]) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (cls) td.className = cls;
+      return td;
+    }));
+    return tr;
+  }));
+  table.classList.remove('hidden');
+}
+
 // ---- the live view ---------------------------------------------------------------------------
 async function refresh() {
   clearTimeout(C.timer);
   if (!C.event) return;
   if (!document.hidden) {
+    if (Date.now() - C.refundsAt >= REFUNDS_EVERY_MS) loadRefunds(); // not awaited: the tiles go on
     const r = await admin('GET', `/admin/events/${encodeURIComponent(C.event)}`);
     if (r.code) failed(r, 'Status'); else render(r.body);
   }

@@ -367,6 +367,41 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
     if (!checkout.isClosed()) await checkout.close();
   }
   await tile('Paid').filter({ hasText: /^2$/ }).waitFor({ timeout: 5_000 });
+  // Refunds due: none for payments confirmed in time and for the amount asked.
+  const refunds = p.locator('#refunds');
+  const refundCalls = () => p.calls.filter((c) => c.method === 'GET' && /^\/admin\/events\/[^/]+\/payments$/.test(c.path));
+  let reloads = 0;
+  await p.getByRole('button', { name: 'Reload refunds' }).click();
+  reloads++;
+  await refunds.locator('#refunds-note').filter({ hasText: /^No payment owes a refund\.$/ }).waitFor({ timeout: 5_000 });
+  await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(0\)$/ }).waitFor();
+  assert.equal(await refunds.locator('tr.refund').count(), 0);
+  // A confirmation for another amount (the sandbox charges what its link says): one refund due,
+  // and the order stays unpaid.
+  const mismatch = await api('POST', `/api/events/${id}/orders/${orders[2]}/pay`, { bearer: await jwt('crowd-2') });
+  assert.equal(mismatch.status, 200, JSON.stringify(mismatch.body));
+  const tampered = mismatch.body.checkout_url.replace(/([?&]amount=)\d+/, (_, key) => `${key}1`);
+  assert.notEqual(tampered, mismatch.body.checkout_url, mismatch.body.checkout_url);
+  const checkout = await p.context().newPage();
+  await checkout.goto(tampered);
+  await payAtProvider(checkout);
+  if (!checkout.isClosed()) await checkout.close();
+  await p.getByRole('button', { name: 'Reload refunds' }).click();
+  reloads++;
+  const row = refunds.locator('tr.refund');
+  await row.first().waitFor({ timeout: 5_000 });
+  await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(1\)$/ }).waitFor();
+  const cells = await row.first().locator('td').allTextContents();
+  assert.deepEqual(cells.slice(0, 4), [orders[2], 'crowd-2', '€19.99', 'amount or currency differed'], cells.join(' | '));
+  assert.match(cells[4], /^pi_\w+$/, cells.join(' | '));
+  assert.ok(cells[5] !== '–' && !/Invalid|NaN|undefined/.test(cells[5]), cells.join(' | '));
+  assert.equal(await row.count(), 1);
+  await tile('Paid').filter({ hasText: /^2$/ }).waitFor();
+  await shot(p, 'console-refunds');
+  // The list is a Postgres query: the live view reads it at most every five seconds.
+  const calls = refundCalls();
+  const span = calls[calls.length - 1].at - calls[0].at;
+  assert.ok(calls.length <= reloads + 1 + Math.floor(span / 4_500), `${calls.length} refund lists in ${span} ms`);
   const points = await p.locator('#chart polyline').first().getAttribute('points');
   assert.ok(points.split(' ').length >= 3, `the chart has ${points.split(' ').length} points`);
   await shot(p, 'console-running');

@@ -62,9 +62,16 @@ fn sell(
     for i in 0..users {
         let user = format!("{}-u{i}", event.as_str());
         let now = clock::now_ms();
-        let Ok(Admission::Admitted { admission_token }) =
-            sale::issue_token(nodes, event, 4, &user, "127.0.0.1".parse().ok(), None, SECRET, now)
-        else {
+        let Ok(Admission::Admitted { admission_token }) = sale::issue_token(
+            nodes,
+            event,
+            4,
+            &user,
+            "127.0.0.1".parse().ok(),
+            None,
+            SECRET,
+            now,
+        ) else {
             continue; // admission closed
         };
         let Ok(token) = sale::precheck(

@@ -596,7 +596,10 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         ADMISSION_SECRET.as_bytes(),
         clock::now_ms(),
     )?;
-    assert_eq!(challenge.difficulty, 0, "the cluster's events ask no proof of work");
+    assert_eq!(
+        challenge.difficulty, 0,
+        "the cluster's events ask no proof of work"
+    );
 
     // Deny lists, pause and live limits, on every event (every shard of it).
     let mallory = "mallory";

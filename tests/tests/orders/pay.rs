@@ -238,20 +238,35 @@ async fn a_confirmation_after_the_deadline_owes_a_refund_and_never_resurrects_th
     assert_eq!((status, body["status"].as_str()), (200, Some("refund_due")));
     // The operators see it, to refund at the provider.
     let (status, listed) = app
-        .admin(Method::GET, "/admin/events/late/payments?status=refund_due", None)
+        .admin(
+            Method::GET,
+            "/admin/events/late/payments?status=refund_due",
+            None,
+        )
         .await?;
     assert_eq!(status, 200, "{listed}");
     let owed = listed["payments"].as_array().cloned().unwrap_or_default();
     assert_eq!(owed.len(), 1, "{listed}");
     assert_eq!(
-        (&owed[0]["order_id"], &owed[0]["refund_reason"], &owed[0]["amount"]),
+        (
+            &owed[0]["order_id"],
+            &owed[0]["refund_reason"],
+            &owed[0]["amount"]
+        ),
         (&json!(order), &json!("late"), &json!(1999))
     );
-    assert!(owed[0]["provider_ref"].as_str().is_some_and(|r| r.starts_with("pi_")));
+    assert!(
+        owed[0]["provider_ref"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("pi_"))
+    );
     let (status, body) = app
         .admin(Method::GET, "/admin/events/late/payments?status=paid", None)
         .await?;
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("bad_query")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_query"))
+    );
     assert_books(&app, &pg, "late", 2, &accepted).await
 }
 

@@ -82,9 +82,17 @@ pub fn prepare_buyers(
         .map(|i| {
             let user = format!("{prefix}{i}");
             let now = seckill_domain::clock::now_ms();
-            let admitted =
-                sale::issue_token(&nodes, event, SHARDS, &user, "127.0.0.1".parse().ok(), None, secret, now)
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let admitted = sale::issue_token(
+                &nodes,
+                event,
+                SHARDS,
+                &user,
+                "127.0.0.1".parse().ok(),
+                None,
+                secret,
+                now,
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             let sale::Admission::Admitted { admission_token } = admitted else {
                 anyhow::bail!("{user} was not admitted: {admitted:?}");
             };

@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(
             db.verbs(),
             [
-                "BEGIN", "INSERT", "SELECT", "UPDATE", "UPDATE", "UPDATE", "COMMIT", "SELECT"
+                "BEGIN", "INSERT", "SELECT", "UPDATE", "UPDATE", "UPDATE", "COMMIT"
             ]
         );
         assert_eq!(store.calls.borrow()[0].args, ["paid", "0abc"]);
@@ -235,15 +235,35 @@ mod tests {
     }
 
     #[test]
-    fn a_redelivered_event_changes_nothing() {
-        let db = FakeSql::default().then(Sql::Changed(0));
+    fn a_redelivered_event_changes_nothing_but_mirrors_the_order_it_paid_again() {
+        let db = FakeSql::default()
+            .then(Sql::Changed(0))
+            .then(Sql::Rows(vec![]));
         let store = FakeStore::holding_every_script();
         assert_eq!(
             run(&store, &db, &succeeded(1999, "eur")),
             Outcome::Duplicate
         );
-        assert_eq!(db.verbs(), ["BEGIN", "INSERT", "COMMIT"]);
-        assert!(store.calls.borrow().is_empty());
+        assert_eq!(db.verbs(), ["BEGIN", "INSERT", "SELECT", "COMMIT"]);
+        assert!(
+            store.calls.borrow().is_empty(),
+            "it paid nothing: nothing to mirror"
+        );
+        // Its first delivery paid 0abc, whose mirror failed: the redelivery mirrors it.
+        let db = FakeSql::default()
+            .then(Sql::Changed(0))
+            .then(Sql::Rows(vec![vec![
+                Cell::Str("e1".into()),
+                Cell::Int64(3),
+                Cell::Str("0abc".into()),
+            ]]));
+        let store =
+            FakeStore::holding_every_script().answers(&SET_ORDER_STATUS, &[0.into(), 0.into()]);
+        assert_eq!(
+            run(&store, &db, &succeeded(1999, "eur")),
+            Outcome::Duplicate
+        );
+        assert_eq!(store.calls.borrow()[0].args, ["paid", "0abc"]);
     }
 
     #[test]
