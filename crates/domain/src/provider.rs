@@ -76,7 +76,7 @@ pub fn verify(header: &str, body: &[u8], secrets: &[&str], now_s: u64) -> Result
 }
 
 fn hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

@@ -280,6 +280,7 @@ pub struct Solution {
 /// issue-token at the home shard (each shard admits its part of multiplier × stock), behind the
 /// gate: the solution is checked here, without Redis; the script refuses it when used already
 /// or below the event's difficulty now, and counts the client address's admissions.
+#[allow(clippy::too_many_arguments)]
 pub fn issue_token<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,

@@ -255,7 +255,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "ab336b8173f15e9d7699bbbbc658f423feed2f0a6a689898fd6739202d659bc3"
+    condition     = sha256(local.user_data) == "ceb0c5014cfe67f41930ed62b0aa5186fba5651673a3e7d1130eb34f196823c7"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {

@@ -236,9 +236,10 @@ run "operators_are_named_entries_with_a_role" {
 
   variables {
     secrets = {
-      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
-      admission_secret = "admission-secret-admission-secret-0"
-      operators        = "ann:admin:ann-secret-ann-secret-ann-secret-ann-"
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "ann:admin:ann-secret-ann-secret-ann-secret-ann-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
 
@@ -250,9 +251,10 @@ run "operators_need_one_who_may_write" {
 
   variables {
     secrets = {
-      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
-      admission_secret = "admission-secret-admission-secret-0"
-      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
 
@@ -264,9 +266,10 @@ run "the_schedulers_token_is_an_operators_secret" {
 
   variables {
     secrets = {
-      jwt_secret       = "jwt-secret-jwt-secret-jwt-secret-00"
-      admission_secret = "admission-secret-admission-secret-0"
-      operators        = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-,ann:operator:ann:secret-ann-secret-ann-secret-ann"
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-,ann:operator:ann:secret-ann-secret-ann-secret-ann"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
 
