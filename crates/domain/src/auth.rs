@@ -118,6 +118,17 @@ pub struct AdmissionTerms {
 /// operator to move the end later.
 pub const ADMISSION_GRACE_S: u64 = 3_600;
 
+impl AdmissionTerms {
+    /// The terms of a token issued under `version` for a sale ending at `end_ms`: it lives
+    /// [`ADMISSION_GRACE_S`] past the end.
+    pub fn until_end(version: String, end_ms: u64) -> Self {
+        AdmissionTerms {
+            version,
+            expires_s: end_ms / 1000 + ADMISSION_GRACE_S,
+        }
+    }
+}
+
 fn admission_mac(secret: &[u8], event: &str, user: &str, terms: &AdmissionTerms) -> HmacSha256 {
     let mut m = mac(secret);
     m.update(

@@ -261,10 +261,8 @@ pub fn admission_terms<S: Store>(
         .get("end_ms")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| Error::bug("an event without end_ms"))?;
-    Ok(auth::AdmissionTerms {
-        version: config.get("admission_version").cloned().unwrap_or_default(),
-        expires_s: end_ms / 1000 + auth::ADMISSION_GRACE_S,
-    })
+    let version = config.get("admission_version").cloned().unwrap_or_default();
+    Ok(auth::AdmissionTerms::until_end(version, end_ms))
 }
 
 /// A solved admission challenge, as the client sends it.
@@ -309,10 +307,7 @@ pub fn issue_token<S: Store>(
     })?;
     Ok(match issued {
         scripts::issue_token::Issued::Admitted { version, end_ms } => {
-            let terms = auth::AdmissionTerms {
-                version,
-                expires_s: end_ms / 1000 + auth::ADMISSION_GRACE_S,
-            };
+            let terms = auth::AdmissionTerms::until_end(version, end_ms);
             Admission::Admitted {
                 admission_token: auth::admission_token(
                     admission_secret,
