@@ -1,16 +1,17 @@
--- Admin: an event's state. Read-only. Spin flattens nested replies, so this is one flat list.
+-- Admin: one shard's state, read-only: its configuration copy, its own units left (its stock
+-- hash holds one field, its index), its counters. Spin flattens nested replies, so this is one
+-- flat list.
 --- keys: cfg seq drained queue admitted registrants dead stock orders counts
 --- args:
 --- ok: ...
--- {OK, nfields, field, value, ..., nshards, stock0, stock1, ..., sold, drained, dead letters,
---  dead orders, stream length, admitted, registrants, ncounts, field, count, ...} | {NOT_FOUND}
+-- {OK, nfields, field, value, ..., stock, sold, drained, dead letters, dead orders, stream
+--  length, admitted, registrants, ncounts, field, count, ...} | {NOT_FOUND}
 local cfg = redis.call('HGETALL', K_CFG)
 if #cfg == 0 then return {NOT_FOUND} end
 local out = {OK, #cfg / 2}
 for _, v in ipairs(cfg) do out[#out + 1] = v end
-local shards = tonumber(pairs_to_table(cfg).shards)
-out[#out + 1] = shards
-for i = 0, shards - 1 do out[#out + 1] = tonumber(redis.call('HGET', K_STOCK, i) or '0') end
+local shard = pairs_to_table(cfg).shard
+out[#out + 1] = tonumber(shard and redis.call('HGET', K_STOCK, shard) or '0') or 0
 out[#out + 1] = get_number(K_SEQ)
 out[#out + 1] = get_number(K_DRAINED)
 out[#out + 1] = redis.call('XLEN', K_DEAD)

@@ -41,6 +41,9 @@ fn connect(redis: &RedisServer, pg: &PgServer) -> Result<Native> {
     Ok((nodes, NativePg::connect(&pg.url())?))
 }
 
+/// Shards of the events these tests sell.
+const SHARDS: u32 = 4;
+
 /// Opens `event` with `stock` units (paying takes `payment_timeout_s`) and sells to `users`
 /// buyers through the real scripts; returns the accepted (user, order id) pairs.
 fn sell(
@@ -50,9 +53,20 @@ fn sell(
     users: usize,
     payment_timeout_s: u32,
 ) -> Result<Vec<(String, String)>> {
+    sell_over(nodes, event, (stock, SHARDS), users, payment_timeout_s)
+}
+
+/// [`sell`] over `shards` shards.
+fn sell_over(
+    nodes: &Nodes<NativeStore<redis::Connection>>,
+    event: &EventId,
+    (stock, shards): (u64, u32),
+    users: usize,
+    payment_timeout_s: u32,
+) -> Result<Vec<(String, String)>> {
     let now = clock::now_ms();
     let config: EventConfig = serde_json::from_value(json!({
-        "sku": "native", "unit_amount": 500, "currency": "eur", "stock": stock, "shards": 4,
+        "sku": "native", "unit_amount": 500, "currency": "eur", "stock": stock, "shards": shards,
         "start_ms": now - 1_000, "end_ms": now + 3_600_000, "user_rate": 0,
         "payment_timeout_s": payment_timeout_s, "pow_difficulty": 0, "admission_addr_rate": 0,
     }))?;
@@ -65,7 +79,7 @@ fn sell(
         let Ok(Admission::Admitted { admission_token }) = sale::issue_token(
             nodes,
             event,
-            4,
+            shards,
             &user,
             "127.0.0.1".parse().ok(),
             None,
@@ -77,7 +91,7 @@ fn sell(
         let Ok(token) = sale::precheck(
             nodes,
             event,
-            4,
+            shards,
             &user,
             "127.0.0.1".parse().ok(),
             &admission_token,
@@ -91,7 +105,7 @@ fn sell(
             match sale::buy(
                 nodes,
                 event,
-                4,
+                shards,
                 &user,
                 &token.purchase_token,
                 clock::now_ms(),
@@ -245,5 +259,77 @@ fn a_payment_and_a_release_at_the_deadline_never_both_win() -> Result<()> {
     let books = orders::reconcile(&nodes, &db, &event, true)?;
     assert_eq!(books.drift, 0, "{books:?}");
     assert_eq!(admin::status(&nodes, &event)?.event.stock_left, 5);
+    Ok(())
+}
+
+/// Commands the Redis server ran since its statistics were last reset, scripts' own included
+/// (`INFO commandstats` counts a command called from Lua like any other).
+fn commands_run(redis: &RedisServer) -> Result<u64> {
+    let mut con = redis::Client::open(redis.url())?.get_connection()?;
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut con)?;
+    let total = info
+        .lines()
+        .filter_map(|l| l.split("calls=").nth(1))
+        .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+        .sum();
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(&mut con)?;
+    Ok(total)
+}
+
+/// The operator's status and a drain run walk the shards in O(shards) commands: learning the
+/// count is one read of the master, and each shard's status reads its own stock only. At 16
+/// and 64 shards (four buyers per shard), each costs at most a fixed number of commands per
+/// shard, so 64 shards cost about four times 16 (a walk that read every shard from every
+/// shard would cost sixteen times).
+#[test]
+fn a_status_and_a_drain_run_cost_commands_in_proportion_to_the_shards() -> Result<()> {
+    let mut costs = Vec::new();
+    for shards in [16u32, 64] {
+        // Servers of each size's own: a drain run walks every event they hold.
+        let (redis, pg) = servers()?;
+        let (nodes, db) = connect(&redis, &pg)?;
+        let event = EventId::parse(&format!("linear-{shards}"))?;
+        let sold = sell_over(
+            &nodes,
+            &event,
+            (u64::from(shards) * 4, shards),
+            shards as usize * 4,
+            60,
+        )?;
+        assert!(!sold.is_empty(), "{shards} shards: nothing sold");
+        commands_run(&redis)?;
+        let status = admin::status(&nodes, &event)?;
+        let for_status = commands_run(&redis)?;
+        assert_eq!(status.event.stock_by_shard.len(), shards as usize);
+        let report = orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+        let for_drain = commands_run(&redis)?;
+        assert_eq!(
+            report.confirmed as usize,
+            sold.len(),
+            "{shards} shards: {report:?}"
+        );
+        println!("{shards} shards: status {for_status} commands, drain run {for_drain}");
+        let per_shard = u64::from(shards);
+        assert!(
+            for_status <= 16 * per_shard + 8,
+            "status: {for_status} commands at {shards} shards"
+        );
+        assert!(
+            for_drain <= 64 * per_shard + 32,
+            "drain: {for_drain} commands at {shards} shards"
+        );
+        costs.push((for_status, for_drain));
+    }
+    let (small, large) = (costs[0], costs[1]);
+    assert!(
+        large.0 * 10 <= small.0 * 45,
+        "status grew faster than the shards: {costs:?}"
+    );
+    assert!(
+        large.1 * 10 <= small.1 * 45,
+        "drain grew faster than the shards: {costs:?}"
+    );
     Ok(())
 }

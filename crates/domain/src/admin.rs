@@ -251,10 +251,10 @@ pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Er
 /// An event's configuration hash, as its master holds it (strings).
 pub type Config = BTreeMap<String, String>;
 
-/// The master's configuration, `None` when there is no such event (one read-only script).
+/// The master's configuration, `None` when there is no such event (one HGETALL).
 pub fn config<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Option<Config>, Error> {
-    match scripts::status::run(nodes.for_event(event)?, &EventKeys::new(event)) {
-        Ok(raw) => Ok(Some(raw.config)),
+    match scripts::read_config::run(nodes.for_event(event)?, &EventKeys::new(event)) {
+        Ok(config) => Ok(Some(config)),
         Err(ScriptError::Refused(Refusal::NotFound)) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -409,8 +409,7 @@ pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Err
             e => e.into(),
         })?;
         versions_agree &= raw.config.get("version") == config.get("version");
-        sum.stock_by_shard
-            .push(raw.stock_by_shard.get(s as usize).copied().unwrap_or(0));
+        sum.stock_by_shard.push(raw.stock);
         sum.sold += raw.sold;
         sum.drained += raw.drained;
         sum.dead_letters += raw.dead_letters;

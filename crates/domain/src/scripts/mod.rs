@@ -19,6 +19,7 @@ pub mod issue_token;
 pub mod list_events;
 pub mod poll;
 pub mod precheck;
+pub mod read_config;
 pub mod reconcile_orders;
 pub mod reconcile_read;
 pub mod register_event;

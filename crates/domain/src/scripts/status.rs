@@ -1,4 +1,4 @@
-//! `lua/status.lua`: an event's state for the operator, in one read-only call.
+//! `lua/status.lua`: one shard's state for the operator, in one read-only call.
 
 use std::collections::BTreeMap;
 
@@ -12,8 +12,8 @@ use crate::store::Store;
 pub struct Raw {
     /// The configuration hash.
     pub config: BTreeMap<String, String>,
-    /// Units left per shard.
-    pub stock_by_shard: Vec<i64>,
+    /// The shard's units left.
+    pub stock: i64,
     /// Orders accepted.
     pub sold: i64,
     /// Orders drained.
@@ -51,13 +51,9 @@ pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
     for _ in 0..r.next_u64()? {
         config.insert(r.next_text()?, r.next_text()?);
     }
-    let mut stock_by_shard = Vec::new();
-    for _ in 0..r.next_u64()? {
-        stock_by_shard.push(r.next_int()?);
-    }
     let mut raw = Raw {
         config,
-        stock_by_shard,
+        stock: r.next_int()?,
         sold: r.next_int()?,
         drained: r.next_int()?,
         dead_letters: r.next_int()?,

@@ -52,13 +52,13 @@ impl<'a, S: Store> Event<'a, S> {
         }
     }
 
-    /// The event as its master configuration describes it (one read of the event's own slot),
-    /// with that configuration. No master: [`Refusal::NotFound`].
+    /// The event as its master configuration describes it (one HGETALL of the event's own
+    /// slot), with that configuration. No master: [`Refusal::NotFound`].
     pub fn open(
         nodes: &'a Nodes<S>,
         id: &'a EventId,
     ) -> Result<(Self, BTreeMap<String, String>), Error> {
-        let config = scripts::status::run(nodes.for_event(id)?, &EventKeys::new(id))?.config;
+        let config = scripts::read_config::run(nodes.for_event(id)?, &EventKeys::new(id))?;
         let shards = config
             .get("shards")
             .and_then(|v| v.parse().ok())
