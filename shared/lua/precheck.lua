@@ -1,9 +1,13 @@
 -- precheck: the gate before buy. Hands out a one-time purchase token.
---- keys: cfg denied_users denied_nets denied_net_lens bought purchase_token user_bucket counts stock empty
---- args: user client_bits admission_version purchase_token home_hash
+--- keys: cfg denied_users denied_nets denied_net_lens bought purchase_token user_bucket global_bucket counts stock empty
+--- args: user client_bits admission_version purchase_token home_hash gray_bucket
 --- ok: ttl_ms:u64
--- Refusals: {WRONG_SHARD, shards} | {STALE_ADMISSION} | {DENIED} | {ALREADY, order} | {LIMITED} | the window's (closed()).
+-- Refusals: {WRONG_SHARD, shards} | {STALE_ADMISSION} | {DENIED} | {ALREADY, order} | {NOT_RELEASED} | {LIMITED} | the window's (closed()).
 -- client_bits: the client's address as its bits (`4:` or `6:` and every bit), '' when unknown.
+-- gray_bucket: the user's place in the gray release, 0-99 (ids::gray_bucket).
+-- The limits (gray release, the user's bucket, the shard's part of the global bucket) each
+-- refuse unless the event lists them in `shadow`: then the refusal is only counted
+-- (`shadow_<limit>`) and the request goes on.
 
 -- Whether a denied range holds the client: a range is denied as its prefix's bits, so one
 -- SISMEMBER per prefix length in use for the client's family.
@@ -19,7 +23,17 @@ local function denied_addr()
   return false
 end
 
-local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'user_rate', 'user_burst', 'purchase_token_ttl_ms', 'shard', 'shards', 'admission_version')
+local cfg = hmget(K_CFG, 'start_ms', 'end_ms', 'enabled', 'warmed', 'user_rate', 'user_burst', 'purchase_token_ttl_ms', 'shard', 'shards', 'admission_version', 'gray_percent', 'global_rate', 'global_burst', 'shadow')
+
+-- A limit's refusal, or nil when the limit is in shadow mode (counted, not enforced).
+local function limit(name, reply)
+  if string.find(',' .. (cfg.shadow or '') .. ',', ',' .. name .. ',', 1, true) then
+    redis.call('HINCRBY', K_COUNTS, 'shadow_' .. name, 1)
+    return nil
+  end
+  return refused(K_COUNTS, reply)
+end
+
 local now = now_ms()
 if cfg.start_ms then
   local moved = not_home(cfg, A_HOME_HASH)
@@ -36,8 +50,18 @@ if redis.call('SISMEMBER', K_DENIED_USERS, A_USER) == 1 or denied_addr() then
 end
 local order = redis.call('HGET', K_BOUGHT, A_USER)
 if order then return refused(K_COUNTS, {ALREADY, order}) end
+local over
+if tonumber(A_GRAY_BUCKET) >= (tonumber(cfg.gray_percent) or 100) then
+  over = limit('gray', {NOT_RELEASED})
+  if over then return over end
+end
 if not take_token(K_USER_BUCKET, tonumber(cfg.user_rate), tonumber(cfg.user_burst), now) then
-  return refused(K_COUNTS, {LIMITED})
+  over = limit('user', {LIMITED})
+  if over then return over end
+end
+if not take_token(K_GLOBAL_BUCKET, tonumber(cfg.global_rate) or 0, tonumber(cfg.global_burst) or 0, now) then
+  over = limit('global', {LIMITED})
+  if over then return over end
 end
 -- SET replaces any earlier token: one valid purchase token per user.
 local ttl = tonumber(cfg.purchase_token_ttl_ms)

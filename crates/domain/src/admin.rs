@@ -124,6 +124,9 @@ pub struct EventStatus {
     /// Requests the sale's scripts refused, by the API error code they were answered with
     /// (input errors refused before Redis — malformed requests, bad JWTs — are not counted).
     pub refusals: BTreeMap<&'static str, i64>,
+    /// Refusals the limits in shadow mode would have made, by limit (`gray`, `user`, `global`):
+    /// counted, not answered.
+    pub shadowed: BTreeMap<String, i64>,
 }
 
 impl EventStatus {
@@ -143,6 +146,7 @@ impl EventStatus {
             paid: 0,
             expired: 0,
             refusals: BTreeMap::new(),
+            shadowed: BTreeMap::new(),
         }
     }
 
@@ -151,6 +155,10 @@ impl EventStatus {
         self.paid = counts.get("paid").copied().unwrap_or(0);
         self.expired = counts.get("expired").copied().unwrap_or(0);
         self.refusals = refusals_by_code(counts);
+        self.shadowed = counts
+            .iter()
+            .filter_map(|(field, n)| Some((field.strip_prefix("shadow_")?.to_owned(), *n)))
+            .collect();
     }
 }
 
@@ -214,6 +222,8 @@ pub fn upsert_event<S: Store>(
         let (store, k) = e.slot(s)?;
         scripts::upsert_event::run(store, &k, shard_fields(&fields, s, e.shards()))?;
     }
+    // One more live event (or a new shard count, or a new end): the global bucket's parts.
+    crate::global::respread(nodes, clock::now_ms())?;
     Ok((created, e.shards()))
 }
 

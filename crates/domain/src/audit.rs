@@ -69,6 +69,32 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// The event id a write to no event (the global limit) is recorded under.
+    pub const NO_EVENT: &'static str = "*";
+
+    /// A write by `who` to the settings of every event (`PUT`), answered now with `status`.
+    pub fn global(
+        who: &Operator,
+        path: &str,
+        (before, after): (Option<Value>, Option<Value>),
+        status: u16,
+        at_ms: u64,
+    ) -> Self {
+        Entry {
+            at_ms: i64::try_from(at_ms).unwrap_or(i64::MAX),
+            operator: who.name.clone(),
+            role: who.role,
+            method: "PUT".to_owned(),
+            path: path.to_owned(),
+            event_id: Self::NO_EVENT.to_owned(),
+            before,
+            after,
+            status,
+        }
+    }
+}
+
 /// A stored [`Entry`] with its id (ids grow with each record).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recorded {

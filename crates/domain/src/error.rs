@@ -95,6 +95,8 @@ error_codes! {
     /// Payment webhook: the provider's signature is missing, malformed, wrong or outside the
     /// tolerance.
     BadSignature = "bad_signature",
+    /// Precheck: the gray release does not let this user in yet.
+    NotReleased = "not_released",
     /// A token bucket is empty.
     RateLimited = "rate_limited",
     /// Switched off, or not warmed up yet.

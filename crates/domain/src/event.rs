@@ -1,5 +1,7 @@
 //! Events: their ids and their configuration, validated before anything reaches Redis.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
@@ -49,6 +51,37 @@ impl AdmissionMode {
             AdmissionMode::Fcfs => "fcfs",
             AdmissionMode::Lottery => "lottery",
         }
+    }
+}
+
+/// A limit precheck applies, which an event may put in shadow mode ([`EventConfig::shadow`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The gray release's share of users.
+    Gray,
+    /// The per-user bucket.
+    User,
+    /// The shard's part of the global bucket, across events.
+    Global,
+}
+
+impl Limit {
+    /// Its name in the configuration and the counts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Gray => "gray",
+            Limit::User => "user",
+            Limit::Global => "global",
+        }
+    }
+
+    /// The `shadow` field of the configuration hash: the names, comma-separated.
+    fn field(limits: &[Limit]) -> String {
+        let mut names: Vec<&str> = limits.iter().map(|l| l.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.join(",")
     }
 }
 
@@ -131,6 +164,14 @@ pub struct EventConfig {
     /// Expected drain throughput (orders/s), for poll's wait estimate.
     #[serde(default = "defaults::drain_rate", deserialize_with = "whole::number")]
     pub drain_rate: u32,
+    /// Gray release: the share of users (0-100 %, by a stable hash of event and user,
+    /// [`crate::ids::gray_bucket`]) who may pass precheck; raising it lets more in, live.
+    #[serde(default = "defaults::gray_percent", deserialize_with = "whole::number")]
+    pub gray_percent: u32,
+    /// Limits counted but not enforced: a refusal they would make is counted (`shadow_<limit>`
+    /// in the counts) and the request goes on, so a new limit is tried on live traffic first.
+    #[serde(default)]
+    pub shadow: Vec<Limit>,
 }
 
 /// The shard count of an event that names none.
@@ -168,6 +209,9 @@ mod defaults {
     }
     pub fn drain_rate() -> u32 {
         20_000
+    }
+    pub fn gray_percent() -> u32 {
+        100
     }
     pub fn pow_difficulty() -> u32 {
         super::DEFAULT_POW_DIFFICULTY
@@ -278,7 +322,14 @@ fn check_pow_difficulty(bits: u32) -> Result<(), Error> {
     Ok(())
 }
 
-fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
+fn check_gray_percent(percent: u32) -> Result<(), Error> {
+    if percent > 100 {
+        return Err(invalid("gray_percent must be 0-100"));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_limit(name: &str, rate: f64, burst: u32) -> Result<(), Error> {
     // 0 disables the limit; otherwise at least one token per 1000 s keeps bucket TTLs sane.
     if !rate.is_finite() || rate < 0.0 || (rate > 0.0 && rate < 0.001) || rate > 1e9 {
         return Err(invalid(format!(
@@ -333,6 +384,7 @@ impl EventConfig {
             return Err(invalid("payment_timeout_s must be 1-86400"));
         }
         check_pow_difficulty(self.pow_difficulty)?;
+        check_gray_percent(self.gray_percent)?;
         check_limit("user", self.user_rate, self.user_burst)?;
         check_limit("buy", self.buy_rate, self.buy_burst)?;
         check_limit(
@@ -385,7 +437,61 @@ impl EventConfig {
             ("buy_burst", self.buy_burst.to_string()),
             ("enabled", if self.enabled { "1" } else { "0" }.to_owned()),
             ("drain_rate", self.drain_rate.to_string()),
+            ("gray_percent", self.gray_percent.to_string()),
+            ("shadow", Limit::field(&self.shadow)),
         ]
+    }
+
+    /// The configuration a `{sk:E}:cfg` hash holds: the inverse of [`EventConfig::fields`]
+    /// (the hash's other fields, its state, are left out). `None` when the hash is not a
+    /// valid configuration.
+    pub fn from_fields(hash: &BTreeMap<String, String>) -> Option<EventConfig> {
+        use serde_json::Value;
+        let mut json = serde_json::Map::new();
+        for (name, _) in Self::example().fields() {
+            let Some(raw) = hash.get(name) else { continue };
+            let value = match name {
+                "sku" | "currency" | "admission_mode" => Value::String(raw.clone()),
+                "enabled" => Value::Bool(raw == "1"),
+                "shadow" => raw
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(|n| Value::String(n.to_owned()))
+                    .collect(),
+                _ => serde_json::from_str(raw).ok()?,
+            };
+            json.insert(name.to_owned(), value);
+        }
+        serde_json::from_value(Value::Object(json)).ok()
+    }
+
+    /// A configuration with every field, for its field names.
+    fn example() -> EventConfig {
+        EventConfig {
+            sku: String::new(),
+            unit_amount: 0,
+            currency: String::new(),
+            stock: 0,
+            shards: 1,
+            start_ms: 0,
+            end_ms: 0,
+            admission_mode: AdmissionMode::Fcfs,
+            admission_opens_ms: 0,
+            pow_difficulty: 0,
+            admission_addr_rate: 0.0,
+            admission_addr_burst: 0,
+            admission_multiplier: 1,
+            payment_timeout_s: 0,
+            purchase_token_ttl_ms: 0,
+            user_rate: 0.0,
+            user_burst: 0,
+            buy_rate: 0.0,
+            buy_burst: 0,
+            enabled: true,
+            drain_rate: 0,
+            gray_percent: 0,
+            shadow: Vec::new(),
+        }
     }
 }
 
@@ -425,6 +531,11 @@ pub struct Switches {
     /// Per-address admission bucket capacity.
     #[serde(default, deserialize_with = "whole::optional")]
     pub admission_addr_burst: Option<u32>,
+    /// The gray release's share of users, 0-100 %.
+    #[serde(default, deserialize_with = "whole::optional")]
+    pub gray_percent: Option<u32>,
+    /// The limits in shadow mode (all of them: `[]` enforces every limit).
+    pub shadow: Option<Vec<Limit>>,
 }
 
 impl Switches {
@@ -492,6 +603,13 @@ impl Switches {
         if let Some(v) = self.drain_rate {
             f.push(("drain_rate", v.to_string()));
         }
+        if let Some(v) = self.gray_percent {
+            check_gray_percent(v)?;
+            f.push(("gray_percent", v.to_string()));
+        }
+        if let Some(v) = &self.shadow {
+            f.push(("shadow", Limit::field(v)));
+        }
         if f.is_empty() {
             return Err(invalid("nothing to change"));
         }
@@ -522,6 +640,29 @@ pub(crate) mod tests {
             r#"{"sku":"x","unit_amount":1999,"currency":"eur","stock":10,"start_ms":1,"end_ms":2}"#,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_configuration_reads_back_from_its_hash() {
+        let mut c = config();
+        c.shards = c.shard_count();
+        c.gray_percent = 35;
+        c.shadow = vec![Limit::Global, Limit::User]; // the hash keeps them by name
+        c.enabled = false;
+        c.user_rate = 0.5;
+        let mut hash: BTreeMap<String, String> = c
+            .fields()
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v))
+            .collect();
+        hash.insert("version".into(), "v1".into()); // state, not configuration
+        assert_eq!(EventConfig::from_fields(&hash), Some(c.clone()));
+        hash.remove("gray_percent");
+        hash.remove("shadow");
+        let old = EventConfig::from_fields(&hash).unwrap();
+        assert_eq!((old.gray_percent, old.shadow), (100, vec![]));
+        hash.remove("sku");
+        assert_eq!(EventConfig::from_fields(&hash), None);
     }
 
     #[test]

@@ -56,6 +56,13 @@ pub fn home_shard(event: &str, user: &str, shards: u32) -> u32 {
     (home_hash(event, user) % u64::from(shards.max(1))) as u32
 }
 
+/// A user's place in an event's gray release, 0-99: the user passes precheck while it is below
+/// the event's `gray_percent`. Stable (raising the share only lets more in) and independent of
+/// the home shard (every shard lets in the same share).
+pub fn gray_bucket(event: &str, user: &str) -> u32 {
+    (hash64(&["gray", event, user]) % 100) as u32
+}
+
 /// The kinds of user ids [`realistic_ids`] makes.
 pub const ID_KINDS: [&str; 3] = ["sequential", "uuid", "email"];
 

@@ -22,12 +22,13 @@
 //! | `{sk:E/s}:queue` | stream | this shard's order intents for the drain |
 //! | `{sk:E/s}:seq` / `:drained` | counter | this shard's orders accepted / drained |
 //! | `{sk:E/s}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
-//! | `{sk:E/s}:rl:user:<user>` / `:rl:buy` | hash, TTL | token buckets (precheck per user, buy per shard) |
+//! | `{sk:E/s}:rl:user:<user>` / `:rl:buy` / `:rl:global` | hash, TTL | token buckets (precheck per user, buy per shard, the shard's part of the global bucket) |
 //! | `{sk:E/s}:drain:lease` / `:drain:fence` | string, TTL / counter | this shard's drain lease and fencing tokens |
 //! | `{sk:E/s}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
 //! | `{sk:E/s}:drain:nudge` | string, TTL | a poll elected to drain this shard (one per `poll_drain_ms`) |
 //! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`); units left per shard as the drain last read them, `soldout` when all were 0 |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
+//! | `{sk:registry}:global` | hash | the global bucket across events (`rate`, `burst`): a copy on each node; each live shard's `cfg` holds its part |
 //!
 //! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
 //! nothing a sale depends on does.
@@ -71,6 +72,10 @@ impl EventKeys {
     /// Units left per shard (hash: shard index → units).
     pub fn stock(&self) -> String {
         self.key("stock")
+    }
+    /// This shard's part of the global bucket, across events (hash, TTL).
+    pub fn global_bucket(&self) -> String {
+        self.key("rl:global")
     }
     /// Admitted users.
     pub fn admitted(&self) -> String {
@@ -174,6 +179,9 @@ impl EventKeys {
 
 /// Every event, for the scheduled jobs.
 pub const REGISTRY: &str = "{sk:registry}:events";
+
+/// The global bucket across events (`rate`, `burst`), a copy on every node.
+pub const GLOBAL_LIMIT: &str = "{sk:registry}:global";
 
 #[cfg(test)]
 mod tests {

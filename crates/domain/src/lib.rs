@@ -21,6 +21,7 @@ pub mod auth;
 pub mod clock;
 pub mod error;
 pub mod event;
+pub mod global;
 pub mod ids;
 pub mod keys;
 pub mod net;
@@ -34,6 +35,7 @@ pub mod scripts;
 pub mod sharded;
 pub mod sql;
 pub mod store;
+pub mod versions;
 
 #[cfg(test)]
 mod testing;

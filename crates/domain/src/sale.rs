@@ -89,6 +89,10 @@ impl From<Refusal> for Error {
                 ErrorCode::ChallengeUsed,
                 "this challenge was used already: solve a new one",
             ),
+            Refusal::NotReleased => Error::refused(
+                ErrorCode::NotReleased,
+                "the sale is open to a share of buyers that does not include you yet; try again later",
+            ),
             Refusal::StaleAdmission => Error::refused(
                 ErrorCode::NotAdmitted,
                 "the admission token is from an earlier version of this event: ask again",
@@ -342,9 +346,18 @@ pub fn precheck<S: Store>(
         now_ms / 1000,
     )?;
     let token = ids::new_purchase_token();
+    let gray = ids::gray_bucket(event.as_str(), user);
     let (expires_in_ms, _) = at_home(nodes, event, shards, user, |e, home, hash| {
         let (store, k) = e.slot(home)?;
-        scripts::precheck::run(store, &k, user, client, &terms.version, &token, hash)
+        scripts::precheck::run(
+            store,
+            &k,
+            user,
+            client,
+            &terms.version,
+            &token,
+            (hash, gray),
+        )
     })?;
     Ok(PurchaseToken {
         purchase_token: token,

@@ -32,7 +32,7 @@ pub fn status_of(code: ErrorCode) -> u16 {
         MalformedJson | BadEventId | InvalidConfig | InvalidDenyList | BadOrderId | BadQuery
         | UnreadableBody | BadUserId | BadChallenge | BadSignature => 400,
         Unauthorized => 401,
-        Forbidden | NotAdmitted | Denied | NotSelected | BadPurchaseToken => 403,
+        Forbidden | NotAdmitted | Denied | NotSelected | BadPurchaseToken | NotReleased => 403,
         EventNotFound | OrderNotFound | NotFound | DemoLoginOff => 404,
         MethodNotAllowed => 405,
         AlreadyBought | OrderExpired | Conflict | ChallengeUsed => 409,

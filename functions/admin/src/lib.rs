@@ -13,6 +13,13 @@
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
 //! | GET | `/admin/events/{id}/payments?status=&limit=` | its payments, those owing a refund among them ([`orders::payments`]) |
+//! | GET | `/admin/events/{id}/versions?limit=` | the config center's history, newest first, each with what it changed ([`versions::list`]) |
+//! | POST | `/admin/events/{id}/rollback` | `{"version": n}`: applies version n's configuration again, as a new version |
+//! | GET, PUT | `/admin/limits/global` | the global bucket across events ([`global`]) |
+//! | GET | `/admin/metrics` | every live event's counters, in Prometheus' text format ([`metrics`]) |
+//!
+//! Every change of an event's configuration (PUT, PATCH, rollback) is also a version of it in
+//! the config center ([`versions`]).
 //!
 //! Every write an operator (or a viewer) asks of an event is recorded in Postgres with its
 //! outcome, after it was applied ([`audit`] says why in that order). When the record cannot be
@@ -23,10 +30,14 @@ use seckill_domain::admin::{self, DenyList};
 use seckill_domain::audit::{self, Entry};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
+use seckill_domain::global::{self, GlobalLimit};
+use seckill_domain::versions::{self, Change};
 use seckill_domain::{clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, event_id, json_body, operator};
 use seckill_spin_edge::{config, store};
+
+mod metrics;
 use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -44,14 +55,17 @@ async fn handle(req: IncomingRequest) -> Response {
 fn answer(req: Request) -> Response {
     match route(&req) {
         Ok(Answer::Read(body)) => http::json(200, &body),
+        Ok(Answer::Metrics(text)) => metrics::response(text),
         Ok(Answer::Wrote(entry, outcome)) => recorded(&entry, outcome),
         Err(e) => http::error(&e),
     }
 }
 
-/// What a request comes to: a read, or a write with its audit entry and outcome.
+/// What a request comes to: a read, Prometheus' text, or a write with its audit entry and
+/// outcome.
 enum Answer {
     Read(Value),
+    Metrics(String),
     Wrote(Box<Entry>, Result<Applied, ApiError>),
 }
 
@@ -60,6 +74,7 @@ enum Answer {
 enum Write {
     Upsert,
     Switches,
+    Rollback,
     WarmUp,
     Deny,
     Draw,
@@ -71,6 +86,8 @@ struct Applied {
     body: Value,
     before: Option<Value>,
     after: Option<Value>,
+    /// A change of the event's configuration: the version it makes, and the configuration after.
+    version: Option<((Change, Option<i64>), admin::Config)>,
 }
 
 impl Applied {
@@ -81,6 +98,7 @@ impl Applied {
             after: Some(body.clone()),
             body,
             before: None,
+            version: None,
         }
     }
 }
@@ -88,8 +106,17 @@ impl Applied {
 fn route(req: &Request) -> Result<Answer, ApiError> {
     let who = operator(req)?;
     if req.header("spin-path-match-event-id").is_none() {
-        return if req.path().starts_with("/admin/audit") {
+        let path = req.path();
+        return if path.starts_with("/admin/audit") {
             audit_records(req).map(Answer::Read)
+        } else if path.starts_with("/admin/metrics") {
+            http::require_method(req, Method::Get)?;
+            Ok(Answer::Metrics(metrics::render(
+                &store::nodes()?,
+                clock::now_ms(),
+            )?))
+        } else if path.starts_with("/admin/limits/global") {
+            global_limit(req, &who)
         } else {
             list(req).map(Answer::Read)
         };
@@ -107,24 +134,25 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
             )?)?));
         }
         (Method::Get, "/payments") => return payments(req, &event).map(Answer::Read),
+        (Method::Get, "/versions") => return versions(req, &event).map(Answer::Read),
         (Method::Put, "" | "/") => Write::Upsert,
         (Method::Patch, "" | "/") => Write::Switches,
+        (Method::Post, "/rollback") => Write::Rollback,
         (Method::Post, "/warmup") => Write::WarmUp,
         (Method::Post, "/deny") => Write::Deny,
         (Method::Post, "/draw") => Write::Draw,
         (_, "" | "/") => return Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
-        (_, "/warmup" | "/deny" | "/draw") => return Err(ApiError::method_not_allowed("POST")),
-        (_, "/payments") => return Err(ApiError::method_not_allowed("GET")),
+        (_, "/warmup" | "/deny" | "/draw" | "/rollback") => {
+            return Err(ApiError::method_not_allowed("POST"));
+        }
+        (_, "/payments" | "/versions") => return Err(ApiError::method_not_allowed("GET")),
         _ => return Err(ApiError::not_found(format!("no admin route {rest}"))),
     };
     let outcome = who
         .may_write()
         .map_err(ApiError::from)
         .and_then(|()| apply(req, &event, write));
-    let (status, before, after) = match &outcome {
-        Ok(done) => (done.status, done.before.clone(), done.after.clone()),
-        Err(e) => (e.status, None, serde_json::from_str(&e.to_json()).ok()),
-    };
+    let (status, before, after) = audited(&outcome);
     let entry = Entry::new(
         &who,
         (req.method().to_string().as_str(), req.path()),
@@ -134,6 +162,15 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
         clock::now_ms(),
     );
     Ok(Answer::Wrote(Box::new(entry), outcome))
+}
+
+/// What the audit records of a write's outcome: its status, before and after (the error
+/// answered, for a failure).
+fn audited(outcome: &Result<Applied, ApiError>) -> (u16, Option<Value>, Option<Value>) {
+    match outcome {
+        Ok(done) => (done.status, done.before.clone(), done.after.clone()),
+        Err(e) => (e.status, None, serde_json::from_str(&e.to_json()).ok()),
+    }
 }
 
 /// Applies `write`. Bad input is refused before Redis, even when Redis is down (the domain
@@ -149,10 +186,33 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
             let before = admin::config(&nodes, event)?;
             let (created, shards) = admin::upsert_event(&nodes, event, &config)?;
             let after = admin::config(&nodes, event)?;
+            let change = if created {
+                Change::Create
+            } else {
+                Change::Update
+            };
             Ok(Applied {
                 status: if created { 201 } else { 200 },
                 body: json!({ "event_id": event.as_str(), "created": created, "shards": shards }),
                 before: config_json(before),
+                version: after.clone().map(|after| ((change, None), after)),
+                after: config_json(after),
+            })
+        }
+        Write::Rollback => {
+            let to: versions::RollbackTo = json_body(req)?;
+            let config = versions::config_at(&config::postgres()?, event, to.version)?;
+            let nodes = redis()?;
+            let before = admin::config(&nodes, event)?;
+            let (_, shards) = admin::upsert_event(&nodes, event, &config)?;
+            let after = admin::config(&nodes, event)?;
+            Ok(Applied {
+                status: 200,
+                body: json!({ "event_id": event.as_str(), "rolled_back_to": to.version, "shards": shards }),
+                before: config_json(before),
+                version: after
+                    .clone()
+                    .map(|after| ((Change::Rollback, Some(to.version)), after)),
                 after: config_json(after),
             })
         }
@@ -162,7 +222,8 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
             let changed = admin::set_switches(&redis()?, event, &switches)?;
             Ok(Applied {
                 before: config_json(Some(changed.before)),
-                after: config_json(Some(changed.after)),
+                after: config_json(Some(changed.after.clone())),
+                version: Some(((Change::Switches, None), changed.after)),
                 ..Applied::returning(json!({ "event_id": event.as_str(), "updated": true }))
             })
         }
@@ -215,14 +276,26 @@ fn payments(req: &Request, event: &EventId) -> Result<Value, ApiError> {
     Ok(json!({ "event_id": event.as_str(), "payments": listed }))
 }
 
-/// Stores the write's audit record and answers the write as it went. A record that cannot be
-/// stored does not undo the write: the answer carries [`AUDIT_HEADER`] and the log the record.
+/// Stores the write's audit record (and, for a change of the configuration, its version) and
+/// answers the write as it went. A record that cannot be stored does not undo the write: the
+/// answer carries [`AUDIT_HEADER`] and the log the record.
 fn recorded(entry: &Entry, outcome: Result<Applied, ApiError>) -> Response {
-    let mut response = match outcome {
-        Ok(done) => http::json(done.status, &done.body),
-        Err(e) => http::error(&e),
+    let (mut response, version) = match outcome {
+        Ok(done) => (http::json(done.status, &done.body), done.version),
+        Err(e) => (http::error(&e), None),
     };
-    let stored = config::postgres().and_then(|db| Ok(audit::record(&db, entry)?));
+    let stored = config::postgres().and_then(|db| {
+        audit::record(&db, entry)?;
+        if let Some((change, after)) = version {
+            let event = EventId::parse(&entry.event_id)?;
+            let config = EventConfig::from_fields(&after).ok_or_else(|| {
+                seckill_domain::Error::bug("the configuration after the change does not read back")
+            })?;
+            let at = u64::try_from(entry.at_ms).unwrap_or(0);
+            versions::record(&db, &event, &entry.operator, change, &config, at)?;
+        }
+        Ok(())
+    });
     if let Err(e) = stored {
         let record = serde_json::to_string(entry).unwrap_or_default();
         eprintln!("audit: record not stored ({}): {record}", e.reason());
@@ -272,4 +345,53 @@ fn audit_records(req: &Request) -> Result<Value, ApiError> {
     };
     let records = audit::recent(&config::postgres()?, event.as_ref(), limit)?;
     Ok(json!({ "records": records }))
+}
+
+/// `GET /admin/events/{id}/versions?limit=<n>`: the config center's history, newest first, each
+/// version with the fields it changed; `limit` 1 to [`versions::MAX_LIMIT`] (default 50).
+fn versions(req: &Request, event: &EventId) -> Result<Value, ApiError> {
+    let limit = match http::query_param(req, "limit") {
+        None => 50,
+        Some(raw) => raw
+            .parse()
+            .ok()
+            .filter(|n| (1..=versions::MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::BadQuery,
+                    format!("limit is 1-{}", versions::MAX_LIMIT),
+                )
+            })?,
+    };
+    let listed = versions::list(&config::postgres()?, event, limit)?;
+    Ok(json!({ "event_id": event.as_str(), "versions": listed }))
+}
+
+/// `GET /admin/limits/global`: the global bucket and where it is spread; `PUT` sets it
+/// (`{"rate": r, "burst": b}`; rate 0 switches it off), an operator's recorded write.
+fn global_limit(req: &Request, who: &seckill_domain::auth::Operator) -> Result<Answer, ApiError> {
+    let nodes = store::nodes()?;
+    match req.method() {
+        Method::Get => {
+            let limit = global::limit(&nodes)?;
+            Ok(Answer::Read(
+                json!({ "rate": limit.rate, "burst": limit.burst }),
+            ))
+        }
+        Method::Put => {
+            let outcome = who.may_write().map_err(ApiError::from).and_then(|()| {
+                let limit: GlobalLimit = json_body(req)?;
+                let before = global::limit(&nodes)?;
+                let spread = global::set(&nodes, &limit, clock::now_ms())?;
+                Ok(Applied {
+                    before: Some(json!(before)),
+                    ..Applied::returning(http::to_value(&spread)?)
+                })
+            });
+            let (status, before, after) = audited(&outcome);
+            let entry = Entry::global(who, req.path(), (before, after), status, clock::now_ms());
+            Ok(Answer::Wrote(Box::new(entry), outcome))
+        }
+        _ => Err(ApiError::method_not_allowed("GET, PUT")),
+    }
 }

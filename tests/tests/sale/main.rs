@@ -11,7 +11,9 @@
 //! - `limits` — the per-user and the event-wide rate limits;
 //! - `redis_budget` — what a request costs Redis: commands, AOF writes;
 //! - `poll`, `lottery`, `switches` — the poll's states, the lottery, pause and deny lists;
-//! - `errors` — a script failing on the data, an unreachable Redis.
+//! - `errors` — a script failing on the data, an unreachable Redis;
+//! - `config_center` — versions and rollback, the gray release, the global bucket, shadow mode,
+//!   the metrics.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,6 +21,7 @@ use anyhow::Result;
 use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
 use serde_json::{Value, json};
 
+mod config_center;
 mod errors;
 mod gate;
 mod input;

@@ -73,11 +73,21 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
                         let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
                         let k = &EventKeys::shard(event, home);
                         let order = format!("{now:012x}{i:016x}");
-                        let bought = precheck::run(&store, k, &user, client, version, &token, hash)
-                            .and_then(|_| {
-                                buy::run(&store, k, &user, &token, hash, &order, &Back::default())
-                            })
-                            .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
+                        let gray = seckill_domain::ids::gray_bucket(event.as_str(), &user);
+                        let bought =
+                            precheck::run(&store, k, &user, client, version, &token, (hash, gray))
+                                .and_then(|_| {
+                                    buy::run(
+                                        &store,
+                                        k,
+                                        &user,
+                                        &token,
+                                        hash,
+                                        &order,
+                                        &Back::default(),
+                                    )
+                                })
+                                .map_err(|e| anyhow::anyhow!("backlog order {i}: {e}"))?;
                         anyhow::ensure!(
                             matches!(bought, Outcome::Bought(_)),
                             "backlog order {i}: its home shard ran dry"

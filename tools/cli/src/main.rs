@@ -120,6 +120,32 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: u32,
     },
+    /// The config center: an event's configuration versions, newest first, each with what it
+    /// changed (field: before → after), who and when.
+    Versions {
+        /// The event id.
+        event: String,
+        /// How many (1-200).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// Apply an earlier version of an event's configuration again (a new version).
+    Rollback {
+        /// The event id.
+        event: String,
+        /// The version to apply (see `versions`).
+        version: i64,
+    },
+    /// The global bucket across events: show it, or set it with --rate and --burst (rate 0
+    /// switches it off).
+    GlobalLimit {
+        /// Prechecks per second across every live event.
+        #[arg(long, requires = "burst")]
+        rate: Option<f64>,
+        /// Its bucket's capacity.
+        #[arg(long, requires = "rate")]
+        burst: Option<u64>,
+    },
     /// An event's payments, newest first: `--refunds` lists those owing a refund (confirmed
     /// after the deadline or for another amount), to refund at the provider.
     Payments {
@@ -218,6 +244,12 @@ struct Patch {
     /// Expected drain throughput (orders/s), for the buyers' wait estimates.
     #[arg(long)]
     drain_rate: Option<u64>,
+    /// Gray release: the share of users (0-100 %) who may pass precheck.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
+    gray: Option<u32>,
+    /// Limits counted but not enforced: gray, user, global (comma-separated; "" for none).
+    #[arg(long, value_delimiter = ',', num_args = 0..)]
+    shadow: Option<Vec<String>>,
 }
 
 /// `deny` flags: at least one user or address.
@@ -392,6 +424,13 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
             if let Some(r) = p.drain_rate {
                 body.insert("drain_rate".into(), json!(r));
             }
+            if let Some(g) = p.gray {
+                body.insert("gray_percent".into(), json!(g));
+            }
+            if let Some(limits) = &p.shadow {
+                let limits: Vec<&String> = limits.iter().filter(|l| !l.is_empty()).collect();
+                body.insert("shadow".into(), json!(limits));
+            }
             if body.is_empty() {
                 return Err(Failure::Usage(
                     "patch needs a change: --pause, --resume, --end-in, --user-limit, ...".into(),
@@ -466,6 +505,34 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
             show(cli, &records, |v| {
                 render::audit(v, api.server_now_ms().ok())
             });
+        }
+        Command::Versions { event, limit } => {
+            let listed = api.get(&format!("{}/versions?limit={limit}", event_path(event)))?;
+            show(cli, &listed, |v| {
+                render::versions(v, api.server_now_ms().ok())
+            });
+        }
+        Command::Rollback { event, version } => {
+            let body = json!({ "version": version });
+            let done = api.send(
+                "POST",
+                &format!("{}/rollback", event_path(event)),
+                Some(&body),
+            )?;
+            show(cli, &done, |_| {
+                format!("rolled {event} back to version {version}")
+            });
+        }
+        Command::GlobalLimit { rate, burst } => {
+            let limit = match (rate, burst) {
+                (Some(rate), Some(burst)) => api.send(
+                    "PUT",
+                    "/admin/limits/global",
+                    Some(&json!({ "rate": rate, "burst": burst })),
+                )?,
+                _ => api.get("/admin/limits/global")?,
+            };
+            show(cli, &limit, render::global_limit);
         }
         Command::Payments {
             event,

@@ -172,6 +172,70 @@ pub fn audit(v: &Value, now_ms: Option<u64>) -> String {
         .join("\n")
 }
 
+/// `versions`: one version a block, newest first: number, when, who, what kind; then the
+/// fields it changed.
+pub fn versions(v: &Value, now_ms: Option<u64>) -> String {
+    let listed = v["versions"].as_array().cloned().unwrap_or_default();
+    if listed.is_empty() {
+        return "no versions recorded".into();
+    }
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    listed
+        .iter()
+        .map(|r| {
+            let at = r["at_ms"].as_i64().unwrap_or(0);
+            let when = now_ms.map_or_else(
+                || format!("at {at}"),
+                |now| format!("{} ago", span(now as i64 - at)),
+            );
+            let kind = match r["rolled_back_to"].as_i64() {
+                Some(to) => format!("rollback to v{to}"),
+                None => text(&r["change"]),
+            };
+            let changes: Vec<String> = r["changes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .map(|c| {
+                    let side = |v: &Value| if v.is_null() { "–".into() } else { text(v) };
+                    format!(
+                        "{}: {} → {}",
+                        text(&c["field"]),
+                        side(&c["before"]),
+                        side(&c["after"])
+                    )
+                })
+                .collect();
+            let changes = if changes.is_empty() {
+                "no field changed".into()
+            } else {
+                changes.join(", ")
+            };
+            format!(
+                "v{} {when} · {} · {kind}\n    {changes}",
+                r["version"],
+                r["operator"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `global-limit`: the bucket, and where it is spread when it was just set.
+pub fn global_limit(v: &Value) -> String {
+    let rate = v["rate"].as_f64().unwrap_or(0.0);
+    let mut out = if rate > 0.0 {
+        format!("global limit: {rate}/s, burst {}", v["burst"])
+    } else {
+        "global limit: off".into()
+    };
+    if let (Some(events), Some(shards)) = (v["events"].as_u64(), v["shards"].as_u64()) {
+        out += &format!(" · spread over {shards} shards of {events} live events");
+    }
+    out
+}
+
 /// An event's payments, one line each: who, how much, where it stands (and why a refund).
 pub fn payments(v: &Value) -> String {
     let listed = v["payments"].as_array().cloned().unwrap_or_default();
@@ -366,6 +430,25 @@ mod tests {
         assert_eq!(span(3_720_000), "1h02m");
         assert_eq!(bar(1, 2, 4), "██░░");
         assert_eq!(bar(0, 0, 2), "░░");
+    }
+
+    #[test]
+    fn a_version_shows_who_when_and_each_field_it_changed() {
+        let v = json!({ "versions": [
+            { "version": 9, "at_ms": 60_000, "operator": "ann", "change": "rollback", "rolled_back_to": 4,
+              "changes": [{ "field": "gray_percent", "before": 30, "after": 100 }] },
+            { "version": 4, "at_ms": 0, "operator": "bob", "change": "create", "rolled_back_to": null,
+              "changes": [{ "field": "shadow", "before": null, "after": ["user"] }] },
+        ]});
+        assert_eq!(
+            versions(&v, Some(66_000)),
+            "v9 6s ago · ann · rollback to v4\n    gray_percent: 30 → 100\n\
+             v4 1m06s ago · bob · create\n    shadow: – → [\"user\"]"
+        );
+        assert_eq!(
+            global_limit(&json!({ "rate": 0.0, "burst": 0 })),
+            "global limit: off"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod drain_read;
 pub mod drain_release;
 pub mod draw;
 pub mod event_info;
+pub mod global_limit;
 pub mod issue_token;
 pub mod list_events;
 pub mod poll;
@@ -104,6 +105,8 @@ pub enum Refusal {
     ChallengeUsed,
     /// The admission token names an earlier version of the event's admission.
     StaleAdmission,
+    /// Gray release: the user is outside the share the event lets in now.
+    NotReleased,
     /// The request reached a shard's slot that is not the user's home (see
     /// [`crate::sharded`]); changed nothing.
     WrongShard {
@@ -136,6 +139,7 @@ impl Refusal {
             code::CHALLENGE_REQUIRED => Refusal::ChallengeRequired { difficulty: 0 },
             code::CHALLENGE_USED => Refusal::ChallengeUsed,
             code::STALE_ADMISSION => Refusal::StaleAdmission,
+            code::NOT_RELEASED => Refusal::NotReleased,
             _ => return None,
         })
     }

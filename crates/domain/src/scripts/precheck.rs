@@ -1,5 +1,7 @@
 //! `lua/precheck.lua`: the gate before buy — window and switches, deny lists, one per user,
-//! the admission token's version, the user's bucket — then a one-time purchase token, replacing any earlier one.
+//! the admission token's version, the gray release, the user's bucket and the shard's part of
+//! the global bucket (each may be in shadow mode) — then a one-time purchase token, replacing
+//! any earlier one.
 
 use std::net::IpAddr;
 
@@ -18,7 +20,7 @@ pub fn run(
     client: Option<IpAddr>,
     admission_version: &str,
     token: &str,
-    home_hash: u64,
+    (home_hash, gray_bucket): (u64, u32),
 ) -> Result<u64, ScriptError> {
     let keys = Keys {
         cfg: k.cfg(),
@@ -28,6 +30,7 @@ pub fn run(
         bought: k.bought(),
         purchase_token: k.purchase_token(user),
         user_bucket: k.user_bucket(user),
+        global_bucket: k.global_bucket(),
         counts: k.counts(),
         stock: k.stock(),
         empty: k.empty(),
@@ -38,6 +41,7 @@ pub fn run(
         admission_version: admission_version.to_owned(),
         purchase_token: token.to_owned(),
         home_hash: home_hash.to_string(),
+        gray_bucket: gray_bucket.to_string(),
     };
     let mut r = call_ok(store, keys, args)?;
     Ok(OkReply::read(&mut r)?.ttl_ms)
