@@ -172,7 +172,7 @@ impl<'a> TestAppBuilder<'a> {
         let server = tokio::spawn({
             let app = app.clone();
             async move {
-                let _ = seckill_host::http_trigger::serve(app, listener).await;
+                let _ = seckill_host::serve::serve_until_dropped(app, listener).await;
             }
         });
         Ok(TestApp {
