@@ -380,10 +380,17 @@ fn slow_bodies_hold_no_instance_while_a_buyer_and_the_cron_are_served() -> Resul
     // Every slow connection is open at the host, its head read.
     let waited = Instant::now();
     while scrape("seckill_http_connections")? < (CONNECTIONS - 1) as f64 {
-        assert!(waited.elapsed() < Duration::from_secs(30), "slow connections not open");
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "slow connections not open"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(scrape("seckill_instances_in_use")?, 0.0, "a slow body holds an instance");
+    assert_eq!(
+        scrape("seckill_instances_in_use")?,
+        0.0,
+        "a slow body holds an instance"
+    );
     let cron_runs = r#"seckill_cron_runs_total{component="cron-probe",outcome="ok"}"#;
     let runs_before = scrape(cron_runs)?;
 

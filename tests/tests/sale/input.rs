@@ -86,7 +86,10 @@ async fn a_buy_body_over_its_limit_is_413_and_changes_nothing() -> Result<()> {
     let (_redis, _pg, app, before) = with_open_event().await?;
     let resp = raw_buy(&app, vec![b' '; 20 * 1024]).await?;
     assert_eq!(resp.status(), 413);
-    assert!(resp.text().await?.contains("16384 bytes"), "the app's limit");
+    assert!(
+        resp.text().await?.contains("16384 bytes"),
+        "the app's limit"
+    );
     assert_eq!(
         snapshot(&app, "open").await?,
         before,

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cron_trigger::CronTrigger;
+use crate::expressions::{self, Providers};
+use crate::factor::{ConnectionMode, HostConfig};
 use crate::http_trigger::{HttpTrigger, RequestLimits};
 use crate::manifest::ManifestFile;
-use crate::redis::ConnectionMode;
 use crate::runtime::Runtime;
 use crate::spin_costs::SpinCostTotals;
 use crate::state::Services;
-use crate::variables::{self, Providers};
 
 pub use crate::http_trigger::{
     DEFAULT_BODY_TIMEOUT, DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY,
@@ -74,8 +74,11 @@ impl App {
     /// Loads `spin.toml` at `manifest`, compiles every component and checks every trigger.
     pub fn load(manifest: &Path, options: Options) -> Result<App> {
         let file = ManifestFile::load(manifest)?;
-        let app_vars = variables::resolve_manifest_variables(&file, &options.providers)?;
-        let services = Services::new(options.connection_mode, &options.tls);
+        let app_vars = expressions::resolve_manifest_variables(&file, &options.providers)?;
+        let services = Services::new(&HostConfig {
+            connection_mode: options.connection_mode,
+            tls: options.tls.clone(),
+        });
         let max_instances = options.max_instances.unwrap_or_else(default_max_instances);
         // Spin-faithful mode pays, per instance, what Spin pays: a connection, and the variables.
         let spin_work =

@@ -205,7 +205,12 @@ pub async fn handle(
     let (parts, body) = req.into_parts();
     let body = match read_body(body, declared_length(&parts.headers), limits).await {
         Ok(body) => body,
-        Err(refused) => return Ok(routed(refused.answer(limits), Cow::Owned(matched.raw_route))),
+        Err(refused) => {
+            return Ok(routed(
+                refused.answer(limits),
+                Cow::Owned(matched.raw_route),
+            ));
+        }
     };
     let mut req = Request::from_parts(parts, body);
     let component = trigger.runtime.id(matched.component);
@@ -413,7 +418,11 @@ fn shed() -> Response<ResponseBody> {
 /// `not_found` in `crates/trigger-http/src/server.rs`, v3.6.3). The app's error shape is the
 /// app's: a client tells the host's answers by their status.
 fn refusal(status: StatusCode, reason: String) -> Response<ResponseBody> {
-    full(status, Bytes::from(reason), Some("text/plain; charset=utf-8"))
+    full(
+        status,
+        Bytes::from(reason),
+        Some("text/plain; charset=utf-8"),
+    )
 }
 
 /// Spin's `strip_forbidden_headers`: a `Host` naming a service-chaining host is removed.

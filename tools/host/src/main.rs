@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use seckill_host::expressions::Providers;
 use seckill_host::http_trigger::HttpTrigger;
 use seckill_host::metrics::Metrics;
 use seckill_host::serve::ServeOptions;
-use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;
 

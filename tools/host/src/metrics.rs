@@ -211,7 +211,7 @@ impl Collector for Pools {
             None,
             opened.metric_type(),
         )?)?;
-        let (busy, idle) = services.pg.connections();
+        let (busy, idle) = services.postgres.connections();
         let pg = encoder.encode_descriptor(
             "postgres_connections",
             "Postgres connections by state (in_use: checked out by an instance)",

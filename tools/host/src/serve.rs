@@ -71,7 +71,13 @@ pub async fn serve_until_dropped<A>(app: Arc<A>, listener: TcpListener) -> Resul
 where
     A: AsRef<HttpTrigger> + Send + Sync + 'static,
 {
-    serve(app, listener, ServeOptions::default(), CancellationToken::new()).await
+    serve(
+        app,
+        listener,
+        ServeOptions::default(),
+        CancellationToken::new(),
+    )
+    .await
 }
 
 /// Serves the HTTP trigger of `app` on `listener` until `shutdown` is cancelled; then stops

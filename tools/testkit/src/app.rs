@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use seckill_host::expressions::Providers;
 use seckill_host::tls::TlsTrust;
-use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
