@@ -164,3 +164,33 @@ impl Sql for NativePg {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spin's `RedisResults` conversion: nested arrays and sets flattened, a double and a big
+    /// number as text, a boolean as 1 or 0, a map refused.
+    #[test]
+    fn replies_flatten_as_spin_flattens_them() {
+        let reply = redis::Value::Array(vec![
+            redis::Value::Int(1),
+            redis::Value::Set(vec![redis::Value::BulkString(b"two".to_vec())]),
+            redis::Value::Array(vec![redis::Value::Double(2.5), redis::Value::Nil]),
+            redis::Value::Boolean(true),
+            redis::Value::Okay,
+        ]);
+        assert_eq!(
+            flatten_reply(reply).unwrap(),
+            vec![
+                Reply::Int(1),
+                Reply::Bytes(b"two".to_vec()),
+                Reply::Bytes(b"2.5".to_vec()),
+                Reply::Nil,
+                Reply::Int(1),
+                Reply::Status("OK".to_owned()),
+            ]
+        );
+        assert!(flatten_reply(redis::Value::Map(vec![])).is_err());
+    }
+}
