@@ -43,6 +43,12 @@ const MESSAGES = {
   network: 'No connection to the shop. Check your network; we keep trying.',
 };
 
+/**
+ * The code of a refusal without the app's JSON, by status: the host (or a proxy) answers its own
+ * refusals in plain text (too busy, a body too large, a body too slow), before any function runs.
+ */
+const HOST_REFUSALS = {408: 'network', 413: 'body_too_large', 503: 'unavailable'};
+
 /** The message for an error code, or a generic one. */
 function messageFor(code) {
   return MESSAGES[code] || `Unexpected answer (${code}).`;
@@ -65,7 +71,7 @@ async function call(method, path, {bearer, body} = {}) {
   }
   let json = null;
   try { json = await resp.json(); } catch (e) { /* an empty or non-JSON body */ }
-  const code = resp.ok ? null : (json && json.error && json.error.code) || `http_${resp.status}`;
+  const code = resp.ok ? null : (json && json.error && json.error.code) || HOST_REFUSALS[resp.status] || `http_${resp.status}`;
   const retry = Number(resp.headers.get('retry-after'));
   return {
     status: resp.status, body: json, code, retryAfterMs: Number.isFinite(retry) && retry > 0 ? retry * 1000 : 0,

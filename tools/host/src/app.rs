@@ -9,15 +9,17 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cron_trigger::CronTrigger;
-use crate::http_trigger::HttpTrigger;
+use crate::expressions::{self, Providers};
+use crate::factor::{ConnectionMode, HostConfig};
+use crate::http_trigger::{HttpTrigger, RequestLimits};
 use crate::manifest::ManifestFile;
-use crate::redis::ConnectionMode;
 use crate::runtime::Runtime;
 use crate::spin_costs::SpinCostTotals;
 use crate::state::Services;
-use crate::variables::{self, Providers};
 
-pub use crate::http_trigger::{DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY};
+pub use crate::http_trigger::{
+    DEFAULT_BODY_TIMEOUT, DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY,
+};
 
 /// Request instances alive at once by default: 64 per core. Spin keeps 1,000 whatever the
 /// machine (`SPIN_MAX_INSTANCE_COUNT`, `crates/core/src/lib.rs`); on a 2-core machine that many
@@ -40,9 +42,12 @@ pub struct Options {
     /// Request instances that may be alive at once (pooling allocator slots). `None`:
     /// [`default_max_instances`].
     pub max_instances: Option<u32>,
-    /// Largest request body passed to a guest; larger ones get a JSON 413 (a deliberate
-    /// difference: Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
+    /// Largest request body passed to a guest; larger ones get a 413 (a deliberate difference:
+    /// Spin has no limit of its own). `None`: [`DEFAULT_MAX_REQUEST_BODY`].
     pub max_request_body: Option<u64>,
+    /// How long a request body may take to arrive whole, from its head, before it is answered
+    /// `408`. `None`: [`DEFAULT_BODY_TIMEOUT`].
+    pub body_timeout: Option<std::time::Duration>,
     /// How long a request may wait for an instance slot before it is answered `503` with
     /// `Retry-After` (shed). `None`: [`DEFAULT_INSTANCE_WAIT`].
     pub instance_wait: Option<std::time::Duration>,
@@ -69,8 +74,11 @@ impl App {
     /// Loads `spin.toml` at `manifest`, compiles every component and checks every trigger.
     pub fn load(manifest: &Path, options: Options) -> Result<App> {
         let file = ManifestFile::load(manifest)?;
-        let app_vars = variables::resolve_manifest_variables(&file, &options.providers)?;
-        let services = Services::new(options.connection_mode, &options.tls);
+        let app_vars = expressions::resolve_manifest_variables(&file, &options.providers)?;
+        let services = Services::new(&HostConfig {
+            connection_mode: options.connection_mode,
+            tls: options.tls.clone(),
+        });
         let max_instances = options.max_instances.unwrap_or_else(default_max_instances);
         // Spin-faithful mode pays, per instance, what Spin pays: a connection, and the variables.
         let spin_work =
@@ -83,9 +91,12 @@ impl App {
             max_instances,
             options.compile_cache.as_deref(),
         )?);
-        let max_request_body = options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY);
-        let instance_wait = options.instance_wait.unwrap_or(DEFAULT_INSTANCE_WAIT);
-        let http = HttpTrigger::build(&file, runtime.clone(), max_request_body, instance_wait)?;
+        let limits = RequestLimits {
+            max_request_body: options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY),
+            body_timeout: options.body_timeout.unwrap_or(DEFAULT_BODY_TIMEOUT),
+            instance_wait: options.instance_wait.unwrap_or(DEFAULT_INSTANCE_WAIT),
+        };
+        let http = HttpTrigger::build(&file, runtime.clone(), limits)?;
         let cron = CronTrigger::build(&file, runtime.clone())?;
         let application = &file.manifest.application;
         Ok(App {
@@ -94,7 +105,7 @@ impl App {
             cron,
             name: application.name.clone(),
             version: application.version.clone(),
-            max_request_body,
+            max_request_body: limits.max_request_body,
         })
     }
 
@@ -136,7 +147,7 @@ impl App {
     }
 }
 
-/// What [`crate::http_trigger::serve`] serves.
+/// What [`crate::serve::serve`] serves.
 impl AsRef<HttpTrigger> for App {
     fn as_ref(&self) -> &HttpTrigger {
         &self.http

@@ -20,14 +20,4 @@ pub struct ComponentConfig {
     pub allowed_hosts: AllowedHosts,
     /// `environment`, passed to the guest through WASI.
     pub environment: Vec<(String, String)>,
-    /// What Spin would resolve per instance (see `spin_costs`): the application variables
-    /// (`[variables]`), all resolved on the first outbound open,
-    pub app_variables: u32,
-    /// the `allowed_outbound_hosts` entries, all parsed then too,
-    pub allowed_host_entries: u32,
-    /// and, per component variable, the application variables its template names, which each
-    /// `get` of it resolves.
-    pub variable_refs: BTreeMap<String, Vec<String>>,
-    /// In Spin-faithful mode, that work itself, done again per instance as Spin does it.
-    pub spin_work: Option<std::sync::Arc<crate::spin_costs::SpinWork>>,
 }

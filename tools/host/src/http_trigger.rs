@@ -1,8 +1,9 @@
 //! The HTTP trigger, as Spin's `crates/trigger-http/src/{lib,server,headers,wasi}.rs` (v3.6.3)
 //! build it and serve a request: `[[trigger.http]]` checked and the router built at load, then
-//! the runtime's own well-known routes, Spin's router, Spin's request headers, a fresh instance
-//! of the matched component, and empty-bodied 404s and 500s. The conformance table in
-//! `host/README.md` lists each behaviour with the Spin file it comes from.
+//! the runtime's own well-known routes, Spin's router, Spin's request headers, the request body
+//! read whole under a deadline, a fresh instance of the matched component, and empty-bodied 404s
+//! and 500s. The conformance table in `host/README.md` lists each behaviour with the Spin file it
+//! comes from.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -17,17 +18,14 @@ use bytes::Bytes;
 use futures::FutureExt;
 use http::uri::Authority;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Empty, Full, Limited, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt, Empty, Full, LengthLimitError, Limited, combinators::UnsyncBoxBody};
 use hyper::body::Body;
-use tokio::net::TcpListener;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use crate::manifest::{ManifestError, ManifestFile};
-use crate::metrics::MatchedRoute;
 use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 use crate::runtime::Runtime;
-use crate::serve::{BodyTimedOut, ServeOptions};
 use crate::state::Ctx;
 
 /// The body of every response this server sends.
@@ -37,9 +35,15 @@ pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
 /// `instrumented_service_fn` does when `handle` fails outside a component (e.g. no `Host`).
 pub type ConnectionError = std::io::Error;
 
-/// The default request body limit: far above any body this API takes, far below what would
-/// exhaust an instance's 128 MiB.
-pub const DEFAULT_MAX_REQUEST_BODY: u64 = 1 << 20;
+/// The default request body limit: the largest body the app takes (its functions refuse more
+/// than 16 KiB, `seckill_spin_edge::http::MAX_BODY_BYTES`; a test holds the two equal), so the
+/// host buffers no more for a request than a guest would accept.
+pub const DEFAULT_MAX_REQUEST_BODY: u64 = 16 << 10;
+
+/// How long a request body may take to arrive whole, from its head, by default: a buyer's 16 KiB
+/// takes a fraction of a second on any link a browser uses; the deadline only bounds how long a
+/// slow client holds a connection and its buffered bytes (never an instance: see [`handle`]).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a request may wait for an instance slot before it is shed by default: a spike
 /// several times what the host serves is answered within about this plus its own time, and the
@@ -49,12 +53,18 @@ pub const DEFAULT_INSTANCE_WAIT: Duration = Duration::from_secs(1);
 /// What a shed request is told to wait before trying again, in seconds.
 const SHED_RETRY_AFTER_S: u64 = 1;
 
-/// The error message of a shed request's body.
+/// The body of a shed request's answer.
 pub const SHED_MESSAGE: &str = "the server is at capacity; try again";
 
 /// Marks a response the host gave because no instance slot came free in time (for the metrics).
 #[derive(Debug, Clone, Copy)]
 pub struct Shed;
+
+/// The route a response answered, put in its extensions by [`handle`] (for the metrics): the
+/// route as written in the manifest (`/api/events/:event_id/buy`), never the raw path, so a
+/// label set stays as small as the manifest.
+#[derive(Debug, Clone)]
+pub struct MatchedRoute(pub Cow<'static, str>);
 
 /// An app's HTTP trigger: its routes, each component's handler, and what the runtime answers
 /// itself.
@@ -66,10 +76,29 @@ pub struct HttpTrigger {
     /// `[application] name` and `version`, for `/.well-known/spin/info`.
     name: String,
     version: Option<String>,
-    /// Request bodies larger than this never reach a guest.
-    max_request_body: u64,
-    /// A request that finds no instance slot free within this is shed ([`shed`]).
-    instance_wait: Duration,
+    /// What the trigger allows a request before and while it waits for an instance.
+    limits: RequestLimits,
+}
+
+/// What the HTTP trigger allows a request before it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLimits {
+    /// Request bodies larger than this never reach a guest (`413`).
+    pub max_request_body: u64,
+    /// A request body must arrive whole within this of its head (`408`).
+    pub body_timeout: Duration,
+    /// A request that finds no instance slot free within this is shed (`503`, [`shed`]).
+    pub instance_wait: Duration,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            max_request_body: DEFAULT_MAX_REQUEST_BODY,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            instance_wait: DEFAULT_INSTANCE_WAIT,
+        }
+    }
 }
 
 impl HttpTrigger {
@@ -79,8 +108,7 @@ impl HttpTrigger {
     pub(crate) fn build(
         file: &ManifestFile,
         runtime: Arc<Runtime>,
-        max_request_body: u64,
-        instance_wait: Duration,
+        limits: RequestLimits,
     ) -> Result<HttpTrigger, ManifestError> {
         let handlers: Vec<_> = (0..runtime.len())
             .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
@@ -124,8 +152,7 @@ impl HttpTrigger {
             handlers,
             name: application.name.clone(),
             version: application.version.clone(),
-            max_request_body,
-            instance_wait,
+            limits,
         })
     }
 
@@ -140,25 +167,19 @@ impl HttpTrigger {
     }
 }
 
-/// Serves the HTTP trigger of `app` on `listener` until the task is dropped, with the default
-/// [`ServeOptions`] and no shutdown but the drop (`crate::serve::serve` takes both).
-pub async fn serve<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
-where
-    A: AsRef<HttpTrigger> + Send + Sync + 'static,
-{
-    let never = tokio_util::sync::CancellationToken::new();
-    crate::serve::serve(app, listener, ServeOptions::default(), never).await
-}
-
-/// A request body as [`handle`] takes it: hyper's, or hyper's under the body timeout.
+/// A request body as [`handle`] takes it (hyper's `Incoming`, in a test anything alike).
 pub trait RequestBody: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static {}
 
 impl<B: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static> RequestBody for B {}
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Answers one request: well-known routes, routing, then the matched component. The response's
-/// extensions name the route that answered it ([`MatchedRoute`], for the metrics).
+/// Answers one request: well-known routes, routing, the body, then the matched component. The
+/// response's extensions name the route that answered it ([`MatchedRoute`], for the metrics).
+///
+/// The body is read whole, under [`RequestLimits::body_timeout`] from now, before the request
+/// waits for an instance: a client that sends its body slowly holds a connection, never an
+/// instance, so slow bodies cannot take the instances the sale runs on.
 pub async fn handle(
     trigger: &HttpTrigger,
     mut req: Request<impl RequestBody>,
@@ -180,9 +201,18 @@ pub async fn handle(
         return Ok(empty(StatusCode::NOT_FOUND));
     };
     set_req_uri(&mut req).map_err(|e| ConnectionError::other(format!("{e:#}")))?;
-    if let Some(refusal) = body_too_large(trigger, &req) {
-        return Ok(routed(refusal, Cow::Owned(matched.raw_route)));
-    }
+    let limits = &trigger.limits;
+    let (parts, body) = req.into_parts();
+    let body = match read_body(body, declared_length(&parts.headers), limits).await {
+        Ok(body) => body,
+        Err(refused) => {
+            return Ok(routed(
+                refused.answer(limits),
+                Cow::Owned(matched.raw_route),
+            ));
+        }
+    };
+    let mut req = Request::from_parts(parts, body);
     let component = trigger.runtime.id(matched.component);
     let result = async {
         set_spin_headers(&mut req, &matched, client)?;
@@ -225,23 +255,101 @@ impl Drop for RunToCompletion {
     }
 }
 
+/// Why a request body was not handed to a guest.
+#[derive(Debug)]
+enum BodyRefusal {
+    /// Declared or sent beyond [`RequestLimits::max_request_body`].
+    TooLarge,
+    /// Not whole within [`RequestLimits::body_timeout`].
+    TooSlow,
+    /// Not valid HTTP framing (a bad chunk), or the connection failed mid-body.
+    Unreadable(BoxError),
+}
+
+impl BodyRefusal {
+    /// The host's answer. Either way the rest of the body is unread, so the connection closes
+    /// (lingering, so that a client still sending reads the answer: `crate::serve`).
+    fn answer(&self, limits: &RequestLimits) -> Response<ResponseBody> {
+        let (status, reason) = match self {
+            BodyRefusal::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request bodies are limited to {} bytes",
+                    limits.max_request_body
+                ),
+            ),
+            BodyRefusal::TooSlow => (
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {:?}",
+                    limits.body_timeout
+                ),
+            ),
+            BodyRefusal::Unreadable(e) => (
+                StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {e}"),
+            ),
+        };
+        let mut resp = refusal(status, reason);
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp
+    }
+}
+
+/// The request's `Content-Length`, if it declares a valid one.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// The whole body, at most `max_request_body` bytes, within `body_timeout`. A declared length
+/// over the limit is refused before a byte is read. A guest reads the buffered body through the
+/// same `wasi:http` incoming-body stream Spin gives it the client's (Spin hands hyper's body to
+/// `new_incoming_request`: `instrumented_service_fn` in `crates/trigger-http/src/server.rs`,
+/// `crates/trigger-http/src/wasi.rs`): the same bytes, then the end of the stream; only a
+/// body that never comes whole, which Spin's guest would see as a stream error, reaches no guest.
+async fn read_body(
+    body: impl RequestBody,
+    declared: Option<u64>,
+    limits: &RequestLimits,
+) -> Result<Full<Bytes>, BodyRefusal> {
+    if declared.is_some_and(|n| n > limits.max_request_body) {
+        return Err(BodyRefusal::TooLarge);
+    }
+    if body.is_end_stream() {
+        return Ok(Full::new(Bytes::new()));
+    }
+    let limit = usize::try_from(limits.max_request_body).unwrap_or(usize::MAX);
+    let whole = Limited::new(body, limit).collect();
+    match tokio::time::timeout(limits.body_timeout, whole).await {
+        Err(_) => Err(BodyRefusal::TooSlow),
+        Ok(Ok(collected)) => Ok(Full::new(collected.to_bytes())),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(BodyRefusal::TooLarge),
+        Ok(Err(e)) => Err(BodyRefusal::Unreadable(e)),
+    }
+}
+
 async fn run(
     trigger: &HttpTrigger,
     c: usize,
-    req: Request<impl RequestBody>,
+    req: Request<Full<Bytes>>,
 ) -> Result<Response<ResponseBody>> {
     let pre = trigger
         .handler(c)
         .expect("routes only point at HTTP components");
     let waiting = trigger.runtime.slots().clone().acquire_owned();
-    let Ok(slot) = tokio::time::timeout(trigger.instance_wait, waiting).await else {
+    let Ok(slot) = tokio::time::timeout(trigger.limits.instance_wait, waiting).await else {
         return Ok(shed());
     };
     let slot = slot?;
     let mut store = trigger.runtime.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
-    let limit = trigger.max_request_body;
-    let req = req.map(move |body| Limited::new(body, limit as usize).map_err(body_error));
+    let req = req.map(|body| body.map_err(|never| -> wasmtime_wasi_http::Error { match never {} }));
     let req = store
         .data_mut()
         .wasi_http()
@@ -290,67 +398,31 @@ async fn run(
     }
 }
 
-/// A body over the limit is cut off with `HttpRequestBodySize`, which the guest sees as a
-/// stream error; a declared `Content-Length` over it never reaches a guest (see
-/// [`body_too_large`]). A body that comes too slowly ends with `ConnectionReadTimeout`.
-fn body_error(e: BoxError) -> wasmtime_wasi_http::Error {
-    if e.is::<BodyTimedOut>() {
-        return wasmtime_wasi_http::Error::ConnectionReadTimeout;
-    }
-    match e.downcast::<hyper::Error>() {
-        Ok(e) => wasmtime_wasi_http::Error::Hyper(*e),
-        Err(_) => wasmtime_wasi_http::Error::HttpRequestBodySize(None),
-    }
-}
-
 /// The answer to a request that found no instance slot free within the instance wait: `503`
 /// with `Retry-After`, at once, the request never run (so retrying it is safe). Real Spin
 /// queues nothing either: its pool holds `SPIN_MAX_INSTANCE_COUNT` (1,000) instances
 /// (`crates/core/src/lib.rs`), and a request that finds it full fails to instantiate and gets
 /// `internal_error(None, …)`, an empty-bodied `500` (`respond_wasm_component` in
 /// `crates/trigger-http/src/server.rs`). We answer `503`, the status that says "overloaded,
-/// come back", with the API's error body for it (`unavailable`, as a guest answers when Redis
-/// is busy), so a client needs one way to read it.
+/// come back", and when.
 fn shed() -> Response<ResponseBody> {
-    let mut resp = api_error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", SHED_MESSAGE);
+    let mut resp = refusal(StatusCode::SERVICE_UNAVAILABLE, SHED_MESSAGE.to_owned());
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(SHED_RETRY_AFTER_S));
     resp.extensions_mut().insert(Shed);
     resp
 }
 
-/// A response in the API's error shape (`{"error":{"code","message"}}`), for what the host
-/// answers before any guest runs.
-fn api_error(status: StatusCode, code: &str, message: &str) -> Response<ResponseBody> {
-    let body = serde_json::json!({ "error": { "code": code, "message": message } });
+/// What the host answers itself, before or instead of a guest: the status and a one-line reason
+/// in plain text, as Spin answers what it refuses (`internal_error(Some(body), …)` and
+/// `not_found` in `crates/trigger-http/src/server.rs`, v3.6.3). The app's error shape is the
+/// app's: a client tells the host's answers by their status.
+fn refusal(status: StatusCode, reason: String) -> Response<ResponseBody> {
     full(
         status,
-        Bytes::from(body.to_string()),
-        Some("application/json"),
+        Bytes::from(reason),
+        Some("text/plain; charset=utf-8"),
     )
-}
-
-/// A JSON 413 (the API's error shape) when the declared body exceeds the host's limit.
-fn body_too_large<B>(trigger: &HttpTrigger, req: &Request<B>) -> Option<Response<ResponseBody>> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse::<u64>()
-        .ok()?;
-    (declared > trigger.max_request_body).then(|| {
-        let message = format!(
-            "request bodies are limited to {} bytes",
-            trigger.max_request_body
-        );
-        let mut resp = api_error(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &message);
-        // The body is not read: the connection cannot be reused (and closes lingering, so that
-        // a client still sending reads this response: `crate::serve`).
-        resp.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        resp
-    })
 }
 
 /// Spin's `strip_forbidden_headers`: a `Host` naming a service-chaining host is removed.

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use seckill_host::expressions::Providers;
 use seckill_host::http_trigger::HttpTrigger;
 use seckill_host::metrics::Metrics;
 use seckill_host::serve::ServeOptions;
-use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;
 
@@ -87,9 +87,14 @@ struct AppArgs {
     /// Open a new Redis connection for every `open`, exactly as Spin does (slower).
     #[arg(long)]
     spin_faithful: bool,
-    /// Largest request body passed to a guest, in bytes; larger ones get a JSON 413.
+    /// Largest request body passed to a guest, in bytes (default: the largest the app takes);
+    /// larger ones get a 413.
     #[arg(long, default_value_t = seckill_host::app::DEFAULT_MAX_REQUEST_BODY)]
     max_request_body: u64,
+    /// A request body must arrive whole within this of its request head, or the request gets a
+    /// 408; it is read before the request takes an instance.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    body_timeout: Duration,
     /// Request instances alive at once (the pooling allocator's slots; default: 64 per core,
     /// where Spin's `SPIN_MAX_INSTANCE_COUNT` is 1,000 on any machine).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
@@ -115,9 +120,6 @@ struct ServeArgs {
     /// A request head must arrive whole within this of its first byte.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     header_timeout: Duration,
-    /// A request body must arrive within this of the guest's first read of it.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    body_timeout: Duration,
     /// A keep-alive connection with no request for this long is closed (above a load
     /// balancer's own idle timeout: AWS's ALB keeps 60 s).
     #[arg(long, default_value = "75s", value_parser = parse_duration)]
@@ -166,6 +168,7 @@ impl AppArgs {
             providers: Providers::default().with_dotenv(&env_file)?,
             max_instances: self.max_instances,
             max_request_body: Some(self.max_request_body),
+            body_timeout: Some(self.body_timeout),
             instance_wait: Some(self.instance_wait),
             tls: match &self.tls_ca {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
@@ -272,7 +275,6 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
     });
     let options = ServeOptions {
         header_timeout: args.header_timeout,
-        body_timeout: args.body_timeout,
         idle_timeout: args.idle_timeout,
         max_connections: args.max_connections,
         metrics,

@@ -23,14 +23,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::http_trigger::Shed;
+use crate::http_trigger::{MatchedRoute, Shed};
 use crate::runtime::Runtime;
-
-/// The route a response answered, put in its extensions by [`crate::http_trigger::handle`]:
-/// the route as written in the manifest (`/api/events/:event_id/buy`), never the raw path, so
-/// the label set stays as small as the manifest.
-#[derive(Debug, Clone)]
-pub struct MatchedRoute(pub Cow<'static, str>);
 
 /// The label of a request no route matched.
 const UNMATCHED: &str = "unmatched";
@@ -217,7 +211,7 @@ impl Collector for Pools {
             None,
             opened.metric_type(),
         )?)?;
-        let (busy, idle) = services.pg.connections();
+        let (busy, idle) = services.postgres.connections();
         let pg = encoder.encode_descriptor(
             "postgres_connections",
             "Postgres connections by state (in_use: checked out by an instance)",

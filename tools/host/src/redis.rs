@@ -14,10 +14,12 @@ use redis::aio::{
     ConnectionLike as _, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
 use redis::{FromRedisValue, Value};
+use seckill_domain::store::Reply;
 use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
 use crate::component::ComponentConfig;
+use crate::factor::{ConnectionMode, Factor, HostConfig};
 use crate::spin_costs::InstanceMeter;
 use crate::tls::TlsTrust;
 use bindings::fermyon::spin::redis::{
@@ -35,17 +37,6 @@ mod bindings {
         imports: { default: async },
         with: { "fermyon:spin/redis.connection": crate::redis::RedisConnection },
     });
-}
-
-/// How outbound Redis connections are made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ConnectionMode {
-    /// One multiplexed connection per address, shared by all requests (our default: a fresh TCP
-    /// connection per request is most of a request's cost).
-    #[default]
-    Pooled,
-    /// A new connection for every `open`, as Spin 3.6 does.
-    SpinFaithful,
 }
 
 /// Spin's per-instance connection table capacity (`Table::new(1024)` in `prepare`,
@@ -274,37 +265,42 @@ pub struct InstanceState {
     meter: Arc<InstanceMeter>,
 }
 
-impl InstanceState {
-    /// The state of an instance of `component`, connecting through `pools`, counting Spin's
-    /// costs on `meter`.
-    pub fn new(
-        pools: Arc<RedisPools>,
-        component: Arc<ComponentConfig>,
-        meter: Arc<InstanceMeter>,
+impl Factor for InstanceState {
+    type AppState = Arc<RedisPools>;
+
+    fn app_state(config: &HostConfig) -> Arc<RedisPools> {
+        Arc::new(RedisPools::new(config.connection_mode, config.tls.clone()))
+    }
+
+    fn instance(
+        pools: &Arc<RedisPools>,
+        component: &Arc<ComponentConfig>,
+        meter: &Arc<InstanceMeter>,
     ) -> Self {
         InstanceState {
-            pools,
-            component,
+            pools: pools.clone(),
+            component: component.clone(),
             connections: ResourceTable::new(),
             open: 0,
-            meter,
+            meter: meter.clone(),
         }
     }
 
+    fn add_to_linker<T: Send + 'static>(
+        linker: &mut Linker<T>,
+        get: fn(&mut T) -> &mut Self,
+    ) -> wasmtime::Result<()> {
+        wit::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
+    }
+}
+
+impl InstanceState {
     /// The open connection behind `conn`.
     fn redis(&mut self, conn: &Resource<RedisConnection>) -> Result<&mut RedisConnection, Error> {
         self.connections
             .get_mut(conn)
             .map_err(|e| Error::Other(e.to_string()))
     }
-}
-
-/// Adds `fermyon:spin/redis` to `linker`, served by the state `get` projects to.
-pub fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut InstanceState,
-) -> wasmtime::Result<()> {
-    wit::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
 }
 
 impl Host for InstanceState {}
@@ -441,35 +437,19 @@ impl HostConnection for InstanceState {
     }
 }
 
-/// Converts a reply the way Spin does: arrays and sets are flattened recursively into one list.
+/// A reply as the interface's `redis-result`s, flattened as Spin flattens it (the one flattening
+/// the host and the native adapter share: [`seckill_native::flatten_reply`]).
 fn flatten(value: Value) -> Result<Vec<RedisResult>, Error> {
-    fn push(out: &mut Vec<RedisResult>, value: Value) -> Result<(), Error> {
-        match value {
-            Value::Nil => out.push(RedisResult::Nil),
-            Value::Int(v) => out.push(RedisResult::Int64(v)),
-            Value::BulkString(b) => out.push(RedisResult::Binary(b)),
-            Value::SimpleString(s) => out.push(RedisResult::Status(s)),
-            Value::Okay => out.push(RedisResult::Status("OK".to_owned())),
-            Value::Array(items) | Value::Set(items) => {
-                for item in items {
-                    push(out, item)?;
-                }
-            }
-            Value::Double(d) => out.push(RedisResult::Binary(d.to_string().into_bytes())),
-            Value::BigNumber(n) => out.push(RedisResult::Binary(n.to_string().into_bytes())),
-            Value::Boolean(b) => out.push(RedisResult::Int64(b as i64)),
-            Value::ServerError(e) => return Err(Error::Other(format!("{e:?}"))),
-            other => {
-                return Err(Error::Other(format!(
-                    "unsupported Redis reply type: {other:?}"
-                )));
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    push(&mut out, value)?;
-    Ok(out)
+    let replies = seckill_native::flatten_reply(value).map_err(Error::Other)?;
+    Ok(replies
+        .into_iter()
+        .map(|reply| match reply {
+            Reply::Nil => RedisResult::Nil,
+            Reply::Int(v) => RedisResult::Int64(v),
+            Reply::Bytes(b) => RedisResult::Binary(b),
+            Reply::Status(s) => RedisResult::Status(s),
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -505,54 +485,13 @@ mod tests {
 #[cfg(test)]
 mod server_tests {
     use std::net::TcpListener;
-    use std::process::{Child, Command, Stdio};
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
+
+    use seckill_testkit::RedisServer;
 
     use super::*;
     use crate::allowed_hosts::AllowedHosts;
-
-    /// A throwaway `redis-server` on a free loopback port, killed on drop.
-    struct RedisServer {
-        child: Child,
-        port: u16,
-    }
-
-    impl RedisServer {
-        /// Starts one and waits until it accepts connections.
-        fn start() -> Self {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("starting redis-server");
-            let server = RedisServer { child, port };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "redis-server did not start");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            server
-        }
-
-        /// Its `redis://` address.
-        fn url(&self) -> String {
-            format!("redis://127.0.0.1:{}", self.port)
-        }
-    }
-
-    impl Drop for RedisServer {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 
     /// The Redis state of an instance whose component may reach any loopback Redis, using
     /// `redis`.
@@ -562,11 +501,10 @@ mod server_tests {
             allowed_hosts: AllowedHosts::parse(["redis://127.0.0.1:*"]).unwrap(),
             ..ComponentConfig::default()
         };
-        let component = Arc::new(component);
-        InstanceState::new(
-            Arc::new(redis),
-            component.clone(),
-            InstanceMeter::detached(component),
+        InstanceState::instance(
+            &Arc::new(redis),
+            &Arc::new(component),
+            &InstanceMeter::detached(),
         )
     }
 
@@ -579,7 +517,7 @@ mod server_tests {
     /// to a healthy one.
     #[tokio::test]
     async fn a_dead_address_does_not_delay_other_addresses() {
-        let server = RedisServer::start();
+        let server = RedisServer::start().expect("redis-server");
         // Accepts TCP (the kernel completes the handshake) but never replies.
         let dead = TcpListener::bind("127.0.0.1:0").unwrap();
         let dead_url = format!("redis://{}", dead.local_addr().unwrap());
@@ -605,7 +543,7 @@ mod server_tests {
     /// connections, as in Spin, where `drop` removes the entry from its table.
     #[tokio::test]
     async fn dropping_a_connection_frees_its_slot() {
-        let server = RedisServer::start();
+        let server = RedisServer::start().expect("redis-server");
         let mut ctx = ctx(RedisPools::new(ConnectionMode::Pooled, TlsTrust::default()));
         let before = ctx.open;
         let conn = HostConnection::open(&mut ctx, server.url()).await.unwrap();
@@ -623,7 +561,7 @@ mod server_tests {
     /// the connection stays usable.
     #[tokio::test]
     async fn replies_above_the_cap_are_an_error() {
-        let server = RedisServer::start();
+        let server = RedisServer::start().expect("redis-server");
         for mode in [ConnectionMode::Pooled, ConnectionMode::SpinFaithful] {
             let mut ctx =
                 ctx(RedisPools::new(mode, TlsTrust::default()).with_max_reply_bytes(1024));

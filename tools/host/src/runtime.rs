@@ -3,7 +3,7 @@
 //! factor, each component compiled and pre-instantiated once, and a fresh `Store` per instance.
 //! The triggers run their components through it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
@@ -15,11 +15,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use crate::allowed_hosts::AllowedHosts;
 use crate::component::{ComponentConfig, ComponentVariables};
+use crate::expressions::{self, Providers};
 use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
-use crate::spin_costs::{ComponentCosts, SpinCostTotals, SpinWork};
+use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
 use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
-use crate::variables;
-use crate::variables::Providers;
 
 /// Compiles the component at `source`, or loads what an earlier load compiled from the same
 /// bytes with the same engine settings from `cache`. A test starts a host per test, and
@@ -101,8 +100,8 @@ impl Runtime {
         let base = file.base_dir();
         let mut components = Vec::new();
         for (id, def) in &file.manifest.component {
-            let mut config = component_config(file, id.get_ref(), def, app_vars)?;
-            config.spin_work = spin_work.map(|p| Arc::new(SpinWork::new(file, def, p)));
+            let config = component_config(file, id.get_ref(), def, app_vars)?;
+            let costs = ComponentCosts::new(CostModel::new(file, def, spin_work));
             let source = base.join(def.source.get_ref());
             if !source.exists() {
                 return Err(file
@@ -134,7 +133,7 @@ impl Runtime {
             components.push(Loaded {
                 config: Arc::new(config),
                 pre,
-                costs: Arc::default(),
+                costs: Arc::new(costs),
             });
         }
         Ok(Runtime {
@@ -232,25 +231,14 @@ fn component_config(
     app_vars: &HashMap<String, String>,
 ) -> Result<ComponentConfig, ManifestError> {
     let expand = |t: &toml::Spanned<String>| {
-        variables::parse_template(t.get_ref())
-            .and_then(|parts| variables::expand(&parts, app_vars))
+        expressions::parse_template(t.get_ref())
+            .and_then(|parts| expressions::expand(&parts, app_vars))
             .map_err(|e| file.error_at(t, e))
     };
     let mut vars = ComponentVariables::new();
-    let mut variable_refs = BTreeMap::new();
     for (name, template) in &def.variables {
-        variables::check_name(name.get_ref()).map_err(|e| file.error_at(name, e))?;
+        expressions::check_name(name.get_ref()).map_err(|e| file.error_at(name, e))?;
         vars.insert(name.get_ref().clone(), expand(template)?);
-        let parts = variables::parse_template(template.get_ref())
-            .map_err(|e| file.error_at(template, e))?;
-        let refs = parts
-            .into_iter()
-            .filter_map(|p| match p {
-                variables::Part::Variable(app_variable) => Some(app_variable),
-                variables::Part::Literal(_) => None,
-            })
-            .collect();
-        variable_refs.insert(name.get_ref().clone(), refs);
     }
     let mut hosts = Vec::new();
     for h in &def.allowed_outbound_hosts {
@@ -270,11 +258,6 @@ fn component_config(
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        // Spin's `ProviderResolver::prepare` resolves every declared variable.
-        app_variables: file.manifest.variables.len() as u32,
-        allowed_host_entries: def.allowed_outbound_hosts.len() as u32,
-        variable_refs,
-        spin_work: None,
     })
 }
 

@@ -6,8 +6,8 @@
 //! A connection is in one of three phases ([`Phase`]): idle, before its first request or between
 //! requests (the idle timeout), reading a request head (the header timeout, from the head's
 //! first byte: a client that sent its head promptly is never cut off because a busy server was
-//! slow to read it), or serving a request (no deadline of the connection's own: the body
-//! timeout runs on the request body, the guest takes what it takes). hyper's own
+//! slow to read it), or serving a request (no deadline of the connection's own: the trigger
+//! reads the body under its own deadline, the guest takes what it takes). hyper's own
 //! `header_read_timeout` cannot tell the first from the third: it starts as soon as hyper waits
 //! for a head, so an idle keep-alive connection would get the header timeout.
 
@@ -38,8 +38,6 @@ use crate::runtime::Runtime;
 pub struct ServeOptions {
     /// A request head must arrive whole within this of its first byte (slowloris).
     pub header_timeout: Duration,
-    /// A request body must arrive within this, from the guest's first read of it.
-    pub body_timeout: Duration,
     /// A keep-alive connection with no request for this long is closed.
     pub idle_timeout: Duration,
     /// Connections open at once; more wait in the listen backlog.
@@ -52,7 +50,6 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(75),
             max_connections: 10_000,
             metrics: None,
@@ -67,6 +64,21 @@ impl Default for ServeOptions {
 const LINGER_TIME: Duration = Duration::from_secs(10);
 const LINGER_PAUSE: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 16 << 20;
+
+/// Serves the HTTP trigger of `app` on `listener` with the default [`ServeOptions`] until the
+/// task is dropped.
+pub async fn serve_until_dropped<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
+where
+    A: AsRef<HttpTrigger> + Send + Sync + 'static,
+{
+    serve(
+        app,
+        listener,
+        ServeOptions::default(),
+        CancellationToken::new(),
+    )
+    .await
+}
 
 /// Serves the HTTP trigger of `app` on `listener` until `shutdown` is cancelled; then stops
 /// accepting (the listening socket closes, so new connections are refused), lets each request in
@@ -137,14 +149,13 @@ async fn connection<A>(
     let _open = options.metrics.clone().map(OpenConnection::new);
     let clock = Arc::new(Clock::new());
     let io = Watched::new(stream, clock.clone(), options);
-    let (metrics, body_timeout) = (options.metrics.clone(), options.body_timeout);
+    let metrics = options.metrics.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         // Set before the future is first polled: hyper may read the body before that.
         clock.set(Phase::Serving);
         let (app, clock, metrics) = (app.clone(), clock.clone(), metrics.clone());
         async move {
             let start = Instant::now();
-            let req = req.map(|body| TimedBody::new(body, body_timeout));
             let resp = handle((*app).as_ref(), req, client).await?;
             if let Some(metrics) = &metrics {
                 metrics.request(&resp, start.elapsed());
@@ -354,60 +365,6 @@ struct Lingering {
     last: Instant,
     /// Bytes thrown away.
     discarded: usize,
-}
-
-/// A request body must arrive within the body timeout of the guest's first read of it.
-pub(crate) struct TimedBody {
-    inner: Incoming,
-    limit: Duration,
-    /// Started at the first read that has to wait.
-    timer: Option<Pin<Box<Sleep>>>,
-}
-
-/// The error a guest's body stream gets when the client sends the body too slowly.
-#[derive(Debug, thiserror::Error)]
-#[error("request body not received within {0:?}")]
-pub struct BodyTimedOut(pub Duration);
-
-impl TimedBody {
-    fn new(inner: Incoming, limit: Duration) -> Self {
-        TimedBody {
-            inner,
-            limit,
-            timer: None,
-        }
-    }
-}
-
-impl Body for TimedBody {
-    type Data = Bytes;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
-            Poll::Pending => {
-                let limit = this.limit;
-                let timer = this
-                    .timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-                ready!(timer.as_mut().poll(cx));
-                Poll::Ready(Some(Err(Box::new(BodyTimedOut(limit)))))
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 /// A response body that marks its connection idle once hyper is done with it.

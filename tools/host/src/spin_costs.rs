@@ -21,14 +21,62 @@
 //!   `ProviderResolver::resolve`: one provider lookup per `{{ variable }}` its component
 //!   variable's template names (`resolve_template`); an invalid or undefined name looks up nothing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::allowed_hosts::AllowedHost;
-use crate::component::ComponentConfig;
+use crate::expressions::{self, Part, Providers};
 use crate::manifest::{ComponentDef, ManifestFile};
-use crate::variables::{self, Providers};
+
+/// What a component's instances pay Spin for, read from the manifest once: the facts the
+/// counts are made of, and in Spin-faithful mode the work itself.
+#[derive(Debug, Default)]
+pub struct CostModel {
+    /// The application variables (`[variables]`), all resolved on an instance's first outbound
+    /// open,
+    pub app_variables: u32,
+    /// the component's `allowed_outbound_hosts` entries, all parsed then too,
+    pub allowed_host_entries: u32,
+    /// and, per component variable, the application variables its template names, which each
+    /// `get` of it resolves.
+    pub variable_refs: BTreeMap<String, Vec<String>>,
+    /// In Spin-faithful mode, that work itself, done again per instance as Spin does it.
+    pub spin_work: Option<SpinWork>,
+}
+
+impl CostModel {
+    /// The model of component `def` of `file`; with `providers` (Spin-faithful mode), doing
+    /// Spin's work too. The templates were checked when the component was resolved.
+    pub(crate) fn new(
+        file: &ManifestFile,
+        def: &ComponentDef,
+        providers: Option<&Providers>,
+    ) -> Self {
+        let variable_refs = def
+            .variables
+            .iter()
+            .map(|(name, template)| {
+                let refs = expressions::parse_template(template.get_ref())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|part| match part {
+                        Part::Variable(app_variable) => Some(app_variable),
+                        Part::Literal(_) => None,
+                    })
+                    .collect();
+                (name.get_ref().clone(), refs)
+            })
+            .collect();
+        CostModel {
+            // Spin's `ProviderResolver::prepare` resolves every declared variable.
+            app_variables: file.manifest.variables.len() as u32,
+            allowed_host_entries: def.allowed_outbound_hosts.len() as u32,
+            variable_refs,
+            spin_work: providers.map(|p| SpinWork::new(file, def, p)),
+        }
+    }
+}
 
 /// What Spin would pay: per request, or summed over requests (see [`SpinCostTotals`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,9 +103,10 @@ pub struct SpinCostTotals {
     pub costs: SpinCosts,
 }
 
-/// One component's running counts, shared by all its instances.
+/// One component's running counts, shared by all its instances, and what they are counted by.
 #[derive(Debug, Default)]
 pub struct ComponentCosts {
+    model: CostModel,
     instances: AtomicU64,
     variable_lookups: AtomicU64,
     variable_gets: AtomicU64,
@@ -66,6 +115,14 @@ pub struct ComponentCosts {
 }
 
 impl ComponentCosts {
+    /// Zero counts of a component whose instances pay as `model` says.
+    pub fn new(model: CostModel) -> Self {
+        ComponentCosts {
+            model,
+            ..ComponentCosts::default()
+        }
+    }
+
     /// The counts so far.
     pub fn totals(&self) -> SpinCostTotals {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -105,18 +162,16 @@ impl ComponentCosts {
 /// adds straight to the component's counts, so they are complete once a response is out.
 #[derive(Debug)]
 pub struct InstanceMeter {
-    component: Arc<ComponentConfig>,
     costs: Arc<ComponentCosts>,
     /// Whether the instance's allowed hosts have been resolved (Spin's shared future has run).
     resolved: AtomicBool,
 }
 
 impl InstanceMeter {
-    /// The meter of a new instance of `component`, counting into `costs`.
-    pub fn new(component: Arc<ComponentConfig>, costs: Arc<ComponentCosts>) -> Arc<Self> {
+    /// The meter of a new instance, counting into its component's `costs`.
+    pub fn new(costs: Arc<ComponentCosts>) -> Arc<Self> {
         ComponentCosts::add(&costs.instances, 1);
         Arc::new(InstanceMeter {
-            component,
             costs,
             resolved: AtomicBool::new(false),
         })
@@ -128,16 +183,14 @@ impl InstanceMeter {
     pub fn outbound_open(&self) {
         ComponentCosts::add(&self.costs.outbound_opens, 1);
         if !self.resolved.swap(true, Ordering::Relaxed) {
-            if let Some(work) = &self.component.spin_work {
+            let model = &self.costs.model;
+            if let Some(work) = &model.spin_work {
                 work.prepare();
             }
-            ComponentCosts::add(
-                &self.costs.variable_lookups,
-                self.component.app_variables as u64,
-            );
+            ComponentCosts::add(&self.costs.variable_lookups, model.app_variables as u64);
             ComponentCosts::add(
                 &self.costs.allowed_host_entries_parsed,
-                self.component.allowed_host_entries as u64,
+                model.allowed_host_entries as u64,
             );
         }
     }
@@ -145,18 +198,19 @@ impl InstanceMeter {
     /// A `variables::get` of `name`: one lookup per application variable its template names
     /// (none for a name the component does not define).
     pub fn variable_get(&self, name: &str) {
-        if let Some(work) = &self.component.spin_work {
-            work.get(&self.component, name);
+        let model = &self.costs.model;
+        let refs = model.variable_refs.get(name).map_or(&[][..], Vec::as_slice);
+        if let Some(work) = &model.spin_work {
+            work.get(refs);
         }
         ComponentCosts::add(&self.costs.variable_gets, 1);
-        let lookups = self.component.variable_refs.get(name).map_or(0, Vec::len);
-        ComponentCosts::add(&self.costs.variable_lookups, lookups as u64);
+        ComponentCosts::add(&self.costs.variable_lookups, refs.len() as u64);
     }
 
-    /// A meter for `component` alone, for a factor's own tests.
+    /// A meter that counts for no one, for a factor's own tests.
     #[cfg(test)]
-    pub(crate) fn detached(component: Arc<ComponentConfig>) -> Arc<Self> {
-        Self::new(component, Arc::default())
+    pub(crate) fn detached() -> Arc<Self> {
+        Self::new(Arc::default())
     }
 }
 
@@ -215,16 +269,16 @@ impl SpinWork {
             })
             .collect();
         for host in &self.hosts {
-            let parsed = variables::parse_template(host)
-                .and_then(|parts| variables::expand(&parts, &values))
+            let parsed = expressions::parse_template(host)
+                .and_then(|parts| expressions::expand(&parts, &values))
                 .map(|h| AllowedHost::parse(&h).is_ok());
             let _ = std::hint::black_box(parsed);
         }
     }
 
-    /// A `get` of `name` in `component`: the application variables its template names.
-    fn get(&self, component: &ComponentConfig, name: &str) {
-        for app_variable in component.variable_refs.get(name).into_iter().flatten() {
+    /// A `get` of a variable whose template names the application variables `refs`.
+    fn get(&self, refs: &[String]) {
+        for app_variable in refs {
             std::hint::black_box(self.lookup(app_variable));
         }
     }
@@ -234,9 +288,8 @@ impl SpinWork {
 mod tests {
     use super::*;
 
-    fn component() -> Arc<ComponentConfig> {
-        Arc::new(ComponentConfig {
-            id: "c".into(),
+    fn costs() -> Arc<ComponentCosts> {
+        Arc::new(ComponentCosts::new(CostModel {
             app_variables: 16,
             allowed_host_entries: 4,
             variable_refs: [
@@ -244,16 +297,16 @@ mod tests {
                 ("literal".to_owned(), Vec::new()),
             ]
             .into(),
-            ..ComponentConfig::default()
-        })
+            spin_work: None,
+        }))
     }
 
     /// The first open pays for every application variable and entry; later opens of the same
     /// instance only count; a new instance pays again.
     #[test]
     fn the_first_open_of_each_instance_resolves_everything() {
-        let costs = Arc::new(ComponentCosts::default());
-        let meter = InstanceMeter::new(component(), costs.clone());
+        let costs = costs();
+        let meter = InstanceMeter::new(costs.clone());
         meter.variable_get("redis_url");
         meter.variable_get("literal");
         meter.outbound_open();
@@ -271,7 +324,7 @@ mod tests {
                 costs: expected
             }
         );
-        let again = InstanceMeter::new(component(), costs.clone());
+        let again = InstanceMeter::new(costs.clone());
         again.outbound_open();
         assert_eq!(costs.totals().instances, 2);
         assert_eq!(costs.totals().costs.variable_lookups, 17 + 16);
@@ -283,8 +336,8 @@ mod tests {
     /// An instance that opens nothing pays only its gets.
     #[test]
     fn no_open_no_resolution() {
-        let costs = Arc::new(ComponentCosts::default());
-        let meter = InstanceMeter::new(component(), costs.clone());
+        let costs = costs();
+        let meter = InstanceMeter::new(costs.clone());
         meter.variable_get("redis_url");
         assert_eq!(
             costs.totals().costs,

@@ -2,8 +2,12 @@
 //! (`#[derive(RuntimeFactors)]`, `crates/factors-derive`): one field per factor holding that
 //! factor's instance state, and the one resource table WASI and `wasi:http` share. `Ctx`
 //! implements no interface: linking hands each factor's `add_to_linker` a projection from `Ctx`
-//! to its own state. Adding an interface is its module, a field here, and its line in `new` and
-//! in `link_factors`.
+//! to its own state.
+//!
+//! WASI and `wasi:http` share the store's resource table (their streams and pollables are the
+//! same resources; Spin's outbound HTTP factor builds on the WASI factor's table too), so `Ctx`
+//! holds and links those two itself. Every other interface is a [`Factor`]: adding one is its
+//! module and its line in [`factors!`].
 
 use std::sync::Arc;
 
@@ -13,33 +17,64 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtxView;
 
 use crate::component::ComponentConfig;
+use crate::factor::{Factor, HostConfig};
 use crate::outbound_http::HttpPool;
-use crate::postgres::PgPools;
-use crate::redis::{ConnectionMode, RedisPools};
 use crate::spin_costs::{ComponentCosts, InstanceMeter};
-use crate::tls::TlsTrust;
 use crate::{outbound_http, postgres, redis, variables, wasi};
 
-/// The factors' app-wide state (Spin: each factor's `AppState`), shared by every instance.
-#[derive(Default)]
-pub struct Services {
-    /// Redis connections.
-    pub redis: Arc<RedisPools>,
-    /// Postgres pools.
-    pub pg: Arc<PgPools>,
-    /// Outbound HTTP connections.
-    pub http: HttpPool,
+/// Declares the factors: their app-wide states ([`Services`]), their instance states
+/// ([`Factors`]) and their linking.
+macro_rules! factors {
+    ($($name:ident: $state:ty),* $(,)?) => {
+        /// The factors' app-wide state (Spin: each factor's `AppState`), shared by every
+        /// instance.
+        pub struct Services {
+            $(
+                #[doc = concat!("The `", stringify!($name), "` factor's.")]
+                pub $name: <$state as Factor>::AppState,
+            )*
+            /// Outbound HTTP connections (`wasi:http`, beside the factors: see the module).
+            pub http: HttpPool,
+        }
+
+        impl Services {
+            /// Each factor's app-wide state, built from `config`.
+            pub fn new(config: &HostConfig) -> Self {
+                Services {
+                    $($name: <$state as Factor>::app_state(config),)*
+                    http: HttpPool::new(&config.tls),
+                }
+            }
+        }
+
+        /// One instance's state of each factor.
+        struct Factors {
+            $($name: $state,)*
+        }
+
+        impl Factors {
+            fn new(
+                services: &Services,
+                component: &Arc<ComponentConfig>,
+                meter: &Arc<InstanceMeter>,
+            ) -> Self {
+                Factors {
+                    $($name: <$state as Factor>::instance(&services.$name, component, meter),)*
+                }
+            }
+
+            fn add_to_linker(linker: &mut Linker<Ctx>) -> wasmtime::Result<()> {
+                $(<$state as Factor>::add_to_linker(linker, |ctx| &mut ctx.factors.$name)?;)*
+                Ok(())
+            }
+        }
+    };
 }
 
-impl Services {
-    /// Redis connecting as `mode`; Redis, Postgres and HTTP over TLS trusting `tls`.
-    pub fn new(mode: ConnectionMode, tls: &TlsTrust) -> Self {
-        Services {
-            redis: Arc::new(RedisPools::new(mode, tls.clone())),
-            pg: Arc::new(PgPools::new(tls)),
-            http: HttpPool::new(tls),
-        }
-    }
+factors! {
+    redis: redis::InstanceState,
+    postgres: postgres::InstanceState,
+    variables: variables::InstanceState,
 }
 
 /// Per-instance memory cap (Spin's default on Akamai Functions is 128 MiB).
@@ -52,9 +87,7 @@ pub struct Ctx {
     limits: StoreLimits,
     wasi: wasi::InstanceState,
     outbound_http: outbound_http::InstanceState,
-    redis: redis::InstanceState,
-    postgres: postgres::InstanceState,
-    variables: variables::InstanceState,
+    factors: Factors,
 }
 
 impl Ctx {
@@ -66,7 +99,7 @@ impl Ctx {
         services: &Services,
     ) -> Self {
         // One meter per instance, shared by the factors that pay Spin's costs.
-        let meter = InstanceMeter::new(component.clone(), costs.clone());
+        let meter = InstanceMeter::new(costs.clone());
         Ctx {
             table: ResourceTable::new(),
             limits: wasmtime::StoreLimitsBuilder::new()
@@ -79,17 +112,7 @@ impl Ctx {
                 services.http.clone(),
                 meter.clone(),
             ),
-            redis: redis::InstanceState::new(
-                services.redis.clone(),
-                component.clone(),
-                meter.clone(),
-            ),
-            postgres: postgres::InstanceState::new(
-                services.pg.clone(),
-                component.clone(),
-                meter.clone(),
-            ),
-            variables: variables::InstanceState::new(component.clone(), meter),
+            factors: Factors::new(services, component, &meter),
         }
     }
 
@@ -97,10 +120,7 @@ impl Ctx {
     pub fn link_factors(linker: &mut Linker<Ctx>) -> wasmtime::Result<()> {
         wasi::add_to_linker(linker)?;
         outbound_http::add_to_linker(linker, Ctx::wasi_http)?;
-        redis::add_to_linker(linker, |ctx| &mut ctx.redis)?;
-        postgres::add_to_linker(linker, |ctx| &mut ctx.postgres)?;
-        variables::add_to_linker(linker, |ctx| &mut ctx.variables)?;
-        Ok(())
+        Factors::add_to_linker(linker)
     }
 
     /// The `wasi:http` view, which the HTTP trigger uses to hand a request to the guest.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use seckill_host::expressions::Providers;
 use seckill_host::tls::TlsTrust;
-use seckill_host::variables::Providers;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
@@ -172,7 +172,7 @@ impl<'a> TestAppBuilder<'a> {
         let server = tokio::spawn({
             let app = app.clone();
             async move {
-                let _ = seckill_host::http_trigger::serve(app, listener).await;
+                let _ = seckill_host::serve::serve_until_dropped(app, listener).await;
             }
         });
         Ok(TestApp {

@@ -156,7 +156,7 @@ impl Sale {
         let mut rec = self.rec.lock().unwrap();
         rec.record(endpoint, latency_us, answer.status);
         if answer.status == 503 {
-            rec.record_unavailable(endpoint, who_said(&body));
+            rec.record_unavailable(endpoint, who_said(&answer.body, &body));
         }
         Some(Reply {
             status: answer.status,
@@ -177,10 +177,12 @@ struct Reply {
     body: Value,
 }
 
-/// Who gave a `503`, by its error message.
-fn who_said(body: &Value) -> Unavailable {
+/// Who gave a `503`: the host in its own words (`raw`), or the app by its error message.
+fn who_said(raw: &[u8], body: &Value) -> Unavailable {
+    if raw == seckill_host::http_trigger::SHED_MESSAGE.as_bytes() {
+        return Unavailable::Shed;
+    }
     match body["error"]["message"].as_str() {
-        Some(seckill_host::http_trigger::SHED_MESSAGE) => Unavailable::Shed,
         Some(seckill_domain::sale::STILL_LOOKING) => Unavailable::TryAgain,
         _ => Unavailable::App,
     }

@@ -13,6 +13,7 @@ use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
 use crate::component::ComponentConfig;
+use crate::factor::{Factor, HostConfig};
 use crate::spin_costs::InstanceMeter;
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table
@@ -25,22 +26,35 @@ pub struct InstanceState {
     meter: Arc<InstanceMeter>,
 }
 
-impl InstanceState {
-    /// The state of an instance of `component`, connecting through `pools`, counting Spin's
-    /// costs on `meter`.
-    pub fn new(
-        pools: Arc<PgPools>,
-        component: Arc<ComponentConfig>,
-        meter: Arc<InstanceMeter>,
+impl Factor for InstanceState {
+    type AppState = Arc<PgPools>;
+
+    fn app_state(config: &HostConfig) -> Arc<PgPools> {
+        Arc::new(PgPools::new(&config.tls))
+    }
+
+    fn instance(
+        pools: &Arc<PgPools>,
+        component: &Arc<ComponentConfig>,
+        meter: &Arc<InstanceMeter>,
     ) -> Self {
         InstanceState {
-            pools,
-            component,
+            pools: pools.clone(),
+            component: component.clone(),
             connections: ResourceTable::new(),
-            meter,
+            meter: meter.clone(),
         }
     }
 
+    fn add_to_linker<T: Send + 'static>(
+        linker: &mut Linker<T>,
+        get: fn(&mut T) -> &mut Self,
+    ) -> wasmtime::Result<()> {
+        pg::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
+    }
+}
+
+impl InstanceState {
     /// Parses `address` and checks every server it names against `allowed_outbound_hosts`.
     fn ensure_pg_address_allowed(&self, address: &str) -> Result<Config, pg::Error> {
         let config = address
@@ -109,14 +123,6 @@ fn outbound_urls(config: &Config) -> Result<Vec<String>, String> {
         urls.push(url(address, index));
     }
     Ok(urls)
-}
-
-/// Adds `spin:postgres/postgres` to `linker`, served by the state `get` projects to.
-pub fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut InstanceState,
-) -> wasmtime::Result<()> {
-    pg::add_to_linker::<T, HasSelf<InstanceState>>(linker, get)
 }
 
 impl pg::Host for InstanceState {}

@@ -25,4 +25,4 @@ mod range;
 mod types;
 
 pub use client::{PgConnection, PgPools, TransactionState};
-pub use host::{InstanceState, add_to_linker};
+pub use host::InstanceState;
