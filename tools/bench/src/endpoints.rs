@@ -9,16 +9,16 @@ use seckill_domain::auth;
 use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
 
-use crate::Args;
 use crate::buy::Sale;
 use crate::fixture::Buyer;
 use crate::load::{Call, Calls};
 use crate::measure::endpoint_row;
+use crate::options::SuiteArgs;
 use crate::table::Row;
 use seckill_domain::event::EventId;
 
 /// The poll, admission and precheck rows; the buy part's host stops with them.
-pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Row>> {
+pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<Vec<Row>> {
     let addr = sale.host.addr;
     let event = sale.event.as_str();
     let polls = poll(&sale.event, &sale.buyers[..sale.bought.max(1)]);
@@ -58,7 +58,7 @@ pub(crate) fn poll(event: &EventId, buyers: &[Buyer]) -> Calls {
 }
 
 /// Fresh users ask for admission, each once.
-pub(crate) fn admission(event: &str, args: &Args) -> Calls {
+pub(crate) fn admission(event: &str, args: &SuiteArgs) -> Calls {
     let jwts: Vec<String> = (0..args.users).map(|i| jwt_for(&format!("a{i}"))).collect();
     let path = format!("/api/events/{event}/admission");
     Arc::new(move |i: u64| {
@@ -72,7 +72,7 @@ pub(crate) fn admission(event: &str, args: &Args) -> Calls {
 
 /// Other users precheck, each once; their admission tokens are computed here from the event's
 /// terms, as checking one needs no Redis.
-pub(crate) fn precheck(event: &EventId, redis: &RedisServer, args: &Args) -> Result<Calls> {
+pub(crate) fn precheck(event: &EventId, redis: &RedisServer, args: &SuiteArgs) -> Result<Calls> {
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let nodes = seckill_domain::nodes::Nodes::one(seckill_native::NativeStore::new(
         redis.client().get_connection()?,

@@ -21,9 +21,9 @@ use seckill_domain::{admin, auth, clock, nodes, sale};
 use seckill_testkit::{PgServer, RedisServer, jwt_for, repo_root};
 use serde_json::{Value, json};
 
-use crate::Args;
 use crate::fixture::{connect, open_event_on, redis_url};
 use crate::load::{Call, Calls, Keep, Report, closed_loop_keeping, per_request};
+use crate::options::SuiteArgs;
 use crate::raw_redis;
 use crate::server::HostProcess;
 use crate::table::Row;
@@ -43,7 +43,7 @@ const CEILING_REQUESTS: u64 = 30_000;
 const PROBE_PAUSE: Duration = Duration::from_millis(2);
 
 /// The rows, one per node count, and the capacity table (printed after the table).
-pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
+pub async fn rows(pg: &PgServer, args: &SuiteArgs) -> Result<(Vec<Row>, String)> {
     pg.migrate().await?;
     let max = NODE_COUNTS.iter().copied().max().unwrap_or(1);
     let servers: Vec<RedisServer> = (0..max)
@@ -120,7 +120,7 @@ struct Probed {
 struct Bench<'a> {
     host: HostProcess,
     nodes: &'a [&'a RedisServer],
-    args: &'a Args,
+    args: &'a SuiteArgs,
 }
 
 impl Bench<'_> {
@@ -169,7 +169,7 @@ async fn sale_over(
     nodes: &[&RedisServer],
     ceilings: &[f64],
     pg: &PgServer,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<(Row, Figures)> {
     let n = nodes.len();
     eprintln!("scale: one hot event on {n} Redis node(s): admission, precheck, buy, poll…");
@@ -531,12 +531,13 @@ const SPIKE_UNITS: f64 = 200_000.0;
 /// What one Upstash database is taken to serve.
 const UPSTASH_COMMANDS_PER_S: f64 = 10_000.0;
 /// The most shards an event can have: the spike's item uses them all.
-const MAX_SHARDS: u32 = 256;
+const MAX_SHARDS: u32 = *seckill_domain::event::SHARD_COUNTS.end();
 
 /// The busiest of `shards` home shards' share of buyers over an even one, over a million ids
 /// of each realistic kind (the worst kind): a shard's buyers are its load.
 fn busiest_home_shard(shards: u32) -> f64 {
-    use seckill_domain::ids::{ID_KINDS, home_shard, realistic_ids};
+    use seckill_domain::ids::home_shard;
+    use seckill_testkit::{ID_KINDS, realistic_ids};
     ID_KINDS
         .iter()
         .map(|kind| {

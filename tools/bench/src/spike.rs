@@ -12,11 +12,11 @@ use anyhow::Result;
 use seckill_host::http_trigger::SHED_MESSAGE;
 use seckill_testkit::{RedisServer, jwt_for};
 
-use crate::Args;
 use crate::endpoints;
 use crate::fixture::{Buyer, open_event};
 use crate::load::{Calls, percentile, send};
 use crate::measure::endpoint_row;
+use crate::options::SuiteArgs;
 use crate::server::HostProcess;
 use crate::table::Row;
 
@@ -46,7 +46,7 @@ fn is_shed(body: &[u8]) -> bool {
 pub async fn rows(
     redis: &RedisServer,
     vars: &[(&'static str, String)],
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Vec<Row>> {
     let host = HostProcess::start("spin.toml", vars, false)?;
     let event = open_event(redis, "spike", 1_000_000)?;

@@ -9,6 +9,7 @@
 //! - `manifests` — which manifest to serve and its variables ([`app_vars`], [`over_nodes`], …);
 //! - `auth` — the test secrets and [`jwt_for`]; `tls` — [`TestCa`];
 //! - [`pow`] — the client's side of the admission gate's proof of work;
+//! - `realistic_ids` — test data: [`realistic_ids`] of each of the [`ID_KINDS`];
 //! - [`provider`] — the payment provider's side: charges, signed webhooks, redeliveries;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
 //! - `record` — the API exchange recorder behind the OpenAPI check;
@@ -25,6 +26,7 @@ mod manifests;
 mod pg_server;
 pub mod pow;
 pub mod provider;
+mod realistic_ids;
 mod record;
 mod redis_server;
 pub mod rest_facade;
@@ -44,6 +46,7 @@ pub use manifests::{
 };
 pub use pg_server::PgServer;
 pub use provider::{PAYMENT_WEBHOOK_SECRET, Provider};
+pub use realistic_ids::{ID_KINDS, realistic_ids};
 pub use redis_server::{Monitor, RedisServer};
 pub use support::{free_port, repo_root};
 pub use tls::TestCa;
