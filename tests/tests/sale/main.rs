@@ -1,6 +1,7 @@
 //! The sale path end to end: the real functions in the real host over HTTP, real Redis.
-//! Every test asserts the invariants afterwards: exactly the stock sold, nobody twice, no shard
-//! below zero, refused requests change nothing.
+//! Every test that changes state asserts the invariants afterwards ([`assert_sold_exactly`]):
+//! exactly the stock sold, nobody twice, no shard below zero; a refusal changes nothing
+//! ([`snapshot`] before and after).
 //!
 //! One binary (`binary(sale)`), one module per concern, one behaviour per test:
 //! - `sell_out` — spikes of buyers sell exactly the stock, whatever the shards and the users;
@@ -12,6 +13,10 @@
 //! - `redis_budget` — what a request costs Redis: commands, AOF writes;
 //! - `poll`, `lottery`, `switches` — the poll's states, the lottery, pause and deny lists;
 //! - `errors` — a script failing on the data, an unreachable Redis.
+//!
+//! A test whose outcome the manifest, the transport or the node count can change lives in a
+//! module named for the later runs of `scripts/test.sh` that repeat it (`over_rest`,
+//! `over_nodes`, `over_rest_and_nodes`, `over_http_manifest`), beside the others of its concern.
 
 use std::collections::{HashMap, HashSet};
 

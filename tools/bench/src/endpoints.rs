@@ -1,5 +1,5 @@
 //! The rest of the sale's endpoints end to end, on the buy part's host: poll for the buyers who
-//! bought (and a spike of them, [`crate::spike`]), admission for fresh users, precheck for
+//! bought (and a spike of them, `crate::spike`), admission for fresh users, precheck for
 //! others.
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
 
 use crate::buy::Sale;
-use crate::fixture::Buyer;
+use crate::fixture::polls;
 use crate::load::{Call, Calls};
 use crate::measure::endpoint_row;
 use crate::options::SuiteArgs;
@@ -21,7 +21,7 @@ use seckill_domain::event::EventId;
 pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<Vec<Row>> {
     let addr = sale.host.addr;
     let event = sale.event.as_str();
-    let polls = poll(&sale.event, &sale.buyers[..sale.bought.max(1)]);
+    let polls = polls(&sale.event, &sale.buyers[..sale.bought.max(1)]);
     let poll_row = endpoint_row("poll end to end", addr, redis, args, polls.clone()).await?;
     let poll_rps = poll_row.rps();
     let rows = vec![
@@ -45,16 +45,6 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<V
         .await?,
     ];
     Ok(rows)
-}
-
-/// `buyers` (who bought) poll for their order, round after round.
-pub(crate) fn poll(event: &EventId, buyers: &[Buyer]) -> Calls {
-    let jwts: Vec<String> = buyers.iter().map(|b| b.jwt.clone()).collect();
-    let path = format!("/api/events/{}/orders/me", event.as_str());
-    Arc::new(move |i: u64| {
-        let jwt = &jwts[(i as usize) % jwts.len()];
-        Some(Call::get(path.clone(), Some(jwt.clone())))
-    })
 }
 
 /// Fresh users ask for admission, each once.

@@ -10,7 +10,7 @@ use seckill_testkit::RedisServer;
 use seckill_testkit::rest_facade::RestFacade;
 
 use crate::endpoints;
-use crate::fixture::{open_event, prepare_buyers};
+use crate::fixture::{open_event, polls, prepare_buyers};
 use crate::measure::{buys, endpoint_row};
 use crate::options::SuiteArgs;
 use crate::server::{HostProcess, point_redis_at};
@@ -61,7 +61,7 @@ pub async fn rows(
             let buy = row("buy", buys(&event, buyers.clone())).await?;
             // Those who bought poll for their order.
             let bought = (buy.requests() as usize).clamp(1, buyers.len());
-            let poll = row("poll", endpoints::poll(&event, &buyers[..bought])).await?;
+            let poll = row("poll", polls(&event, &buyers[..bought])).await?;
             rows.extend([admission, precheck, buy, poll]);
         }
     }
