@@ -551,7 +551,7 @@ fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
 /// manifest's one Redis node becomes N — the test's own first, then N − 1 started here — so
 /// every event's shards spread over N real `redis-server`s. Returns the started nodes.
 fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::RedisServer>> {
-    let n = crate::switches().redis_nodes;
+    let n = crate::switches::switches().redis_nodes;
     let own = redis_urls(vars);
     if n <= 1 || own.len() != 1 {
         return Ok(Vec::new());

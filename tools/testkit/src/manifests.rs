@@ -12,7 +12,7 @@ use crate::support::repo_root;
 /// `spin.http.toml`, the manifest every platform accepts, as `SECKILL_MANIFEST` (one of the
 /// suite's [`switches`](crate::switches())) says.
 pub fn product_manifest() -> &'static str {
-    &crate::switches().manifest
+    &crate::switches::switches().manifest
 }
 
 /// Whether `manifest` is one of the product's, whose routes `api/openapi.yaml` describes and

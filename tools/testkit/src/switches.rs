@@ -54,12 +54,8 @@ pub fn switches() -> &'static Switches {
             var("SECKILL_TRANSPORT"),
             var("SECKILL_REDIS_NODES"),
         );
-        let switches = Switches::parse(
-            manifest.as_deref(),
-            transport.as_deref(),
-            nodes.as_deref(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let switches = Switches::parse(manifest.as_deref(), transport.as_deref(), nodes.as_deref())
+            .unwrap_or_else(|e| panic!("{e}"));
         eprintln!(
             "test kit: SECKILL_MANIFEST={} SECKILL_TRANSPORT={} SECKILL_REDIS_NODES={}",
             switches.manifest,
@@ -77,9 +73,15 @@ mod tests {
     #[test]
     fn unset_switches_are_the_defaults() {
         let s = Switches::parse(None, None, None).unwrap();
-        assert_eq!((s.manifest.as_str(), s.rest, s.redis_nodes), ("spin.toml", false, 1));
+        assert_eq!(
+            (s.manifest.as_str(), s.rest, s.redis_nodes),
+            ("spin.toml", false, 1)
+        );
         let s = Switches::parse(Some("spin.http.toml"), Some("rest"), Some("3")).unwrap();
-        assert_eq!((s.manifest.as_str(), s.rest, s.redis_nodes), ("spin.http.toml", true, 3));
+        assert_eq!(
+            (s.manifest.as_str(), s.rest, s.redis_nodes),
+            ("spin.http.toml", true, 3)
+        );
     }
 
     #[test]

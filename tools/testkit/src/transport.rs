@@ -9,7 +9,7 @@ use crate::tls::TestCa;
 /// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`, one of the
 /// suite's [`switches`](crate::switches())).
 pub fn rest_transport() -> bool {
-    crate::switches().rest
+    crate::switches::switches().rest
 }
 
 /// Puts a REST facade (certificate from a new CA) in front of every `redis://` node of `vars`
