@@ -8,6 +8,7 @@
 //!
 //! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
+//! | `POST …/admission/challenge` | `issue-token` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | – |
 //! | `POST …/admission` | `issue-token` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
 //! | `POST …/precheck` | `precheck` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
 //! | `POST …/buy` | `buy` | 12 = 10 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
@@ -61,7 +62,8 @@ const fn budget(gets: u64, templated: u64, entries: u64) -> SpinCosts {
 }
 
 /// The steps of a buyer's walk through the sale, their components and their budgets.
-const BUDGETS: [(Step, &str, SpinCosts); 4] = [
+const BUDGETS: [(Step, &str, SpinCosts); 5] = [
+    (Step::Challenge, "issue-token", budget(3, 3, 1)),
     (Step::Admission, "issue-token", budget(4, 4, 1)),
     (Step::Precheck, "precheck", budget(4, 4, 1)),
     (Step::Buy, "buy", budget(2, 2, 1)),
