@@ -668,127 +668,139 @@ async fn run_probe(redis: &RedisServer) -> Result<()> {
     Ok(())
 }
 
-/// Drives a whole sale under MONITOR and checks that each command every script ran touched
-/// only keys among the KEYS of its call, and that every script in `shared/lua/` ran.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
-    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
-    pg.migrate().await?;
-    pg.client()
-        .await?
-        .batch_execute(&format!(
-            "ALTER TABLE orders ADD CONSTRAINT refuse_one CHECK (user_id <> '{REFUSED_USER}')"
-        ))
-        .await
-        .context("adding the constraint that refuses one order")?;
-    // Small drain tuning, so that a failed entry is retried and dead-lettered within seconds.
-    let mut vars = app_vars(&redis, &pg);
-    vars.extend([
-        ("drain_batch", "50".to_owned()),
-        ("drain_lease_ms", "500".to_owned()),
-        ("drain_reclaim_idle_ms", "200".to_owned()),
-        ("drain_max_deliveries", "2".to_owned()),
-    ]);
-    let app = TestApp::start(seckill_testkit::product_manifest(), &vars).await?;
+/// Run again over the REST transport (`scripts/test.sh`): what how Redis is reached can
+/// change, about one node (its commands, its being unreachable, the payment webhook's path).
+mod over_rest {
+    use super::*;
 
-    let monitor = FullMonitor::start(&redis)?;
-    let mut driven = drive_the_sale(&app).await;
-    if driven.is_ok() {
-        driven = run_probe(&redis).await;
-    }
-    let lines = monitor.stop()?;
-    driven.context("driving the sale")?;
+    /// Run again over `spin.http.toml` too (`scripts/test.sh`): a sale's order path and every
+    /// script, through the job routes instead of the cron triggers.
+    mod over_http_manifest {
+        use super::*;
 
-    let (calls, orphans) = script_calls(&lines)?;
-    ensure!(
-        orphans.is_empty(),
-        "commands of a script that follow no script call (MONITOR not as assumed?):\n{}",
-        orphans.join("\n")
-    );
+        /// Drives a whole sale under MONITOR and checks that each command every script ran touched
+        /// only keys among the KEYS of its call, and that every script in `shared/lua/` ran.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
+            let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+            pg.migrate().await?;
+            pg.client()
+                .await?
+                .batch_execute(&format!(
+                    "ALTER TABLE orders ADD CONSTRAINT refuse_one CHECK (user_id <> '{REFUSED_USER}')"
+                ))
+                .await
+                .context("adding the constraint that refuses one order")?;
+            // Small drain tuning, so that a failed entry is retried and dead-lettered within seconds.
+            let mut vars = app_vars(&redis, &pg);
+            vars.extend([
+                ("drain_batch", "50".to_owned()),
+                ("drain_lease_ms", "500".to_owned()),
+                ("drain_reclaim_idle_ms", "200".to_owned()),
+                ("drain_max_deliveries", "2".to_owned()),
+            ]);
+            let app = TestApp::start(seckill_testkit::product_manifest(), &vars).await?;
 
-    // Each command's keys, as Redis finds them, against its call's KEYS.
-    let mut conn = redis
-        .client()
-        .get_multiplexed_async_connection()
-        .await
-        .context("a connection for COMMAND GETKEYS")?;
-    let mut violations: BTreeSet<(String, String, String)> = BTreeSet::new();
-    let mut ran: BTreeMap<String, usize> = BTreeMap::new();
-    let mut checked = 0;
-    for call in &calls {
-        if !call.commands.is_empty() {
-            *ran.entry(call.script.clone()).or_default() += 1;
-        }
-        for command in &call.commands {
-            checked += 1;
-            for key in keys_of(&mut conn, command).await? {
-                if !call.keys.contains(&key) {
-                    violations.insert((
-                        call.script.clone(),
-                        String::from_utf8_lossy(&command[0]).to_ascii_uppercase(),
-                        String::from_utf8_lossy(&key).into_owned(),
-                    ));
+            let monitor = FullMonitor::start(&redis)?;
+            let mut driven = drive_the_sale(&app).await;
+            if driven.is_ok() {
+                driven = run_probe(&redis).await;
+            }
+            let lines = monitor.stop()?;
+            driven.context("driving the sale")?;
+
+            let (calls, orphans) = script_calls(&lines)?;
+            ensure!(
+                orphans.is_empty(),
+                "commands of a script that follow no script call (MONITOR not as assumed?):\n{}",
+                orphans.join("\n")
+            );
+
+            // Each command's keys, as Redis finds them, against its call's KEYS.
+            let mut conn = redis
+                .client()
+                .get_multiplexed_async_connection()
+                .await
+                .context("a connection for COMMAND GETKEYS")?;
+            let mut violations: BTreeSet<(String, String, String)> = BTreeSet::new();
+            let mut ran: BTreeMap<String, usize> = BTreeMap::new();
+            let mut checked = 0;
+            for call in &calls {
+                if !call.commands.is_empty() {
+                    *ran.entry(call.script.clone()).or_default() += 1;
+                }
+                for command in &call.commands {
+                    checked += 1;
+                    for key in keys_of(&mut conn, command).await? {
+                        if !call.keys.contains(&key) {
+                            violations.insert((
+                                call.script.clone(),
+                                String::from_utf8_lossy(&command[0]).to_ascii_uppercase(),
+                                String::from_utf8_lossy(&key).into_owned(),
+                            ));
+                        }
+                    }
                 }
             }
+            eprintln!(
+                "{} MONITOR lines, {} script calls, {checked} commands run by scripts; calls per script: {ran:?}",
+                lines.len(),
+                calls.len(),
+            );
+
+            // The control: the probe's undeclared key was caught, its declared one was not.
+            let caught = violations.remove(&(
+                PROBE.to_owned(),
+                "GET".to_owned(),
+                format!("{PROBE_KEY}:undeclared"),
+            ));
+            ensure!(
+                caught && ran.remove(PROBE) == Some(1),
+                "the check missed the probe's undeclared key: it is blind"
+            );
+            ensure!(
+                !violations.iter().any(|(script, ..)| script == PROBE),
+                "the probe's declared key was reported: {violations:?}"
+            );
+
+            // Every script in shared/lua/ must have run at least once, so that none escaped the check.
+            let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("shared/lua"))?
+                .map(|f| Ok(f?.file_name().to_string_lossy().into_owned()))
+                .collect::<std::io::Result<Vec<String>>>()?
+                .into_iter()
+                .filter_map(|f| f.strip_suffix(".lua").map(str::to_owned))
+                .filter(|f| f != "common")
+                .collect();
+            let ran: BTreeSet<String> = ran.into_keys().collect();
+            let never_ran: Vec<&String> = lua.difference(&ran).collect();
+            let unknown: Vec<&String> = ran.difference(&lua).collect();
+            let coverage = if never_ran.is_empty() && unknown.is_empty() {
+                "every script in shared/lua/ ran".to_owned()
+            } else {
+                format!("also: never ran {never_ran:?}; ran but not in shared/lua/ {unknown:?}")
+            };
+
+            let listing: Vec<String> = violations
+                .iter()
+                .map(|(script, command, key)| {
+                    let file = if script.starts_with('<') {
+                        script.clone()
+                    } else {
+                        format!("{script}.lua")
+                    };
+                    format!("  {file}: {command} {key}")
+                })
+                .collect();
+            assert!(
+                violations.is_empty(),
+                "{} commands run by scripts touched keys not in their KEYS (script: command key):\n{}\n\
+                 ({coverage}; an `<unknown script>` is one not in seckill_domain::scripts::ALL: the \
+                 wasm components are stale, rebuild them: `source scripts/lib.sh && build_wasm`)",
+                violations.len(),
+                listing.join("\n")
+            );
+            assert_eq!(ran, lua, "scripts that ran under MONITOR vs shared/lua/");
+            Ok(())
         }
     }
-    eprintln!(
-        "{} MONITOR lines, {} script calls, {checked} commands run by scripts; calls per script: {ran:?}",
-        lines.len(),
-        calls.len(),
-    );
-
-    // The control: the probe's undeclared key was caught, its declared one was not.
-    let caught = violations.remove(&(
-        PROBE.to_owned(),
-        "GET".to_owned(),
-        format!("{PROBE_KEY}:undeclared"),
-    ));
-    ensure!(
-        caught && ran.remove(PROBE) == Some(1),
-        "the check missed the probe's undeclared key: it is blind"
-    );
-    ensure!(
-        !violations.iter().any(|(script, ..)| script == PROBE),
-        "the probe's declared key was reported: {violations:?}"
-    );
-
-    // Every script in shared/lua/ must have run at least once, so that none escaped the check.
-    let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("shared/lua"))?
-        .map(|f| Ok(f?.file_name().to_string_lossy().into_owned()))
-        .collect::<std::io::Result<Vec<String>>>()?
-        .into_iter()
-        .filter_map(|f| f.strip_suffix(".lua").map(str::to_owned))
-        .filter(|f| f != "common")
-        .collect();
-    let ran: BTreeSet<String> = ran.into_keys().collect();
-    let never_ran: Vec<&String> = lua.difference(&ran).collect();
-    let unknown: Vec<&String> = ran.difference(&lua).collect();
-    let coverage = if never_ran.is_empty() && unknown.is_empty() {
-        "every script in shared/lua/ ran".to_owned()
-    } else {
-        format!("also: never ran {never_ran:?}; ran but not in shared/lua/ {unknown:?}")
-    };
-
-    let listing: Vec<String> = violations
-        .iter()
-        .map(|(script, command, key)| {
-            let file = if script.starts_with('<') {
-                script.clone()
-            } else {
-                format!("{script}.lua")
-            };
-            format!("  {file}: {command} {key}")
-        })
-        .collect();
-    assert!(
-        violations.is_empty(),
-        "{} commands run by scripts touched keys not in their KEYS (script: command key):\n{}\n\
-         ({coverage}; an `<unknown script>` is one not in seckill_domain::scripts::ALL: the \
-         wasm components are stale, rebuild them: `source scripts/lib.sh && build_wasm`)",
-        violations.len(),
-        listing.join("\n")
-    );
-    assert_eq!(ran, lua, "scripts that ran under MONITOR vs shared/lua/");
-    Ok(())
 }

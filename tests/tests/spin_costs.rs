@@ -8,6 +8,7 @@
 //!
 //! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
+//! | `POST …/admission/challenge` | `issue-token` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | – |
 //! | `POST …/admission` | `issue-token` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
 //! | `POST …/precheck` | `precheck` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
 //! | `POST …/buy` | `buy` | 12 = 10 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
@@ -42,7 +43,8 @@ use std::future::Future;
 use anyhow::Result;
 use reqwest::Method;
 use seckill_host::{SpinCostTotals, SpinCosts};
-use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for, product_manifest};
+use seckill_testkit::walk::Step;
+use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, product_manifest, walk_costs};
 use serde_json::{Value, json};
 
 /// The application variables `spin.toml` declares: every instance's first open resolves them.
@@ -59,12 +61,13 @@ const fn budget(gets: u64, templated: u64, entries: u64) -> SpinCosts {
     }
 }
 
-/// The routes of a buyer's way through the sale, their components and their budgets.
-const BUDGETS: [(&str, &str, SpinCosts); 4] = [
-    ("admission", "issue-token", budget(4, 4, 1)),
-    ("precheck", "precheck", budget(4, 4, 1)),
-    ("buy", "buy", budget(2, 2, 1)),
-    ("poll", "poll", budget(3, 2, 2)),
+/// The steps of a buyer's walk through the sale, their components and their budgets.
+const BUDGETS: [(Step, &str, SpinCosts); 5] = [
+    (Step::Challenge, "issue-token", budget(3, 3, 1)),
+    (Step::Admission, "issue-token", budget(4, 4, 1)),
+    (Step::Precheck, "precheck", budget(4, 4, 1)),
+    (Step::Buy, "buy", budget(2, 2, 1)),
+    (Step::Poll, "poll", budget(3, 2, 2)),
 ];
 
 /// Runs `request` alone and returns its status and what its one instance would cost Spin,
@@ -89,61 +92,30 @@ async fn measured(
     Ok((status, body, totals))
 }
 
-/// `user`'s way through the sale, one route at a time: each route's status and costs.
-async fn buyer_costs(app: &TestApp, event: &str, user: &str) -> Result<Vec<(u16, SpinCostTotals)>> {
-    let jwt = jwt_for(user);
-    // With the event's shard count, as the storefront sends it: each request goes straight home.
-    let path = |route: &str| app.sale_path(event, route);
-    let (s1, body, admission) = measured(
-        app,
-        "issue-token",
-        app.call(Method::POST, &path("admission"), Some(&jwt), None),
-    )
-    .await?;
-    let admission_token = json!({ "admission_token": body["admission_token"] });
-    let (s2, body, precheck) = measured(
-        app,
-        "precheck",
-        app.call(
-            Method::POST,
-            &path("precheck"),
-            Some(&jwt),
-            Some(&admission_token),
-        ),
-    )
-    .await?;
-    let token = body["purchase_token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let (s3, _, buy) = measured(app, "buy", app.buy(event, user, &token)).await?;
-    let (s4, _, poll) = measured(
-        app,
-        "poll",
-        app.call(Method::GET, &path("orders/me"), Some(&jwt), None),
-    )
-    .await?;
-    Ok(vec![(s1, admission), (s2, precheck), (s3, buy), (s4, poll)])
-}
-
-/// Each route's second buyer pays exactly its budget (the first one loads the scripts: over
-/// REST, EVALSHA → NOSCRIPT → EVAL is two requests).
+/// Each budgeted step's second buyer pays exactly its budget (the first one loads the
+/// scripts: over REST, EVALSHA → NOSCRIPT → EVAL is two requests).
 async fn assert_budgets(app: &TestApp) -> Result<()> {
     app.open_event("costs", json!({ "stock": 10 })).await?;
-    buyer_costs(app, "costs", "warm-up").await?;
-    let measured = buyer_costs(app, "costs", "buyer").await?;
-    for ((route, component, budget), (status, totals)) in BUDGETS.iter().zip(measured) {
+    walk_costs(app, "costs", "warm-up").await?;
+    let walked = walk_costs(app, "costs", "buyer").await?;
+    for (step, component, budget) in BUDGETS {
+        let costed = walked
+            .iter()
+            .find(|c| c.step == step)
+            .unwrap_or_else(|| panic!("the walk has no {step:?}: {walked:?}"));
         assert!(
-            [200, 202].contains(&status),
-            "{route}: {status} (the way through the sale failed)"
+            [200, 202].contains(&costed.status),
+            "{step:?}: {} (the walk through the sale failed)",
+            costed.status
         );
+        assert_eq!(costed.component, component, "{step:?}");
         assert_eq!(
-            totals,
+            costed.totals,
             SpinCostTotals {
                 instances: 1,
-                costs: *budget
+                costs: budget
             },
-            "{route} ({component}): Spin's costs per request changed"
+            "{step:?} ({component}): Spin's costs per request changed"
         );
     }
     Ok(())

@@ -100,7 +100,7 @@ pub struct EventConfig {
     /// Units for sale.
     #[serde(deserialize_with = "whole::number")]
     pub stock: u64,
-    /// Stock shards (1–256), at most one per unit of stock ([`Self::shard_count`]).
+    /// Stock shards ([`SHARD_COUNTS`]), at most one per unit of stock ([`Self::shard_count`]).
     #[serde(default = "defaults::shards", deserialize_with = "whole::number")]
     pub shards: u32,
     /// Sale opens (Unix ms, server clock).
@@ -176,6 +176,9 @@ pub struct EventConfig {
 
 /// The shard count of an event that names none.
 pub const DEFAULT_SHARDS: u32 = 8;
+
+/// The shard counts an event may have, and a buyer may hint (`?shards=`).
+pub const SHARD_COUNTS: std::ops::RangeInclusive<u32> = 1..=256;
 
 /// The proof-of-work difficulty of an event that names none (leading zero bits): about a
 /// second (median) in the storefront's Web Worker in Chromium on a 2-core server
@@ -368,8 +371,12 @@ impl EventConfig {
         if self.stock > 1_000_000_000 {
             return Err(invalid("stock must be <= 1e9"));
         }
-        if !(1..=256).contains(&self.shards) {
-            return Err(invalid("shards must be 1-256"));
+        if !SHARD_COUNTS.contains(&self.shards) {
+            return Err(invalid(format!(
+                "shards must be {}-{}",
+                SHARD_COUNTS.start(),
+                SHARD_COUNTS.end()
+            )));
         }
         if self.start_ms >= self.end_ms {
             return Err(invalid("start_ms must be before end_ms"));

@@ -10,7 +10,7 @@ use spin_sdk::http::{
 };
 
 use seckill_domain::error::ErrorCode;
-use seckill_domain::event::EventId;
+use seckill_domain::event::{DEFAULT_SHARDS, EventId, SHARD_COUNTS};
 use seckill_domain::{auth, clock, net};
 
 use crate::config::{self, Settings};
@@ -156,16 +156,20 @@ pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
 /// `?shards=`: the caller's count of the event's shards (the storefront has it from the event's
 /// page), which finds the buyer's home shard without a read. Absent, the default count of a new
 /// event; stale or wrong, the shard it reached names the true count and the request goes home
-/// (one more round trip, same answer). 1–256, else `400 bad_query`.
+/// (one more round trip, same answer). Within [`SHARD_COUNTS`], else `400 bad_query`.
 pub fn shards_hint(req: &Request) -> Result<u32, ApiError> {
     let Some(raw) = query_param(req, "shards") else {
-        return Ok(seckill_domain::event::DEFAULT_SHARDS);
+        return Ok(DEFAULT_SHARDS);
     };
     match raw.parse::<u32>() {
-        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        Ok(n) if SHARD_COUNTS.contains(&n) => Ok(n),
         _ => Err(ApiError::new(
             ErrorCode::BadQuery,
-            "shards must be a whole number from 1 to 256",
+            format!(
+                "shards must be a whole number from {} to {}",
+                SHARD_COUNTS.start(),
+                SHARD_COUNTS.end()
+            ),
         )),
     }
 }

@@ -12,84 +12,6 @@ use serde_json::{Value, json};
 
 use crate::{assert_books, drain_all, job, sell, start};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_drain_lands_every_order_once_and_poll_shows_it() -> Result<()> {
-    let (_redis, pg, app) = start(&[]).await?;
-    let accepted = sell(&app, "land", 120, 150, json!({})).await?;
-    assert_eq!(accepted.len(), 120);
-    drain_all(&app).await?;
-    drain_all(&app).await?; // again: nothing moves
-    assert_books(&app, &pg, "land", 120, &accepted).await?;
-    let (user, order) = &accepted[0];
-    let (_, polled) = app
-        .call(
-            Method::GET,
-            "/api/events/land/orders/me",
-            Some(&jwt_for(user)),
-            None,
-        )
-        .await?;
-    assert_eq!(
-        (polled["status"].as_str(), polled["state"].as_str()),
-        (Some("order"), Some("confirmed")),
-        "{polled}"
-    );
-    assert_eq!(polled["order_id"], order.as_str());
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
-    // A lease that outlives any delay between the two drainers' starts on a busy machine.
-    let (_redis, pg, app) = start(&[("drain_lease_ms", "5000")]).await?;
-    let accepted = sell(&app, "pair", 150, 150, json!({})).await?;
-    // Both run while the orders table is locked, so the one holding the lease waits on Postgres
-    // and the other meets the lease, however fast a drain is (unlocked, one drain could finish
-    // before the other starts). The first to answer is the one that met it; then the other
-    // may write.
-    let locker = pg.client().await?;
-    locker
-        .batch_execute("BEGIN; LOCK TABLE orders IN EXCLUSIVE MODE")
-        .await?;
-    let answered = tokio::sync::Notify::new();
-    let drainer = || async {
-        let report = job(&app, "drain").await;
-        answered.notify_one();
-        report
-    };
-    let unlock = async {
-        let _ = tokio::time::timeout(Duration::from_secs(20), answered.notified()).await;
-        locker.batch_execute("COMMIT").await
-    };
-    let (a, b, unlocked) = tokio::join!(drainer(), drainer(), unlock);
-    unlocked?;
-    let (a, b) = (a?.1, b?.1);
-    // Each shard has its own lease: a shard one of them found taken, the other held.
-    let busy = |r: &Value| -> HashSet<String> {
-        r["busy"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| {
-                e.as_str()
-                    .filter(|e| e.starts_with("pair/"))
-                    .map(str::to_owned)
-            })
-            .collect()
-    };
-    assert!(
-        !busy(&a).is_empty() || !busy(&b).is_empty(),
-        "one of them found a shard's lease taken: {a} / {b}"
-    );
-    assert!(
-        busy(&a).is_disjoint(&busy(&b)),
-        "and the other held it: {a} / {b}"
-    );
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    drain_all(&app).await?;
-    assert_books(&app, &pg, "pair", 150, &accepted).await
-}
-
 /// Only the lease holder reads the stream, so however often the drain runs, the consumer group
 /// keeps one consumer: runs do not pile up consumers (one a second per event, forever).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,4 +136,100 @@ async fn the_settings_variable_bounds_each_drain_run_and_refuses_unknown_names()
         "{body}"
     );
     Ok(())
+}
+
+/// Run again over the REST transport and over three Redis nodes (`scripts/test.sh`): what
+/// how Redis is reached and how its shards are laid out can change.
+mod over_rest_and_nodes {
+    use super::*;
+
+    /// Run again over `spin.http.toml` too (`scripts/test.sh`): a sale's order path and every
+    /// script, through the job routes instead of the cron triggers.
+    mod over_http_manifest {
+        use super::*;
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_drain_lands_every_order_once_and_poll_shows_it() -> Result<()> {
+            let (_redis, pg, app) = start(&[]).await?;
+            let accepted = sell(&app, "land", 120, 150, json!({})).await?;
+            assert_eq!(accepted.len(), 120);
+            drain_all(&app).await?;
+            drain_all(&app).await?; // again: nothing moves
+            assert_books(&app, &pg, "land", 120, &accepted).await?;
+            let (user, order) = &accepted[0];
+            let (_, polled) = app
+                .call(
+                    Method::GET,
+                    "/api/events/land/orders/me",
+                    Some(&jwt_for(user)),
+                    None,
+                )
+                .await?;
+            assert_eq!(
+                (polled["status"].as_str(), polled["state"].as_str()),
+                (Some("order"), Some("confirmed")),
+                "{polled}"
+            );
+            assert_eq!(polled["order_id"], order.as_str());
+            Ok(())
+        }
+    }
+}
+
+/// Run again over three Redis nodes (`scripts/test.sh`): what the layout of the shards over
+/// the nodes can change.
+mod over_nodes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
+        // A lease that outlives any delay between the two drainers' starts on a busy machine.
+        let (_redis, pg, app) = start(&[("drain_lease_ms", "5000")]).await?;
+        let accepted = sell(&app, "pair", 150, 150, json!({})).await?;
+        // Both run while the orders table is locked, so the one holding the lease waits on Postgres
+        // and the other meets the lease, however fast a drain is (unlocked, one drain could finish
+        // before the other starts). The first to answer is the one that met it; then the other
+        // may write.
+        let locker = pg.client().await?;
+        locker
+            .batch_execute("BEGIN; LOCK TABLE orders IN EXCLUSIVE MODE")
+            .await?;
+        let answered = tokio::sync::Notify::new();
+        let drainer = || async {
+            let report = job(&app, "drain").await;
+            answered.notify_one();
+            report
+        };
+        let unlock = async {
+            let _ = tokio::time::timeout(Duration::from_secs(20), answered.notified()).await;
+            locker.batch_execute("COMMIT").await
+        };
+        let (a, b, unlocked) = tokio::join!(drainer(), drainer(), unlock);
+        unlocked?;
+        let (a, b) = (a?.1, b?.1);
+        // Each shard has its own lease: a shard one of them found taken, the other held.
+        let busy = |r: &Value| -> HashSet<String> {
+            r["busy"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    e.as_str()
+                        .filter(|e| e.starts_with("pair/"))
+                        .map(str::to_owned)
+                })
+                .collect()
+        };
+        assert!(
+            !busy(&a).is_empty() || !busy(&b).is_empty(),
+            "one of them found a shard's lease taken: {a} / {b}"
+        );
+        assert!(
+            busy(&a).is_disjoint(&busy(&b)),
+            "and the other held it: {a} / {b}"
+        );
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        drain_all(&app).await?;
+        assert_books(&app, &pg, "pair", 150, &accepted).await
+    }
 }

@@ -8,9 +8,12 @@
 //! - `pay` — paying, and paying racing timeout release;
 //! - `reconcile` — drift and the orders behind it;
 //! - `failures` — Postgres stopped, drains that die, Redis restarted, a broken event;
-//! - `multi_node` — events spread over several Redis nodes (these tests place events by URL,
-//!   so they keep `three_redis_nodes` or `stuck_event` in their names for the filters that
-//!   leave them out of the REST run).
+//! - `multi_node` — events spread over several Redis nodes (these tests start their own nodes
+//!   and place events by URL, so no later run repeats them).
+//!
+//! A test whose outcome the manifest, the transport or the node count can change lives in a
+//! module named for the later runs of `scripts/test.sh` that repeat it (`over_rest`,
+//! `over_nodes`, `over_rest_and_nodes`, `over_http_manifest`), beside the others of its concern.
 
 use std::collections::HashSet;
 

@@ -99,44 +99,6 @@ async fn the_pay_route_starts_a_payment_and_never_marks_the_order_paid() -> Resu
     assert_books(&app, &pg, "land", 10, &accepted).await
 }
 
-/// Paid through the provider: the webhook pays the order, poll shows it, the pay route
-/// answers the succeeded payment, and a redelivery of the same event changes nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_signed_confirmation_pays_once_and_a_redelivery_is_a_duplicate() -> Result<()> {
-    let (_redis, pg, app) = start(&[]).await?;
-    let accepted = drained_sale(&app).await?;
-    let (user, order) = &accepted[0];
-    let (_, payment) = start_payment(&app, "land", user, order).await?;
-    let provider = app.provider();
-    let (_, body) = provider.succeeded_event(
-        payment["payment_id"].as_str().unwrap_or_default(),
-        1999,
-        "eur",
-    );
-    let first = provider.deliver(&body).await?;
-    assert_eq!(
-        (first.status, &first.body["outcome"]),
-        (200, &json!("paid"))
-    );
-    let again = provider.deliver(&body).await?;
-    assert_eq!(
-        (again.status, &again.body["outcome"]),
-        (200, &json!("duplicate"))
-    );
-    assert_eq!(poll(&app, user).await?["state"], "paid");
-    let (_, settled) = start_payment(&app, "land", user, order).await?;
-    assert_eq!(settled["status"], "succeeded");
-    let (status, payment) = recorded(&pg, order).await?;
-    assert_eq!(status, "paid");
-    assert_eq!(payment[0], "succeeded");
-    assert!(
-        payment[2].as_str().is_some_and(|r| r.starts_with("pi_")),
-        "{payment}"
-    );
-    assert_eq!(app.status("land").await?["paid"], 1);
-    assert_books(&app, &pg, "land", 10, &accepted).await
-}
-
 /// Hostile webhooks: a forged signature, a tampered body, a stale timestamp, no signature,
 /// a secret the app does not hold: 400 `bad_signature`, nothing changes. A genuine event for
 /// another amount or currency owes a refund and leaves the order unpaid. During a rotation
@@ -306,107 +268,157 @@ async fn paying_an_order_id_that_is_not_one_is_400_bad_order_id() -> Result<()> 
     assert_books(&app, &pg, "land", 10, &accepted).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn payment_racing_timeout_release_never_both() -> Result<()> {
-    let (redis, pg, app) = start(&[]).await?;
-    let (mut all, mut paid) = (Vec::new(), 0);
-    for round in 0..3 {
-        let event = format!("race{round}");
-        // 3 s to pay: the sale and the drain (on a busy machine) must fit before the deadlines.
-        let accepted = sell(&app, &event, 40, 40, json!({ "payment_timeout_s": 3 })).await?;
-        drain_all(&app).await?;
-        // Each payment is sent right at its order's deadline, half 50 ms before and half 50 ms
-        // after, while timeout release runs every 20 ms: both outcomes race at every deadline.
-        let db = pg.client().await?;
-        let mut deadlines = std::collections::HashMap::new();
-        for row in db
-            .query(
-                "SELECT order_id, pay_deadline_ms FROM orders WHERE event_id = $1",
-                &[&event],
-            )
-            .await?
-        {
-            deadlines.insert(row.get::<_, String>(0), row.get::<_, i64>(1));
-        }
-        let epoch_ms = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64)
-        };
-        // Every buyer starts paying at once; the provider's confirmations arrive right at the
-        // orders' deadlines.
-        let mut payments = Vec::new();
-        for (user, order) in &accepted {
-            let (status, payment) = start_payment(&app, &event, user, order).await?;
-            assert_eq!(status, 200, "{payment}");
-            payments.push(payment);
-        }
+/// Run again over the REST transport (`scripts/test.sh`): what how Redis is reached can
+/// change, about one node (its commands, its being unreachable, the payment webhook's path).
+mod over_rest {
+    use super::*;
+
+    /// Paid through the provider: the webhook pays the order, poll shows it, the pay route
+    /// answers the succeeded payment, and a redelivery of the same event changes nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_signed_confirmation_pays_once_and_a_redelivery_is_a_duplicate() -> Result<()> {
+        let (_redis, pg, app) = start(&[]).await?;
+        let accepted = drained_sale(&app).await?;
+        let (user, order) = &accepted[0];
+        let (_, payment) = start_payment(&app, "land", user, order).await?;
         let provider = app.provider();
-        let pays = futures::future::join_all(accepted.iter().zip(&payments).enumerate().map(
-            |(i, ((_, order), payment))| {
-                let provider = &provider;
-                let at = deadlines[order] + if i % 2 == 0 { -50 } else { 50 };
-                async move {
-                    tokio::time::sleep(Duration::from_millis((at - epoch_ms()).max(0) as u64))
-                        .await;
-                    provider.pay(payment).await.map(|d| (d.status, d.body))
-                }
-            },
-        ));
-        let last = deadlines.values().max().copied().unwrap_or(0) + 300;
-        let releases = async {
-            while epoch_ms() < last {
-                let _ = job(&app, "timeout-release").await;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        let (pays, ()) = tokio::join!(pays, releases);
-        tokio::time::sleep(Duration::from_millis(1_100)).await;
-        job(&app, "timeout-release").await?;
-        let mut paid_here = 0;
-        for ((user, order), pay) in accepted.iter().zip(&pays) {
-            let (status, body) = pay.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let row = db
-                .query_one("SELECT status FROM orders WHERE order_id = $1", &[order])
-                .await?;
-            let state: String = row.get(0);
-            assert_eq!(*status, 200, "{user}: {body}");
-            match body["outcome"].as_str() {
-                Some("paid") => {
-                    assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres");
-                    paid_here += 1;
-                }
-                Some("refund_due_late") => assert_eq!(state, "expired", "{user}"),
-                other => panic!("{user}: unexpected {other:?} {body}"),
-            }
-        }
-        paid += paid_here;
-        let status = app.status(&event).await?;
-        let shards: i64 = status["stock_left"].as_i64().unwrap_or(-1);
-        let expired: i64 = db
-            .query_one(
-                "SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'expired'",
-                &[&event],
-            )
-            .await?
-            .get(0);
-        assert_eq!(
-            shards, expired,
-            "exactly the expired units are back in Redis"
+        let (_, body) = provider.succeeded_event(
+            payment["payment_id"].as_str().unwrap_or_default(),
+            1999,
+            "eur",
         );
+        let first = provider.deliver(&body).await?;
         assert_eq!(
-            (status["paid"].as_i64(), status["expired"].as_i64()),
-            (Some(paid_here), Some(expired)),
-            "the console's counts agree with Postgres: {status}"
+            (first.status, &first.body["outcome"]),
+            (200, &json!("paid"))
         );
-        assert_books(&app, &pg, &event, 40, &accepted).await?;
-        all.push(expired);
+        let again = provider.deliver(&body).await?;
+        assert_eq!(
+            (again.status, &again.body["outcome"]),
+            (200, &json!("duplicate"))
+        );
+        assert_eq!(poll(&app, user).await?["state"], "paid");
+        let (_, settled) = start_payment(&app, "land", user, order).await?;
+        assert_eq!(settled["status"], "succeeded");
+        let (status, payment) = recorded(&pg, order).await?;
+        assert_eq!(status, "paid");
+        assert_eq!(payment[0], "succeeded");
+        assert!(
+            payment[2].as_str().is_some_and(|r| r.starts_with("pi_")),
+            "{payment}"
+        );
+        assert_eq!(app.status("land").await?["paid"], 1);
+        assert_books(&app, &pg, "land", 10, &accepted).await
     }
-    let _ = redis;
-    eprintln!("expired per round: {all:?}, paid in all: {paid}");
-    assert!(
-        paid > 0 && all.iter().sum::<i64>() > 0,
-        "the race had both outcomes: {paid} paid, {all:?} expired"
-    );
-    Ok(())
+}
+
+/// Run again over the REST transport and over three Redis nodes (`scripts/test.sh`): what
+/// how Redis is reached and how its shards are laid out can change.
+mod over_rest_and_nodes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn payment_racing_timeout_release_never_both() -> Result<()> {
+        let (redis, pg, app) = start(&[]).await?;
+        let (mut all, mut paid) = (Vec::new(), 0);
+        for round in 0..3 {
+            let event = format!("race{round}");
+            // 3 s to pay: the sale and the drain (on a busy machine) must fit before the deadlines.
+            let accepted = sell(&app, &event, 40, 40, json!({ "payment_timeout_s": 3 })).await?;
+            drain_all(&app).await?;
+            // Each payment is sent right at its order's deadline, half 50 ms before and half 50 ms
+            // after, while timeout release runs every 20 ms: both outcomes race at every deadline.
+            let db = pg.client().await?;
+            let mut deadlines = std::collections::HashMap::new();
+            for row in db
+                .query(
+                    "SELECT order_id, pay_deadline_ms FROM orders WHERE event_id = $1",
+                    &[&event],
+                )
+                .await?
+            {
+                deadlines.insert(row.get::<_, String>(0), row.get::<_, i64>(1));
+            }
+            let epoch_ms = || {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64)
+            };
+            // Every buyer starts paying at once; the provider's confirmations arrive right at the
+            // orders' deadlines.
+            let mut payments = Vec::new();
+            for (user, order) in &accepted {
+                let (status, payment) = start_payment(&app, &event, user, order).await?;
+                assert_eq!(status, 200, "{payment}");
+                payments.push(payment);
+            }
+            let provider = app.provider();
+            let pays = futures::future::join_all(accepted.iter().zip(&payments).enumerate().map(
+                |(i, ((_, order), payment))| {
+                    let provider = &provider;
+                    let at = deadlines[order] + if i % 2 == 0 { -50 } else { 50 };
+                    async move {
+                        tokio::time::sleep(Duration::from_millis((at - epoch_ms()).max(0) as u64))
+                            .await;
+                        provider.pay(payment).await.map(|d| (d.status, d.body))
+                    }
+                },
+            ));
+            let last = deadlines.values().max().copied().unwrap_or(0) + 300;
+            let releases = async {
+                while epoch_ms() < last {
+                    let _ = job(&app, "timeout-release").await;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            let (pays, ()) = tokio::join!(pays, releases);
+            tokio::time::sleep(Duration::from_millis(1_100)).await;
+            job(&app, "timeout-release").await?;
+            let mut paid_here = 0;
+            for ((user, order), pay) in accepted.iter().zip(&pays) {
+                let (status, body) = pay.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+                let row = db
+                    .query_one("SELECT status FROM orders WHERE order_id = $1", &[order])
+                    .await?;
+                let state: String = row.get(0);
+                assert_eq!(*status, 200, "{user}: {body}");
+                match body["outcome"].as_str() {
+                    Some("paid") => {
+                        assert_eq!(state, "paid", "{user}: paid answer, {state} in Postgres");
+                        paid_here += 1;
+                    }
+                    Some("refund_due_late") => assert_eq!(state, "expired", "{user}"),
+                    other => panic!("{user}: unexpected {other:?} {body}"),
+                }
+            }
+            paid += paid_here;
+            let status = app.status(&event).await?;
+            let shards: i64 = status["stock_left"].as_i64().unwrap_or(-1);
+            let expired: i64 = db
+                .query_one(
+                    "SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'expired'",
+                    &[&event],
+                )
+                .await?
+                .get(0);
+            assert_eq!(
+                shards, expired,
+                "exactly the expired units are back in Redis"
+            );
+            assert_eq!(
+                (status["paid"].as_i64(), status["expired"].as_i64()),
+                (Some(paid_here), Some(expired)),
+                "the console's counts agree with Postgres: {status}"
+            );
+            assert_books(&app, &pg, &event, 40, &accepted).await?;
+            all.push(expired);
+        }
+        let _ = redis;
+        eprintln!("expired per round: {all:?}, paid in all: {paid}");
+        assert!(
+            paid > 0 && all.iter().sum::<i64>() > 0,
+            "the race had both outcomes: {paid} paid, {all:?} expired"
+        );
+        Ok(())
+    }
 }

@@ -7,7 +7,7 @@ use reqwest::Method;
 use seckill_testkit::{TestApp, jwt_for, pow};
 use serde_json::{Value, json};
 
-use crate::{code, epoch_ms, snapshot, start};
+use crate::{assert_sold_exactly, code, epoch_ms, snapshot, start};
 
 /// POSTs `body` to `event`'s admission route as `user`.
 async fn admit(
@@ -131,7 +131,7 @@ async fn raising_the_difficulty_voids_easier_challenges() -> Result<()> {
     assert_eq!((status, code(&body)), (428, "challenge_required"), "{body}");
     let (status, body) = app.admission(event, "u1").await?;
     assert_eq!(status, 200, "a new challenge at 10 bits admits: {body}");
-    Ok(())
+    assert_sold_exactly(&app, event, 10, 0).await
 }
 
 /// Before its opening time admission hands out neither challenges nor tokens.
@@ -147,7 +147,7 @@ async fn admission_opens_at_its_time() -> Result<()> {
     let (status, body) = admit(&app, event, "early", None).await?;
     assert_eq!((status, code(&body)), (425, "admission_not_open"), "{body}");
     assert_eq!(app.status(event).await?["admitted"], 0);
-    Ok(())
+    assert_sold_exactly(&app, event, 10, 0).await
 }
 
 /// One address gets `burst` admissions, then 429 with Retry-After, whoever the users are.
@@ -167,7 +167,7 @@ async fn one_address_gets_its_burst_of_admissions_then_429() -> Result<()> {
     let (status, body) = app.admission(event, "nat3").await?;
     assert_eq!((status, code(&body)), (429, "rate_limited"), "{body}");
     assert_eq!(app.status(event).await?["admitted"], 3);
-    Ok(())
+    assert_sold_exactly(&app, event, 10, 0).await
 }
 
 /// An admission token names its event's admission version: switching the admission mode (or
@@ -213,5 +213,5 @@ async fn a_switch_of_admission_mode_voids_earlier_admission_tokens() -> Result<(
         )
         .await?;
     assert_eq!((status, code(&body)), (403, "not_admitted"), "{body}");
-    Ok(())
+    assert_sold_exactly(&app, event, 10, 0).await
 }

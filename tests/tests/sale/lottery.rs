@@ -6,7 +6,7 @@ use reqwest::Method;
 use seckill_testkit::{TestApp, jwt_for};
 use serde_json::json;
 
-use crate::{code, start};
+use crate::{assert_sold_exactly, code, start};
 
 /// Opens `lotto` (2 units, lottery admission) and registers `p0`..`p9`.
 async fn ten_registered(app: &TestApp) -> Result<()> {
@@ -30,34 +30,6 @@ async fn ten_registered(app: &TestApp) -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lottery_admits_exactly_the_drawn_winners() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    ten_registered(&app).await?;
-    let (status, drawn) = app
-        .admin(Method::POST, "/admin/events/lotto/draw", None)
-        .await?;
-    assert_eq!((status, drawn["admitted"].as_u64()), (200, Some(2)));
-    let mut winners = 0;
-    for i in 0..10 {
-        let (status, body) = app
-            .call(
-                Method::POST,
-                "/api/events/lotto/admission",
-                Some(&jwt_for(&format!("p{i}"))),
-                None,
-            )
-            .await?;
-        match status {
-            200 => winners += 1,
-            403 => assert_eq!(code(&body), "not_selected"),
-            other => panic!("unexpected {other} {body}"),
-        }
-    }
-    assert_eq!(winners, 2);
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lottery_is_drawn_once() -> Result<()> {
     let (_redis, _pg, app) = start().await?;
     ten_registered(&app).await?;
@@ -72,5 +44,39 @@ async fn a_lottery_is_drawn_once() -> Result<()> {
         409,
         "one draw"
     );
-    Ok(())
+    assert_sold_exactly(&app, "lotto", 2, 0).await
+}
+
+/// Run again over the REST transport and over three Redis nodes (`scripts/test.sh`): what
+/// how Redis is reached and how its shards are laid out can change.
+mod over_rest_and_nodes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lottery_admits_exactly_the_drawn_winners() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        ten_registered(&app).await?;
+        let (status, drawn) = app
+            .admin(Method::POST, "/admin/events/lotto/draw", None)
+            .await?;
+        assert_eq!((status, drawn["admitted"].as_u64()), (200, Some(2)));
+        let mut winners = 0;
+        for i in 0..10 {
+            let (status, body) = app
+                .call(
+                    Method::POST,
+                    "/api/events/lotto/admission",
+                    Some(&jwt_for(&format!("p{i}"))),
+                    None,
+                )
+                .await?;
+            match status {
+                200 => winners += 1,
+                403 => assert_eq!(code(&body), "not_selected"),
+                other => panic!("unexpected {other} {body}"),
+            }
+        }
+        assert_eq!(winners, 2);
+        assert_sold_exactly(&app, "lotto", 2, 0).await
+    }
 }

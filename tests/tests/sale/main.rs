@@ -1,6 +1,7 @@
 //! The sale path end to end: the real functions in the real host over HTTP, real Redis.
-//! Every test asserts the invariants afterwards: exactly the stock sold, nobody twice, no shard
-//! below zero, refused requests change nothing.
+//! Every test that changes state asserts the invariants afterwards ([`assert_sold_exactly`]):
+//! exactly the stock sold, nobody twice, no shard below zero; a refusal changes nothing
+//! ([`snapshot`] before and after).
 //!
 //! One binary (`binary(sale)`), one module per concern, one behaviour per test:
 //! - `sell_out` — spikes of buyers sell exactly the stock, whatever the shards and the users;
@@ -14,6 +15,10 @@
 //! - `errors` — a script failing on the data, an unreachable Redis;
 //! - `config_center` — versions and rollback, the gray release, the global bucket, shadow mode,
 //!   the metrics.
+//!
+//! A test whose outcome the manifest, the transport or the node count can change lives in a
+//! module named for the later runs of `scripts/test.sh` that repeat it (`over_rest`,
+//! `over_nodes`, `over_rest_and_nodes`, `over_http_manifest`), beside the others of its concern.
 
 use std::collections::{HashMap, HashSet};
 

@@ -96,105 +96,6 @@ async fn ten_thousand_buyers_one_shard() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_buyers_eight_shards() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    for seed in [3, 4] {
-        sell_out(&app, &format!("eight-{seed}"), 8, 1_000, 10_000, seed).await?;
-    }
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ten_thousand_buyers_thirty_two_shards() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    for seed in [5, 6] {
-        sell_out(&app, &format!("tt-{seed}"), 32, 1_000, 10_000, seed).await?;
-    }
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn skewed_users_still_sell_out_exactly() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    let (event, shards, stock) = ("skewed", 32u32, 320i64);
-    // Each shard admits its part of multiplier × stock: a crowd on two shards needs a
-    // multiplier that lets enough of them in (16 × 320 / 32 = 160 per shard).
-    app.open_event(
-        event,
-        json!({ "stock": stock, "shards": shards, "admission_multiplier": 16 }),
-    )
-    .await?;
-    // Users whose home shard is 0 or 1: the other 30 shards' stock must still be sold.
-    let users: Vec<String> = (0..)
-        .map(|i| format!("skew{i}"))
-        .filter(|u| seckill_domain::ids::home_shard(event, u, shards) < 2)
-        .take(1_000)
-        .collect();
-    let results: Vec<(u16, Value)> = stream::iter(users)
-        .map(|user| {
-            let app = &app;
-            async move {
-                match app.admit_and_precheck(event, &user).await? {
-                    Ok(token) => app.buy_until_answered(event, &user, &token).await,
-                    // Late arrivals may already hear sold_out at admission or precheck.
-                    Err(refused) => Ok(refused),
-                }
-            }
-        })
-        .buffer_unordered(128)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_>>()?;
-    assert_eq!(results.iter().filter(|r| r.0 == 202).count() as i64, stock);
-    assert!(
-        results
-            .iter()
-            .all(|r| r.0 == 202 || ["sold_out", "admission_closed"].contains(&code(&r.1))),
-        "only sold_out (or, past the two shards' admission parts, admission_closed) refusals"
-    );
-    // Every shard's stock was sold (assert_sold_exactly: each shard at 0), to buyers of the two
-    // home shards: the other 30 shards lent their units to them, one tail at a time.
-    assert_sold_exactly(&app, event, stock, stock).await?;
-    let status = app.status(event).await?;
-    let id = seckill_domain::event::EventId::parse(event)?;
-    let shard_sold = |s: u32| -> Result<i64> {
-        let seq = seckill_domain::keys::EventKeys::shard(&id, s).seq();
-        let mut conn = app.shard_client(event, s).get_connection()?;
-        let sold: Option<i64> = redis::cmd("GET").arg(seq).query(&mut conn)?;
-        Ok(sold.unwrap_or(0))
-    };
-    assert_eq!(shard_sold(0)? + shard_sold(1)?, stock, "{status}");
-    Ok(())
-}
-
-/// A buy takes its unit from the home shard the test kit computes (`ids::home_shard`), for a
-/// shard count that is not a power of two too: the tests' formula is production's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    let (event, shards) = ("seven", 7u32);
-    app.open_event(event, json!({ "stock": 70, "shards": shards }))
-        .await?;
-    for i in 0..12 {
-        let user = format!("seven-{i}");
-        let before: Vec<i64> =
-            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
-        let token = app
-            .admit_and_precheck(event, &user)
-            .await?
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        let (status, body) = app.buy(event, &user, &token).await?;
-        assert_eq!(status, 202, "{body}");
-        let after: Vec<i64> =
-            serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
-        let home = seckill_domain::ids::home_shard(event, &user, shards) as usize;
-        assert_eq!(after[home], before[home] - 1, "{user}: home shard {home}");
-    }
-    Ok(())
-}
-
 /// The tail finds a shard that holds stock on its first probe: with 2 units left over 8
 /// shards, spread by the drain's summary (each slot's picture of the shards that hold stock),
 /// the first two buyers homed on empty shards each buy on their first click, never told "try
@@ -278,4 +179,115 @@ async fn an_event_has_at_most_one_shard_per_unit() -> Result<()> {
     let status = app.status("few").await?;
     assert_eq!(status["stock_by_shard"], json!([1, 1, 1]), "{status}");
     Ok(())
+}
+
+/// Run again over the REST transport (`scripts/test.sh`): what how Redis is reached can
+/// change, about one node (its commands, its being unreachable, the payment webhook's path).
+mod over_rest {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ten_thousand_buyers_eight_shards() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        for seed in [3, 4] {
+            sell_out(&app, &format!("eight-{seed}"), 8, 1_000, 10_000, seed).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Run again over three Redis nodes (`scripts/test.sh`): what the layout of the shards over
+/// the nodes can change.
+mod over_nodes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ten_thousand_buyers_thirty_two_shards() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        for seed in [5, 6] {
+            sell_out(&app, &format!("tt-{seed}"), 32, 1_000, 10_000, seed).await?;
+        }
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn skewed_users_still_sell_out_exactly() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        let (event, shards, stock) = ("skewed", 32u32, 320i64);
+        // Each shard admits its part of multiplier × stock: a crowd on two shards needs a
+        // multiplier that lets enough of them in (16 × 320 / 32 = 160 per shard).
+        app.open_event(
+            event,
+            json!({ "stock": stock, "shards": shards, "admission_multiplier": 16 }),
+        )
+        .await?;
+        // Users whose home shard is 0 or 1: the other 30 shards' stock must still be sold.
+        let users: Vec<String> = (0..)
+            .map(|i| format!("skew{i}"))
+            .filter(|u| seckill_domain::ids::home_shard(event, u, shards) < 2)
+            .take(1_000)
+            .collect();
+        let results: Vec<(u16, Value)> = stream::iter(users)
+            .map(|user| {
+                let app = &app;
+                async move {
+                    match app.admit_and_precheck(event, &user).await? {
+                        Ok(token) => app.buy_until_answered(event, &user, &token).await,
+                        // Late arrivals may already hear sold_out at admission or precheck.
+                        Err(refused) => Ok(refused),
+                    }
+                }
+            })
+            .buffer_unordered(128)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_>>()?;
+        assert_eq!(results.iter().filter(|r| r.0 == 202).count() as i64, stock);
+        assert!(
+            results
+                .iter()
+                .all(|r| r.0 == 202 || ["sold_out", "admission_closed"].contains(&code(&r.1))),
+            "only sold_out (or, past the two shards' admission parts, admission_closed) refusals"
+        );
+        // Every shard's stock was sold (assert_sold_exactly: each shard at 0), to buyers of the two
+        // home shards: the other 30 shards lent their units to them, one tail at a time.
+        assert_sold_exactly(&app, event, stock, stock).await?;
+        let status = app.status(event).await?;
+        let id = seckill_domain::event::EventId::parse(event)?;
+        let shard_sold = |s: u32| -> Result<i64> {
+            let seq = seckill_domain::keys::EventKeys::shard(&id, s).seq();
+            let mut conn = app.shard_client(event, s).get_connection()?;
+            let sold: Option<i64> = redis::cmd("GET").arg(seq).query(&mut conn)?;
+            Ok(sold.unwrap_or(0))
+        };
+        assert_eq!(shard_sold(0)? + shard_sold(1)?, stock, "{status}");
+        Ok(())
+    }
+
+    /// A buy takes its unit from the home shard the test kit computes (`ids::home_shard`), for a
+    /// shard count that is not a power of two too: the tests' formula is production's.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn buys_start_at_the_home_shard_tests_compute() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        let (event, shards) = ("seven", 7u32);
+        app.open_event(event, json!({ "stock": 70, "shards": shards }))
+            .await?;
+        for i in 0..12 {
+            let user = format!("seven-{i}");
+            let before: Vec<i64> =
+                serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+            let token = app
+                .admit_and_precheck(event, &user)
+                .await?
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            let (status, body) = app.buy(event, &user, &token).await?;
+            assert_eq!(status, 202, "{body}");
+            let after: Vec<i64> =
+                serde_json::from_value(app.status(event).await?["stock_by_shard"].clone())?;
+            let home = seckill_domain::ids::home_shard(event, &user, shards) as usize;
+            assert_eq!(after[home], before[home] - 1, "{user}: home shard {home}");
+        }
+        Ok(())
+    }
 }

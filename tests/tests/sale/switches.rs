@@ -6,62 +6,7 @@ use reqwest::Method;
 use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, jwt_for};
 use serde_json::json;
 
-use crate::{code, start};
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_sale_is_503_sale_paused_until_resumed() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    app.open_event("switch", json!({ "stock": 5 })).await?;
-    assert_eq!(
-        app.admin(
-            Method::PATCH,
-            "/admin/events/switch",
-            Some(&json!({ "enabled": false }))
-        )
-        .await?
-        .0,
-        200
-    );
-    let (status, resp) = app
-        .admit_and_precheck("switch", "gina")
-        .await?
-        .expect_err("paused");
-    assert_eq!((status, code(&resp)), (503, "sale_paused"));
-    assert_eq!(
-        app.admin(
-            Method::PATCH,
-            "/admin/events/switch",
-            Some(&json!({ "enabled": true }))
-        )
-        .await?
-        .0,
-        200
-    );
-    assert!(app.admit_and_precheck("switch", "gina").await?.is_ok());
-    Ok(())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denied_user_is_403_denied() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
-    app.open_event("switch", json!({ "stock": 5 })).await?;
-    assert_eq!(
-        app.admin(
-            Method::POST,
-            "/admin/events/switch/deny",
-            Some(&json!({ "users": ["hank"] }))
-        )
-        .await?
-        .0,
-        200
-    );
-    let (status, resp) = app
-        .admit_and_precheck("switch", "hank")
-        .await?
-        .expect_err("denied user");
-    assert_eq!((status, code(&resp)), (403, "denied"));
-    Ok(())
-}
+use crate::{assert_sold_exactly, code, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_address_is_403_denied() -> Result<()> {
@@ -82,7 +27,7 @@ async fn a_denied_address_is_403_denied() -> Result<()> {
         .await?
         .expect_err("denied address");
     assert_eq!((status, code(&resp)), (403, "denied"));
-    Ok(())
+    assert_sold_exactly(&app, "switch", 5, 0).await
 }
 
 /// The app behind a proxy the test plays: the host's peer, 127.0.0.1, is trusted.
@@ -175,7 +120,7 @@ async fn a_denied_range_refuses_the_clients_in_it_behind_a_trusted_proxy() -> Re
         allowed,
         "the valid range sent with the bad one was not added"
     );
-    Ok(())
+    assert_sold_exactly(&app, "ranges", 50, 0).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,5 +139,72 @@ async fn an_untrusted_peers_x_forwarded_for_is_ignored() -> Result<()> {
         (403, "denied".to_owned()),
         "the peer, 127.0.0.1, is the client whatever the header says"
     );
-    Ok(())
+    assert_sold_exactly(&app, "spoof", 50, 0).await
+}
+
+/// Run again over the REST transport (`scripts/test.sh`): what how Redis is reached can
+/// change, about one node (its commands, its being unreachable, the payment webhook's path).
+mod over_rest {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_paused_sale_is_503_sale_paused_until_resumed() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        app.open_event("switch", json!({ "stock": 5 })).await?;
+        assert_eq!(
+            app.admin(
+                Method::PATCH,
+                "/admin/events/switch",
+                Some(&json!({ "enabled": false }))
+            )
+            .await?
+            .0,
+            200
+        );
+        let (status, resp) = app
+            .admit_and_precheck("switch", "gina")
+            .await?
+            .expect_err("paused");
+        assert_eq!((status, code(&resp)), (503, "sale_paused"));
+        assert_eq!(
+            app.admin(
+                Method::PATCH,
+                "/admin/events/switch",
+                Some(&json!({ "enabled": true }))
+            )
+            .await?
+            .0,
+            200
+        );
+        assert!(app.admit_and_precheck("switch", "gina").await?.is_ok());
+        assert_sold_exactly(&app, "switch", 5, 0).await
+    }
+}
+
+/// Run again over the REST transport and over three Redis nodes (`scripts/test.sh`): what
+/// how Redis is reached and how its shards are laid out can change.
+mod over_rest_and_nodes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_denied_user_is_403_denied() -> Result<()> {
+        let (_redis, _pg, app) = start().await?;
+        app.open_event("switch", json!({ "stock": 5 })).await?;
+        assert_eq!(
+            app.admin(
+                Method::POST,
+                "/admin/events/switch/deny",
+                Some(&json!({ "users": ["hank"] }))
+            )
+            .await?
+            .0,
+            200
+        );
+        let (status, resp) = app
+            .admit_and_precheck("switch", "hank")
+            .await?
+            .expect_err("denied user");
+        assert_eq!((status, code(&resp)), (403, "denied"));
+        assert_sold_exactly(&app, "switch", 5, 0).await
+    }
 }

@@ -10,10 +10,10 @@ use anyhow::Result;
 use seckill_domain::event::EventId;
 use seckill_testkit::{RedisServer, TestCa};
 
-use crate::Args;
 use crate::fixture::{Buyer, open_event, prepare_buyers};
 use crate::load::open_loop;
 use crate::measure::{buy_row, buys, get_loop};
+use crate::options::SuiteArgs;
 use crate::server::HostProcess;
 use crate::table::Row;
 
@@ -34,7 +34,7 @@ pub async fn rows(
     ca: &TestCa,
     vars: &[(&'static str, String)],
     hello_rps: f64,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<(Vec<Row>, Sale)> {
     let host = HostProcess::start("spin.toml", vars, false)?;
     let time = get_loop(host.addr, "/api/time", args).await?;
@@ -70,7 +70,12 @@ pub async fn rows(
 
 /// The buy at a fixed arrival rate (open loop): the latency buyers see when the host is not
 /// saturated.
-async fn half_peak(addr: SocketAddr, redis: &RedisServer, rate: f64, args: &Args) -> Result<Row> {
+async fn half_peak(
+    addr: SocketAddr,
+    redis: &RedisServer,
+    rate: f64,
+    args: &SuiteArgs,
+) -> Result<Row> {
     let event = open_event(redis, "halfpeak", 10_000_000)?;
     let n = (rate * args.seconds as f64) as usize + 1;
     let buyers = prepare_buyers(redis, &event, n, "h")?;

@@ -1,5 +1,5 @@
 //! The rest of the sale's endpoints end to end, on the buy part's host: poll for the buyers who
-//! bought (and a spike of them, [`crate::spike`]), admission for fresh users, precheck for
+//! bought (and a spike of them, `crate::spike`), admission for fresh users, precheck for
 //! others.
 
 use std::sync::Arc;
@@ -9,19 +9,19 @@ use seckill_domain::auth;
 use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
 
-use crate::Args;
 use crate::buy::Sale;
-use crate::fixture::Buyer;
+use crate::fixture::polls;
 use crate::load::{Call, Calls};
 use crate::measure::endpoint_row;
+use crate::options::SuiteArgs;
 use crate::table::Row;
 use seckill_domain::event::EventId;
 
 /// The poll, admission and precheck rows; the buy part's host stops with them.
-pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Row>> {
+pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<Vec<Row>> {
     let addr = sale.host.addr;
     let event = sale.event.as_str();
-    let polls = poll(&sale.event, &sale.buyers[..sale.bought.max(1)]);
+    let polls = polls(&sale.event, &sale.buyers[..sale.bought.max(1)]);
     let poll_row = endpoint_row("poll end to end", addr, redis, args, polls.clone()).await?;
     let poll_rps = poll_row.rps();
     let rows = vec![
@@ -47,18 +47,8 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &Args) -> Result<Vec<Ro
     Ok(rows)
 }
 
-/// `buyers` (who bought) poll for their order, round after round.
-pub(crate) fn poll(event: &EventId, buyers: &[Buyer]) -> Calls {
-    let jwts: Vec<String> = buyers.iter().map(|b| b.jwt.clone()).collect();
-    let path = format!("/api/events/{}/orders/me", event.as_str());
-    Arc::new(move |i: u64| {
-        let jwt = &jwts[(i as usize) % jwts.len()];
-        Some(Call::get(path.clone(), Some(jwt.clone())))
-    })
-}
-
 /// Fresh users ask for admission, each once.
-pub(crate) fn admission(event: &str, args: &Args) -> Calls {
+pub(crate) fn admission(event: &str, args: &SuiteArgs) -> Calls {
     let jwts: Vec<String> = (0..args.users).map(|i| jwt_for(&format!("a{i}"))).collect();
     let path = format!("/api/events/{event}/admission");
     Arc::new(move |i: u64| {
@@ -72,7 +62,7 @@ pub(crate) fn admission(event: &str, args: &Args) -> Calls {
 
 /// Other users precheck, each once; their admission tokens are computed here from the event's
 /// terms, as checking one needs no Redis.
-pub(crate) fn precheck(event: &EventId, redis: &RedisServer, args: &Args) -> Result<Calls> {
+pub(crate) fn precheck(event: &EventId, redis: &RedisServer, args: &SuiteArgs) -> Result<Calls> {
     let secret = seckill_testkit::ADMISSION_SECRET.as_bytes();
     let nodes = seckill_domain::nodes::Nodes::one(seckill_native::NativeStore::new(
         redis.client().get_connection()?,

@@ -1,6 +1,8 @@
 //! What the rows run against, set up natively (the domain's operations straight on Redis, no
 //! host): open events and buyers holding purchase tokens.
 
+use std::sync::Arc;
+
 use anyhow::Result;
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::nodes::Nodes;
@@ -10,6 +12,8 @@ use seckill_native::NativeStore;
 use seckill_testkit::{RedisServer, jwt_for};
 use serde_json::json;
 
+use crate::load::{Call, Calls};
+
 /// The shards of the events the rows open.
 pub const SHARDS: u32 = 8;
 
@@ -18,6 +22,16 @@ pub const SHARDS: u32 = 8;
 pub struct Buyer {
     pub jwt: String,
     pub token: String,
+}
+
+/// `buyers` (who bought) poll for their order, round after round.
+pub fn polls(event: &EventId, buyers: &[Buyer]) -> Calls {
+    let jwts: Vec<String> = buyers.iter().map(|b| b.jwt.clone()).collect();
+    let path = format!("/api/events/{}/orders/me", event.as_str());
+    Arc::new(move |i: u64| {
+        let jwt = &jwts[(i as usize) % jwts.len()];
+        Some(Call::get(path.clone(), Some(jwt.clone())))
+    })
 }
 
 /// Creates and warms up event `id` with `stock` units over [`SHARDS`] shards, open since a

@@ -6,13 +6,13 @@ use std::process::{Command, Stdio};
 use anyhow::Result;
 use seckill_testkit::{PgServer, RedisServer, repo_root};
 
-use crate::Args;
 use crate::measure::get_loop;
+use crate::options::SuiteArgs;
 use crate::server::{HostProcess, ServerProcess, local_addr};
 use crate::table::Row;
 
 /// The hello rows, and the host's hello req/s (what later rows compare with).
-pub async fn rows(redis: &RedisServer, pg: &PgServer, args: &Args) -> Result<(Vec<Row>, f64)> {
+pub async fn rows(redis: &RedisServer, pg: &PgServer, args: &SuiteArgs) -> Result<(Vec<Row>, f64)> {
     let vars = [
         ("redis_host", redis.host()),
         ("pg_host", pg.host()),
@@ -31,7 +31,7 @@ pub async fn rows(redis: &RedisServer, pg: &PgServer, args: &Args) -> Result<(Ve
 
 /// `wasmtime serve -O pooling-allocator` serving the same hello component; left empty when
 /// `args.wasmtime` is missing.
-async fn wasmtime_serve(args: &Args, hello_rps: f64) -> Result<Row> {
+async fn wasmtime_serve(args: &SuiteArgs, hello_rps: f64) -> Result<Row> {
     let name = "wasmtime serve -O pooling-allocator (48.0.8): hello component";
     let wasmtime = repo_root().join(&args.wasmtime);
     let Ok(version) = Command::new(&wasmtime).arg("--version").output() else {

@@ -65,6 +65,20 @@ impl Call {
     }
 }
 
+/// A step of a buyer's walk, sent by the generator.
+impl From<seckill_testkit::walk::Request> for Call {
+    fn from(request: seckill_testkit::walk::Request) -> Self {
+        Call {
+            method: request.method,
+            path: request.path,
+            bearer: Some(request.bearer),
+            body: request
+                .body
+                .map_or_else(Bytes::new, |b| Bytes::from(b.to_string())),
+        }
+    }
+}
+
 /// The request to send as the `i`-th of a run; `None` ends the run early.
 pub type Calls = Arc<dyn Fn(u64) -> Option<Call> + Send + Sync>;
 

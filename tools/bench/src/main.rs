@@ -17,6 +17,7 @@ mod hello;
 mod load;
 mod measure;
 mod native;
+mod options;
 mod provider;
 mod raw_redis;
 mod routes;
@@ -26,10 +27,9 @@ mod spike;
 mod spin_costs;
 mod table;
 
-use std::time::Duration;
-
 use anyhow::Result;
 use clap::Parser;
+use options::{Only, SuiteArgs};
 use seckill_testkit::{PgServer, RedisServer, TestCa};
 use table::Row;
 
@@ -37,61 +37,13 @@ use table::Row;
 #[derive(Parser)]
 enum Cli {
     /// The benchmark suite: a table of figures measured in one run.
-    Suite(Args),
+    Suite(SuiteArgs),
     /// A simulated sale end to end, with a report and a chart.
     Demo(demo::DemoArgs),
     /// The native baseline server (started by `suite`).
     NativeServe(native::NativeArgs),
     /// A payment provider's hosted checkout (sandbox), confirming payments by signed webhook.
     Provider(provider::ProviderArgs),
-}
-
-/// Settings of the benchmark suite.
-#[derive(clap::Args)]
-struct Args {
-    /// Seconds per row.
-    #[arg(long, default_value_t = 5)]
-    seconds: u64,
-    /// Concurrent keep-alive connections.
-    #[arg(long, default_value_t = 32)]
-    connections: usize,
-    /// Buyers prepared for the buy rows (each buys once).
-    #[arg(long, default_value_t = 60_000)]
-    users: usize,
-    /// Orders in the drain backlog.
-    #[arg(long, default_value_t = 200_000)]
-    backlog: usize,
-    /// `wasmtime` (wasmtime-cli 48.0.8) for the outside reference row; `scripts/bench.sh`
-    /// installs it there on demand. The row is left empty when it is missing.
-    #[arg(long, default_value = ".data/tools/bin/wasmtime")]
-    wasmtime: std::path::PathBuf,
-    /// Run a part only: `hello`, `buy` (hello, time and buy), `drain`, `scale` (one hot
-    /// event's whole sale on 1, 2 and 4 Redis nodes, then a capacity table), `spin-costs` (Spin's costs per
-    /// request of poll, buy, precheck and admission, counted by the host) or `routes` (those
-    /// four routes on our host plain and Spin-faithful, over redis:// and REST, side by side,
-    /// then the counts) or `spike` (the poll in closed loop, then a crowd at 3× its rate, a
-    /// connection each: answered, shed, dropped).
-    #[arg(long, value_enum)]
-    only: Option<Only>,
-}
-
-impl Args {
-    /// How long each row runs.
-    fn duration(&self) -> Duration {
-        Duration::from_secs(self.seconds)
-    }
-}
-
-/// The parts `--only` runs.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Only {
-    Hello,
-    Buy,
-    Scale,
-    Drain,
-    SpinCosts,
-    Routes,
-    Spike,
 }
 
 #[tokio::main]
@@ -105,7 +57,7 @@ async fn main() -> Result<()> {
 }
 
 /// Runs the suite: its servers, then the rows, then the table and what follows it.
-async fn suite(args: Args) -> Result<()> {
+async fn suite(args: SuiteArgs) -> Result<()> {
     // Plain TCP for every row, and a TLS port beside it for the TLS rows.
     let ca = TestCa::new()?;
     let redis = RedisServer::start_tls(&ca)?;
@@ -121,7 +73,7 @@ async fn suite(args: Args) -> Result<()> {
 /// The rows of the parts `args.only` selects (every part by default), in the table's order;
 /// what is printed after the table goes to `after` (the scale part's capacity table).
 async fn rows(
-    args: &Args,
+    args: &SuiteArgs,
     ca: &TestCa,
     redis: &RedisServer,
     pg: &PgServer,
@@ -163,7 +115,7 @@ async fn rows(
 }
 
 /// The scale part's rows; its capacity table goes to `after`.
-async fn scale_rows(pg: &PgServer, args: &Args, after: &mut Vec<String>) -> Result<Vec<Row>> {
+async fn scale_rows(pg: &PgServer, args: &SuiteArgs, after: &mut Vec<String>) -> Result<Vec<Row>> {
     let (rows, capacity) = scale::rows(pg, args).await?;
     after.push(capacity);
     Ok(rows)

@@ -7,9 +7,9 @@ use anyhow::Result;
 use seckill_domain::event::EventId;
 use seckill_testkit::RedisServer;
 
-use crate::Args;
 use crate::fixture::{Buyer, open_event, prepare_buyers};
 use crate::load::{Call, Calls, Report, closed_loop, per_request};
+use crate::options::SuiteArgs;
 use crate::table::Row;
 
 /// Zeroes Redis's command statistics, so that the next count covers one run only.
@@ -18,7 +18,7 @@ pub fn reset_stats(redis: &RedisServer) -> Result<()> {
 }
 
 /// `GET path` in a closed loop.
-pub async fn get_loop(addr: SocketAddr, path: &'static str, args: &Args) -> Result<Report> {
+pub async fn get_loop(addr: SocketAddr, path: &'static str, args: &SuiteArgs) -> Result<Report> {
     let calls: Calls = Arc::new(move |_| Some(Call::get(path, None)));
     closed_loop(addr, args.connections, args.duration(), calls).await
 }
@@ -38,7 +38,7 @@ pub async fn endpoint_row(
     name: &str,
     addr: SocketAddr,
     redis: &RedisServer,
-    args: &Args,
+    args: &SuiteArgs,
     calls: Calls,
 ) -> Result<Row> {
     reset_stats(redis)?;
@@ -58,7 +58,7 @@ pub async fn buy_row(
     redis: &RedisServer,
     buyers: Vec<Buyer>,
     event: &EventId,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Row> {
     endpoint_row(name, addr, redis, args, buys(event, buyers)).await
 }
@@ -69,7 +69,7 @@ pub async fn fresh_buy_row(
     addr: SocketAddr,
     redis: &RedisServer,
     id: &str,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Row> {
     let event = open_event(redis, id, 10_000_000)?;
     let buyers = prepare_buyers(redis, &event, args.users, id)?;

@@ -21,13 +21,13 @@ use seckill_native::NativeStore;
 use seckill_spin_edge::error::ApiError;
 use seckill_testkit::RedisServer;
 
-use crate::Args;
 use crate::measure::fresh_buy_row;
+use crate::options::SuiteArgs;
 use crate::server::{ServerProcess, local_addr};
 use crate::table::Row;
 
 /// The native baseline's row; `wasm_rps` is the host's pooled buy, which the note compares.
-pub async fn row(redis: &RedisServer, wasm_rps: f64, args: &Args) -> Result<Row> {
+pub async fn row(redis: &RedisServer, wasm_rps: f64, args: &SuiteArgs) -> Result<Row> {
     let native = spawn(redis)?;
     let name = "native baseline: the same buy without WASM";
     let mut row = fresh_buy_row(name, native.addr, redis, "native", args).await?;

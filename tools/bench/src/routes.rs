@@ -9,10 +9,10 @@ use anyhow::Result;
 use seckill_testkit::RedisServer;
 use seckill_testkit::rest_facade::RestFacade;
 
-use crate::Args;
 use crate::endpoints;
-use crate::fixture::{open_event, prepare_buyers};
+use crate::fixture::{open_event, polls, prepare_buyers};
 use crate::measure::{buys, endpoint_row};
+use crate::options::SuiteArgs;
 use crate::server::{HostProcess, point_redis_at};
 use crate::spin_costs;
 use crate::table::Row;
@@ -21,7 +21,7 @@ use crate::table::Row;
 pub async fn rows(
     redis: &RedisServer,
     vars: &[(&'static str, String)],
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for rest in [false, true] {
@@ -61,7 +61,7 @@ pub async fn rows(
             let buy = row("buy", buys(&event, buyers.clone())).await?;
             // Those who bought poll for their order.
             let bought = (buy.requests() as usize).clamp(1, buyers.len());
-            let poll = row("poll", endpoints::poll(&event, &buyers[..bought])).await?;
+            let poll = row("poll", polls(&event, &buyers[..bought])).await?;
             rows.extend([admission, precheck, buy, poll]);
         }
     }

@@ -1,8 +1,8 @@
 //! The `scale` part: one hot event on 1, 2 and 4 `redis-server` nodes. Its [`SHARDS`] stock
 //! shards are placed on the nodes by rendezvous hashing of (event, shard)
 //! (`crates/domain/src/nodes.rs`), so the one event spans every node. Every buyer goes through
-//! the sale on the host, route after route, each route a phase of its own: admission, precheck,
-//! buy, poll (with `?shards=`), [`BUYERS_PER_UNIT`] buyers per unit so that the buy phase sells
+//! the sale on the host, route after route, each route a phase of its own: the walk's
+//! (`seckill_testkit::walk`) admission, precheck, buy, poll (with `?shards=`), [`BUYERS_PER_UNIT`] buyers per unit so that the buy phase sells
 //! out. A row per node count: each node's share of the scripts (`INFO commandstats`), scripts
 //! per request and per accepted buy, the host's CPU per request, and `redis-benchmark`'s
 //! ceiling for `buy.lua` on each node, summed. The host runs its cron triggers, as deployed (the
@@ -18,12 +18,13 @@ use anyhow::{Result, bail};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::{admin, auth, clock, nodes, sale};
-use seckill_testkit::{PgServer, RedisServer, jwt_for, repo_root};
-use serde_json::{Value, json};
+use seckill_testkit::walk::{Buyer, Reply, Request};
+use seckill_testkit::{PgServer, RedisServer, repo_root};
+use serde_json::Value;
 
-use crate::Args;
 use crate::fixture::{connect, open_event_on, redis_url};
 use crate::load::{Call, Calls, Keep, Report, closed_loop_keeping, per_request};
+use crate::options::SuiteArgs;
 use crate::raw_redis;
 use crate::server::HostProcess;
 use crate::table::Row;
@@ -43,7 +44,7 @@ const CEILING_REQUESTS: u64 = 30_000;
 const PROBE_PAUSE: Duration = Duration::from_millis(2);
 
 /// The rows, one per node count, and the capacity table (printed after the table).
-pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
+pub async fn rows(pg: &PgServer, args: &SuiteArgs) -> Result<(Vec<Row>, String)> {
     pg.migrate().await?;
     let max = NODE_COUNTS.iter().copied().max().unwrap_or(1);
     let servers: Vec<RedisServer> = (0..max)
@@ -75,10 +76,9 @@ pub async fn rows(pg: &PgServer, args: &Args) -> Result<(Vec<Row>, String)> {
     Ok((rows, table))
 }
 
-/// A buyer of the sale: name, shop JWT, admission token (computed: checking one needs no Redis).
+/// A buyer of the sale and their admission token (computed: checking one needs no Redis).
 struct Shopper {
-    user: String,
-    jwt: String,
+    buyer: Buyer,
     admission: String,
 }
 
@@ -120,7 +120,7 @@ struct Probed {
 struct Bench<'a> {
     host: HostProcess,
     nodes: &'a [&'a RedisServer],
-    args: &'a Args,
+    args: &'a SuiteArgs,
 }
 
 impl Bench<'_> {
@@ -169,7 +169,7 @@ async fn sale_over(
     nodes: &[&RedisServer],
     ceilings: &[f64],
     pg: &PgServer,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<(Row, Figures)> {
     let n = nodes.len();
     eprintln!("scale: one hot event on {n} Redis node(s): admission, precheck, buy, poll…");
@@ -262,38 +262,32 @@ async fn journey(
             .map(|i| {
                 let user = format!("{id}u{i}");
                 Shopper {
-                    jwt: jwt_for(&user),
                     admission: auth::admission_token(secret, id, &user, &terms),
-                    user,
+                    buyer: Buyer::new(id, &user, Some(SHARDS)),
                 }
             })
             .collect(),
     );
-    let route = |name: &str| format!("/api/events/{id}/{name}?shards={SHARDS}");
     let nothing: Keep = Arc::new(|_, _, _| {});
 
-    let path = route("admission");
-    let admission = each(&shoppers, move |s| {
-        Call::post(&path, Some(s.jwt.clone()), &json!({}))
-    });
+    let admission = each(&shoppers, |s| s.buyer.unsolved_admission_request());
     let admission = bench.phase(admission, nothing.clone(), None).await?;
 
-    let path = route("precheck");
-    let precheck = each(&shoppers, move |s| {
-        let body = json!({ "admission_token": s.admission });
-        Call::post(&path, Some(s.jwt.clone()), &body)
-    });
+    let precheck = each(&shoppers, |s| s.buyer.precheck_request(&s.admission));
     let tokens: Arc<Mutex<Vec<Option<String>>>> = Arc::new(Mutex::new(vec![None; buyers]));
     let keep_token: Keep = {
         let tokens = tokens.clone();
         Arc::new(move |i, status, body| {
-            let token = serde_json::from_slice::<Value>(body)
-                .ok()
-                .and_then(|v| v["purchase_token"].as_str().map(str::to_owned));
-            if let (200, Some(t), Some(slot)) =
-                (status, token, tokens.lock().unwrap().get_mut(i as usize))
-            {
-                *slot = Some(t);
+            let reply = Reply {
+                status,
+                body: serde_json::from_slice(body).unwrap_or(Value::Null),
+                retry_after_s: None,
+            };
+            if let (Ok(token), Some(slot)) = (
+                reply.purchase_token(),
+                tokens.lock().unwrap().get_mut(i as usize),
+            ) {
+                *slot = Some(token);
             }
         })
     };
@@ -313,7 +307,7 @@ async fn journey(
         event: event.clone(),
         queue: queue.clone(),
     };
-    let buy = queue.calls(route("buy"));
+    let buy = queue.calls();
     // When each buy was answered, and how: a 503 answered before the last accepted buy was a
     // "try again" while stock was left (that last unit was still there).
     let answers: Arc<Mutex<Vec<(Instant, u16)>>> = Arc::default();
@@ -329,19 +323,18 @@ async fn journey(
         .filter(|(at, status)| *status == 503 && last_sale.is_some_and(|last| *at < last))
         .count() as u64;
 
-    let path = route("orders/me");
-    let poll = each(&shoppers, move |s| Call::get(&path, Some(s.jwt.clone())));
+    let poll = each(&shoppers, |s| s.buyer.poll_request());
     let poll = bench.phase(poll, nothing, None).await?;
     Ok(([admission, precheck, buy, poll], try_again_with_stock))
 }
 
-/// Each shopper once, in order: `call(shopper)`.
+/// Each shopper once, in order: the walk's `request(shopper)`.
 fn each(
     shoppers: &Arc<Vec<Shopper>>,
-    call: impl Fn(&Shopper) -> Call + Send + Sync + 'static,
+    request: impl Fn(&Shopper) -> Request + Send + Sync + 'static,
 ) -> Calls {
     let shoppers = shoppers.clone();
-    Arc::new(move |i| shoppers.get(i as usize).map(&call))
+    Arc::new(move |i| shoppers.get(i as usize).map(|s| Call::from(request(s))))
 }
 
 /// The buyers holding a purchase token, taken in turn by the host's connections and the probe.
@@ -359,12 +352,12 @@ impl Queue {
         Some((&self.shoppers[*s], token))
     }
 
-    /// The buys over HTTP, at `path`, from the queue.
-    fn calls(self: &Arc<Self>, path: String) -> Calls {
+    /// The buys over HTTP, from the queue.
+    fn calls(self: &Arc<Self>) -> Calls {
         let queue = self.clone();
         Arc::new(move |_| {
             let (s, token) = queue.take()?;
-            Some(Call::buy(&path, &s.jwt, token))
+            Some(Call::from(s.buyer.buy_request(token)))
         })
     }
 }
@@ -390,7 +383,7 @@ impl Probe {
                 };
                 probed.requests += 1;
                 let now = clock::now_ms();
-                match sale::buy(&nodes, &self.event, SHARDS, &s.user, token, now) {
+                match sale::buy(&nodes, &self.event, SHARDS, &s.buyer.user, token, now) {
                     Ok(bought) => probed.trips.push(bought.round_trips),
                     // Sold out, or "try again" from a tail that found its candidates empty.
                     Err(e) if matches!(e.code(), ErrorCode::SoldOut | ErrorCode::Unavailable) => {}
@@ -531,12 +524,13 @@ const SPIKE_UNITS: f64 = 200_000.0;
 /// What one Upstash database is taken to serve.
 const UPSTASH_COMMANDS_PER_S: f64 = 10_000.0;
 /// The most shards an event can have: the spike's item uses them all.
-const MAX_SHARDS: u32 = 256;
+const MAX_SHARDS: u32 = *seckill_domain::event::SHARD_COUNTS.end();
 
 /// The busiest of `shards` home shards' share of buyers over an even one, over a million ids
 /// of each realistic kind (the worst kind): a shard's buyers are its load.
 fn busiest_home_shard(shards: u32) -> f64 {
-    use seckill_domain::ids::{ID_KINDS, home_shard, realistic_ids};
+    use seckill_domain::ids::home_shard;
+    use seckill_testkit::{ID_KINDS, realistic_ids};
     ID_KINDS
         .iter()
         .map(|kind| {

@@ -12,11 +12,10 @@ use anyhow::Result;
 use seckill_host::http_trigger::SHED_MESSAGE;
 use seckill_testkit::{RedisServer, jwt_for};
 
-use crate::Args;
-use crate::endpoints;
-use crate::fixture::{Buyer, open_event};
+use crate::fixture::{Buyer, open_event, polls};
 use crate::load::{Calls, percentile, send};
 use crate::measure::endpoint_row;
+use crate::options::SuiteArgs;
 use crate::server::HostProcess;
 use crate::table::Row;
 
@@ -46,7 +45,7 @@ fn is_shed(body: &[u8]) -> bool {
 pub async fn rows(
     redis: &RedisServer,
     vars: &[(&'static str, String)],
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Vec<Row>> {
     let host = HostProcess::start("spin.toml", vars, false)?;
     let event = open_event(redis, "spike", 1_000_000)?;
@@ -56,7 +55,7 @@ pub async fn rows(
             token: String::new(),
         })
         .collect();
-    let calls = endpoints::poll(&event, &buyers);
+    let calls = polls(&event, &buyers);
     let sustained = endpoint_row("poll end to end", host.addr, redis, args, calls.clone()).await?;
     let rps = sustained.rps();
     Ok(vec![sustained, row("poll", host.addr, calls, rps).await?])

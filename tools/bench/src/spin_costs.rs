@@ -1,55 +1,52 @@
 //! The `spin-costs` part: what one request of each hot route would cost real Spin 3.6.3 in work
 //! our host does once at startup — variable lookups, outbound opens, allowed-host entries
 //! parsed — as the host counts it (`seckill_host::spin_costs`, which cites Spin's files). These
-//! are counts, not timings, and the same for every request of a route: one buyer's way through
-//! the sale on a host in this process gives them exactly, over `redis://` and over REST.
+//! are counts, not timings, and the same for every request of a route: one buyer's walk through
+//! the sale (`seckill_testkit::walk_costs`) on a host in this process gives them exactly, over `redis://` and over REST.
 //! `tests/tests/spin_costs.rs` pins them.
 
-use std::future::Future;
-
-use anyhow::{Result, bail, ensure};
-use reqwest::Method;
-use seckill_host::{SpinCostTotals, SpinCosts};
-use seckill_testkit::{TestApp, jwt_for};
-use serde_json::{Value, json};
+use anyhow::{Result, ensure};
+use seckill_host::SpinCosts;
+use seckill_testkit::{Costed, TestApp, walk_costs};
+use serde_json::json;
 
 use crate::table::Row;
 
-/// The routes measured, with the component each names.
-const ROUTES: [(&str, &str); 4] = [
-    ("admission", "issue-token"),
-    ("precheck", "precheck"),
-    ("buy", "buy"),
-    ("poll", "poll"),
-];
-
-/// One row per route: its costs over `redis://`, then over REST.
+/// One row per step of a buyer's walk: its costs over `redis://`, then over REST.
 pub async fn rows(vars: &[(&'static str, String)]) -> Result<Vec<Row>> {
-    let redis = per_route("spin.toml", vars, false).await?;
-    let rest = per_route("spin.toml", vars, true).await?;
-    Ok(ROUTES
+    let redis = per_step("spin.toml", vars, false).await?;
+    let rest = per_step("spin.toml", vars, true).await?;
+    ensure!(
+        redis.len() == rest.len(),
+        "the walks differ: {redis:?} {rest:?}"
+    );
+    Ok(redis
         .iter()
-        .zip(redis.iter().zip(&rest))
-        .map(|((route, component), (redis, rest))| {
-            let rest = match rest == redis {
+        .zip(&rest)
+        .map(|(redis, rest)| {
+            let rest = match rest.totals == redis.totals {
                 true => "the same".to_owned(),
-                false => describe(rest),
+                false => describe(&rest.totals.costs),
             };
             Row::noted(
-                format!("Spin's costs per request: {route} ({component})"),
-                format!("redis://: {}; REST: {rest};", describe(redis)),
+                format!(
+                    "Spin's costs per request: {} ({})",
+                    redis.step.name(),
+                    redis.component
+                ),
+                format!("redis://: {}; REST: {rest};", describe(&redis.totals.costs)),
             )
         })
         .collect())
 }
 
-/// `manifest` served in this process, over REST or not: each route's costs per request, in
-/// [`ROUTES`] order.
-async fn per_route(
+/// `manifest` served in this process, over REST or not: each step's costs per request, in
+/// the walk's order.
+async fn per_step(
     manifest: &str,
     vars: &[(&'static str, String)],
     rest: bool,
-) -> Result<Vec<SpinCosts>> {
+) -> Result<Vec<Costed>> {
     let mut builder = TestApp::builder(manifest).vars(vars);
     if rest {
         builder = builder.over_rest();
@@ -66,61 +63,8 @@ async fn per_route(
     };
     app.open_event(event, json!({ "stock": 10 })).await?;
     // The first buyer loads the scripts (over REST, EVALSHA → NOSCRIPT → EVAL: two requests).
-    buyer(&app, event, "warm-up").await?;
-    buyer(&app, event, "buyer").await
-}
-
-/// `user`'s way through the sale, each route run alone: what its one instance cost, in
-/// [`ROUTES`] order.
-async fn buyer(app: &TestApp, event: &str, user: &str) -> Result<Vec<SpinCosts>> {
-    let jwt = jwt_for(user);
-    let path = |route: &str| format!("/api/events/{event}/{route}");
-    let (admission, body) = measured(
-        app,
-        "issue-token",
-        app.call(Method::POST, &path("admission"), Some(&jwt), None),
-    )
-    .await?;
-    let admission_token = json!({ "admission_token": body["admission_token"] });
-    let (precheck, body) = measured(
-        app,
-        "precheck",
-        app.call(
-            Method::POST,
-            &path("precheck"),
-            Some(&jwt),
-            Some(&admission_token),
-        ),
-    )
-    .await?;
-    let token = body["purchase_token"].as_str().unwrap_or_default();
-    let (buy, _) = measured(app, "buy", app.buy(event, user, token)).await?;
-    let (poll, _) = measured(
-        app,
-        "poll",
-        app.call(Method::GET, &path("orders/me"), Some(&jwt), None),
-    )
-    .await?;
-    Ok(vec![admission, precheck, buy, poll])
-}
-
-/// Runs `request` alone: what its one instance of `component` cost, and its body.
-async fn measured(
-    app: &TestApp,
-    component: &str,
-    request: impl Future<Output = Result<(u16, Value)>>,
-) -> Result<(SpinCosts, Value)> {
-    app.app.reset_spin_costs();
-    let (status, body) = request.await?;
-    ensure!([200, 202].contains(&status), "{component}: {status} {body}");
-    let instances: u64 = app.app.spin_costs().iter().map(|(_, t)| t.instances).sum();
-    match app.app.spin_costs_of(component) {
-        Some(SpinCostTotals {
-            instances: 1,
-            costs,
-        }) if instances == 1 => Ok((costs, body)),
-        totals => bail!("{component}: {totals:?}, {instances} instances in all (one expected)"),
-    }
+    walk_costs(&app, event, "warm-up").await?;
+    walk_costs(&app, event, "buyer").await
 }
 
 /// `19 variable lookups (3 gets), 1 outbound open, 4 allowed-host entries parsed`.

@@ -11,13 +11,14 @@ use seckill_host::tls::TlsTrust;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
-use crate::auth::{ADMIN_TOKEN, jwt_for};
+use crate::auth::ADMIN_TOKEN;
 use crate::manifests::{fold_settings, is_product};
 use crate::record::{Exchange, record_exchange};
 use crate::rest_facade::RestFacade;
 use crate::support::repo_root;
 use crate::tls::TestCa;
 use crate::transport::{over_rest, rest_transport};
+use crate::walk::{Buyer, Client, Reply, Request};
 
 /// Guest instances a test app may have alive at once: fewer than the sale tests' 512 buyers in
 /// flight, so a spike queues for instances as it would on a busy host.
@@ -291,8 +292,8 @@ impl TestApp {
         if let Some(body) = body {
             req = req.json(body);
         }
-        let (status, bytes) = self.exchange(req, method.as_str(), path, body).await?;
-        Ok((status, body_json(&bytes)))
+        let exchanged = self.exchange(req, method.as_str(), path, body).await?;
+        Ok((exchanged.status, body_json(&exchanged.body)))
     }
 
     /// The trust a host needs for this app's REST facades (their CA), when it has any.
@@ -377,6 +378,13 @@ impl TestApp {
         Ok(resp)
     }
 
+    /// `user` buying at `event`, with the event's shard count as the storefront sends it when
+    /// this app created the event.
+    pub fn buyer(&self, event: &str, user: &str) -> Buyer {
+        let shards = self.shards.lock().unwrap().get(event).map(|&n| n as u32);
+        Buyer::new(event, user, shards)
+    }
+
     /// A proof-of-work challenge for `user`, solved as a client solves it: the challenge's
     /// JSON body (`challenge`, `nonce`) for the admission route, or the refusal.
     pub async fn solved_challenge(
@@ -384,68 +392,25 @@ impl TestApp {
         event: &str,
         user: &str,
     ) -> Result<Result<Value, (u16, Value)>> {
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                &self.sale_path(event, "admission/challenge"),
-                Some(&jwt_for(user)),
-                None,
-            )
-            .await?;
-        if status != 200 {
-            return Ok(Err((status, body)));
-        }
-        let challenge = body["challenge"].as_str().unwrap_or_default();
-        let difficulty = body["difficulty"].as_u64().unwrap_or(0) as u32;
-        let nonce = crate::pow::solve(challenge, difficulty);
-        Ok(Ok(
-            serde_json::json!({ "challenge": challenge, "nonce": nonce }),
-        ))
+        let solved = self.buyer(event, user).solved_challenge(self).await?;
+        Ok(solved.map_err(Into::into))
     }
 
-    /// Admission as the storefront asks it: a challenge, solved, then the admission route.
+    /// Admission as the storefront asks it ([`Buyer::admission_reply`]).
     pub async fn admission(&self, event: &str, user: &str) -> Result<(u16, Value)> {
-        let solution = match self.solved_challenge(event, user).await? {
-            Ok(solution) => solution,
-            Err(refused) => return Ok(refused),
-        };
-        self.call(
-            reqwest::Method::POST,
-            &self.sale_path(event, "admission"),
-            Some(&jwt_for(user)),
-            Some(&solution),
-        )
-        .await
+        let reply = self.buyer(event, user).admission_reply(self).await?;
+        Ok(reply.into())
     }
 
-    /// A buyer's whole way in: admission token, then precheck. Returns the purchase token, or
-    /// the failing step's status and body.
+    /// A buyer's whole way in: admission, then precheck. Returns the purchase token, or the
+    /// failing step's status and body.
     pub async fn admit_and_precheck(
         &self,
         event: &str,
         user: &str,
     ) -> Result<Result<String, (u16, Value)>> {
-        let jwt = jwt_for(user);
-        let (status, body) = self.admission(event, user).await?;
-        if status != 200 {
-            return Ok(Err((status, body)));
-        }
-        let admission = serde_json::json!({ "admission_token": body["admission_token"] });
-        let (status, body) = self
-            .call(
-                reqwest::Method::POST,
-                &self.sale_path(event, "precheck"),
-                Some(&jwt),
-                Some(&admission),
-            )
-            .await?;
-        if status != 200 {
-            return Ok(Err((status, body)));
-        }
-        Ok(Ok(body["purchase_token"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()))
+        let token = self.buyer(event, user).admit_and_precheck(self).await?;
+        Ok(token.map_err(Into::into))
     }
 
     /// The payment provider, delivering its webhooks to this app.
@@ -457,35 +422,16 @@ impl TestApp {
         )
     }
 
-    /// `user` pays `order` of `event` as a buyer does: the pay route starts the payment, the
-    /// provider charges it and confirms it by webhook. Returns the pay route's refusal, or the
-    /// webhook's answer (`outcome`).
+    /// `user` pays `order` of `event` as a buyer does ([`Buyer::pay`]).
     pub async fn pay(&self, event: &str, user: &str, order: &str) -> Result<(u16, Value)> {
-        let (status, payment) = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/api/events/{event}/orders/{order}/pay"),
-                Some(&jwt_for(user)),
-                None,
-            )
-            .await?;
-        if status != 200 || payment["status"] != "pending" {
-            return Ok((status, payment));
-        }
-        let delivered = self.provider().pay(&payment).await?;
-        Ok((delivered.status, delivered.body))
+        let buyer = self.buyer(event, user);
+        Ok(buyer.pay(self, &self.provider(), order).await?.into())
     }
 
     /// A buy with a purchase token.
     pub async fn buy(&self, event: &str, user: &str, purchase_token: &str) -> Result<(u16, Value)> {
-        let body = serde_json::json!({ "purchase_token": purchase_token });
-        self.call(
-            reqwest::Method::POST,
-            &self.sale_path(event, "buy"),
-            Some(&jwt_for(user)),
-            Some(&body),
-        )
-        .await
+        let request = self.buyer(event, user).buy_request(purchase_token);
+        Ok(self.send(request).await?.into())
     }
 
     /// A buy sent again while it is answered 503 (its tail found no unit yet while other
@@ -508,8 +454,11 @@ impl TestApp {
     /// `GET path`, returning status and body text.
     pub async fn get(&self, path: &str) -> Result<(u16, String)> {
         let req = self.http.get(format!("{}{path}", self.base_url));
-        let (status, bytes) = self.exchange(req, "GET", path, None).await?;
-        Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+        let exchanged = self.exchange(req, "GET", path, None).await?;
+        Ok((
+            exchanged.status,
+            String::from_utf8_lossy(&exchanged.body).into_owned(),
+        ))
     }
 
     /// `GET path` whose body must be JSON.
@@ -528,14 +477,17 @@ impl TestApp {
         method: &str,
         path: &str,
         request: Option<&Value>,
-    ) -> Result<(u16, bytes::Bytes)> {
+    ) -> Result<Exchanged> {
         let resp = req.send().await?;
         let status = resp.status().as_u16();
-        let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let header = |name| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header(reqwest::header::CONTENT_TYPE);
+        let retry_after_s = header(reqwest::header::RETRY_AFTER).and_then(|v| v.parse().ok());
         let bytes = resp.bytes().await?;
         if self.records {
             record_exchange(&Exchange {
@@ -547,7 +499,43 @@ impl TestApp {
                 response: &String::from_utf8_lossy(&bytes),
             });
         }
-        Ok((status, bytes))
+        Ok(Exchanged {
+            status,
+            retry_after_s,
+            body: bytes,
+        })
+    }
+}
+
+/// What came back for a request.
+struct Exchanged {
+    status: u16,
+    retry_after_s: Option<u64>,
+    body: bytes::Bytes,
+}
+
+/// The tests' buyers walk over the app's client, recorded as any call is.
+impl Client for TestApp {
+    async fn send(&self, request: Request) -> Result<Reply> {
+        let mut req = self
+            .http
+            .request(
+                request.method.clone(),
+                format!("{}{}", self.base_url, request.path),
+            )
+            .bearer_auth(&request.bearer);
+        if let Some(body) = &request.body {
+            req = req.json(body);
+        }
+        let method = request.method.as_str();
+        let exchanged = self
+            .exchange(req, method, &request.path, request.body.as_ref())
+            .await?;
+        Ok(Reply {
+            status: exchanged.status,
+            body: body_json(&exchanged.body),
+            retry_after_s: exchanged.retry_after_s,
+        })
     }
 }
 
@@ -559,14 +547,11 @@ fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
-/// `SECKILL_REDIS_NODES=N` (test.sh's run of the sale and order suites over several nodes): a
-/// product manifest's one Redis node becomes N — the test's own first, then N − 1 started here —
-/// so every event's shards spread over N real `redis-server`s. Returns the started nodes.
+/// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::switches())): a product
+/// manifest's one Redis node becomes N — the test's own first, then N − 1 started here — so
+/// every event's shards spread over N real `redis-server`s. Returns the started nodes.
 fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::RedisServer>> {
-    let n: usize = match std::env::var("SECKILL_REDIS_NODES") {
-        Ok(v) => v.parse().context("SECKILL_REDIS_NODES is a node count")?,
-        Err(_) => return Ok(Vec::new()),
-    };
+    let n = crate::switches::switches().redis_nodes;
     let own = redis_urls(vars);
     if n <= 1 || own.len() != 1 {
         return Ok(Vec::new());

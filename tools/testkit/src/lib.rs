@@ -9,10 +9,16 @@
 //! - `manifests` — which manifest to serve and its variables ([`app_vars`], [`over_nodes`], …);
 //! - `auth` — the test secrets and [`jwt_for`]; `tls` — [`TestCa`];
 //! - [`pow`] — the client's side of the admission gate's proof of work;
+//! - `realistic_ids` — test data: [`realistic_ids`] of each of the [`ID_KINDS`];
 //! - [`provider`] — the payment provider's side: charges, signed webhooks, redeliveries;
+//! - [`walk`] — a buyer's walk through the sale (challenge, admission, precheck, buy, poll,
+//!   pay), over any [`walk::Client`]: the tests', the bench's and the demo's one walk;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
 //! - `record` — the API exchange recorder behind the OpenAPI check;
+//! - `switches` — [`switches`]: the suite's manifest, transport and node count, from the
+//!   environment;
 //! - `support` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness;
+//! - `spin_costs` — [`walk_costs`]: what each request of a walk would cost real Spin;
 //! - `scratch` — where the servers keep their data (in memory when there is room).
 //!
 //! Imports go one way: `support`, `scratch`, `tls`, `auth` and `record` use no other module;
@@ -25,13 +31,17 @@ mod manifests;
 mod pg_server;
 pub mod pow;
 pub mod provider;
+mod realistic_ids;
 mod record;
 mod redis_server;
 pub mod rest_facade;
 mod scratch;
+mod spin_costs;
 mod support;
+mod switches;
 mod tls;
 mod transport;
+pub mod walk;
 
 pub use app::{TEST_POW_DIFFICULTY, TestApp, TestAppBuilder};
 pub use auth::{
@@ -44,7 +54,10 @@ pub use manifests::{
 };
 pub use pg_server::PgServer;
 pub use provider::{PAYMENT_WEBHOOK_SECRET, Provider};
+pub use realistic_ids::{ID_KINDS, realistic_ids};
 pub use redis_server::{Monitor, RedisServer};
+pub use spin_costs::{Costed, walk_costs};
 pub use support::{free_port, repo_root};
+pub use switches::{Switches, switches};
 pub use tls::TestCa;
 pub use transport::rest_transport;

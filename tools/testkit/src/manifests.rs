@@ -9,18 +9,10 @@ use crate::redis_server::RedisServer;
 use crate::support::repo_root;
 
 /// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
-/// the one `SECKILL_MANIFEST` names. The test command runs a whole sale and the job routes
-/// again over `spin.http.toml`, the manifest every platform accepts.
+/// `spin.http.toml`, the manifest every platform accepts, as `SECKILL_MANIFEST` (one of the
+/// suite's [`switches`](crate::switches())) says.
 pub fn product_manifest() -> &'static str {
-    static MANIFEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    MANIFEST.get_or_init(|| {
-        let m = std::env::var("SECKILL_MANIFEST").unwrap_or_else(|_| "spin.toml".into());
-        assert!(
-            is_product(&m),
-            "SECKILL_MANIFEST must be spin.toml or spin.http.toml, not {m}"
-        );
-        m
-    })
+    &crate::switches::switches().manifest
 }
 
 /// Whether `manifest` is one of the product's, whose routes `api/openapi.yaml` describes and

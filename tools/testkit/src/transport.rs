@@ -6,14 +6,10 @@ use anyhow::Result;
 use crate::rest_facade::RestFacade;
 use crate::tls::TestCa;
 
-/// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`); the test
-/// command runs a representative subset both ways (scripts/test.sh).
+/// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`, one of the
+/// suite's [`switches`](crate::switches())).
 pub fn rest_transport() -> bool {
-    match std::env::var("SECKILL_TRANSPORT").as_deref() {
-        Ok("rest") => true,
-        Ok("redis") | Err(_) => false,
-        Ok(other) => panic!("SECKILL_TRANSPORT is redis or rest, not {other}"),
-    }
+    crate::switches::switches().rest
 }
 
 /// Puts a REST facade (certificate from a new CA) in front of every `redis://` node of `vars`

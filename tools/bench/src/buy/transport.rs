@@ -8,8 +8,8 @@ use anyhow::Result;
 use seckill_testkit::rest_facade::RestFacade;
 use seckill_testkit::{RedisServer, TestCa};
 
-use crate::Args;
 use crate::measure::fresh_buy_row;
+use crate::options::SuiteArgs;
 use crate::server::{HostProcess, point_redis_at};
 use crate::table::Row;
 
@@ -19,7 +19,7 @@ pub async fn rows(
     ca: &TestCa,
     vars: &[(&'static str, String)],
     pooled: (f64, f64),
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Vec<Row>> {
     let faithful = HostProcess::start("spin.toml", vars, true)?;
     let name = "buy end to end, Spin-faithful (new TCP connection per request)";
@@ -57,7 +57,7 @@ async fn compared(
     id: &str,
     redis: &RedisServer,
     pooled_rps: f64,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Row> {
     let (mut row, _) = host
         .measured(fresh_buy_row(name, host.addr, redis, id, args))
@@ -75,7 +75,7 @@ async fn rest_row(
     vars: &[(&'static str, String)],
     pooled: (f64, f64),
     tls_new_rps: f64,
-    args: &Args,
+    args: &SuiteArgs,
 ) -> Result<Row> {
     let facade = match tls {
         true => RestFacade::start(&redis.url(), ca, "bench-token").await?,

@@ -31,6 +31,7 @@ use serde_json::Value;
 
 use crate::load::{Call, send};
 use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
+use seckill_testkit::walk::{Buyer, Client, Reply, Request};
 
 /// Settings of a simulated sale.
 #[derive(clap::Args, Clone)]
@@ -120,10 +121,10 @@ impl Sale {
         }
     }
 
-    /// A buyer route (admission, precheck, buy, poll) with the `?shards=` hint that finds the
-    /// buyer's home shard at once.
-    fn hinted(&self, route: &str) -> String {
-        format!("{route}?shards={}", self.shards)
+    /// `user` buying at the event, with the `?shards=` hint that finds their home shard at
+    /// once.
+    fn buyer(&self, user: &str) -> Buyer {
+        Buyer::new(EVENT, user, Some(self.shards))
     }
 
     /// Records that `phase` begins now.
@@ -169,12 +170,14 @@ impl Sale {
 /// How long a buyer's browser waits for an answer before it gives up on the request.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// An answer, as a buyer's page reads it.
-struct Reply {
-    status: u16,
-    retry_after_s: Option<u64>,
-    /// The JSON body (null if it is not JSON).
-    body: Value,
+/// The buyers walk over the recording client: a request that got no answer is an error.
+impl Client for Sale {
+    async fn send(&self, request: Request) -> Result<Reply> {
+        let endpoint = request.step.name();
+        self.ask(endpoint, Call::from(request))
+            .await
+            .ok_or_else(|| anyhow::anyhow!("{endpoint}: no answer"))
+    }
 }
 
 /// Who gave a `503`: the host in its own words (`raw`), or the app by its error message.
@@ -213,15 +216,6 @@ fn failure_kind(e: &anyhow::Error) -> &'static str {
         }
     }
     "other"
-}
-
-/// A buyer's POST to `/api/events/{EVENT}/{route}`, with their JWT and a JSON body.
-fn post(route: &str, jwt: &str, body: Value) -> Call {
-    Call::post(
-        format!("/api/events/{EVENT}/{route}"),
-        Some(jwt.to_owned()),
-        &body,
-    )
 }
 
 /// Runs `f` on every item, `n` at a time; returns the results in the order they finished.

@@ -7,19 +7,16 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use seckill_testkit::jwt_for;
-use serde_json::json;
+use seckill_testkit::walk::{Answer, Buyer, Reply};
 
 use super::recorder::{Phase, say};
 use super::setup::server_now_ms;
-use super::{DemoArgs, EVENT, Reply, Sale, each, post};
-use crate::load::Call;
+use super::{DemoArgs, Sale, each};
 
 /// A buyer holding an admission token.
 #[derive(Clone)]
 pub struct Admitted {
-    pub user: String,
-    pub jwt: String,
+    pub buyer: Buyer,
     pub admission: String,
 }
 
@@ -59,9 +56,15 @@ enum Step<T> {
 }
 
 impl<T> Step<T> {
-    /// "Come back later" for `reply` (`None`: no answer came).
-    fn later(reply: Option<&Reply>) -> Self {
-        Step::Later(reply.and_then(|r| r.retry_after_s))
+    /// What a step of the walk came to, as the storefront reads it: done; "come back later"
+    /// (`503`, `429`, with its `Retry-After`) or no answer (`Err`); over for anything else.
+    fn of(answer: anyhow::Result<Answer<T>>) -> Self {
+        match answer {
+            Ok(Ok(t)) => Step::Done(t),
+            Ok(Err(reply)) if reply.says_later() => Step::Later(reply.retry_after_s),
+            Ok(Err(_)) => Step::Over,
+            Err(_) => Step::Later(None),
+        }
     }
 }
 
@@ -89,44 +92,14 @@ impl Sale {
         ));
         let users: Vec<(usize, String)> = (0..users).map(|i| (i, format!("buyer{i}"))).collect();
         let admitted: Vec<Admitted> = each(users, 64, |(i, user)| async move {
-            let jwt = jwt_for(&user);
+            let buyer = self.buyer(&user);
+            // The storefront's way: a challenge, solved, then admission.
             let admission = self
                 .retrying("admission", i as u64, || async {
-                    // The storefront's way: a challenge, solved, then admission.
-                    let call = post(&self.hinted("admission/challenge"), &jwt, json!({}));
-                    let reply = self.ask("challenge", call).await;
-                    let Some(Reply {
-                        status: 200, body, ..
-                    }) = reply.as_ref()
-                    else {
-                        return match reply.as_ref().map(|r| r.status) {
-                            Some(503 | 429) | None => Step::later(reply.as_ref()),
-                            Some(_) => Step::Over,
-                        };
-                    };
-                    let challenge = body["challenge"].as_str().unwrap_or_default();
-                    let difficulty = body["difficulty"].as_u64().unwrap_or(0) as u32;
-                    let nonce = seckill_testkit::pow::solve(challenge, difficulty);
-                    let solution = json!({ "challenge": challenge, "nonce": nonce });
-                    let call = post(&self.hinted("admission"), &jwt, solution);
-                    let reply = self.ask("admission", call).await;
-                    match reply.as_ref().map(|r| r.status) {
-                        Some(200) => Step::Done(
-                            reply.as_ref().expect("answered").body["admission_token"]
-                                .as_str()
-                                .unwrap_or_default()
-                                .to_owned(),
-                        ),
-                        Some(503 | 429) | None => Step::later(reply.as_ref()),
-                        Some(_) => Step::Over,
-                    }
+                    Step::of(buyer.admission(self).await)
                 })
                 .await?;
-            Some(Admitted {
-                user,
-                jwt,
-                admission,
-            })
+            Some(Admitted { buyer, admission })
         })
         .await
         .into_iter()
@@ -173,7 +146,7 @@ impl Sale {
             tasks.push(tokio::spawn(async move {
                 tokio::time::sleep(jitter).await;
                 let won = sale.journey(i as u64, &buyer, clicks, payer, window).await;
-                won.map(|w| (buyer.user, w))
+                won.map(|w| (buyer.buyer.user, w))
             }));
         }
         let mut winners = Winners::new();
@@ -218,12 +191,12 @@ impl Sale {
         }
         let mut won = won?;
         let deadline = won.at + window;
-        if self.landed(seed, buyer, &won.order, deadline).await {
+        if self.landed(seed, &buyer.buyer, &won.order, deadline).await {
             won.landed_after = Some(won.at.elapsed());
             if payer {
                 // A moment to read the page and press "pay": 0.5–2 s.
                 tokio::time::sleep(Duration::from_millis(500 + seed * 6_007 % 1_500)).await;
-                won.paid = self.pay(seed, buyer, &won.order).await;
+                won.paid = self.pay(seed, &buyer.buyer, &won.order).await;
                 won.paid_after = won.paid.then(|| won.at.elapsed());
             }
         }
@@ -231,58 +204,33 @@ impl Sale {
     }
 
     /// One click: precheck, then buy with the purchase token, each retried as the storefront
-    /// retries. Returns the order id on a `202`.
-    async fn click(&self, seed: u64, buyer: &Admitted) -> Option<String> {
+    /// retries (the purchase token stays valid over a `503`: the same click goes on). Returns
+    /// the order id on a `202`.
+    async fn click(&self, seed: u64, admitted: &Admitted) -> Option<String> {
+        let buyer = &admitted.buyer;
         let token = self
             .retrying("precheck", seed, || async {
-                let body = json!({ "admission_token": buyer.admission });
-                let reply = self
-                    .ask("precheck", post(&self.hinted("precheck"), &buyer.jwt, body))
-                    .await;
-                match reply.as_ref().map(|r| r.status) {
-                    Some(200) => {
-                        Step::Done(reply.expect("answered").body["purchase_token"].clone())
-                    }
-                    Some(503 | 429) | None => Step::later(reply.as_ref()),
-                    Some(_) => Step::Over,
-                }
+                Step::of(buyer.precheck(self, &admitted.admission).await)
             })
             .await?;
         self.retrying("buy", seed, || async {
-            let body = json!({ "purchase_token": token });
-            let reply = self
-                .ask("buy", post(&self.hinted("buy"), &buyer.jwt, body))
-                .await;
-            match reply.as_ref().map(|r| r.status) {
-                Some(202) => Step::Done(
-                    reply.expect("answered").body["order_id"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                ),
-                // The purchase token stays valid over a 503: the same click goes on.
-                Some(503 | 429) | None => Step::later(reply.as_ref()),
-                Some(_) => Step::Over,
-            }
+            Step::of(buyer.buy(self, &token).await)
         })
         .await
     }
 
     /// Polls every 1–3 s until `order` is in Postgres (poll shows its state); `false` if the
     /// `deadline` passed first.
-    async fn landed(&self, seed: u64, buyer: &Admitted, order: &str, deadline: Instant) -> bool {
-        let path = format!("/api/events/{EVENT}/{}", self.hinted("orders/me"));
+    async fn landed(&self, seed: u64, buyer: &Buyer, order: &str, deadline: Instant) -> bool {
         let mut n = 0;
         while Instant::now() < deadline {
             n += 1;
             tokio::time::sleep(Duration::from_millis(1_000 + (seed + n) * 4_001 % 2_000)).await;
-            let reply = self
-                .ask("poll", Call::get(path.clone(), Some(buyer.jwt.clone())))
-                .await;
-            if let Some(r) = reply
-                && r.status == 200
-                && r.body["status"] == "order"
-                && r.body["order_id"] == order
+            if let Ok(Reply {
+                status: 200, body, ..
+            }) = buyer.poll(self).await
+                && body["status"] == "order"
+                && body["order_id"] == order
             {
                 return true;
             }
@@ -290,18 +238,13 @@ impl Sale {
         false
     }
 
-    /// Pays for `order` as the storefront does: the pay route starts the payment, the buyer
-    /// pays at the provider, the provider confirms it by webhook; `true` if the order is paid.
-    async fn pay(&self, seed: u64, buyer: &Admitted, order: &str) -> bool {
-        let route = format!("orders/{order}/pay");
+    /// Pays for `order` as the storefront does: the pay route starts the payment (retried as
+    /// the storefront retries it), the buyer pays at the provider, the provider confirms it by
+    /// webhook; `true` if the order is paid.
+    async fn pay(&self, seed: u64, buyer: &Buyer, order: &str) -> bool {
         let payment = self
             .retrying("pay", seed, || async {
-                let reply = self.ask("pay", post(&route, &buyer.jwt, json!({}))).await;
-                match reply.as_ref().map(|r| r.status) {
-                    Some(200) => Step::Done(reply.expect("answered").body),
-                    Some(503 | 429) | None => Step::later(reply.as_ref()),
-                    Some(_) => Step::Over,
-                }
+                Step::of(buyer.start_payment(self, order).await)
             })
             .await;
         let Some(payment) = payment else {
@@ -364,7 +307,7 @@ impl Sale {
         let losers: Vec<(u64, &Admitted)> = admitted
             .iter()
             .enumerate()
-            .filter(|(_, a)| !first_wave.contains_key(&a.user))
+            .filter(|(_, a)| !first_wave.contains_key(&a.buyer.user))
             .map(|(i, a)| (i as u64, a))
             .collect();
         self.enter(Phase::Resale);
