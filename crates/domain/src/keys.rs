@@ -28,6 +28,7 @@
 //! | `{sk:E/s}:drain:nudge` | string, TTL | a poll elected to drain this shard (one per `poll_drain_ms`) |
 //! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`); units left per shard as the drain last read them, `soldout` when all were 0 |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
+//! | `{sk:registry}:archived` | set | the events an operator archived (out of the console's default list) |
 //!
 //! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
 //! nothing a sale depends on does.
@@ -174,6 +175,9 @@ impl EventKeys {
 
 /// Every event, for the scheduled jobs.
 pub const REGISTRY: &str = "{sk:registry}:events";
+
+/// The registered events an operator archived, beside [`REGISTRY`] in its slot.
+pub const ARCHIVED: &str = "{sk:registry}:archived";
 
 #[cfg(test)]
 mod tests {
