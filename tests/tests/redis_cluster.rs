@@ -947,7 +947,10 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
 
     // The registry, in a slot of its own.
     owners.record(&cluster, REGISTRY)?;
-    let listed: BTreeSet<String> = scripts::list_events::run(&store)?.into_iter().collect();
+    let listed: BTreeSet<String> = scripts::list_events::run(&store)?
+        .into_iter()
+        .map(|(id, _archived)| id)
+        .collect();
     let created: BTreeSet<String> = sales
         .iter()
         .chain([&drift, &lucky])
