@@ -70,7 +70,7 @@ curl -sf "http://127.0.0.1:$HTTP_PORT/api/time" >/dev/null || { cat "$WORK/host.
 log "browser tests against http://127.0.0.1:$HTTP_PORT"
 status=0
 SECKILL_URL="http://127.0.0.1:$HTTP_PORT" SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_CHROMIUM=$CHROMIUM \
-  SECKILL_PROVIDER_URL=$PROVIDER_URL \
+  SECKILL_PROVIDER_URL=$PROVIDER_URL SECKILL_REDIS_URL=$SPIN_VARIABLE_REDIS_URL \
   SECKILL_ARTIFACTS="$ROOT/target/browser-artifacts" node tests/browser/run.mjs "$@" || status=$?
 [ $status = 0 ] || { log "host log:"; tail -n 40 "$WORK/host.log" >&2; }
 exit $status

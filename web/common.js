@@ -58,14 +58,15 @@ function messageFor(code) {
  * A JSON call. Resolves to {status, body, code, retryAfterMs, unrecorded}: `code` is the error
  * code for a refusal (or `network` when the request never got an answer), null on success;
  * `unrecorded` is true when an admin write happened but its audit record could not be stored.
+ * `cache` is fetch's cache mode: `no-store` unless the route is cacheable and staleness fine.
  */
-async function call(method, path, {bearer, body} = {}) {
+async function call(method, path, {bearer, body, cache = 'no-store'} = {}) {
   const headers = {};
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let resp;
   try {
-    resp = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store'});
+    resp = await fetch(path, {method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache});
   } catch (e) {
     return {status: 0, body: null, code: 'network', retryAfterMs: 2000, unrecorded: false};
   }

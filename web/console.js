@@ -1,14 +1,17 @@
-// The operator console: events, switches, deny lists, jobs, a live view refreshed every second
-// (one GET /admin/events/{id}: one read-only script in Redis) with the payments owing a refund
+// The operator console: events (searched, filtered by where their sale stands on the server's
+// clock, archived once ended), switches, deny lists, jobs, a live view refreshed every second
+// (one GET /admin/events/{id}: one read-only script in Redis) with the conditions it flags
+// (conditions.js) beside the action answering each, the payments owing a refund
 // (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
 // REFUNDS_EVERY_MS), and the event's latest changes (GET /admin/audit: who, when, which route,
 // before → after).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0};
 const HISTORY = 120; // samples (seconds) kept for the chart
 const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
 const REFUNDS_LIMIT = 100;
+const HEALTH_EVERY_MS = 5000; // GET /admin/health (a Redis PING and a Postgres query), as often
 
 function say(text, tone = '') {
   $('status').textContent = text;
@@ -36,6 +39,8 @@ async function start() {
   $('auth-form').addEventListener('submit', (e) => { e.preventDefault(); useToken($('token').value.trim()); });
   $('forget').addEventListener('click', () => { sessionStorage.removeItem('seckill.admin'); location.reload(); });
   $('reload-events').addEventListener('click', loadEvents);
+  $('event-search').addEventListener('input', renderEvents);
+  $('event-filter').addEventListener('change', renderEvents);
   $('edit-form').addEventListener('submit', saveEvent);
   $('warmup').addEventListener('click', () => act('POST', '/warmup', undefined, 'Warmed up'));
   $('pause').addEventListener('click', () => act('PATCH', '', {enabled: false}, 'Sale paused'));
@@ -69,26 +74,86 @@ async function useToken(token) {
 async function loadEvents() {
   const r = await admin('GET', '/admin/events');
   if (r.code) { failed(r, 'Listing events'); return false; }
+  C.events = r.body.events;
+  renderEvents();
+  return true;
+}
+
+// Where an event's sale stands now, on the server's clock.
+function stage(e) {
+  if (e.archived) return 'archived';
+  if (e.start_ms === undefined) return 'unconfigured';
+  const now = serverNow();
+  return now < e.start_ms ? 'upcoming' : now < e.end_ms ? 'live' : 'ended';
+}
+
+function stageText(e) {
+  const now = serverNow();
+  switch (stage(e)) {
+    case 'upcoming': return `opens in ${duration(e.start_ms - now)}`;
+    case 'live': return `live, ends in ${duration(e.end_ms - now)}`;
+    case 'ended': return `ended ${new Date(e.end_ms).toLocaleString()}`;
+    case 'archived': return 'archived';
+    default: return 'no configuration';
+  }
+}
+
+// The events the search and the filter let through: every one but the archived by default.
+function renderEvents() {
+  const q = $('event-search').value.trim().toLowerCase();
+  const filter = $('event-filter').value;
+  const shown = C.events.filter((e) => {
+    const st = stage(e);
+    const wanted = filter === 'current' ? st !== 'archived' : st === filter;
+    return wanted && (!q || e.event_id.toLowerCase().includes(q) || (e.sku || '').toLowerCase().includes(q));
+  });
   const list = $('event-list');
-  list.replaceChildren(...r.body.events.map((id) => {
+  list.replaceChildren(...shown.map((e) => {
     const li = document.createElement('li');
+    li.dataset.event = e.event_id;
+    li.dataset.stage = stage(e);
     const b = document.createElement('button');
     b.type = 'button';
-    b.textContent = id;
-    b.setAttribute('aria-pressed', String(id === C.event));
-    b.addEventListener('click', () => select(id));
-    li.append(b);
+    b.className = 'pick';
+    b.dataset.id = e.event_id;
+    b.textContent = e.event_id;
+    b.setAttribute('aria-pressed', String(e.event_id === C.event));
+    b.addEventListener('click', () => select(e.event_id));
+    const about = document.createElement('span');
+    about.className = 'muted';
+    about.textContent = `${e.sku || ''} · ${stageText(e)}`;
+    li.append(b, about);
+    if (e.archived || stage(e) === 'ended') {
+      const a = document.createElement('button');
+      a.type = 'button';
+      a.textContent = e.archived ? 'Unarchive' : 'Archive';
+      a.setAttribute('aria-label', `${a.textContent} ${e.event_id}`);
+      a.addEventListener('click', () => archive(e.event_id, !e.archived));
+      li.append(a);
+    }
     return li;
   }));
-  if (!r.body.events.length) list.textContent = 'No events yet.';
-  return true;
+  const archived = C.events.filter((e) => e.archived).length;
+  $('event-count').textContent = C.events.length
+    ? `Showing ${fmt(shown.length)} of ${fmt(C.events.length)} events (${fmt(archived)} archived).`
+    : 'No events yet.';
+}
+
+// Archives an ended event (it leaves the default list), or brings one back.
+async function archive(id, on) {
+  const r = await admin(on ? 'POST' : 'DELETE', `/admin/events/${encodeURIComponent(id)}/archive`);
+  if (r.code) { failed(r, on ? 'Archiving' : 'Unarchiving'); return; }
+  say(`${on ? 'Archived' : 'Unarchived'} ${id}.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  await loadEvents();
+  if (id === C.event) loadAudit();
 }
 
 function select(id) {
   C.event = id;
   C.samples = [];
+  C.healthAt = 0;
   $('f-id').value = id;
-  document.querySelectorAll('#event-list button').forEach((b) => b.setAttribute('aria-pressed', String(b.textContent === id)));
+  document.querySelectorAll('#event-list button.pick').forEach((b) => b.setAttribute('aria-pressed', String(b.dataset.id === id)));
   $('live').classList.remove('hidden');
   $('live-h').textContent = `Live: ${id}`;
   $('refunds').classList.remove('hidden');
@@ -245,10 +310,18 @@ async function refresh() {
   if (!C.event) return;
   if (!document.hidden) {
     if (Date.now() - C.refundsAt >= REFUNDS_EVERY_MS) loadRefunds(); // not awaited: the tiles go on
+    if (Date.now() - C.healthAt >= HEALTH_EVERY_MS) loadHealth();
     const r = await admin('GET', `/admin/events/${encodeURIComponent(C.event)}`);
     if (r.code) failed(r, 'Status'); else render(r.body);
   }
   C.timer = setTimeout(refresh, 1000);
+}
+
+// The health report (503 carries it too, when a dependency fails).
+async function loadHealth() {
+  C.healthAt = Date.now();
+  const r = await admin('GET', '/admin/health');
+  C.health = r.body && r.body.redis ? r.body : null;
 }
 
 function render(s) {
@@ -256,7 +329,7 @@ function render(s) {
   const stock = Number(cfg.stock || 0);
   const now = performance.now();
   const refused = Object.values(s.refusals).reduce((a, b) => a + b, 0);
-  const sample = {t: now, left: s.stock_left, sold: s.sold, drained: s.drained, paid: s.paid, refused, refusals: s.refusals};
+  const sample = {t: now, left: s.stock_left, sold: s.sold, queued: s.queued, drained: s.drained, paid: s.paid, dead: s.dead_letters, refused, refusals: s.refusals};
   C.samples.push(sample);
   if (C.samples.length > HISTORY) C.samples.shift();
   // Per-second rates over the last five seconds of samples.
@@ -297,30 +370,115 @@ function render(s) {
   }));
   $('pause').disabled = !enabled;
   $('resume').disabled = enabled;
+  renderConditions(cfg);
   $('chart').innerHTML = lineChart(C.samples, stock);
   $('shards').innerHTML = barChart(s.stock_by_shard);
   $('refusals').innerHTML = refusalChart(s.refusals, since.refusals || {}, (now - since.t) / 1000);
 }
 
-const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['drained', 'drained', '#15803d'], ['paid', 'paid', '#7c3aed']];
+// ---- conditions: what the console flags, beside the action that answers each --------------
+const CONDITION_NAMES = {
+  SeckillQueueBacklog: 'Queue backlog', SeckillLandingFailing: 'Orders failing to land',
+  SeckillDeadLetters: 'Dead letters', SeckillRedisCpuHigh: 'Redis overloaded', SeckillShedding: 'Requests shed',
+};
+
+// The controls of this page that answer a condition: [label, CSS selector]. The entry is the
+// gray share where the event has one (a control marked data-control="gray_percent"), else the
+// pause switch.
+function actionsFor(alert, cfg) {
+  const grayControl = '[data-control="gray_percent"]';
+  const gray = cfg.gray_percent !== undefined && document.querySelector(grayControl);
+  const off = ['Switch entry off', '#pause'];
+  const entry = gray ? [`Lower the gray % (now ${cfg.gray_percent} %)`, grayControl] : off;
+  switch (alert) {
+    case 'SeckillQueueBacklog': return gray ? [entry, off] : [entry];
+    case 'SeckillLandingFailing': return [off, ['Check health', '#health']];
+    case 'SeckillDeadLetters': return [['Reconcile the dead letters', '[data-job="reconcile"]']];
+    case 'SeckillRedisCpuHigh': return [off, ['Lower the buy rate', '#b-rate']];
+    default: return [entry];
+  }
+}
+
+// One row per condition, made once per event (so focus survives the refresh), updated each
+// second.
+function renderConditions(cfg) {
+  const list = $('conditions');
+  if (list.dataset.event !== C.event) {
+    list.dataset.event = C.event;
+    list.replaceChildren(...Object.keys(CONDITIONS).map((alert) => {
+      const li = document.createElement('li');
+      li.dataset.alert = alert;
+      const head = document.createElement('b');
+      const detail = document.createElement('span');
+      detail.className = 'muted';
+      const actions = document.createElement('span');
+      actions.className = 'actions';
+      actions.append(...actionsFor(alert, cfg).map(([label, selector]) => {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.textContent = label;
+        b.dataset.action = selector;
+        b.addEventListener('click', () => {
+          if (selector === '#health') loadHealth().then(renderHealth);
+          const target = document.querySelector(selector);
+          target.scrollIntoView({block: 'center'});
+          target.focus();
+        });
+        return b;
+      }));
+      li.append(head, detail, actions);
+      return li;
+    }), healthItem());
+  }
+  for (const {alert, flagged, detail} of evaluateConditions(C.samples, C.health)) {
+    const li = list.querySelector(`[data-alert="${alert}"]`);
+    li.dataset.flagged = flagged === null ? 'unknown' : String(flagged);
+    li.querySelector('b').textContent = `${flagged ? '⚠ ' : ''}${CONDITION_NAMES[alert]}: ${flagged === null ? 'not seen here' : flagged ? 'FLAGGED' : 'ok'}`;
+    li.querySelector('.muted').textContent = detail;
+  }
+  renderHealth();
+}
+
+function healthItem() {
+  const li = document.createElement('li');
+  const p = document.createElement('span');
+  p.id = 'health';
+  p.tabIndex = -1;
+  p.className = 'muted';
+  li.append(p);
+  return li;
+}
+
+function renderHealth() {
+  const h = C.health, el = $('health');
+  if (!el) return;
+  const probe = (name, p) => `${name} ${p.ok ? `${fmt(p.latency_ms)} ms` : `failing${p.error ? ` (${p.error})` : ''}`}`;
+  el.textContent = h ? `Health: ${probe('Redis', h.redis)}, ${probe('Postgres', h.postgres)}` : 'Health: not read yet';
+}
+
+// Orders (left axis) and refusals (right axis: they can outnumber the units many times).
+const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['queued', 'queued', '#0891b2'], ['drained', 'drained', '#15803d'], ['paid', 'paid', '#7c3aed']];
+const REFUSED = ['refused', 'refused (right axis)', '#b91c1c'];
 
 function lineChart(samples, stock) {
-  const W = 640, H = 180, L = 48, B = 22, T = 8;
-  const max = Math.max(1, stock, ...samples.map((x) => Math.max(x.left, x.sold, x.drained, x.paid)));
+  const W = 640, H = 196, L = 48, R = 48, B = 22, T = 24;
+  const max = Math.max(1, stock, ...samples.map((x) => Math.max(...SERIES.map(([k]) => x[k]))));
+  const maxRefused = Math.max(1, ...samples.map((x) => x.refused));
   const now = samples.length ? samples[samples.length - 1].t : 0;
   // The span grows with the history, from 30 s up to two minutes.
   const span = Math.min(HISTORY * 1000, Math.max(30_000, samples.length ? now - samples[0].t : 0));
-  const x = (t) => L + (W - L - 8) * (1 - Math.min(1, (now - t) / span));
-  const y = (v) => T + (H - T - B) * (1 - v / max);
+  const x = (t) => L + (W - L - R) * (1 - Math.min(1, (now - t) / span));
+  const y = (v, top) => T + (H - T - B) * (1 - v / top);
   let svg = `<svg viewBox="0 0 ${W} ${H}" xmlns="http://www.w3.org/2000/svg">`;
   for (const f of [0, 0.5, 1]) {
-    svg += `<line x1="${L}" x2="${W - 8}" y1="${y(max * f)}" y2="${y(max * f)}" stroke="currentColor" stroke-opacity=".15"/><text x="${L - 4}" y="${y(max * f) + 4}" text-anchor="end">${fmt(Math.round(max * f))}</text>`;
+    svg += `<line x1="${L}" x2="${W - R}" y1="${y(max * f, max)}" y2="${y(max * f, max)}" stroke="currentColor" stroke-opacity=".15"/><text x="${L - 4}" y="${y(max * f, max) + 4}" text-anchor="end">${fmt(Math.round(max * f))}</text>`;
+    svg += `<text x="${W - R + 4}" y="${y(maxRefused * f, maxRefused) + 4}" fill="${REFUSED[2]}">${fmt(Math.round(maxRefused * f))}</text>`;
   }
-  svg += `<text x="${L}" y="${H - 6}">−${Math.round(span / 1000)} s</text><text x="${W - 8}" y="${H - 6}" text-anchor="end">now</text>`;
-  SERIES.forEach(([k, label, color], i) => {
-    const pts = samples.map((s) => `${x(s.t).toFixed(1)},${y(s[k]).toFixed(1)}`).join(' ');
-    svg += `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts}"/>`;
-    svg += `<rect x="${L + 8 + i * 100}" y="${T}" width="10" height="10" fill="${color}"/><text x="${L + 22 + i * 100}" y="${T + 9}">${label}</text>`;
+  svg += `<text x="${L}" y="${H - 6}">−${Math.round(span / 1000)} s</text><text x="${W - R}" y="${H - 6}" text-anchor="end">now</text>`;
+  const line = (k, color, top) => `<polyline fill="none" stroke="${color}" stroke-width="2" data-series="${k}" points="${samples.map((s) => `${x(s.t).toFixed(1)},${y(s[k], top).toFixed(1)}`).join(' ')}"/>`;
+  [...SERIES, REFUSED].forEach(([k, label, color], i) => {
+    svg += line(k, color, k === 'refused' ? maxRefused : max);
+    svg += `<rect x="${L + 4 + i * 86}" y="4" width="10" height="10" fill="${color}"/><text x="${L + 18 + i * 86}" y="13">${label}</text>`;
   });
   return `${svg}</svg>`;
 }

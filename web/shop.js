@@ -76,6 +76,7 @@ async function start() {
   await syncClock();
   setInterval(syncClock, 30000);
   if (!(await loadInfo())) return;
+  setInterval(loadInfo, INFO_EVERY_MS);
   const demo = await call('GET', '/shop/demo-login');
   const demoOn = !demo.code && demo.body.enabled;
   $('demo-badge').classList.toggle('hidden', !demoOn);
@@ -94,15 +95,27 @@ function sale(route) {
   return `/api/events/${S.event}/${route}${shards}`;
 }
 
+// The event's info, read again every INFO_EVERY_MS for the units left. The route is cacheable
+// for a second (and a CDN may serve it a little stale), so the figure may lag a few seconds;
+// nothing waits for it: the countdown and the opening follow the server's clock and the
+// event's times, which only an operator moves.
+const INFO_EVERY_MS = 1000;
+
 async function loadInfo() {
-  const r = await call('GET', `/shop/events/${encodeURIComponent(S.event)}`);
-  if (r.code) { refuse(r); return false; }
+  const r = await call('GET', `/shop/events/${encodeURIComponent(S.event)}`, {cache: 'default'});
+  if (r.code) {
+    if (!S.info) refuse(r); // later, the info in hand stays good
+    return false;
+  }
+  const first = !S.info;
   S.info = r.body;
+  const t = (ms) => new Date(ms).toLocaleString();
+  const show = (id, text) => { if ($(id).textContent !== text) $(id).textContent = text; };
+  show('window', `On sale ${t(S.info.start_ms)} – ${t(S.info.end_ms)}`);
+  show('left', S.info.sold_out ? 'Sold out' : `${fmt(S.info.stock_left)} of ${fmt(S.info.stock)} left`);
+  if (!first) return true;
   $('event').classList.remove('hidden');
   $('sku').textContent = S.info.sku;
-  const t = (ms) => new Date(ms).toLocaleString();
-  $('window').textContent = `On sale ${t(S.info.start_ms)} – ${t(S.info.end_ms)}`;
-  $('left').textContent = S.info.sold_out ? 'Sold out' : `${fmt(S.info.stock_left)} of ${fmt(S.info.stock)} left`;
   if (S.info.unit_amount && S.info.currency) {
     const price = money(S.info.unit_amount, S.info.currency);
     $('price').textContent = `Price: ${price}`;

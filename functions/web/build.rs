@@ -12,6 +12,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("common.js", "text/javascript; charset=utf-8"),
     ("shop.js", "text/javascript; charset=utf-8"),
     ("console.js", "text/javascript; charset=utf-8"),
+    ("conditions.js", "text/javascript; charset=utf-8"),
     ("pow-worker.js", "text/javascript; charset=utf-8"),
 ];
 /// Pages: file in `web/` and the name of its static in the generated code.

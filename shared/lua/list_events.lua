@@ -1,8 +1,11 @@
--- The registry of events, for the scheduled jobs. Read-only.
---- keys: registry
+-- The registry of events, for the scheduled jobs and the operators' list. Read-only.
+--- keys: registry archived
 --- args:
 --- ok: ...
--- Then the event ids.
+-- Then each event id and whether an operator archived it (1 or 0).
 local out = {OK}
-for _, e in ipairs(redis.call('SMEMBERS', K_REGISTRY)) do out[#out + 1] = e end
+for _, e in ipairs(redis.call('SMEMBERS', K_REGISTRY)) do
+  out[#out + 1] = e
+  out[#out + 1] = redis.call('SISMEMBER', K_ARCHIVED, e)
+end
 return out

@@ -947,13 +947,25 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
 
     // The registry, in a slot of its own.
     owners.record(&cluster, REGISTRY)?;
-    let listed: BTreeSet<String> = scripts::list_events::run(&store)?.into_iter().collect();
+    let listed: BTreeSet<String> = scripts::list_events::run(&store)?
+        .into_iter()
+        .map(|(id, _archived)| id)
+        .collect();
     let created: BTreeSet<String> = sales
         .iter()
         .chain([&drift, &lucky])
         .map(|ev| ev.name().to_owned())
         .collect();
     assert_eq!(listed, created, "every event is registered");
+    // An operator's archive flag lives beside the registry, in its slot.
+    let archived = &lucky.id;
+    assert!(!scripts::archive_event::run(&store, archived, true)?);
+    let flagged: Vec<String> = scripts::list_events::run(&store)?
+        .into_iter()
+        .filter_map(|(id, on)| on.then_some(id))
+        .collect();
+    assert_eq!(flagged, [archived.as_str()]);
+    assert!(scripts::archive_event::run(&store, archived, false)?);
 
     // Every key written lives with its event: tagged, on the master owning the tag's slot
     // (the event's own slot, or one of its shards').

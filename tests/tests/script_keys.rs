@@ -640,6 +640,21 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
     .await?;
     expect("poll nothing", polled, &[404])?;
 
+    // An ended event archived (archive_event.lua), listed (list_events.lua), and back.
+    let mut ended = config.clone();
+    ended["start_ms"] = json!(1);
+    ended["end_ms"] = json!(2);
+    let answer = app
+        .admin(Method::PUT, "/admin/events/keys-old", Some(&ended))
+        .await?;
+    expect("create keys-old", answer, &[201])?;
+    for method in [Method::POST, Method::DELETE] {
+        let answer = app
+            .admin(method, "/admin/events/keys-old/archive", None)
+            .await?;
+        expect("archive keys-old and back", answer, &[200])?;
+    }
+
     // Drain until quiet, then once more with nothing pending.
     for _ in 0..20 {
         let report = job(app, "drain").await?;

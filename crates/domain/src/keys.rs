@@ -29,6 +29,7 @@
 //! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`); units left per shard as the drain last read them, `soldout` when all were 0 |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
 //! | `{sk:registry}:global` | hash | the global bucket across events (`rate`, `burst`): a copy on each node; each live shard's `cfg` holds its part |
+//! | `{sk:registry}:archived` | set | the events an operator archived (out of the console's default list) |
 //!
 //! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
 //! nothing a sale depends on does.
@@ -182,6 +183,8 @@ pub const REGISTRY: &str = "{sk:registry}:events";
 
 /// The global bucket across events (`rate`, `burst`), a copy on every node.
 pub const GLOBAL_LIMIT: &str = "{sk:registry}:global";
+/// The registered events an operator archived, beside [`REGISTRY`] in its slot.
+pub const ARCHIVED: &str = "{sk:registry}:archived";
 
 #[cfg(test)]
 mod tests {

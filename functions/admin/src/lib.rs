@@ -4,7 +4,7 @@
 //!
 //! | method | path | does |
 //! |---|---|---|
-//! | GET | `/admin/events` | every registered event, on every Redis node ([`registry::events`]) |
+//! | GET | `/admin/events` | every registered event, on every Redis node, archived or not, with its window ([`registry::list`]) |
 //! | GET | `/admin/audit?event=&limit=` | who changed what, newest first ([`audit::recent`]) |
 //! | PUT | `/admin/events/{id}` | create or update the event ([`admin::upsert_event`]) |
 //! | PATCH | `/admin/events/{id}` | live switches and limits ([`admin::set_switches`]) |
@@ -12,6 +12,7 @@
 //! | POST | `/admin/events/{id}/warmup` | write stock into shards ([`admin::warm_up`]) |
 //! | POST | `/admin/events/{id}/deny` | deny users / addresses ([`admin::deny`]) |
 //! | POST | `/admin/events/{id}/draw` | lottery draw ([`admin::draw`]) |
+//! | POST / DELETE | `/admin/events/{id}/archive` | archive an ended event / bring it back ([`registry::set_archived`]) |
 //! | GET | `/admin/events/{id}/payments?status=&limit=` | its payments, those owing a refund among them ([`orders::payments`]) |
 //! | GET | `/admin/events/{id}/versions?limit=` | the config center's history, newest first, each with what it changed ([`versions::list`]) |
 //! | POST | `/admin/events/{id}/rollback` | `{"version": n}`: applies version n's configuration again, as a new version |
@@ -78,6 +79,8 @@ enum Write {
     WarmUp,
     Deny,
     Draw,
+    /// Archive (`true`) or bring back.
+    Archive(bool),
 }
 
 /// A write done: what it answers, and what the audit records of it.
@@ -141,11 +144,14 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
         (Method::Post, "/warmup") => Write::WarmUp,
         (Method::Post, "/deny") => Write::Deny,
         (Method::Post, "/draw") => Write::Draw,
+        (Method::Post, "/archive") => Write::Archive(true),
+        (Method::Delete, "/archive") => Write::Archive(false),
         (_, "" | "/") => return Err(ApiError::method_not_allowed("GET, PUT, PATCH")),
         (_, "/warmup" | "/deny" | "/draw" | "/rollback") => {
             return Err(ApiError::method_not_allowed("POST"));
         }
         (_, "/payments" | "/versions") => return Err(ApiError::method_not_allowed("GET")),
+        (_, "/archive") => return Err(ApiError::method_not_allowed("POST, DELETE")),
         _ => return Err(ApiError::not_found(format!("no admin route {rest}"))),
     };
     let outcome = who
@@ -243,6 +249,13 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
         Write::Draw => Ok(Applied::returning(json!({
             "admitted": admin::draw(&redis()?, event, admin::DRAW_PAGE)?
         }))),
+        Write::Archive(archived) => {
+            let was = registry::set_archived(&redis()?, event, archived, clock::now_ms())?;
+            Ok(Applied {
+                before: Some(json!({ "archived": was })),
+                ..Applied::returning(json!({ "event_id": event.as_str(), "archived": archived }))
+            })
+        }
     }
 }
 
@@ -304,20 +317,11 @@ fn recorded(entry: &Entry, outcome: Result<Applied, ApiError>) -> Response {
     response
 }
 
-/// `GET /admin/events`: the registry of every node, sorted (one `SMEMBERS` script per node).
+/// `GET /admin/events`: the registry of every node, sorted, each event with its archive flag
+/// and window (one script per node, then one per event).
 fn list(req: &Request) -> Result<Value, ApiError> {
     http::require_method(req, Method::Get)?;
-    let mut events = Vec::new();
-    for node in store::nodes()?.all() {
-        let node = node.map_err(seckill_domain::Error::from)?;
-        events.extend(
-            registry::events(node)?
-                .into_iter()
-                .map(|e| e.as_str().to_owned()),
-        );
-    }
-    events.sort();
-    Ok(json!({ "events": events }))
+    Ok(json!({ "events": registry::list(&store::nodes()?)? }))
 }
 
 /// `GET /admin/audit?event=<id>&limit=<n>`: the newest records (of one event, or of all),

@@ -5,7 +5,7 @@
 //! | GET | `/shop`, `/shop/{event_id}` | the storefront (HTML, `no-cache` with an `ETag`) |
 //! | GET | `/console` | the operator console (HTML; the admin token stays in the browser) |
 //! | GET | `/shop/assets/{name}.{hash}.{ext}` | CSS and JS, named by content hash: `immutable` |
-//! | GET | `/shop/events/{event_id}` | what a buyer may know of an event (JSON, one script run) |
+//! | GET | `/shop/events/{event_id}` | what a buyer may know of an event (JSON, one script run; cacheable for a second, with an `ETag`) |
 //! | POST | `/shop/demo-login` | a 30-minute buyer JWT for any name, only when the `settings` variable says `demo_login=true` |
 //! | GET | `/shop/demo-login` | whether the demo login is on |
 //!
@@ -63,7 +63,7 @@ fn answer(req: Request) -> Response {
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     let result = match segments.as_slice() {
         ["shop", "demo-login"] => return http::respond(200, demo_login(&req)),
-        ["shop", "events", id] => return http::respond(200, event_info(&req, id)),
+        ["shop", "events", id] => event_info(&req, id),
         ["shop", "assets", _] => match ASSETS.iter().find(|a| a.path == path) {
             Some(asset) => get(&req, asset),
             None => Err(ApiError::not_found(format!("no asset {path}"))),
@@ -78,12 +78,8 @@ fn answer(req: Request) -> Response {
 /// A GET (or HEAD) of an embedded file: `304` when the client holds it, gzipped when it takes
 /// gzip.
 fn get(req: &Request, asset: &Asset) -> Result<Response, ApiError> {
-    let head = match req.method() {
-        Method::Get => false,
-        Method::Head => true,
-        _ => return Err(ApiError::method_not_allowed("GET, HEAD")),
-    };
-    let header = |name: &str| req.header(name).and_then(|v| v.as_str()).unwrap_or("");
+    let head = is_head(req)?;
+    let header = |name: &str| header(req, name);
     let cache = if asset.immutable {
         "public, max-age=31536000, immutable"
     } else {
@@ -98,10 +94,7 @@ fn get(req: &Request, asset: &Asset) -> Result<Response, ApiError> {
         resp.header("content-security-policy", CSP)
             .header("referrer-policy", "no-referrer");
     }
-    if header("if-none-match")
-        .split(',')
-        .any(|t| t.trim() == asset.etag)
-    {
+    if holds(req, asset.etag) {
         return Ok(resp.status(304).body(Vec::new()).build());
     }
     resp.status(200).header("content-type", asset.content_type);
@@ -114,6 +107,30 @@ fn get(req: &Request, asset: &Asset) -> Result<Response, ApiError> {
     Ok(resp
         .body(if head { Vec::new() } else { body.to_vec() })
         .build())
+}
+
+/// Whether the request is a `HEAD` (answered without a body) rather than a `GET`; any other
+/// method is refused.
+fn is_head(req: &Request) -> Result<bool, ApiError> {
+    match req.method() {
+        Method::Get => Ok(false),
+        Method::Head => Ok(true),
+        _ => Err(ApiError::method_not_allowed("GET, HEAD")),
+    }
+}
+
+/// A request header's value, or "".
+fn header<'a>(req: &'a Request, name: &str) -> &'a str {
+    req.header(name).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+/// Whether the client's `If-None-Match` names `etag` (or is `*`): it holds the current body,
+/// so the answer is a `304`. RFC 9110 §13.1.2 compares weakly: a `W/` prefix still matches.
+fn holds(req: &Request, etag: &str) -> bool {
+    header(req, "if-none-match").split(',').any(|tag| {
+        let tag = tag.trim();
+        tag == "*" || tag.trim_start_matches("W/") == etag
+    })
 }
 
 /// Whether an `Accept-Encoding` value takes gzip (`gzip;q=0` refuses it).
@@ -167,16 +184,46 @@ fn demo_login(req: &Request) -> Result<Value, ApiError> {
     Ok(json!({ "token": token, "user": user, "expires_at_ms": exp * 1000 }))
 }
 
-/// `GET /shop/events/{event_id}`: the public part of an event's state, for the storefront's
-/// countdown, its price, its admission gate and its "left" figure. One cheap read-only script run (`event_info.lua`).
-fn event_info(req: &Request, id: &str) -> Result<Value, ApiError> {
-    http::require_method(req, Method::Get)?;
+/// How long a shared cache (the CDN) or the browser may reuse an event's info without asking,
+/// and how much longer it may serve it stale while it asks. Every buyer refreshing once a second
+/// then costs the origin about one revalidation per cache per second, and a buyer sees units
+/// left at most about three seconds late; the countdown and the opening run on `/api/time`
+/// and the event's own times, which move only when an operator moves them.
+const EVENT_INFO_CACHE: &str = "public, max-age=1, stale-while-revalidate=2";
+
+/// `GET /shop/events/{event_id}` (and `HEAD`): the public part of an event's state, for the
+/// storefront's countdown, its price, its admission gate and its "left" figure. One cheap
+/// read-only script run (`event_info.lua`). Cacheable for a second ([`EVENT_INFO_CACHE`]), with
+/// a strong `ETag` (a hash of the exact body), so a cache revalidates with `If-None-Match` and
+/// hears `304` with no body while nothing changed. Errors stay `no-store`
+/// ([`http::error`]): a 503 must not outlive the failure, and a 404 not the event's creation.
+fn event_info(req: &Request, id: &str) -> Result<Response, ApiError> {
+    let head = is_head(req)?;
     let event = EventId::parse(id)?;
     let info = sale::event_info(&store::nodes()?, &event)?;
     // Plain strings, numbers and flags: serialising cannot fail.
     let mut body = json!(info);
     body["event_id"] = json!(event.as_str());
-    Ok(body)
+    let bytes = serde_json::to_vec(&body).map_err(ApiError::internal)?;
+    let etag = strong_etag(&bytes);
+    let mut resp = Response::builder();
+    resp.header("cache-control", EVENT_INFO_CACHE)
+        .header("etag", etag.as_str());
+    if holds(req, &etag) {
+        return Ok(resp.status(304).body(Vec::new()).build());
+    }
+    resp.status(200).header("content-type", "application/json");
+    Ok(resp.body(if head { Vec::new() } else { bytes }).build())
+}
+
+/// A strong `ETag` of `body`: the first 128 bits of its SHA-256, quoted.
+fn strong_etag(body: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hex: String = sha2::Sha256::digest(body)[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("\"{hex}\"")
 }
 
 #[cfg(test)]
@@ -195,9 +242,23 @@ mod tests {
 
     #[test]
     fn pages_name_their_assets_by_hash() {
-        let html = std::str::from_utf8(SHOP.raw).unwrap();
-        for asset in ASSETS.iter().filter(|a| !a.path.contains("console")) {
-            assert!(html.contains(asset.path), "shop.html lacks {}", asset.path);
+        let shop = std::str::from_utf8(SHOP.raw).unwrap();
+        let console = std::str::from_utf8(CONSOLE.raw).unwrap();
+        for asset in ASSETS {
+            let named = |html: &str| html.contains(asset.path);
+            let console_only = ["console", "conditions"]
+                .iter()
+                .any(|name| asset.path.contains(name));
+            assert!(
+                named(console) || !console_only,
+                "console.html lacks {}",
+                asset.path
+            );
+            assert!(
+                named(shop) || console_only,
+                "shop.html lacks {}",
+                asset.path
+            );
         }
         assert!(
             ASSETS

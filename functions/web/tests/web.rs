@@ -188,3 +188,97 @@ async fn event_info_tells_a_buyer_the_window_and_what_is_left() -> Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_info_is_cacheable_for_a_second_with_an_etag_and_304s() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = app(&redis, &pg, false).await?;
+    app.open_event("w3", json!({ "stock": 5, "shards": 1 }))
+        .await?;
+    let url = format!("{}/shop/events/w3", app.base_url);
+    let cached = "public, max-age=1, stale-while-revalidate=2";
+    // Through the kit's recorder, so the OpenAPI check sees the headers.
+    let (status, info) = app.get_json("/shop/events/w3").await?;
+    assert_eq!((status, info["stock_left"].as_u64()), (200, Some(5)));
+    let first = app.http.get(&url).send().await?;
+    assert_eq!(first.status(), 200);
+    assert_eq!(header(&first, "cache-control"), cached);
+    assert_eq!(header(&first, "content-type"), "application/json");
+    let etag = header(&first, "etag").to_owned();
+    let hex = etag.trim_matches('"');
+    assert!(
+        etag.len() == 34 && etag.starts_with('"') && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a strong ETag: {etag}"
+    );
+    let body = first.bytes().await?;
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&body)?, info);
+
+    // The client (or the CDN) holds it: 304, no body, the same validator and freshness.
+    let conditional = |tags: &str| {
+        app.http
+            .get(&url)
+            .header("if-none-match", tags.to_owned())
+            .send()
+    };
+    for tags in [
+        etag.clone(),
+        format!("\"0000\", {etag}"),
+        format!("W/{etag}"),
+        "*".into(),
+    ] {
+        let resp = conditional(&tags).await?;
+        assert_eq!(resp.status(), 304, "If-None-Match: {tags}");
+        assert_eq!(header(&resp, "etag"), etag);
+        assert_eq!(header(&resp, "cache-control"), cached);
+        assert!(resp.bytes().await?.is_empty());
+    }
+    let other = conditional("\"00000000000000000000000000000000\"").await?;
+    assert_eq!(other.status(), 200);
+    assert_eq!(other.bytes().await?, body, "the same body, byte for byte");
+    let head = app.http.head(&url).send().await?;
+    assert_eq!(
+        (head.status().as_u16(), header(&head, "etag")),
+        (200, etag.as_str())
+    );
+    assert!(head.bytes().await?.is_empty());
+
+    // A unit sold and drained: the drain rewrites the summary, the body and its ETag change,
+    // and the old validator no longer matches.
+    let token = app.admit_and_precheck("w3", "etag-buyer").await?;
+    let token = token.map_err(|(s, b)| anyhow::anyhow!("precheck: {s} {b}"))?;
+    assert_eq!(app.buy("w3", "etag-buyer", &token).await?.0, 202);
+    let (status, drained) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(status, 200, "{drained}");
+    let changed = conditional(&etag).await?;
+    assert_eq!(changed.status(), 200);
+    let new_etag = header(&changed, "etag").to_owned();
+    assert_ne!(new_etag, etag);
+    let now: serde_json::Value = changed.json().await?;
+    assert_eq!(now["stock_left"].as_u64(), Some(4));
+    assert_eq!(conditional(&new_etag).await?.status(), 304);
+
+    // Errors are never stored by a cache; nor is the server's clock.
+    for path in ["/shop/events/nope", "/shop/events/bad!id"] {
+        let resp = app
+            .http
+            .get(format!("{}{path}", app.base_url))
+            .send()
+            .await?;
+        assert!(resp.status().is_client_error(), "{path}");
+        assert_eq!(header(&resp, "cache-control"), "no-store", "{path}");
+        assert_eq!(header(&resp, "etag"), "", "{path}");
+    }
+    let post = app.http.post(&url).send().await?;
+    assert_eq!(
+        (post.status().as_u16(), header(&post, "allow")),
+        (405, "GET, HEAD")
+    );
+    let time = app
+        .http
+        .get(format!("{}/api/time", app.base_url))
+        .send()
+        .await?;
+    assert_eq!(header(&time, "cache-control"), "no-store");
+    assert_eq!(header(&time, "etag"), "");
+    Ok(())
+}

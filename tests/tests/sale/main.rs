@@ -9,6 +9,7 @@
 //! - `windows` — when admission and precheck are open: before the start, after the end, sold out;
 //! - `input` — requests the API cannot take: event ids, bodies, methods, a 64 MiB body;
 //! - `operators` — the admin token, event configuration, changes to a warmed-up event;
+//! - `archive` — an ended event archived and back, recorded; refusals change nothing;
 //! - `limits` — the per-user and the event-wide rate limits;
 //! - `redis_budget` — what a request costs Redis: commands, AOF writes;
 //! - `poll`, `lottery`, `switches` — the poll's states, the lottery, pause and deny lists;
@@ -26,6 +27,7 @@ use anyhow::Result;
 use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
 use serde_json::{Value, json};
 
+mod archive;
 mod config_center;
 mod errors;
 mod gate;

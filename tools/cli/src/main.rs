@@ -68,8 +68,12 @@ struct Cli {
 /// What to do.
 #[derive(Subcommand)]
 enum Command {
-    /// List every event (the registry of every Redis node).
-    Events,
+    /// List the events (the registry of every Redis node), archived ones left out.
+    Events {
+        /// List the archived events instead.
+        #[arg(long)]
+        archived: bool,
+    },
     /// Create an event, or update one (stock and shards are frozen once warmed up).
     Create(Create),
     /// Write an event's stock into its shards: once, before the sale opens.
@@ -81,6 +85,16 @@ enum Command {
     Patch(Patch),
     /// Keep users or client address ranges out of an event.
     Deny(Deny),
+    /// Archive an ended event: it leaves the default lists (console and `events`).
+    Archive {
+        /// The event id.
+        event: String,
+    },
+    /// Bring an archived event back into the default lists.
+    Unarchive {
+        /// The event id.
+        event: String,
+    },
     /// Run the lottery draw of an event (admits multiplier × stock registrants at random).
     Draw {
         /// The event id.
@@ -368,9 +382,21 @@ fn show(cli: &Cli, value: &Value, human: impl FnOnce(&Value) -> String) {
 fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
     let event_path = |id: &str| format!("/admin/events/{id}");
     match &cli.command {
-        Command::Events => {
-            let list = api.get("/admin/events")?;
-            show(cli, &list, render::events);
+        Command::Events { archived } => {
+            let mut list = api.get("/admin/events")?;
+            if let Some(events) = list["events"].as_array_mut() {
+                events.retain(|e| e["archived"].as_bool().unwrap_or(false) == *archived);
+            }
+            show(cli, &list, |v| render::events(v, api.server_now_ms().ok()));
+        }
+        Command::Archive { event } | Command::Unarchive { event } => {
+            let archive = matches!(cli.command, Command::Archive { .. });
+            let method = if archive { "POST" } else { "DELETE" };
+            let done = api.send(method, &format!("{}/archive", event_path(event)), None)?;
+            show(cli, &done, |_| {
+                let verb = if archive { "archived" } else { "unarchived" };
+                format!("{verb} {event}")
+            });
         }
         Command::Create(c) => {
             let now = api.server_now_ms()?;

@@ -32,16 +32,39 @@ pub fn span(ms: i64) -> String {
     }
 }
 
-/// `events`.
-pub fn events(v: &Value) -> String {
-    match v["events"].as_array() {
-        Some(list) if !list.is_empty() => list
-            .iter()
-            .map(|e| e.as_str().unwrap_or("?").to_owned())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => "no events".into(),
-    }
+/// `events`: one line each, the id, the item and where the sale stands on the server's clock.
+pub fn events(v: &Value, now: Option<u64>) -> String {
+    let Some(list) = v["events"].as_array().filter(|l| !l.is_empty()) else {
+        return "no events".into();
+    };
+    list.iter()
+        .map(|e| {
+            let id = e["event_id"].as_str().unwrap_or("?");
+            let sku = e["sku"].as_str().unwrap_or("(no configuration)");
+            let when = match (e["start_ms"].as_i64(), e["end_ms"].as_i64(), now) {
+                (Some(start), Some(end), Some(now)) => {
+                    let now = now as i64;
+                    if now < start {
+                        format!("opens in {}", span(start - now))
+                    } else if now < end {
+                        format!("live, ends in {}", span(end - now))
+                    } else {
+                        format!("ended {} ago", span(now - end))
+                    }
+                }
+                _ => String::new(),
+            };
+            let archived = if e["archived"] == true {
+                ", archived"
+            } else {
+                ""
+            };
+            format!("{id}  {sku}  {when}{archived}")
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `create`.

@@ -84,14 +84,19 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
         created.contains("warmed up: 20 units over 4 shards"),
         "{created}"
     );
+    let listed = json_of(&run(&["events", "--json"]));
     assert_eq!(
-        json_of(&run(&["events", "--json"])),
-        json!({ "events": ["e1"] })
+        (
+            &listed["events"][0]["event_id"],
+            &listed["events"][0]["sku"]
+        ),
+        (&json!("e1"), &json!("phone")),
+        "{listed}"
     );
     // The same list through the kit, so the OpenAPI check sees the route.
     assert_eq!(
         app.admin(Method::GET, "/admin/events", None).await?,
-        (200, json!({ "events": ["e1"] }))
+        (200, listed)
     );
 
     // Three buyers: accepted and queued, then drained by the job.
@@ -301,7 +306,8 @@ async fn exit_codes_scripts_can_rely_on() -> Result<()> {
         .env("SECKILL_ADMIN_TOKEN", ADMIN_TOKEN)
         .args(["events"])
         .output()?;
-    assert_eq!(ok(&from_env).trim(), "e1");
+    let line = ok(&from_env);
+    assert!(line.starts_with("e1  sku-e1  live, ends in "), "{line}");
     // 3: a viewer's token asks for a change.
     assert_eq!(
         code(&cli(&url, Some(VIEWER_TOKEN), &["patch", "e1", "--pause"])),
@@ -397,5 +403,61 @@ async fn exit_codes_scripts_can_rely_on() -> Result<()> {
     assert_eq!(code(&down), Some(6));
     let body: Value = serde_json::from_str(stdout(&down).trim())?;
     assert_eq!(body["error"]["code"], "unreachable");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_event_is_archived_out_of_the_list_and_back() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    let url = app.base_url.clone();
+    let run = |args: &[&str]| cli(&url, Some(ADMIN_TOKEN), args);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as u64;
+    app.open_event("live", json!({})).await?;
+    app.open_event(
+        "old",
+        json!({ "start_ms": now - 600_000, "end_ms": now - 300_000 }),
+    )
+    .await?;
+    let lines = |o: &Output| -> Vec<String> { ok(o).lines().map(str::to_owned).collect() };
+    let all = lines(&run(&["events"]));
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(
+        all[0].starts_with("live  sku-live  live, ends in "),
+        "{all:?}"
+    );
+    assert!(all[1].starts_with("old  sku-old  ended 5m"), "{all:?}");
+
+    // A live sale is not archived (5: refused); a viewer may not (3); an unknown event (4).
+    let live = run(&["archive", "live"]);
+    assert_eq!(live.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&live.stderr).contains("conflict"));
+    let viewer = cli(&url, Some(VIEWER_TOKEN), &["archive", "old"]);
+    assert_eq!(viewer.status.code(), Some(3));
+    assert_eq!(run(&["archive", "nope"]).status.code(), Some(4));
+    assert_eq!(lines(&run(&["events"])).len(), 2, "nothing archived");
+
+    assert_eq!(ok(&run(&["archive", "old"])).trim(), "archived old");
+    let shown = lines(&run(&["events"]));
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].starts_with("live  "), "{shown:?}");
+    let archived = lines(&run(&["events", "--archived"]));
+    assert_eq!(archived.len(), 1, "{archived:?}");
+    assert!(archived[0].starts_with("old  sku-old  ended ") && archived[0].ends_with(", archived"));
+    let json = json_of(&run(&["events", "--archived", "--json"]));
+    assert_eq!(
+        json["events"],
+        json!([{ "event_id": "old", "archived": true, "sku": "sku-old",
+                 "start_ms": now - 600_000, "end_ms": now - 300_000 }])
+    );
+    assert_eq!(
+        json_of(&run(&["unarchive", "old", "--json"])),
+        json!({ "event_id": "old", "archived": false })
+    );
+    assert_eq!(lines(&run(&["events"])).len(), 2);
+    assert_eq!(ok(&run(&["events", "--archived"])).trim(), "no events");
     Ok(())
 }

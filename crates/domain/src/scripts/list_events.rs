@@ -1,19 +1,22 @@
-//! `lua/list_events.lua`: the registry of events, for the scheduled jobs (read-only).
+//! `lua/list_events.lua`: the registry of events, for the scheduled jobs and the operators'
+//! list (read-only).
 
 use super::ScriptError;
 use super::list_events_contract::{Args, Keys, call_ok};
-use crate::keys::REGISTRY;
+use crate::keys::{ARCHIVED, REGISTRY};
 use crate::store::Store;
 
-/// Runs it: every registered event id, as stored (the caller validates them).
-pub fn run(store: &impl Store) -> Result<Vec<String>, ScriptError> {
+/// Runs it: every registered event id, as stored (the caller validates them), and whether it
+/// is archived.
+pub fn run(store: &impl Store) -> Result<Vec<(String, bool)>, ScriptError> {
     let keys = Keys {
         registry: REGISTRY.to_owned(),
+        archived: ARCHIVED.to_owned(),
     };
     let mut r = call_ok(store, keys, Args {})?;
-    let mut ids = Vec::new();
+    let mut events = Vec::new();
     while r.has_more() {
-        ids.push(r.next_text()?);
+        events.push((r.next_text()?, r.next_flag()?));
     }
-    Ok(ids)
+    Ok(events)
 }

@@ -6,6 +6,7 @@
 //! (by name), and the reply read front to back through a [`Reader`] — no positions by hand.
 
 pub mod admission_terms;
+pub mod archive_event;
 pub mod buy;
 pub mod deny;
 pub mod drain_claim;
