@@ -26,8 +26,8 @@
 # `runtime` rolls the instances the same way.
 
 locals {
-  partition  = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
-  spin_url   = var.spin_download_url != null ? var.spin_download_url : "https://github.com/spinframework/spin/releases/download/${var.spin_version}/spin-${var.spin_version}-linux-${var.instance_arch}.tar.gz"
+  partition = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
+  spin_url  = var.spin_download_url != null ? var.spin_download_url : "https://github.com/spinframework/spin/releases/download/${var.spin_version}/spin-${var.spin_version}-linux-${var.instance_arch}.tar.gz"
   # The cron plugin's tarball of the pinned release, for the instances' architecture.
   cron_plugin_url = "https://github.com/spinframework/spin-trigger-plugins/releases/download/cron-v${var.cron_plugin.version}/trigger-cron-${var.cron_plugin.version}-linux-${var.instance_arch}.tar.gz"
   rds_ca_url      = var.rds_ca_bundle_url != null ? var.rds_ca_bundle_url : "https://truststore.pki.rds.amazonaws.com/${var.region}/${var.region}-bundle.pem"
@@ -283,8 +283,9 @@ resource "aws_lb" "app" {
   security_groups            = [aws_security_group.lb.id]
   idle_timeout               = var.lb_idle_timeout
   drop_invalid_header_fields = true
-  # The client's address ends X-Forwarded-For: what the app reads behind a trusted proxy.
-  xff_header_processing_mode = "append"
+  # The client's address ends X-Forwarded-For: what the app reads behind a trusted proxy. Behind
+  # CloudFront, which appends the viewer's address, the header passes on unchanged (cdn.tf).
+  xff_header_processing_mode = var.cdn ? "preserve" : "append"
 }
 
 resource "aws_lb_target_group" "app" {
@@ -313,21 +314,41 @@ resource "aws_lb_listener" "https" {
   ssl_policy        = var.ssl_policy
   certificate_arn   = var.certificate_arn
 
+  # Behind CloudFront only its requests are served (the rule from_cdn, cdn.tf).
   default_action {
-    type             = "forward"
-    target_group_arn = aws_lb_target_group.app.arn
+    type             = var.cdn ? "fixed-response" : "forward"
+    target_group_arn = var.cdn ? null : aws_lb_target_group.app.arn
+
+    dynamic "fixed_response" {
+      for_each = var.cdn ? [1] : []
+      content {
+        content_type = "application/json"
+        status_code  = "403"
+        message_body = local.not_through_cdn
+      }
+    }
   }
 }
 
-# Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one.
+# Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one
+# (allow_plain_http; behind CloudFront, only CloudFront's requests).
 resource "aws_lb_listener" "http" {
   load_balancer_arn = aws_lb.app.arn
   port              = 80
   protocol          = "HTTP"
 
   default_action {
-    type             = local.https ? "redirect" : "forward"
-    target_group_arn = local.https ? null : aws_lb_target_group.app.arn
+    type             = local.https ? "redirect" : (var.cdn ? "fixed-response" : "forward")
+    target_group_arn = local.https || var.cdn ? null : aws_lb_target_group.app.arn
+
+    dynamic "fixed_response" {
+      for_each = !local.https && var.cdn ? [1] : []
+      content {
+        content_type = "application/json"
+        status_code  = "403"
+        message_body = local.not_through_cdn
+      }
+    }
 
     dynamic "redirect" {
       for_each = local.https ? [1] : []
@@ -351,6 +372,7 @@ locals {
   app_listener_arn     = local.https ? aws_lb_listener.https[0].arn : aws_lb_listener.http.arn
   operator_paths       = ["/admin/*", "/console*"]
   operator_cidr_groups = chunklist(var.operator_cidrs, 3)
+  not_through_cdn      = jsonencode({ error = { code = "forbidden", message = "this address serves CloudFront only" } })
 }
 
 resource "aws_lb_listener_rule" "operators_allowed" {

@@ -645,3 +645,14 @@ variable "alarm_topic_arn" {
   type        = string
   default     = null
 }
+
+variable "cdn_origin_secret" {
+  description = "With cdn = true (required then): the value CloudFront sends in the X-Seckill-Origin header and the load balancer requires, so only this distribution reaches the app (the prefix list admits every CloudFront distribution). 32 to 128 letters, digits, - or _."
+  type        = string
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.cdn_origin_secret == null ? !var.cdn : can(regex("^[A-Za-z0-9_-]{32,128}$", var.cdn_origin_secret))
+    error_message = "cdn_origin_secret: 32 to 128 letters, digits, - or _; required with cdn = true."
+  }
+}
