@@ -67,6 +67,7 @@ locals {
   shipped = {
     for name, path in {
       spin-runtime-config   = "${path.module}/../files/spin-runtime-config.sh"
+      migrate-locked        = "${path.module}/../files/migrate-locked.sh"
       seckill-host-unit     = "${path.module}/../files/seckill-host.service"
       seckill-host-prestart = "${path.module}/files/host-prestart.sh"
       migrate               = "${path.module}/files/migrate.sh"
@@ -98,7 +99,7 @@ locals {
       join("\n", [for k, v in local.boot_env : "${k}=\"${v}\""]),
       "SECKILL_BOOT_ENV",
       "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
-      trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
+      local.shipped.migrate-locked,
       "SECKILL_MIGRATE",
       "cat >/etc/seckill/migrate <<'SECKILL_MIGRATE_AWS'",
       local.shipped.migrate,

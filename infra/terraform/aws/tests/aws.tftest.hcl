@@ -65,12 +65,18 @@ mock_provider "aws" {
 }
 
 variables {
-  region           = "us-east-1"
-  ami_id           = "ami-0123456789abcdef0"
-  app_artifact_url = "https://artifacts.example.com/seckill/seckill-0.1.0.tar.gz"
+  region              = "us-east-1"
+  ami_id              = "ami-0123456789abcdef0"
+  app_artifact_url    = "https://artifacts.example.com/seckill/seckill-0.1.0.tar.gz"
+  app_artifact_sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+  spin_sha256         = "1111111111111111111111111111111111111111111111111111111111111111"
 
-  redis_password    = "test-redis-password-0123456789"
-  postgres_password = "test-postgres-password-0123"
+  redis_password        = "test-redis-password-0123456789"
+  postgres_password     = "test-postgres-password-0123"
+  postgres_app_password = "test-app-password-0123456"
+  # The load balancer alone, over plain HTTP (the runs below that test CloudFront or HTTPS say so).
+  cdn              = false
+  allow_plain_http = true
   secrets = {
     jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
     admission_secret        = "test-admission-secret-test-admission"
@@ -103,7 +109,7 @@ run "memorydb_by_default" {
     error_message = "SPIN_VARIABLE_REDIS_URL: rediss://, the ACL user, the cluster endpoint with its port"
   }
   assert {
-    condition     = aws_secretsmanager_secret_version.spin["pg_url"].secret_string == "postgres://seckill:test-postgres-password-0123@seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432/seckill?sslmode=require"
+    condition     = aws_secretsmanager_secret_version.spin["pg_url"].secret_string == "postgres://seckill_app:test-app-password-0123456@seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432/seckill?sslmode=require"
     error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
   }
   assert {
@@ -236,8 +242,8 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
     error_message = "IMDSv2 only"
   }
   assert {
-    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
-    error_message = "the instances may read the six secret variables, and nothing else"
+    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
+    error_message = "the instances may read the six secret variables and the migration's two secrets, and nothing else"
   }
   assert {
     condition     = length(jsondecode(aws_iam_role_policy.app.policy).Statement) == 1
