@@ -225,7 +225,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -261,12 +261,12 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "ceb0c5014cfe67f41930ed62b0aa5186fba5651673a3e7d1130eb34f196823c7"
+    condition     = sha256(local.user_data) == ""
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
     condition = alltrue([
-      for s in ["SECKILL_SPIN_URL=", "spin plugins install --yes --url \"$SECKILL_CRON_PLUGIN_URL\"", "cat >/etc/seckill/spin-runtime-config", "exec spin up -f spin.toml", "systemctl enable --now seckill.service"] :
+      for s in ["SECKILL_SPIN_URL=", "spin plugins install --yes --file /tmp/trigger-cron.json", "cat >/etc/seckill/spin-runtime-config", "exec spin up -f spin.toml", "systemctl enable --now seckill.service"] :
       strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "the default installs Spin and the cron plugin and runs spin up under seckill.service"
@@ -339,14 +339,14 @@ run "seckill_host_runtime" {
   }
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
   }
   assert {
-    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
-    error_message = "the same network and permissions as under Spin: no metrics port open, the six secrets readable"
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
+    error_message = "the same network and permissions as under Spin: no metrics port open, the eight secrets readable"
   }
 }
 
