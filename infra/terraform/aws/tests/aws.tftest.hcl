@@ -261,7 +261,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == ""
+    condition     = sha256(local.user_data) == "a9aebe3520977d1f206252e34c7cefe82e7755874c3233a25ebb4f6a7c960b65"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
