@@ -45,6 +45,10 @@ python3 -c 'import openapi_core, yaml' >/dev/null 2>&1 || pip_install 'openapi-c
 python3 -c 'import hcl2' >/dev/null 2>&1 || pip_install 'python-hcl2==8.1.4' ||
   log "python-hcl2 unavailable: tests/terraform/check_roots.py cannot run"
 
+# For scripts/prometheus-checks.sh: promtool, from Debian's prometheus package (whose service
+# we do not use either).
+command -v promtool >/dev/null 2>&1 || apt_install prometheus
+
 # 5. The browser tests (scripts/browser-tests.sh): Debian's chromium, driven by playwright-core
 #    from npm. Never a browser download of Playwright's own.
 command -v chromium >/dev/null 2>&1 || apt_install chromium

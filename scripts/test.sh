@@ -5,7 +5,7 @@
 # Redis nodes, the tests whose outcome those can change (modules named for those runs), then a
 # small demo sale that checks its own report, then checks the
 # exchanges of the first pass against api/openapi.yaml (every kind, up to 1,000 of each) while
-# the browser tests and the Terraform checks run (all three at once). Under CI=true (.ci/run) a check whose tool is missing fails the run; elsewhere it is
+# the browser tests, the Terraform checks and the alert rules' checks run (all at once). Under CI=true (.ci/run) a check whose tool is missing fails the run; elsewhere it is
 # skipped, saying so (lib.sh's skip_or_fail).
 # The tests start their own redis-server and PostgreSQL on free loopback ports. Arguments go to
 # every test run (e.g. a filter).
@@ -76,8 +76,8 @@ run_tests SECKILL_REDIS_NODES=3 -- over_nodes over_rest_and_nodes
 log "the demo, small: 2,000 buyers for 200 units"
 "$ROOT/target/release/seckill-bench" demo --users 2000 --stock 200 --out "$ROOT/target/demo-small"
 
-# The last three checks share nothing (the browser tests start their own servers; the OpenAPI
-# check reads the record; the Terraform checks plan offline) and each waits on something (the
+# The last checks share nothing (the browser tests start their own servers; the OpenAPI check
+# reads the record; the Terraform checks plan offline; promtool reads the rules) and each waits on something (the
 # browser, Python, Terraform) much of the time, so they run at once, each into its own log,
 # printed whole when it ends.
 CHECK_LOGS="$ROOT/target/check-logs"
@@ -91,6 +91,7 @@ check_in_background() { # NAME COMMAND...: runs COMMAND, its output in $CHECK_LO
 CHECKS=()
 check_in_background openapi python3 "$ROOT/scripts/check-openapi.py" "$RECORD"
 check_in_background terraform bash "$ROOT/scripts/terraform-checks.sh"
+check_in_background prometheus bash "$ROOT/scripts/prometheus-checks.sh"
 failed=()
 SECKILL_ALREADY_BUILT=1 bash "$ROOT/scripts/browser-tests.sh" || failed+=(browser)
 for check in "${CHECKS[@]}"; do

@@ -901,7 +901,7 @@ def check_host_runtime(repo: Path, root: Root, report: Report):
         problems.append(f"the boot writes {path} but neither {HOST_UNIT} nor its drop-in reads it (EnvironmentFile=)")
     if not any(v.endswith("/host-prestart") for v in unit_values(boot, "ExecStartPre")):
         problems.append("the drop-in does not run host-prestart (secrets and migrations) as ExecStartPre=")
-    if not re.search(r"secretsmanager get-secret-value", prestart) or "migrate-locked" not in prestart:
+    if not re.search(r"secretsmanager get-secret-value", prestart) or not re.search(r"/opt/seckill/bin/migrate\b", prestart):
         problems.append("host-prestart.sh does not read the secrets from Secrets Manager and migrate")
     report.check("aws: runtime = \"seckill-host\" runs files/seckill-host.service with the variables Spin gets", problems)
 

@@ -26,9 +26,11 @@
 # `runtime` rolls the instances the same way.
 
 locals {
-  partition  = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
-  spin_url   = var.spin_download_url != null ? var.spin_download_url : "https://github.com/spinframework/spin/releases/download/${var.spin_version}/spin-${var.spin_version}-linux-${var.instance_arch}.tar.gz"
-  rds_ca_url = var.rds_ca_bundle_url != null ? var.rds_ca_bundle_url : "https://truststore.pki.rds.amazonaws.com/${var.region}/${var.region}-bundle.pem"
+  partition = startswith(var.region, "cn-") ? "aws-cn" : (startswith(var.region, "us-gov-") ? "aws-us-gov" : "aws")
+  spin_url  = var.spin_download_url != null ? var.spin_download_url : "https://github.com/spinframework/spin/releases/download/${var.spin_version}/spin-${var.spin_version}-linux-${var.instance_arch}.tar.gz"
+  # The cron plugin's tarball of the pinned release, for the instances' architecture.
+  cron_plugin_url = "https://github.com/spinframework/spin-trigger-plugins/releases/download/cron-v${var.cron_plugin.version}/trigger-cron-${var.cron_plugin.version}-linux-${var.instance_arch}.tar.gz"
+  rds_ca_url      = var.rds_ca_bundle_url != null ? var.rds_ca_bundle_url : "https://truststore.pki.rds.amazonaws.com/${var.region}/${var.region}-bundle.pem"
 
   artifact_s3  = startswith(var.app_artifact_url, "s3://")
   artifact_arn = local.artifact_s3 ? "arn:${local.partition}:s3:::${trimprefix(var.app_artifact_url, "s3://")}" : null
@@ -38,9 +40,12 @@ locals {
   # where Spin is installed (runtime = "spin": the same file as before the input existed).
   boot_env = merge(
     local.host ? {} : {
-      SECKILL_SPIN_URL        = local.spin_url
-      SECKILL_SPIN_SHA256     = var.spin_sha256
-      SECKILL_CRON_PLUGIN_URL = var.cron_plugin_url
+      SECKILL_SPIN_URL            = local.spin_url
+      SECKILL_SPIN_SHA256         = var.spin_sha256
+      SECKILL_ARCH                = var.instance_arch
+      SECKILL_CRON_PLUGIN_VERSION = var.cron_plugin.version
+      SECKILL_CRON_PLUGIN_URL     = local.cron_plugin_url
+      SECKILL_CRON_PLUGIN_SHA256  = var.cron_plugin.sha256[var.instance_arch]
     },
     {
       SECKILL_REGION              = var.region
@@ -49,6 +54,10 @@ locals {
       SECKILL_APP_ARTIFACT_SHA256 = var.app_artifact_sha256
       SECKILL_RDS_CA_URL          = local.rds_ca_url
       SECKILL_SECRET_ARNS         = join(" ", [for k in local.spin_secret_names : "${k}=${aws_secretsmanager_secret.spin[k].arn}"])
+      # The migration step's (files/migrate.sh): the master's URL and the app role's password.
+      SECKILL_MIGRATION_PG_URL_ARN = aws_secretsmanager_secret.migration["pg_url"].arn
+      SECKILL_PG_APP_PASSWORD_ARN  = aws_secretsmanager_secret.migration["app_password"].arn
+      SECKILL_PG_APP_ROLE          = var.postgres_app_username
     },
     { for k, v in local.spin_public_variables : "SPIN_VARIABLE_${upper(k)}" => v },
   )
@@ -58,8 +67,10 @@ locals {
   shipped = {
     for name, path in {
       spin-runtime-config   = "${path.module}/../files/spin-runtime-config.sh"
+      migrate-locked        = "${path.module}/../files/migrate-locked.sh"
       seckill-host-unit     = "${path.module}/../files/seckill-host.service"
       seckill-host-prestart = "${path.module}/files/host-prestart.sh"
+      migrate               = "${path.module}/files/migrate.sh"
     } : name => join("\n", [for l in split("\n", trimsuffix(file(path), "\n")) : l if !can(regex("^[ \t]*#($|[^!])", l))])
   }
 
@@ -88,8 +99,11 @@ locals {
       join("\n", [for k, v in local.boot_env : "${k}=\"${v}\""]),
       "SECKILL_BOOT_ENV",
       "cat >/etc/seckill/migrate-locked <<'SECKILL_MIGRATE'",
-      trimsuffix(file("${path.module}/../files/migrate-locked.sh"), "\n"),
+      local.shipped.migrate-locked,
       "SECKILL_MIGRATE",
+      "cat >/etc/seckill/migrate <<'SECKILL_MIGRATE_AWS'",
+      local.shipped.migrate,
+      "SECKILL_MIGRATE_AWS",
     ],
     local.host ? [
       "cat >/etc/seckill/seckill-host.service <<'SECKILL_UNIT'",
@@ -107,7 +121,7 @@ locals {
   ))
 }
 
-# --- Instance role: read the app's secrets (and the artifact, when it is on S3) -----------------
+# --- Instance role: read the app's and the migration's secrets (and the artifact, when on S3) ---
 
 resource "aws_iam_role" "app" {
   name_prefix = "${var.name}-app-"
@@ -131,7 +145,7 @@ resource "aws_iam_role_policy" "app" {
         Sid      = "SpinSecrets"
         Effect   = "Allow"
         Action   = ["secretsmanager:GetSecretValue"]
-        Resource = [for s in aws_secretsmanager_secret.spin : s.arn]
+        Resource = concat([for s in aws_secretsmanager_secret.spin : s.arn], [for s in aws_secretsmanager_secret.migration : s.arn])
       }],
       var.secrets_kms_key_id == null ? [] : [{
         Sid      = "SpinSecretsKey"
@@ -244,7 +258,7 @@ resource "aws_autoscaling_group" "app" {
     propagate_at_launch = true
   }
 
-  depends_on = [aws_route.private_nat, aws_secretsmanager_secret_version.spin]
+  depends_on = [aws_route.private_nat, aws_secretsmanager_secret_version.spin, aws_secretsmanager_secret_version.migration]
 }
 
 resource "aws_autoscaling_policy" "cpu" {
@@ -270,8 +284,9 @@ resource "aws_lb" "app" {
   security_groups            = [aws_security_group.lb.id]
   idle_timeout               = var.lb_idle_timeout
   drop_invalid_header_fields = true
-  # The client's address ends X-Forwarded-For: what the app reads behind a trusted proxy.
-  xff_header_processing_mode = "append"
+  # The client's address ends X-Forwarded-For: what the app reads behind a trusted proxy. Behind
+  # CloudFront, which appends the viewer's address, the header passes on unchanged (cdn.tf).
+  xff_header_processing_mode = var.cdn ? "preserve" : "append"
 }
 
 resource "aws_lb_target_group" "app" {
@@ -300,21 +315,41 @@ resource "aws_lb_listener" "https" {
   ssl_policy        = var.ssl_policy
   certificate_arn   = var.certificate_arn
 
+  # Behind CloudFront only its requests are served (the rule from_cdn, cdn.tf).
   default_action {
-    type             = "forward"
-    target_group_arn = aws_lb_target_group.app.arn
+    type             = var.cdn ? "fixed-response" : "forward"
+    target_group_arn = var.cdn ? null : aws_lb_target_group.app.arn
+
+    dynamic "fixed_response" {
+      for_each = var.cdn ? [1] : []
+      content {
+        content_type = "application/json"
+        status_code  = "403"
+        message_body = local.not_through_cdn
+      }
+    }
   }
 }
 
-# Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one.
+# Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one
+# (allow_plain_http; behind CloudFront, only CloudFront's requests).
 resource "aws_lb_listener" "http" {
   load_balancer_arn = aws_lb.app.arn
   port              = 80
   protocol          = "HTTP"
 
   default_action {
-    type             = local.https ? "redirect" : "forward"
-    target_group_arn = local.https ? null : aws_lb_target_group.app.arn
+    type             = local.https ? "redirect" : (var.cdn ? "fixed-response" : "forward")
+    target_group_arn = local.https || var.cdn ? null : aws_lb_target_group.app.arn
+
+    dynamic "fixed_response" {
+      for_each = !local.https && var.cdn ? [1] : []
+      content {
+        content_type = "application/json"
+        status_code  = "403"
+        message_body = local.not_through_cdn
+      }
+    }
 
     dynamic "redirect" {
       for_each = local.https ? [1] : []
@@ -338,6 +373,7 @@ locals {
   app_listener_arn     = local.https ? aws_lb_listener.https[0].arn : aws_lb_listener.http.arn
   operator_paths       = ["/admin/*", "/console*"]
   operator_cidr_groups = chunklist(var.operator_cidrs, 3)
+  not_through_cdn      = jsonencode({ error = { code = "forbidden", message = "this address serves CloudFront only" } })
 }
 
 resource "aws_lb_listener_rule" "operators_allowed" {

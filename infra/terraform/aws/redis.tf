@@ -21,6 +21,19 @@ locals {
   memorydb_user = var.redis_username != null ? var.redis_username : "${var.name}-app"
   redis_user    = local.memorydb ? local.memorydb_user : "default"
 
+  # The commands the app runs, the one list of them: its Lua scripts' redis.call/pcall commands
+  # (shared/lua/; an ACL applies inside a script too) and what the Rust sends itself (EVALSHA,
+  # EVAL when a script is not cached, PING for health). AUTH needs no rule; redis-rs ignores a
+  # refused CLIENT SETINFO. tests/terraform/check_roots.py fails when the code uses one not here.
+  redis_app_commands = [
+    "del", "eval", "evalsha", "exists", "get", "hdel", "hget", "hgetall", "hincrby", "hmget",
+    "hscan", "hset", "hsetnx", "hvals", "incr", "incrby", "pexpire", "ping", "pttl", "sadd",
+    "scard", "set", "sismember", "smembers", "spop", "time", "xack", "xadd", "xautoclaim",
+    "xgroup", "xinfo", "xlen", "xpending", "xrange", "xreadgroup", "xtrim",
+  ]
+  # MemoryDB's ACL user: every key, no channel, those commands and no other.
+  redis_acl_access_string = "on ~* -@all ${join(" ", [for c in local.redis_app_commands : "+${c}"])}"
+
   redis_endpoints = local.memorydb ? [
     for c in aws_memorydb_cluster.redis : { host = c.cluster_endpoint[0].address, port = c.cluster_endpoint[0].port }
     ] : [
@@ -45,7 +58,7 @@ resource "aws_memorydb_subnet_group" "redis" {
 resource "aws_memorydb_user" "app" {
   count         = local.memorydb ? 1 : 0
   user_name     = local.memorydb_user
-  access_string = var.redis_acl_access_string
+  access_string = local.redis_acl_access_string
 
   authentication_mode {
     type      = "password"

@@ -33,9 +33,9 @@ module "app_variables" {
     host     = aws_db_instance.postgres.address
     port     = var.postgres_port
     database = var.postgres_database
-    user     = var.postgres_username
+    user     = var.postgres_app_username
   }
-  postgres_password = var.postgres_password
+  postgres_password = var.postgres_app_password
   secrets           = var.secrets
   settings          = var.settings
   # Spin sees the load balancer as the peer: its nodes live in the public subnets, and it appends
@@ -79,4 +79,27 @@ resource "aws_secretsmanager_secret_version" "spin" {
   for_each      = aws_secretsmanager_secret.spin
   secret_id     = each.value.id
   secret_string = local.spin_secret_variables[each.key]
+}
+
+# The migration step's secrets (files/migrate.sh), never Spin variables: the master user's URL,
+# which runs the migrations, and the password it gives the app's role (pg_url's user).
+locals {
+  migration_secrets = {
+    pg_url       = "postgres://${urlencode(var.postgres_username)}:${urlencode(var.postgres_password)}@${module.app_variables.hosts.pg_host}/${urlencode(var.postgres_database)}?sslmode=require"
+    app_password = var.postgres_app_password
+  }
+}
+
+resource "aws_secretsmanager_secret" "migration" {
+  for_each                = toset(["pg_url", "app_password"])
+  name                    = "${var.name}/migration/${each.key}"
+  description             = "seckill migration step: ${each.key == "pg_url" ? "the master user's URL" : "the app role's password"}"
+  kms_key_id              = var.secrets_kms_key_id
+  recovery_window_in_days = var.secret_recovery_window_days
+}
+
+resource "aws_secretsmanager_secret_version" "migration" {
+  for_each      = aws_secretsmanager_secret.migration
+  secret_id     = each.value.id
+  secret_string = local.migration_secrets[each.key]
 }

@@ -172,12 +172,6 @@ variable "redis_username" {
   }
 }
 
-variable "redis_acl_access_string" {
-  description = "The MemoryDB user's ACL rules."
-  type        = string
-  default     = "on ~* &* +@all"
-}
-
 variable "redis_password" {
   description = "The Redis password (MemoryDB user password or ElastiCache AUTH token): 16 to 128 printable characters without spaces, quotes, slashes or @."
   type        = string
@@ -247,9 +241,29 @@ variable "postgres_database" {
 }
 
 variable "postgres_username" {
-  description = "The master user, which the app and the migrations use."
+  description = "The master user: it owns the schema and runs the migrations; the app never connects as it."
   type        = string
   default     = "seckill"
+}
+
+variable "postgres_app_username" {
+  description = "The app's own role, which the migration step keeps (../files/migrate-locked.sh): LOGIN, and SELECT/INSERT/UPDATE/DELETE on the tables and USAGE/SELECT on the sequences, nothing more."
+  type        = string
+  default     = "seckill_app"
+  validation {
+    condition     = can(regex("^[a-z_][a-z0-9_]{0,62}$", var.postgres_app_username)) && var.postgres_app_username != var.postgres_username
+    error_message = "postgres_app_username: a lower-case SQL identifier (letters, digits, _), not the master user."
+  }
+}
+
+variable "postgres_app_password" {
+  description = "The app role's password (16 to 128 printable characters without /, \", @ or space). The migration step sets it at every start, so changing it and rolling the instances rotates it."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = length(var.postgres_app_password) >= 16 && length(var.postgres_app_password) <= 128 && can(regex("^[!#-.0-?A-~]+$", var.postgres_app_password))
+    error_message = "postgres_app_password: 16 to 128 printable ASCII characters, none of space, \", / or @."
+  }
 }
 
 variable "postgres_password" {
@@ -390,15 +404,32 @@ variable "spin_download_url" {
 }
 
 variable "spin_sha256" {
-  description = "The Spin tarball's SHA-256, checked at boot when given."
+  description = "runtime = \"spin\": the Spin tarball's SHA-256 (required; the boot refuses any other tarball). Spin's release page lists it."
   type        = string
-  default     = ""
+  default     = null
+  validation {
+    condition     = var.runtime != "spin" || can(regex("^[0-9a-f]{64}$", coalesce(var.spin_sha256, "-")))
+    error_message = "spin_sha256: the Spin tarball's SHA-256 (64 lower-case hex digits), required with runtime = \"spin\"."
+  }
 }
 
-variable "cron_plugin_url" {
-  description = "The spin-trigger-cron plugin manifest (spin.toml's [[trigger.cron]] runs only with it)."
-  type        = string
-  default     = "https://github.com/spinframework/spin-trigger-cron/releases/download/canary/trigger-cron.json"
+variable "cron_plugin" {
+  description = "The spin-trigger-cron release the instances install (spin.toml's [[trigger.cron]] runs only with it): a tagged release of spinframework/spin-trigger-plugins and the SHA-256 of its linux tarball per instance_arch, as its manifest in spinframework/spin-plugins (manifests/trigger-cron/) lists them. The boot checks the tarball and installs it from the local file."
+  type = object({
+    version = string
+    sha256  = map(string)
+  })
+  default = {
+    version = "0.6.2"
+    sha256 = {
+      amd64   = "267f848faefa8352b5d94e7ca274bc6a2bec39497c0f0661c529b9cc37aa946a"
+      aarch64 = "4d461befebb4049dbe6c676290ba0eaf193527c2dbbcee4f2d56ad8309a56faf"
+    }
+  }
+  validation {
+    condition     = can(regex("^[0-9]+[.][0-9]+[.][0-9]+$", var.cron_plugin.version)) && alltrue([for a in ["amd64", "aarch64"] : can(regex("^[0-9a-f]{64}$", lookup(var.cron_plugin.sha256, a, "")))])
+    error_message = "cron_plugin: a release version (x.y.z, no canary) and the SHA-256 of its amd64 and aarch64 linux tarballs."
+  }
 }
 
 variable "app_artifact_url" {
@@ -411,9 +442,12 @@ variable "app_artifact_url" {
 }
 
 variable "app_artifact_sha256" {
-  description = "The artifact's SHA-256, checked at boot when given."
+  description = "The artifact's SHA-256 (sha256sum of the tarball): required; the boot refuses any other file."
   type        = string
-  default     = ""
+  validation {
+    condition     = can(regex("^[0-9a-f]{64}$", var.app_artifact_sha256))
+    error_message = "app_artifact_sha256: the artifact's SHA-256, 64 lower-case hex digits."
+  }
 }
 
 variable "settings" {
@@ -450,9 +484,19 @@ variable "root_volume_gib" {
 # ---------------------------------------------------------------------------------------------
 
 variable "certificate_arn" {
-  description = "ACM certificate for the HTTPS listener. Given: HTTPS on 443 and HTTP redirects to it. Null: plain HTTP on 80 only (for a first try; never for a real sale)."
+  description = "ACM certificate (in var.region) for the load balancer's HTTPS listener: HTTPS on 443, and HTTP on 80 redirects to it. Required unless allow_plain_http = true."
   type        = string
   default     = null
+  validation {
+    condition     = var.certificate_arn != null || var.allow_plain_http
+    error_message = "certificate_arn is required: without it the load balancer serves plain HTTP, and JWTs, operators' tokens and payment webhooks cross the network in the clear. Give an ACM certificate, or set allow_plain_http = true for a trial that carries nothing of value."
+  }
+}
+
+variable "allow_plain_http" {
+  description = "Serve plain HTTP on port 80 when no certificate_arn is given (a first try; never a real sale). False: a certificate is required."
+  type        = bool
+  default     = false
 }
 
 variable "ssl_policy" {
@@ -535,5 +579,80 @@ variable "secret_recovery_window_days" {
   validation {
     condition     = var.secret_recovery_window_days == 0 || (var.secret_recovery_window_days >= 7 && var.secret_recovery_window_days <= 30)
     error_message = "secret_recovery_window_days is 0 or from 7 to 30."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------
+# CDN (CloudFront in front of the load balancer)
+# ---------------------------------------------------------------------------------------------
+
+variable "cdn" {
+  description = "CloudFront in front of the load balancer (cdn.tf): the shop's pages and event reads cached as the app's Cache-Control says, the API, admin and console passed through uncached, and the load balancer open to CloudFront only."
+  type        = bool
+  default     = true
+}
+
+variable "cdn_origin_domain_name" {
+  description = "With a certificate_arn: the DNS name CloudFront connects to over HTTPS, one the certificate covers and that resolves to the load balancer (e.g. origin.shop.example.com, a CNAME or alias of load_balancer_dns_name). Without a certificate (allow_plain_http) CloudFront reaches the load balancer's own name over HTTP."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.cdn_origin_domain_name == null || can(regex("^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$", coalesce(var.cdn_origin_domain_name, "-")))
+    error_message = "cdn_origin_domain_name: a DNS name, lower case, no scheme or port."
+  }
+}
+
+variable "cdn_aliases" {
+  description = "The shop's own names on the distribution (e.g. [\"shop.example.com\"]), with cdn_certificate_arn. Empty: the distribution's *.cloudfront.net name and certificate."
+  type        = list(string)
+  default     = []
+}
+
+variable "cdn_certificate_arn" {
+  description = "An ACM certificate in us-east-1 (CloudFront's region) covering cdn_aliases."
+  type        = string
+  default     = null
+  validation {
+    condition     = (var.cdn_certificate_arn == null) == (length(var.cdn_aliases) == 0)
+    error_message = "cdn_aliases and cdn_certificate_arn go together (a us-east-1 ACM certificate covering every alias)."
+  }
+}
+
+variable "cdn_price_class" {
+  description = "CloudFront's price class (which edge locations serve the shop)."
+  type        = string
+  default     = "PriceClass_100"
+}
+
+variable "cloudfront_prefix_list_id" {
+  description = "The id of the AWS-managed prefix list com.amazonaws.global.cloudfront.origin-facing in var.region: the only sources the load balancer admits with cdn = true. Null: looked up (a data source, so `plan` then needs credentials)."
+  type        = string
+  default     = null
+}
+
+# ---------------------------------------------------------------------------------------------
+# Alerts
+# ---------------------------------------------------------------------------------------------
+
+variable "prometheus_workspace" {
+  description = "An Amazon Managed Prometheus workspace loaded with ../../prometheus/seckill.rules.yml (the alerts and their runbooks). Off by default: the rules alert on what is scraped into the workspace (the hosts' metrics and GET /admin/metrics, DEPLOY.md), which this root does not set up; turn it on with that scraper."
+  type        = bool
+  default     = false
+}
+
+variable "alarm_topic_arn" {
+  description = "An SNS topic for the alerts: the Redis CPU alarm's actions and, with prometheus_workspace, the workspace's alert manager. Null: the alarms show in CloudWatch and the alerts in the workspace, and nobody is notified."
+  type        = string
+  default     = null
+}
+
+variable "cdn_origin_secret" {
+  description = "With cdn = true (required then): the value CloudFront sends in the X-Seckill-Origin header and the load balancer requires, so only this distribution reaches the app (the prefix list admits every CloudFront distribution). 32 to 128 letters, digits, - or _."
+  type        = string
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.cdn_origin_secret == null ? !var.cdn : can(regex("^[A-Za-z0-9_-]{32,128}$", var.cdn_origin_secret))
+    error_message = "cdn_origin_secret: 32 to 128 letters, digits, - or _; required with cdn = true."
   }
 }

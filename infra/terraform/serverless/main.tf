@@ -1,5 +1,7 @@
 locals {
   app_dir = var.app_dir != null ? var.app_dir : abspath("${path.root}/../../..")
+  # The manifests' job_key defaults to "" (no GET ?key= way in); Akamai requires one (variables.tf).
+  job_key = var.job_key == null ? "" : var.job_key
 }
 
 # --- Redis: Upstash, TLS always on, no eviction (stock and order intents must never be evicted) --

@@ -53,6 +53,7 @@ output "allowed_outbound_hosts" {
 }
 
 output "akamai_cron_jobs" {
-  description = "The spin aka cron jobs (name => path and query), empty on Fermyon Cloud."
+  description = "The spin aka cron jobs (name => path and query, which holds job_key), empty on Fermyon Cloud."
   value       = local.akamai_cron_jobs
+  sensitive   = true
 }

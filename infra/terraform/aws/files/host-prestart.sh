@@ -7,14 +7,13 @@
 #      on a tmpfs, mode 0600, removed when the service stops, that the drop-in's EnvironmentFile=
 #      hands to seckill-host as SPIN_VARIABLE_<NAME> (the same place Spin's start script puts
 #      them, its environment, just through a file systemd reads);
-#   2. the pending migrations, under the advisory lock, verifying the RDS certificate (as Spin's
-#      start script does before `spin up`).
+#   2. the pending migrations and the app's Postgres role (migrate.sh, as Spin's start script
+#      does before `spin up`).
 set -euo pipefail
 umask 077
 out=${RUNTIME_DIRECTORY:?RuntimeDirectory= is not set}/secrets.env
 tmp=$(mktemp "$out.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-pg_url=
 for pair in $SECKILL_SECRET_ARNS; do
   name=${pair%%=*}
   value=$(aws secretsmanager get-secret-value --region "$SECKILL_REGION" --secret-id "${pair#*=}" \
@@ -22,13 +21,10 @@ for pair in $SECKILL_SECRET_ARNS; do
   if [[ $value == *[[:cntrl:]]* ]]; then
     echo "host-prestart: the secret $name holds a control character" >&2; exit 1
   fi
-  [ "$name" != pg_url ] || pg_url=$value
   # Double-quoted as systemd reads environment files: \ " ` and $ each behind a backslash.
   value=${value//\\/\\\\}; value=${value//\"/\\\"}; value=${value//\`/\\\`}; value=${value//\$/\\\$}
   printf 'SPIN_VARIABLE_%s="%s"\n' "${name^^}" "$value" >>"$tmp"
 done
 mv -f "$tmp" "$out"
 trap - EXIT
-url=${pg_url:?SECKILL_SECRET_ARNS names no pg_url}
-url=${url/sslmode=require/sslmode=verify-full}
-PG_URL="$url&sslrootcert=/etc/seckill/rds-ca.pem" /opt/seckill/bin/migrate-locked /opt/seckill/app/migrations
+/opt/seckill/bin/migrate

@@ -65,12 +65,18 @@ mock_provider "aws" {
 }
 
 variables {
-  region           = "us-east-1"
-  ami_id           = "ami-0123456789abcdef0"
-  app_artifact_url = "https://artifacts.example.com/seckill/seckill-0.1.0.tar.gz"
+  region              = "us-east-1"
+  ami_id              = "ami-0123456789abcdef0"
+  app_artifact_url    = "https://artifacts.example.com/seckill/seckill-0.1.0.tar.gz"
+  app_artifact_sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+  spin_sha256         = "1111111111111111111111111111111111111111111111111111111111111111"
 
-  redis_password    = "test-redis-password-0123456789"
-  postgres_password = "test-postgres-password-0123"
+  redis_password        = "test-redis-password-0123456789"
+  postgres_password     = "test-postgres-password-0123"
+  postgres_app_password = "test-app-password-0123456"
+  # The load balancer alone, over plain HTTP (the runs below that test CloudFront or HTTPS say so).
+  cdn              = false
+  allow_plain_http = true
   secrets = {
     jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
     admission_secret        = "test-admission-secret-test-admission"
@@ -103,7 +109,7 @@ run "memorydb_by_default" {
     error_message = "SPIN_VARIABLE_REDIS_URL: rediss://, the ACL user, the cluster endpoint with its port"
   }
   assert {
-    condition     = aws_secretsmanager_secret_version.spin["pg_url"].secret_string == "postgres://seckill:test-postgres-password-0123@seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432/seckill?sslmode=require"
+    condition     = aws_secretsmanager_secret_version.spin["pg_url"].secret_string == "postgres://seckill_app:test-app-password-0123456@seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432/seckill?sslmode=require"
     error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
   }
   assert {
@@ -219,7 +225,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -236,8 +242,8 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
     error_message = "IMDSv2 only"
   }
   assert {
-    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
-    error_message = "the instances may read the six secret variables, and nothing else"
+    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
+    error_message = "the instances may read the six secret variables and the migration's two secrets, and nothing else"
   }
   assert {
     condition     = length(jsondecode(aws_iam_role_policy.app.policy).Statement) == 1
@@ -255,12 +261,12 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "ceb0c5014cfe67f41930ed62b0aa5186fba5651673a3e7d1130eb34f196823c7"
+    condition     = sha256(local.user_data) == "a9aebe3520977d1f206252e34c7cefe82e7755874c3233a25ebb4f6a7c960b65"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
     condition = alltrue([
-      for s in ["SECKILL_SPIN_URL=", "spin plugins install --yes --url \"$SECKILL_CRON_PLUGIN_URL\"", "cat >/etc/seckill/spin-runtime-config", "exec spin up -f spin.toml", "systemctl enable --now seckill.service"] :
+      for s in ["SECKILL_SPIN_URL=", "spin plugins install --yes --file /tmp/trigger-cron.json", "cat >/etc/seckill/spin-runtime-config", "exec spin up -f spin.toml", "systemctl enable --now seckill.service"] :
       strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "the default installs Spin and the cron plugin and runs spin up under seckill.service"
@@ -333,14 +339,14 @@ run "seckill_host_runtime" {
   }
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
   }
   assert {
-    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 6
-    error_message = "the same network and permissions as under Spin: no metrics port open, the six secrets readable"
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
+    error_message = "the same network and permissions as under Spin: no metrics port open, the eight secrets readable"
   }
 }
 
