@@ -87,10 +87,10 @@ pub fn spread<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<Spread, Error> 
                     config => config?,
                 };
             let number = |name: &str| config.get(name).and_then(|v| v.parse::<u64>().ok());
-            if let (Some(end_ms), Some(shards)) = (number("end_ms"), number("shards")) {
-                if end_ms > now_ms {
-                    live.push((id, shards as u32));
-                }
+            if let (Some(end_ms), Some(shards)) = (number("end_ms"), number("shards"))
+                && end_ms > now_ms
+            {
+                live.push((id, shards as u32));
             }
         }
     }
