@@ -5,9 +5,12 @@
 #   - the AWS root through the local provider mirror (infra/terraform/cli.tfrc): init, validate,
 #     plan with fake credentials and tests/plan.tfvars, terraform test (mock provider);
 #   - tests/terraform/check_roots.py: every root (aws, serverless, spinkube) parsed and checked
-#     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed).
-# What this machine cannot run (no terraform, no provider mirror, no python-hcl2) is skipped,
-# saying so, or under CI=true fails the run (lib.sh's skip_or_fail).
+#     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed),
+#     and every root and module for references to what it does not declare;
+#   - tests/terraform/check_redis_acl.py: the AWS root's Redis ACL is the commands the app runs;
+#   - tests/terraform/migrate_role_test.sh: files/migrate-locked.sh on a real PostgreSQL.
+# What this machine cannot run (no terraform, no provider mirror, no python-hcl2, no PostgreSQL)
+# is skipped, saying so, or under CI=true fails the run (lib.sh's skip_or_fail).
 # Working directories go to a temp dir (TF_DATA_DIR): nothing is left in the tree.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -60,10 +63,19 @@ else
 fi
 
 if python3 -c 'import hcl2' >/dev/null 2>&1; then
-  check "tests/terraform/check_roots.py" python3 "$ROOT/tests/terraform/check_roots.py"
-  grep -E '^check_roots: ' "$WORK/log" || true
+  for checker in check_roots check_redis_acl; do
+    check "tests/terraform/$checker.py" python3 "$ROOT/tests/terraform/$checker.py"
+    grep -E "^$checker: " "$WORK/log" || true
+  done
 else
-  skip_or_fail "python-hcl2 is not installed (scripts/setup.sh installs it): tests/terraform/check_roots.py cannot run"
+  skip_or_fail "python-hcl2 is not installed (scripts/setup.sh installs it): tests/terraform/check_roots.py and check_redis_acl.py cannot run"
+fi
+
+if [ -x "$(pg_bin)/initdb" ] && command -v psql >/dev/null 2>&1; then
+  check "tests/terraform/migrate_role_test.sh" bash "$ROOT/tests/terraform/migrate_role_test.sh"
+  grep -E '^migrate_role: ' "$WORK/log" || true
+else
+  skip_or_fail "PostgreSQL's initdb or psql not found: tests/terraform/migrate_role_test.sh cannot run"
 fi
 
 # The count only when something ran: a bare "0 passed" would read as a suite that ran nothing.

@@ -34,7 +34,7 @@ wiring. For each root:
               URL in redis_url and pg_url, in every component of both manifests; redis_origin
               itself is scheme://host:port with redis_url's scheme; the root's multi-node host
               patterns too. The manifests' own defaults admit their default URLs likewise;
-  spin        Spin's settings do not waste its CPU (issue 22): no RUST_BACKTRACE (nor
+  spin        Spin's settings do not waste its CPU: no RUST_BACKTRACE (nor
               RUST_LIB_BACKTRACE) set to anything but 0 in any deploy path; self-hosted Spin (aws)
               runs `spin up --log-dir "" --runtime-config-file ...` with a static variables
               provider, RUST_BACKTRACE explicitly unset and RUST_LIB_BACKTRACE=0; the SpinApp
@@ -51,6 +51,14 @@ wiring. For each root:
               RUST_BACKTRACE unset and RUST_LIB_BACKTRACE=0, and whose EnvironmentFile= lines
               (unit and drop-in) read the files the boot writes: /etc/seckill/boot.env and the
               secrets file the ExecStartPre= writes in the runtime directory.
+  alerts      the SpinKube root loads infra/prometheus/seckill.rules.yml's groups as they are into a
+              PrometheusRule (monitoring.coreos.com/v1) in its namespace, behind a switch that is
+              off by default (the kind needs the Prometheus operator's CRDs).
+
+Every root and every module (modules/*) is also checked for references: each var.X, local.X,
+module.X (and module.X.OUT of a local module), data.T.N and resource T.N its expressions use is
+declared in that root or module (what `terraform validate` would say, for the roots it cannot
+initialise here).
 
 A self-check then breaks copies of the roots in a temporary directory, one defect at a time, and
 expects each defect to be reported: the checks are known to be able to fail.
@@ -161,6 +169,7 @@ class Root:
     locals: dict = field(default_factory=dict)
     modules: dict = field(default_factory=dict)
     resources: dict = field(default_factory=dict)  # (type, name) -> body
+    data: dict = field(default_factory=dict)  # (type, name) -> body
     outputs: dict = field(default_factory=dict)
 
 
@@ -179,10 +188,11 @@ def load_root(path: Path) -> Root:
             root.modules.update(block)
         for block in doc.get("output", []):
             root.outputs.update(block)
-        for block in doc.get("resource", []):
-            for rtype, named in block.items():
-                for rname, body in named.items():
-                    root.resources[(rtype, rname)] = body
+        for kind, into in (("resource", root.resources), ("data", root.data)):
+            for block in doc.get(kind, []):
+                for rtype, named in block.items():
+                    for rname, body in named.items():
+                        into[(rtype, rname)] = body
     return root
 
 
@@ -688,7 +698,7 @@ def walk(value, path=()):
 
 
 # ---------------------------------------------------------------------------------------------
-# Spin's settings: what real Spin pays per request for them (issue 22)
+# Spin's settings: what real Spin pays per request for them
 # ---------------------------------------------------------------------------------------------
 #
 # Sources (spinframework/spin, Spin 3.6): crates/trigger/src/cli.rs (`--log-dir ""` unsets the
@@ -849,6 +859,38 @@ def unit_values(text: str, key: str) -> list:
     return [m.group(1).strip() for m in re.finditer(rf"(?m)^{key}=(.*)$", uncommented(text))]
 
 
+ALERT_RULES = "infra/prometheus/seckill.rules.yml"
+
+
+def check_alert_rules(repo: Path, root: Root, report: Report):
+    """The SpinKube root's PrometheusRule: the rules file's groups as they are, behind a switch
+    that is off by default (the kind exists only where the Prometheus operator's CRDs do)."""
+    problems = []
+    rules = [(name, b) for (t, name), b in root.resources.items()
+             if t == "kubernetes_manifest" and unq(b.get("manifest", {}).get("kind")) == "PrometheusRule"]
+    if len(rules) != 1:
+        problems.append(f"expected one PrometheusRule kubernetes_manifest, found {len(rules)}")
+    for name, body in rules:
+        manifest = body.get("manifest", {})
+        if unq(manifest.get("apiVersion")) != "monitoring.coreos.com/v1":
+            problems.append(f"{name}: apiVersion {manifest.get('apiVersion')!r}, not monitoring.coreos.com/v1")
+        if not re.fullmatch(r"kubernetes_namespace_v1\.\w+\.metadata\[0\]\.name", expr(manifest.get("metadata", {}).get("namespace", ""))):
+            problems.append(f"{name}: not in the root's namespace")
+        switch = re.fullmatch(r"var\.(\w+) \? 1 : 0", expr(body.get("count", "")))
+        if not switch:
+            problems.append(f"{name}: count is not `var.X ? 1 : 0` (a switch): {body.get('count')!r}")
+        elif root.variables.get(switch.group(1), {}).get("default") is not False:
+            problems.append(f"{name}: var.{switch.group(1)} does not default to false (without the operator's CRDs the plan fails)")
+        groups = expr((manifest.get("spec") or {}).get("groups", ""))
+        m = re.fullmatch(r'yamldecode\(file\("\$\{path\.module\}/([^"]+)"\)\)\.groups', groups)
+        target = (root.path / m.group(1)).resolve() if m else None
+        if target is None or target != (repo / ALERT_RULES).resolve():
+            problems.append(f"{name}: spec.groups is not yamldecode(file(...)).groups of {ALERT_RULES}: {groups!r}")
+        elif not re.search(r"(?m)^groups:", target.read_text()):
+            problems.append(f"{ALERT_RULES} has no top-level groups:")
+    report.check(f"{root.name}: the alerts of {ALERT_RULES} as a PrometheusRule, off by default", problems)
+
+
 def check_host_runtime(repo: Path, root: Root, report: Report):
     """The AWS root's runtime = "seckill-host": our host, not Spin, fed as Spin is."""
     problems = []
@@ -976,6 +1018,135 @@ def check_manifest_defaults(manifests, report: Report):
     report.check("manifests: on their defaults, allowed_outbound_hosts admit the default URLs", problems)
 
 
+# ---------------------------------------------------------------------------------------------
+# References: every var.X, local.X, module.X, data.T.N and resource T.N a root or module uses is
+# declared there (terraform validate says so too, but only the AWS root can be initialised here)
+# ---------------------------------------------------------------------------------------------
+
+HEREDOC = re.compile(r"<<-?([A-Za-z_]\w*)\n")
+
+
+def expressions(text: str) -> str:
+    """A .tf file as its expressions only: comments dropped, the literal text of strings and
+    heredocs blanked, their ${...} and %{...} interpolations kept (where references can be)."""
+    out = []
+
+    def code(i: int, inside: bool) -> int:
+        """From i to the `}` closing an interpolation (inside) or the end of the text."""
+        depth = 0
+        while i < len(text):
+            c, two = text[i], text[i:i + 2]
+            if c == "#" or two == "//":
+                i = text.find("\n", i)
+                i = len(text) if i < 0 else i
+                continue
+            if two == "/*":
+                i = text.find("*/", i + 2) + 2 or len(text)
+                continue
+            if c == '"':
+                i = template(i + 1, None)
+                continue
+            heredoc = HEREDOC.match(text, i)
+            if heredoc:
+                end = re.compile(rf"(?m)^[ \t]*{heredoc.group(1)}[ \t]*$").search(text, heredoc.end())
+                stop = end.start() if end else len(text)
+                template(heredoc.end(), stop)
+                i = end.end() if end else stop
+                continue
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                if depth == 0 and inside:
+                    return i + 1
+                depth -= 1
+            out.append(c)
+            i += 1
+        return i
+
+    def template(i: int, stop) -> int:
+        """A string's body (stop None: up to its closing quote) or a heredoc's (up to stop)."""
+        while i < (len(text) if stop is None else stop):
+            c, three = text[i], text[i:i + 3]
+            if stop is None and c == '"':
+                return i + 1
+            if stop is None and c == "\\":
+                i += 2
+            elif three in ("$${", "%%{"):
+                i += 3
+            elif three[:2] in ("${", "%{"):
+                out.append(" (")
+                i = code(i + 2, True)
+                out.append(") ")
+            else:
+                out.append("\n" if c == "\n" else " ")
+                i += 1
+        return i
+
+    code(0, False)
+    return "".join(out)
+
+
+# Names before a dot that are not references to a declaration: Terraform's own objects, and
+# (collected per file) for-expression symbols and dynamic blocks' iterators.
+BUILTIN_OBJECTS = {"var", "local", "module", "data", "each", "count", "self", "path", "terraform"}
+RESOURCE_REF = re.compile(r"(?<![\w.])([a-z][a-z0-9]*_[a-z0-9_]+)\.([A-Za-z_][\w-]*)")
+
+
+def reference_problems(root: Root, outputs_of) -> list:
+    """Undeclared references in a root or module; outputs_of(source) is a local module's outputs."""
+    problems = []
+    for tf in sorted(root.path.glob("*.tf")):
+        raw = tf.read_text()
+        code = expressions(raw)
+        symbols = set(BUILTIN_OBJECTS)
+        for m in re.finditer(r"\bfor\s+(\w+)(?:\s*,\s*(\w+))?\s+in\b", code):
+            symbols.update(g for g in m.groups() if g)
+        # A dynamic block's iterator: the block's label, or its `iterator` argument.
+        symbols.update(re.findall(r'(?m)^\s*dynamic\s+"(\w+)"', raw))
+        symbols.update(re.findall(r"(?m)^\s*iterator\s*=\s*(\w+)", raw))
+        found = []
+        for name in re.findall(r"(?<![\w.])var\.(\w+)", code):
+            if name not in root.variables:
+                found.append(f"var.{name} (no variable \"{name}\")")
+        for name in re.findall(r"(?<![\w.])local\.(\w+)", code):
+            if name not in root.locals:
+                found.append(f"local.{name} (no such local)")
+        for name, out in re.findall(r"(?<![\w.])module\.(\w+)(?:\.(\w+))?", code):
+            body = root.modules.get(name)
+            if body is None:
+                found.append(f"module.{name} (no module \"{name}\")")
+            elif out:
+                declared = outputs_of(root.path, unq(body.get("source", "")))
+                if declared is not None and out not in declared:
+                    found.append(f"module.{name}.{out} (no output \"{out}\" in {unq(body.get('source'))})")
+        for rtype, rname in re.findall(r"(?<![\w.])data\.(\w+)\.([\w-]+)", code):
+            if (rtype, rname) not in root.data:
+                found.append(f"data.{rtype}.{rname} (no data \"{rtype}\" \"{rname}\")")
+        for rtype, rname in RESOURCE_REF.findall(code):
+            if rtype not in symbols and (rtype, rname) not in root.resources:
+                found.append(f"{rtype}.{rname} (no resource \"{rtype}\" \"{rname}\")")
+        problems += [f"{tf.name}: {f}" for f in sorted(set(found))]
+    return problems
+
+
+def check_references(repo: Path, report: Report):
+    cache = {}
+
+    def outputs_of(base: Path, source: str):
+        if not source.startswith(("./", "../")):
+            return None  # a registry module: its outputs are not here
+        path = (base / source).resolve()
+        if path not in cache:
+            cache[path] = set(load_root(path).outputs) if path.is_dir() else set()
+        return cache[path]
+
+    tf = repo / "infra/terraform"
+    for path in [tf / n for n in ROOTS] + sorted(p for p in (tf / "modules").iterdir() if p.is_dir()):
+        name = str(path.relative_to(tf))
+        report.check(f"{name}: every var, local, module, data source and resource it refers to is declared",
+                     reference_problems(load_root(path), outputs_of))
+
+
 def run_checks(repo: Path, report: Report):
     manifests = load_manifests(repo)
     check_manifest_defaults(manifests, report)
@@ -986,8 +1157,11 @@ def run_checks(repo: Path, report: Report):
         check_spin_settings(repo, root, report)
         if name == "aws":
             check_host_runtime(repo, root, report)
+        if name == "spinkube":
+            check_alert_rules(repo, root, report)
     check_deploy_guide(repo, report)
     check_runtime_config_writer(repo, manifests, report)
+    check_references(repo, report)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1095,7 +1269,7 @@ DEFECTS = [
     ("a manifest whose default redis_origin has another scheme than its redis_url", "spin.toml",
      'redis_origin = { default = "redis://127.0.0.1:6379" }', 'redis_origin = { default = "rediss://127.0.0.1:6379" }',
      "spin.toml defaults"),
-    # Spin's settings (issue 22)
+    # Spin's settings
     ("spin up logging to files again", "infra/terraform/aws/files/boot.sh.tftpl",
      ' --log-dir "" ', " ",
      'lacks --log-dir ""'),
@@ -1145,6 +1319,35 @@ DEFECTS = [
      '"seckill/runtime-config-sha256" = module.runtime_config.sha256',
      '"seckill/runtime-config-sha256" = module.runtime_config.toml',
      "carries module.runtime_config.toml in the clear"),
+    # The SpinKube root's alerts
+    ("the PrometheusRule on by default", "infra/terraform/spinkube/variables.tf",
+     "hence off by default.\"\n  type        = bool\n  default     = false", "hence off by default.\"\n  type        = bool\n  default     = true",
+     "does not default to false"),
+    ("the PrometheusRule from another file", "infra/terraform/spinkube/main.tf",
+     "/../../prometheus/seckill.rules.yml", "/seckill.rules.yml",
+     "spec.groups is not yamldecode(file(...)).groups of"),
+    # References to what the root or module does not declare
+    ("an undeclared variable", "infra/terraform/spinkube/main.tf",
+     "replicas = var.replicas", "replicas = var.replica_count",
+     "main.tf: var.replica_count (no variable"),
+    ("an undeclared local", "infra/terraform/serverless/main.tf",
+     "for_each = local.akamai_cron_jobs", "for_each = local.akamai_cron_job",
+     "main.tf: local.akamai_cron_job (no such local)"),
+    ("an undeclared local in a module", "infra/terraform/modules/spin-runtime-config/main.tf",
+     "for d in local.declarations : d[0]]", "for d in local.declaration : d[0]]",
+     "main.tf: local.declaration (no such local)"),
+    ("an undeclared resource", "infra/terraform/aws/monitoring.tf",
+     "workspace_id = aws_prometheus_workspace.alerts[0].id", "workspace_id = aws_prometheus_workspace.alert[0].id",
+     "monitoring.tf: aws_prometheus_workspace.alert (no resource"),
+    ("an undeclared data source", "infra/terraform/aws/cdn.tf",
+     "data.aws_ec2_managed_prefix_list.cloudfront[*].id", "data.aws_ec2_managed_prefix_list.cloudfronts[*].id",
+     "cdn.tf: data.aws_ec2_managed_prefix_list.cloudfronts (no data"),
+    ("an output the module does not have", "infra/terraform/spinkube/main.tf",
+     "= module.runtime_config.sha256 }", "= module.runtime_config.sha }",
+     "main.tf: module.runtime_config.sha (no output"),
+    ("an undeclared module", "infra/terraform/spinkube/outputs.tf",
+     "value       = module.app_variables.allowed_outbound_hosts", "value       = module.app_variable.allowed_outbound_hosts",
+     "outputs.tf: module.app_variable (no module"),
     ("the guide's spin up without --log-dir", "infra/terraform/DEPLOY.md",
      'spin up -f spin.toml --listen 0.0.0.0:3000 --log-dir "" ', "spin up -f spin.toml --listen 0.0.0.0:3000 ",
      'DEPLOY.md: `'),
@@ -1157,8 +1360,9 @@ def self_check(repo: Path, report: Report):
         shutil.copytree(repo / "infra/terraform", base / "infra/terraform", ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
         for m in MANIFESTS:
             shutil.copy(repo / m, base / m)
-        (base / SETTINGS_SOURCE).parent.mkdir(parents=True)
-        shutil.copy(repo / SETTINGS_SOURCE, base / SETTINGS_SOURCE)
+        for rel in (SETTINGS_SOURCE, ALERT_RULES):
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(repo / rel, base / rel)
         pristine = Report(quiet=True)
         run_checks(base, pristine)
         report.check("self-check: an unmodified copy passes", [f"copy fails: {f}" for f in pristine.failures])

@@ -4,15 +4,15 @@
 # the tables (those of later migrations too) but not change the schema; a second run is a no-op
 # that keeps the role and takes a new password; the migrating user itself is refused as APP_ROLE.
 # Prints `migrate_role: N passed, N failed`. Usage: tests/terraform/migrate_role_test.sh
+# Exits 2, before any check, when PostgreSQL's initdb or psql is missing.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$bin/initdb" ] || { echo "migrate_role: PostgreSQL's initdb not found" >&2; exit 2; }
+source "$(dirname "$0")/../../scripts/lib.sh"
+bin=$(pg_bin)
+{ [ -x "$bin/initdb" ] && command -v psql >/dev/null; } || { echo "migrate_role: PostgreSQL's initdb or psql not found" >&2; exit 2; }
 work=$(mktemp -d /tmp/seckill-migrate-role.XXXXXX)
 chmod 0755 "$work"
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 [ "$(id -u)" != 0 ] || chown postgres "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cleanup() { as_pg "$bin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 as_pg "$bin/initdb" -D "$work/data" -U owner --auth=trust >/dev/null

@@ -24,11 +24,12 @@ locals {
   # The commands the app runs, the one list of them: its Lua scripts' redis.call/pcall commands
   # (shared/lua/; an ACL applies inside a script too) and what the Rust sends itself (EVALSHA,
   # EVAL when a script is not cached, PING for health). AUTH needs no rule; redis-rs ignores a
-  # refused CLIENT SETINFO. tests/terraform/check_roots.py fails when the code uses one not here.
+  # refused CLIENT SETINFO. tests/terraform/check_redis_acl.py fails when the code runs a command
+  # not here, or when one here is no longer run.
   redis_app_commands = [
     "del", "eval", "evalsha", "exists", "get", "hdel", "hget", "hgetall", "hincrby", "hmget",
     "hscan", "hset", "hsetnx", "hvals", "incr", "incrby", "pexpire", "ping", "pttl", "sadd",
-    "scard", "set", "sismember", "smembers", "spop", "time", "xack", "xadd", "xautoclaim",
+    "scard", "set", "sismember", "smembers", "spop", "srem", "time", "xack", "xadd", "xautoclaim",
     "xgroup", "xinfo", "xlen", "xpending", "xrange", "xreadgroup", "xtrim",
   ]
   # MemoryDB's ACL user: every key, no channel, those commands and no other.

@@ -17,9 +17,9 @@
 #
 # Values: SPIN_VARIABLE_<NAME> from the environment (secrets, hosts, overrides) win over the
 # manifest's `default`; a variable with neither is left out (Spin then reports it missing at
-# start, as before). Every SPIN_VARIABLE_* of the environment is written, declared or not; one the
-# manifest does not declare (say a former tuning variable, SPIN_VARIABLE_DRAIN_BATCH: the settings
-# are now the one variable `settings`) is reported on stderr, since Spin never reads it.
+# start). Every SPIN_VARIABLE_* of the environment is written, declared or not; one the manifest
+# does not declare (say SPIN_VARIABLE_DRAIN_BATCH: the settings are the one variable `settings`)
+# is reported on stderr, since Spin never reads it.
 #
 # What it costs: the values, secrets included, are in <out> in the clear. It is written with
 # umask 077 (mode 0600, owned by whoever runs this, e.g. the service user) and replaced

@@ -102,8 +102,7 @@ resource "terraform_data" "migrate" {
 # environment variables for Spin or a log directory (only the app and its --variable values), so
 # this root sets none, and never RUST_BACKTRACE in the deploy command's environment (it is the
 # CLI's, not the platform's, but keep it clean). How the platform resolves variables is its
-# business; what the app can do is keep the number of variables low (issue 22, the variable
-# diet).
+# business; what the app can do is keep the number of variables low.
 
 resource "terraform_data" "deploy" {
   # Redeploy when the variables, the manifest or a component changes.

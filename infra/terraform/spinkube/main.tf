@@ -289,3 +289,23 @@ resource "kubernetes_deployment_v1" "ticker" {
 
   depends_on = [kubernetes_manifest.spinapp]
 }
+
+# --- Alerts: the rules file as a PrometheusRule --------------------------------------------------
+# ../../prometheus/seckill.rules.yml is the alerts' one home: its groups go into the spec as they
+# are. The Prometheus that selects the rule (prometheus_rule_labels) evaluates them over what it
+# scrapes: the app's GET /admin/metrics and redis_exporter (DEPLOY.md, "Alerts"). The shim runs
+# Spin, not seckill-host, so the host's seckill_http_* series (SeckillShedding) do not exist here.
+
+resource "kubernetes_manifest" "alert_rules" {
+  count = var.prometheus_rules ? 1 : 0
+  manifest = {
+    apiVersion = "monitoring.coreos.com/v1"
+    kind       = "PrometheusRule"
+    metadata = {
+      name      = "${var.app_name}-alerts"
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+      labels    = var.prometheus_rule_labels
+    }
+    spec = { groups = yamldecode(file("${path.module}/../../prometheus/seckill.rules.yml")).groups }
+  }
+}

@@ -166,3 +166,17 @@ variable "secrets" {
     error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."
   }
 }
+
+# --- Alerts -------------------------------------------------------------------------------------
+
+variable "prometheus_rules" {
+  description = "Load the alerts of infra/prometheus/seckill.rules.yml as a PrometheusRule (monitoring.coreos.com/v1) in the namespace. Needs the Prometheus operator's CRDs in the cluster (kube-prometheus-stack installs them), hence off by default."
+  type        = bool
+  default     = false
+}
+
+variable "prometheus_rule_labels" {
+  description = "Labels of the PrometheusRule: what the Prometheus resource's ruleSelector matches (kube-prometheus-stack's default selects release = <its Helm release name>)."
+  type        = map(string)
+  default     = {}
+}
