@@ -155,8 +155,8 @@ function renderEvents() {
 async function archive(id, on) {
   const r = await admin(on ? 'POST' : 'DELETE', `/admin/events/${encodeURIComponent(id)}/archive`);
   if (r.code) { failed(r, on ? 'Archiving' : 'Unarchiving'); return; }
+  await loadEvents(); // the list moves before the status says so
   say(`${on ? 'Archived' : 'Unarchived'} ${id}.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
-  await loadEvents();
   if (id === C.event) loadAudit();
 }
 

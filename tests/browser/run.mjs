@@ -560,6 +560,21 @@ test('console: gray release, shadow mode, versions with their diffs, a rollback,
   assert.equal(await diff(version(replaced), 'stock').textContent(), 'stock: 4 → 5');
   assert.equal(await version(replaced).getByRole('button', { name: /^Roll back/ }).count(), 0, 'the version in force');
 
+  // Shadow mode for the per-user limit: a second precheck over the limit is counted, not refused.
+  await p.getByLabel('per-user limit').check();
+  await p.locator('#shadow-form').getByRole('button', { name: 'Apply' }).click();
+  await status(p).filter({ hasText: `Shadow mode set: ${id}` }).waitFor();
+  assert.equal((await cfg()).shadow, 'user');
+  const token = await jwt('shadowed-buyer');
+  for (let i = 0; i < 2; i++) {
+    const adm = await admit(id, token);
+    const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
+    assert.equal(pre.status, 200, `precheck ${i}: ${JSON.stringify(pre.body)}`);
+  }
+  await p.locator('#shadowed').filter({ hasText: 'In shadow: user. Refusals counted in shadow: gray 0 · user 1 · global 0.' }).waitFor({ timeout: 5_000 });
+  await versions.nth(2).waitFor();
+  assert.equal(await diff(versions.first(), 'shadow').textContent(), 'shadow: none → user');
+
   // The gray release: shown, and the conditions' "lower the gray %" action leads to its control.
   const gray = p.locator('[data-control="gray_percent"]');
   await p.locator('#gray-now').filter({ hasText: 'Now 100 % of users' }).waitFor();
@@ -573,27 +588,13 @@ test('console: gray release, shadow mode, versions with their diffs, a rollback,
   await p.locator('#gray-now').filter({ hasText: 'Now 30 % of users' }).waitFor();
   assert.equal((await cfg()).gray_percent, '30');
   await backlog.getByRole('button', { name: 'Lower the gray % (now 30 %)' }).waitFor();
-  await versions.nth(2).waitFor();
+  await versions.nth(3).waitFor();
   const switched = versions.first();
   assert.match(await switched.textContent(), /switches and limits/);
   assert.match(await switched.textContent(), /browser/, 'who');
   assert.equal(await diff(switched, 'gray_percent').textContent(), 'gray_percent: 100 → 30');
   assert.equal(await switched.locator('li[data-field]').count(), 1, 'only what changed');
-
-  // Shadow mode for the per-user limit: a second precheck within the limit is counted, not refused.
-  await p.getByLabel('per-user limit').check();
-  await p.locator('#shadow-form').getByRole('button', { name: 'Apply' }).click();
-  await status(p).filter({ hasText: `Shadow mode set: ${id}` }).waitFor();
-  assert.equal((await cfg()).shadow, 'user');
-  const token = await jwt('shadowed-buyer');
-  for (let i = 0; i < 2; i++) {
-    const adm = await admit(id, token);
-    const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
-    assert.equal(pre.status, 200, `precheck ${i}: ${JSON.stringify(pre.body)}`);
-  }
-  await p.locator('#shadowed').filter({ hasText: 'In shadow: user. Refusals counted in shadow: gray 0 · user 1 · global 0.' }).waitFor({ timeout: 5_000 });
-  await versions.nth(3).waitFor();
-  assert.equal(await diff(versions.first(), 'shadow').textContent(), 'shadow: none → user');
+  assert.equal(await p.getByLabel('per-user limit').isChecked(), true, 'still in shadow');
 
   // A rollback asks first: dismissed, nothing is sent.
   const sent = () => p.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/rollback')).length;
