@@ -265,13 +265,17 @@ async function loadVersions() {
     head.textContent = `Version ${v.version}${i === 0 ? ' (in force)' : ''} · ${new Date(v.at_ms).toLocaleString()} · ${v.operator} · ${CHANGE_KINDS[v.change] || v.change}${to}`;
     const diff = document.createElement('ul');
     diff.className = 'diff muted';
-    diff.append(...v.changes.map((c) => {
+    const item = (text) => {
       const d = document.createElement('li');
+      d.textContent = text;
+      return d;
+    };
+    diff.append(...v.changes.map((c) => {
+      const d = item(`${c.field}: ${shown(c.field, c.before)} → ${shown(c.field, c.after)}`);
       d.dataset.field = c.field;
-      d.textContent = `${c.field}: ${shown(c.field, c.before)} → ${shown(c.field, c.after)}`;
       return d;
     }));
-    if (!v.changes.length) diff.textContent = 'no field changed';
+    if (!v.changes.length) diff.append(item('no field changed'));
     if (v.change === 'create') { // every field: folded
       const all = document.createElement('details');
       const summary = document.createElement('summary');

@@ -779,6 +779,7 @@ test('accessibility: axe finds no WCAG 2 A/AA violations in the storefront and t
   await console_.getByRole('button', { name: 'Use token' }).click();
   await console_.getByRole('button', { name: e.id }).click();
   await console_.locator('.tile').first().waitFor();
+  await console_.locator('#version-list li[data-version]').first().waitFor();
   await check(console_, 'console');
   await console_.context().close();
 });
