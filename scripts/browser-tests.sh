@@ -51,11 +51,11 @@ stop() {
 trap stop EXIT
 start_stores "$WORK" "$REDIS_PORT" "$PG_PORT" --appendonly no --save ''
 
-ADMIN_TOKEN=$(secret 24)
+ADMIN_TOKEN=$(secret 24) VIEWER_TOKEN=$(secret 24)
 export SPIN_VARIABLE_JWT_SECRET=$(secret 24) SPIN_VARIABLE_ADMISSION_SECRET=$(secret 24)
 WEBHOOK_SECRET=whsec_$(secret 24)
 PROVIDER_URL="http://127.0.0.1:$PROVIDER_PORT"
-export SPIN_VARIABLE_OPERATORS=browser:operator:$ADMIN_TOKEN SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=$WEBHOOK_SECRET
+export SPIN_VARIABLE_OPERATORS=browser:operator:$ADMIN_TOKEN,watcher:viewer:$VIEWER_TOKEN SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS=$WEBHOOK_SECRET
 export SPIN_VARIABLE_SETTINGS="demo_login=true,payment_checkout_url=$PROVIDER_URL/checkout"
 target/release/seckill-bench provider --listen "127.0.0.1:$PROVIDER_PORT" \
   --webhook "http://127.0.0.1:$HTTP_PORT/api/payments/webhook" --secret "$WEBHOOK_SECRET" \
@@ -69,7 +69,7 @@ curl -sf "http://127.0.0.1:$HTTP_PORT/api/time" >/dev/null || { cat "$WORK/host.
 
 log "browser tests against http://127.0.0.1:$HTTP_PORT"
 status=0
-SECKILL_URL="http://127.0.0.1:$HTTP_PORT" SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_CHROMIUM=$CHROMIUM \
+SECKILL_URL="http://127.0.0.1:$HTTP_PORT" SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_VIEWER_TOKEN=$VIEWER_TOKEN SECKILL_CHROMIUM=$CHROMIUM \
   SECKILL_PROVIDER_URL=$PROVIDER_URL SECKILL_REDIS_URL=$SPIN_VARIABLE_REDIS_URL \
   SECKILL_ARTIFACTS="$ROOT/target/browser-artifacts" node tests/browser/run.mjs "$@" || status=$?
 [ $status = 0 ] || { log "host log:"; tail -n 40 "$WORK/host.log" >&2; }

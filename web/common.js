@@ -13,6 +13,7 @@ const MESSAGES = {
   forbidden: 'This token may only read: an operator makes changes.',
   not_admitted: 'You have no admission for this sale. Reserve before it starts next time.',
   denied: 'This account cannot take part in this sale.',
+  not_released: 'The sale opens to buyers in turns, and yours has not come yet. Try again in a moment.',
   not_selected: 'The lottery is drawn and you were not selected this time. Thank you for taking part.',
   bad_purchase_token: 'Your place expired. Press buy again.',
   event_not_found: 'This sale does not exist: check the link.',

@@ -3,15 +3,18 @@
 // (one GET /admin/events/{id}: one read-only script in Redis) with the conditions it flags
 // (conditions.js) beside the action answering each, the payments owing a refund
 // (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
-// REFUNDS_EVERY_MS), and the event's latest changes (GET /admin/audit: who, when, which route,
-// before → after).
+// REFUNDS_EVERY_MS), the config center (the gray release, shadow mode, the event's
+// configuration versions with their diffs and rollback, the global limit across events) and the
+// event's latest changes (GET /admin/audit: who, when, which route, before → after).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null};
 const HISTORY = 120; // samples (seconds) kept for the chart
 const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
 const REFUNDS_LIMIT = 100;
 const HEALTH_EVERY_MS = 5000; // GET /admin/health (a Redis PING and a Postgres query), as often
+const VERSIONS_LIMIT = 20;
+const LIMITS = ['gray', 'user', 'global']; // the limits shadow mode applies to
 
 function say(text, tone = '') {
   $('status').textContent = text;
@@ -47,6 +50,14 @@ async function start() {
   $('resume').addEventListener('click', () => act('PATCH', '', {enabled: true}, 'Sale resumed'));
   $('user-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {user_rate: Number($('u-rate').value), user_burst: Number($('u-burst').value)}, 'Per-user limit set'); });
   $('buy-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {buy_rate: Number($('b-rate').value), buy_burst: Number($('b-burst').value)}, 'Event limit set'); });
+  $('gray-form').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {gray_percent: Number($('g-percent').value)}, 'Gray release set', 'Setting the gray release'); });
+  $('shadow-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const shadow = [...document.querySelectorAll('#shadow-form input:checked')].map((c) => c.value);
+    act('PATCH', '', {shadow}, 'Shadow mode set', 'Setting shadow mode');
+  });
+  $('global-form').addEventListener('submit', setGlobalLimit);
+  $('reload-versions').addEventListener('click', loadVersions);
   $('extend').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {end_ms: Math.round(serverNow() + Number($('x-min').value) * 60000)}, 'End moved'); });
   $('deny-form').addEventListener('submit', deny);
   $('draw').addEventListener('click', () => act('POST', '/draw', undefined, 'Drawn'));
@@ -68,6 +79,7 @@ async function useToken(token) {
   if (await loadEvents()) {
     $('who').textContent = 'signed in';
     say('Signed in. Pick an event or create one.', 'ok');
+    loadGlobalLimit();
   }
 }
 
@@ -143,8 +155,8 @@ function renderEvents() {
 async function archive(id, on) {
   const r = await admin(on ? 'POST' : 'DELETE', `/admin/events/${encodeURIComponent(id)}/archive`);
   if (r.code) { failed(r, on ? 'Archiving' : 'Unarchiving'); return; }
+  await loadEvents(); // the list moves before the status says so
   say(`${on ? 'Archived' : 'Unarchived'} ${id}.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
-  await loadEvents();
   if (id === C.event) loadAudit();
 }
 
@@ -162,20 +174,25 @@ function select(id) {
   delete $('refunds-note').dataset.tone;
   $('refunds-table').classList.add('hidden');
   C.refundsAt = 0;
+  C.filled = null;
   clearTimeout(C.timer);
   refresh();
   loadAudit();
+  loadVersions();
 }
 
 // ---- actions ---------------------------------------------------------------------------------
-async function act(method, suffix, body, done) {
+// A write to the event: `done` says it went, `doing` names it when refused.
+async function act(method, suffix, body, done, doing = done) {
   const id = C.event || $('f-id').value;
   if (!id) { say('Pick or create an event first.', 'warn'); return; }
   const r = await admin(method, `/admin/events/${encodeURIComponent(id)}${suffix}`, body);
-  if (r.code) { failed(r, done); loadAudit(); return; }
+  if (r.code) { failed(r, doing); loadAudit(); return; }
   say(`${done}: ${id}${r.body && r.body.stock !== undefined ? ` (${fmt(r.body.stock)} units over ${r.body.shards} shards)` : ''}${r.body && r.body.admitted !== undefined ? ` (${fmt(r.body.admitted)} admitted)` : ''}${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  C.filled = null; // the controls show the configuration as changed
   refresh();
   loadAudit();
+  loadVersions();
 }
 
 async function saveEvent(e) {
@@ -219,6 +236,100 @@ async function job(name) {
   if (r.code) { failed(r, name); $('job-out').textContent = ''; return; }
   $('job-out').textContent = `${name}: ${JSON.stringify(r.body)}`;
   say(`${name} done`, 'ok');
+}
+
+// ---- the config center: versions, rollback, the global limit -----------------------------------
+const CHANGE_KINDS = {create: 'created', update: 'replaced', switches: 'switches and limits', rollback: 'rollback'};
+
+// The selected event's configuration versions, newest first, each with the fields it changed;
+// every one but the newest (the configuration in force) can be applied again.
+async function loadVersions() {
+  const id = C.event;
+  if (!id) return;
+  const r = await admin('GET', `/admin/events/${encodeURIComponent(id)}/versions?limit=${VERSIONS_LIMIT}`);
+  if (id !== C.event) return;
+  const list = $('version-list');
+  const note = (text) => {
+    const li = document.createElement('li');
+    li.className = 'muted';
+    li.textContent = text;
+    list.replaceChildren(li);
+  };
+  if (r.code) { note(`Versions: ${problem(r)}`); return; }
+  if (!r.body.versions.length) { note('No version recorded yet.'); return; }
+  list.replaceChildren(...r.body.versions.map((v, i) => {
+    const li = document.createElement('li');
+    li.dataset.version = v.version;
+    const head = document.createElement('div');
+    const to = v.rolled_back_to ? ` to version ${v.rolled_back_to}` : '';
+    head.textContent = `Version ${v.version}${i === 0 ? ' (in force)' : ''} · ${new Date(v.at_ms).toLocaleString()} · ${v.operator} · ${CHANGE_KINDS[v.change] || v.change}${to}`;
+    const diff = document.createElement('ul');
+    diff.className = 'diff muted';
+    const item = (text) => {
+      const d = document.createElement('li');
+      d.textContent = text;
+      return d;
+    };
+    diff.append(...v.changes.map((c) => {
+      const d = item(`${c.field}: ${shown(c.field, c.before)} → ${shown(c.field, c.after)}`);
+      d.dataset.field = c.field;
+      return d;
+    }));
+    if (!v.changes.length) diff.append(item('no field changed'));
+    if (v.change === 'create') { // every field: folded
+      const all = document.createElement('details');
+      const summary = document.createElement('summary');
+      summary.textContent = `${v.changes.length} fields set`;
+      all.append(summary, diff);
+      li.append(head, all);
+    } else {
+      li.append(head, diff);
+    }
+    if (i > 0) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = 'Roll back to this version';
+      b.setAttribute('aria-label', `Roll back to this version: ${v.version}`);
+      b.addEventListener('click', () => rollback(v.version));
+      li.append(b);
+    }
+    return li;
+  }));
+}
+
+// A configuration value as a person reads it: instants as dates, lists joined.
+function shown(field, v) {
+  if (v === null || v === undefined) return '–';
+  if (Array.isArray(v)) return v.length ? v.join(', ') : 'none';
+  if (typeof v === 'number' && field.endsWith('_ms') && v > 1e12) return new Date(v).toLocaleString();
+  return String(v);
+}
+
+async function rollback(version) {
+  if (!confirm(`Apply version ${version}'s configuration to ${C.event} again? It becomes a new version.`)) return;
+  await act('POST', '/rollback', {version}, `Rolled back to version ${version}`, `Rolling back to version ${version}`);
+}
+
+function globalText(l) {
+  return l.rate > 0 ? `Now ${fmt(l.rate)} prechecks a second, burst ${fmt(l.burst)}, across every live event.` : 'Now off.';
+}
+
+async function loadGlobalLimit() {
+  const r = await admin('GET', '/admin/limits/global');
+  if (r.code) { $('global-now').textContent = `Global limit: ${problem(r)}`; return; }
+  $('gl-rate').value = r.body.rate;
+  $('gl-burst').value = r.body.burst;
+  $('global-now').textContent = globalText(r.body);
+}
+
+// The answer says over how many shards of how many live events the limit is spread.
+async function setGlobalLimit(e) {
+  e.preventDefault();
+  const r = await admin('PUT', '/admin/limits/global', {rate: Number($('gl-rate').value), burst: Number($('gl-burst').value)});
+  if (r.code) { failed(r, 'Setting the global limit'); return; }
+  const spread = `${globalText(r.body)} Spread over ${fmt(r.body.shards)} shards of ${fmt(r.body.events)} live events.`;
+  $('global-now').textContent = spread;
+  say(`Global limit set. ${spread}${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
 }
 
 // ---- the audit: the selected event's latest changes ------------------------------------------
@@ -370,10 +481,24 @@ function render(s) {
   }));
   $('pause').disabled = !enabled;
   $('resume').disabled = enabled;
+  renderRelease(cfg, s.shadowed || {});
   renderConditions(cfg);
   $('chart').innerHTML = lineChart(C.samples, stock);
   $('shards').innerHTML = barChart(s.stock_by_shard);
   $('refusals').innerHTML = refusalChart(s.refusals, since.refusals || {}, (now - since.t) / 1000);
+}
+
+// The gray share and shadow mode as they stand; the controls are filled once per event and
+// after each change, so the refresh never overwrites what the operator is typing.
+function renderRelease(cfg, shadowed) {
+  const gray = cfg.gray_percent ?? '100'; // the default, for an event configured without it
+  const shadow = (cfg.shadow || '').split(',').filter(Boolean);
+  $('gray-now').textContent = `Now ${gray} % of users are let in.`;
+  $('shadowed').textContent = `In shadow: ${shadow.length ? shadow.join(', ') : 'none'}. Refusals counted in shadow: ${LIMITS.map((l) => `${l} ${fmt(shadowed[l] || 0)}`).join(' · ')}.`;
+  if (C.filled === C.event) return;
+  C.filled = C.event;
+  $('g-percent').value = gray;
+  document.querySelectorAll('#shadow-form input[name="shadow"]').forEach((c) => { c.checked = shadow.includes(c.value); });
 }
 
 // ---- conditions: what the console flags, beside the action that answers each --------------
@@ -435,6 +560,8 @@ function renderConditions(cfg) {
     li.dataset.flagged = flagged === null ? 'unknown' : String(flagged);
     li.querySelector('b').textContent = `${flagged ? '⚠ ' : ''}${CONDITION_NAMES[alert]}: ${flagged === null ? 'not seen here' : flagged ? 'FLAGGED' : 'ok'}`;
     li.querySelector('.muted').textContent = detail;
+    const labels = actionsFor(alert, cfg).map(([label]) => label); // the gray % they name moves
+    li.querySelectorAll('.actions button').forEach((b, i) => { b.textContent = labels[i]; });
   }
   renderHealth();
 }

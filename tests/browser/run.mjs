@@ -1,5 +1,6 @@
 // The storefront and the operator console in headless Debian chromium, against the real stack
-// that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN, the payment
+// that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN, a viewer's
+// SECKILL_VIEWER_TOKEN, the payment
 // provider's sandbox, SECKILL_PROVIDER_URL, and its Redis, SECKILL_REDIS_URL). Each test runs in a fresh browser context; a
 // screenshot of each state goes to $SECKILL_ARTIFACTS.
 // Usage: node run.mjs [name filter]
@@ -13,6 +14,7 @@ import { createRequire } from 'node:module';
 
 const BASE = process.env.SECKILL_URL;
 const ADMIN = process.env.SECKILL_ADMIN_TOKEN;
+const VIEWER = process.env.SECKILL_VIEWER_TOKEN;
 const PROVIDER = process.env.SECKILL_PROVIDER_URL;
 const ARTIFACTS = process.env.SECKILL_ARTIFACTS || 'browser-artifacts';
 const REDIS = process.env.SECKILL_REDIS_URL;
@@ -126,6 +128,19 @@ async function payAtProvider(checkout) {
   await checkout.locator('#pay').click();
   // The page may close itself once it has said so.
   await Promise.race([checkout.locator('#done').waitFor(), checkout.waitForEvent('close')]);
+}
+
+/** The console at desktop size, signed in with `token`, showing event `id`. */
+async function consoleOn(id, token = ADMIN) {
+  const p = await page({ width: 1280, height: 1000 });
+  await p.goto('/console');
+  await p.getByLabel('Admin token (kept in this tab only)').fill(token);
+  await p.getByRole('button', { name: 'Use token' }).click();
+  await status(p).filter({ hasText: 'Signed in' }).waitFor();
+  await p.getByLabel('Search by id or item').fill(id);
+  await p.getByRole('button', { name: id, exact: true }).click();
+  await p.locator('.tile').first().waitFor();
+  return p;
 }
 
 /** The countdown's seconds (m:ss or h:mm:ss). */
@@ -524,6 +539,161 @@ test('console: dead letters flag their conditions beside the action that answers
   await p.context().close();
 });
 
+test('console: gray release, shadow mode, versions with their diffs, a rollback, the global limit', async () => {
+  // Created with 4 units, then 5 and warmed up: version 1 cannot be applied to the warm event.
+  const id = `cc${Date.now().toString(36)}`;
+  const now = await serverNow();
+  const config = { sku: 'Gray phone', unit_amount: 1999, currency: 'eur', stock: 4, shards: 2, start_ms: now,
+    end_ms: now + 3_600_000, user_rate: 0.01, user_burst: 1, pow_difficulty: 0 };
+  assert.equal((await api('PUT', `/admin/events/${id}`, { body: config })).status, 201);
+  assert.equal((await api('PUT', `/admin/events/${id}`, { body: { ...config, stock: 5 } })).status, 200);
+  assert.equal((await api('POST', `/admin/events/${id}/warmup`)).status, 200);
+  const cfg = async () => (await api('GET', `/admin/events/${id}`)).body.config;
+  const p = await consoleOn(id);
+  const versions = p.locator('#version-list > li[data-version]');
+  const version = (n) => p.locator(`#version-list > li[data-version="${n}"]`);
+  const diff = (li, field) => li.locator(`li[data-field="${field}"]`);
+  await versions.nth(1).waitFor();
+  assert.equal(await versions.count(), 2);
+  const [replaced, created] = (await versions.evaluateAll((li) => li.map((l) => Number(l.dataset.version))));
+  assert.match(await version(created).textContent(), /created/);
+  assert.equal(await diff(version(replaced), 'stock').textContent(), 'stock: 4 → 5');
+  assert.equal(await version(replaced).getByRole('button', { name: /^Roll back/ }).count(), 0, 'the version in force');
+
+  // Shadow mode for the per-user limit: a second precheck over the limit is counted, not refused.
+  await p.getByLabel('per-user limit').check();
+  await p.locator('#shadow-form').getByRole('button', { name: 'Apply' }).click();
+  await status(p).filter({ hasText: `Shadow mode set: ${id}` }).waitFor();
+  assert.equal((await cfg()).shadow, 'user');
+  const token = await jwt('shadowed-buyer');
+  for (let i = 0; i < 2; i++) {
+    const adm = await admit(id, token);
+    const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
+    assert.equal(pre.status, 200, `precheck ${i}: ${JSON.stringify(pre.body)}`);
+  }
+  await p.locator('#shadowed').filter({ hasText: 'In shadow: user. Refusals counted in shadow: gray 0 · user 1 · global 0.' }).waitFor({ timeout: 5_000 });
+  await versions.nth(2).waitFor();
+  assert.equal(await diff(versions.first(), 'shadow').textContent(), 'shadow: none → user');
+
+  // The gray release: shown, and the conditions' "lower the gray %" action leads to its control.
+  const gray = p.locator('[data-control="gray_percent"]');
+  await p.locator('#gray-now').filter({ hasText: 'Now 100 % of users' }).waitFor();
+  assert.equal(await gray.inputValue(), '100');
+  const backlog = p.locator('#conditions li[data-alert="SeckillQueueBacklog"]');
+  await backlog.getByRole('button', { name: 'Lower the gray % (now 100 %)' }).click();
+  assert.equal(await p.evaluate(() => document.activeElement.dataset.control), 'gray_percent');
+  await gray.fill('30');
+  await gray.press('Enter');
+  await status(p).filter({ hasText: `Gray release set: ${id}` }).waitFor();
+  await p.locator('#gray-now').filter({ hasText: 'Now 30 % of users' }).waitFor();
+  assert.equal((await cfg()).gray_percent, '30');
+  await backlog.getByRole('button', { name: 'Lower the gray % (now 30 %)' }).waitFor();
+  await versions.nth(3).waitFor();
+  const switched = versions.first();
+  assert.match(await switched.textContent(), /switches and limits/);
+  assert.match(await switched.textContent(), /browser/, 'who');
+  assert.equal(await diff(switched, 'gray_percent').textContent(), 'gray_percent: 100 → 30');
+  assert.equal(await switched.locator('li[data-field]').count(), 1, 'only what changed');
+  assert.equal(await p.getByLabel('per-user limit').isChecked(), true, 'still in shadow');
+
+  // A rollback asks first: dismissed, nothing is sent.
+  const sent = () => p.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/rollback')).length;
+  p.once('dialog', (d) => d.dismiss());
+  await version(replaced).getByRole('button', { name: 'Roll back to this version' }).click();
+  await shot(p, 'console-versions');
+  // Accepted: version `replaced` applies again, as a new version, and the controls follow.
+  p.once('dialog', (d) => d.accept());
+  await version(replaced).getByRole('button', { name: 'Roll back to this version' }).click();
+  await status(p).filter({ hasText: `Rolled back to version ${replaced}: ${id}` }).waitFor();
+  assert.equal(sent(), 1, 'one rollback sent, after the confirmation');
+  await p.locator('#gray-now').filter({ hasText: 'Now 100 % of users' }).waitFor();
+  await p.locator('#shadowed').filter({ hasText: 'In shadow: none.' }).waitFor();
+  assert.equal(await gray.inputValue(), '100');
+  assert.equal(await p.getByLabel('per-user limit').isChecked(), false);
+  const restored = await cfg();
+  assert.deepEqual([restored.gray_percent, restored.shadow, restored.stock], ['100', '', '5']);
+  await versions.nth(4).waitFor();
+  const rollback = versions.first();
+  assert.match(await rollback.textContent(), new RegExp(`rollback to version ${replaced}`));
+  assert.equal(await diff(rollback, 'gray_percent').textContent(), 'gray_percent: 30 → 100');
+  assert.equal(await diff(rollback, 'shadow').textContent(), 'shadow: user → none');
+
+  // Version `created` had 4 units: the warm event refuses it, and the console gives the reason.
+  p.once('dialog', (d) => d.accept());
+  const [refusal] = await Promise.all([
+    p.waitForResponse((r) => r.url().endsWith('/rollback')),
+    version(created).getByRole('button', { name: 'Roll back to this version' }).click(),
+  ]);
+  assert.equal(refusal.status(), 409);
+  const { error } = await refusal.json();
+  await status(p).filter({ hasText: `Rolling back to version ${created}: That is not possible in the current state. (${error.message})` }).waitFor();
+  assert.equal(await status(p).getAttribute('data-tone'), 'bad');
+  assert.equal((await cfg()).stock, '5', 'a refused rollback changes nothing');
+  assert.equal((await api('GET', `/admin/events/${id}/versions`)).body.versions.length, 5, 'and makes no version');
+  await shot(p, 'console-rollback-refused');
+
+  // The global limit: set, spread over the live events' shards, then off again.
+  try {
+    await p.getByLabel('Prechecks per second, all events (0 = no limit)').fill('100');
+    await p.getByLabel('Global burst').fill('50');
+    const [put] = await Promise.all([
+      p.waitForResponse((r) => r.url().endsWith('/admin/limits/global') && r.request().method() === 'PUT'),
+      p.locator('#global-form').getByRole('button', { name: 'Apply' }).click(),
+    ]);
+    const spread = await put.json();
+    assert.ok(spread.events >= 1 && spread.shards >= 2, JSON.stringify(spread));
+    await p.locator('#global-now').filter({
+      hasText: `Now 100 prechecks a second, burst 50, across every live event. Spread over ${spread.shards} shards of ${spread.events} live events.`,
+    }).waitFor();
+    await status(p).filter({ hasText: 'Global limit set' }).waitFor();
+    assert.deepEqual((await api('GET', '/admin/limits/global')).body, { rate: 100, burst: 50 });
+    await shot(p, 'console-global-limit');
+    await p.getByLabel('Prechecks per second, all events (0 = no limit)').fill('0');
+    await p.getByLabel('Global burst').fill('0');
+    await p.locator('#global-form').getByRole('button', { name: 'Apply' }).click();
+    await p.locator('#global-now').filter({ hasText: /^Now off\. Spread over/ }).waitFor();
+    assert.deepEqual((await api('GET', '/admin/limits/global')).body, { rate: 0, burst: 0 });
+  } finally {
+    await api('PUT', '/admin/limits/global', { body: { rate: 0, burst: 0 } }); // the other tests' prechecks
+  }
+  await p.context().close();
+});
+
+test('console: a viewer reads the config center and is refused every change in it', async () => {
+  assert.ok(VIEWER, 'SECKILL_VIEWER_TOKEN is required');
+  const e = await event(0);
+  assert.equal((await api('PATCH', `/admin/events/${e.id}`, { body: { gray_percent: 40 } })).status, 200);
+  const before = (await api('GET', `/admin/events/${e.id}`)).body.config;
+  const p = await consoleOn(e.id, VIEWER);
+  await p.locator('#gray-now').filter({ hasText: 'Now 40 % of users' }).waitFor();
+  const versions = p.locator('#version-list > li[data-version]');
+  await versions.nth(1).waitFor();
+  assert.equal(await versions.first().locator('li[data-field="gray_percent"]').textContent(), 'gray_percent: 100 → 40');
+  await p.locator('#global-now').filter({ hasText: /^Now / }).waitFor();
+  const forbidden = 'This token may only read: an operator makes changes.';
+  const refused = (what) => status(p).filter({ hasText: `${what}: ${forbidden}` }).waitFor();
+  await p.locator('[data-control="gray_percent"]').fill('10');
+  await p.locator('[data-control="gray_percent"]').press('Enter');
+  await refused('Setting the gray release');
+  await p.getByLabel('global limit', { exact: true }).check();
+  await p.locator('#shadow-form').getByRole('button', { name: 'Apply' }).click();
+  await refused('Setting shadow mode');
+  p.once('dialog', (d) => d.accept());
+  const created = await versions.last().getAttribute('data-version');
+  await versions.last().getByRole('button', { name: 'Roll back to this version' }).click();
+  await refused(`Rolling back to version ${created}`);
+  await p.getByLabel('Prechecks per second, all events (0 = no limit)').fill('5');
+  await p.getByLabel('Global burst').fill('5');
+  await p.locator('#global-form').getByRole('button', { name: 'Apply' }).click();
+  await refused('Setting the global limit');
+  await shot(p, 'console-viewer');
+  // Nothing changed.
+  assert.deepEqual((await api('GET', `/admin/events/${e.id}`)).body.config, before);
+  assert.equal((await api('GET', `/admin/events/${e.id}/versions`)).body.versions.length, 2);
+  assert.deepEqual((await api('GET', '/admin/limits/global')).body, { rate: 0, burst: 0 });
+  await p.context().close();
+});
+
 test('console conditions use the Prometheus alert rules\' names and thresholds', async () => {
   const context = {};
   vm.runInNewContext(`${readFileSync(`${ROOT}web/conditions.js`, 'utf8')}; this.CONDITIONS = CONDITIONS;`, context);
@@ -609,6 +779,7 @@ test('accessibility: axe finds no WCAG 2 A/AA violations in the storefront and t
   await console_.getByRole('button', { name: 'Use token' }).click();
   await console_.getByRole('button', { name: e.id }).click();
   await console_.locator('.tile').first().waitFor();
+  await console_.locator('#version-list li[data-version]').first().waitFor();
   await check(console_, 'console');
   await console_.context().close();
 });
