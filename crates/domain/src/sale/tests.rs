@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::scripts::{BUY, ISSUE_TOKEN, POLL, STATUS, code};
+use crate::scripts::{BUY, ISSUE_TOKEN, POLL, READ_CONFIG, code};
 use crate::store::{Reply, StoreErrorKind};
 use crate::testing::FakeStore;
 
@@ -91,7 +91,7 @@ fn each_refusal_of_the_buy_script_has_its_code() {
         let mut store = FakeStore::holding_every_script().answers(&BUY, &reply);
         if expected == ErrorCode::EventNotFound {
             // No slot at the home the caller's count names: the master is asked, and has none.
-            store = store.answers(&STATUS, &[code::NOT_FOUND.into()]);
+            store = store.answers(&READ_CONFIG, &[code::NOT_FOUND.into()]);
         }
         assert_eq!(buy(&store).unwrap_err().code(), expected, "{reply:?}");
     }
