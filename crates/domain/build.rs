@@ -5,6 +5,7 @@
 //! --- keys: cfg purchase_token bought
 //! --- args: user purchase_token          (a last name ending in `...` takes the rest)
 //! --- ok: seq:u64 shard:u32              (the OK reply's fields; `...` ends a variable tail)
+//!                                        (types: i64 u64 u32 text flag order_status)
 //! ```
 //!
 //! From that, the Lua side gets a preamble naming every key and argument (`K_CFG`,
@@ -178,7 +179,7 @@ fn parse(name: &str, text: &str) -> Contract {
                 .split_once(':')
                 .unwrap_or_else(|| panic!("{name}.lua: ok field `{w}` has no `:type`"));
             assert!(
-                ["i64", "u64", "u32", "text", "flag"].contains(&ty),
+                ["i64", "u64", "u32", "text", "flag", "order_status"].contains(&ty),
                 "{name}.lua: ok field `{field}` has an unknown type `{ty}`"
             );
             (ident(field), ty.to_owned())
@@ -300,6 +301,7 @@ fn rust_contract(c: &Contract) -> String {
         let rust_ty = match ty.as_str() {
             "text" => "String",
             "flag" => "bool",
+            "order_status" => "crate::keys::OrderStatus",
             t => t,
         };
         writeln!(
@@ -322,6 +324,7 @@ fn rust_contract(c: &Contract) -> String {
         let read = match ty.as_str() {
             "text" => "r.next_text()?".to_owned(),
             "flag" => "r.next_flag()?".to_owned(),
+            "order_status" => "r.next_order_status()?".to_owned(),
             "i64" => "r.next_int()?".to_owned(),
             "u64" => "r.next_u64()?".to_owned(),
             "u32" => "r.next_u32()?".to_owned(),

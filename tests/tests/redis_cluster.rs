@@ -28,7 +28,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use seckill_domain::admin::{self, DenyList};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::keys::{EventKeys, REGISTRY};
+use seckill_domain::keys::{EventKeys, OrderStatus, REGISTRY};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::sale::{self, Accepted, Admission, PollResult};
 use seckill_domain::scripts;
@@ -862,7 +862,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     loop {
         let page = scripts::reconcile_orders::run(&store, &k, &cursor, 7)?;
         for (order, status) in page.orders {
-            assert_eq!(status, "confirmed", "{order}");
+            assert_eq!(status, OrderStatus::Confirmed, "{order}");
             seen.insert(order);
         }
         cursor = page.cursor;
@@ -921,7 +921,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     let polled = sale::poll(&nodes, &ev.id, ev.shards, owner, 0)?.result;
     let expected = PollResult::Order {
         order_id: expired.order_id.clone(),
-        state: "expired".into(),
+        state: OrderStatus::Expired,
     };
     assert_eq!(polled, expected);
     let late = users[STOCK as usize..]

@@ -52,7 +52,7 @@ fn an_accepted_buy_is_queued_behind_the_orders_not_yet_drained() {
     let accepted = buy(&store).unwrap();
     assert_eq!(
         (accepted.status, accepted.position, accepted.shard),
-        ("queued", 4, 2)
+        (OrderStatus::Queued, 4, 2)
     );
 }
 
@@ -183,7 +183,7 @@ fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
         polled.result,
         PollResult::Order {
             order_id: "o1".into(),
-            state: "paid".into()
+            state: OrderStatus::Paid
         }
     );
     assert!(!polled.drain_due);

@@ -38,6 +38,7 @@ pub mod summarize;
 pub mod upsert_event;
 pub mod warmup;
 
+use crate::keys::OrderStatus;
 use crate::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 
 /// A Lua script and its SHA1, ready for EVALSHA.
@@ -225,6 +226,13 @@ impl Reader {
     pub fn next_u64(&mut self) -> Result<u64, StoreError> {
         let v = self.next_int()?;
         u64::try_from(v).map_err(|_| self.bad("a non-negative number", &Some(Reply::Int(v))))
+    }
+
+    /// The next element, an order's status word ([`OrderStatus`]).
+    pub fn next_order_status(&mut self) -> Result<OrderStatus, StoreError> {
+        let word = self.next_text()?;
+        OrderStatus::parse(&word)
+            .ok_or_else(|| self.bad("an order status", &Some(Reply::Bytes(word.into_bytes()))))
     }
 
     /// The next element, text.
