@@ -23,7 +23,9 @@ const CODES: &[(&str, i64, &str)] = include!("src/scripts/codes.in");
 
 /// The helper libraries, in the order they are prepended: each may use those before it.
 /// Every file in `lib/` must be listed (checked below), so none is forgotten.
-const LIBS: &[&str] = &["values", "clock", "limits", "sale", "orders", "stream"];
+const LIBS: &[&str] = &[
+    "values", "clock", "limits", "sale", "orders", "stream", "lease", "lent",
+];
 
 /// One script's declared contract.
 struct Contract {

@@ -495,14 +495,13 @@ pub fn poll<S: Store>(
     user: &str,
     poll_drain_ms: u64,
 ) -> Result<Polled, Error> {
-    let (state, e) = at_home(nodes, event, shards, user, |e, home, hash| {
+    let mut at = 0;
+    let (state, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        at = home;
         let (store, k) = e.slot(home)?;
         scripts::poll::run(store, &k, user, poll_drain_ms, hash)
     })?;
-    Ok(polled(
-        state,
-        ids::home_shard(event.as_str(), user, e.shards()),
-    ))
+    Ok(polled(state, at))
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).
