@@ -1,11 +1,11 @@
 -- drain: read the next batch of order intents for the lease holder.
 --- keys: queue lease dead errors
---- args: lease reclaim_idle_ms batch max_deliveries
+--- args: owner fence reclaim_idle_ms batch max_deliveries
 --- ok: count:u64 ...
 -- Then `count` × (id, order, user, shard, seq, created_ms). Otherwise {CONFLICT} (lease lost).
 -- Only the lease holder reads, so every run reads as the one consumer `drainer`: consumers
 -- never pile up in the group (the fence, not the consumer name, tells runs apart).
-if redis.call('GET', K_LEASE) ~= A_LEASE then return {CONFLICT} end
+if not lease_held(K_LEASE, A_OWNER, A_FENCE) then return {CONFLICT} end
 local CONSUMER = 'drainer'
 local batch, max_deliveries = tonumber(A_BATCH), tonumber(A_MAX_DELIVERIES)
 

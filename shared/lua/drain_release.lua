@@ -1,8 +1,8 @@
 -- drain: give the lease back when done, if it is still ours (another holder's is left alone).
 --- keys: lease
---- args: lease
+--- args: owner fence
 --- ok: released:flag
-if redis.call('GET', K_LEASE) == A_LEASE then
+if lease_held(K_LEASE, A_OWNER, A_FENCE) then
   redis.call('DEL', K_LEASE)
   return {OK, 1}
 end

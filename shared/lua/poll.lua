@@ -3,7 +3,7 @@
 -- (the poll-carried drain, for platforms whose scheduler is coarse; 0 turns it off).
 --- keys: cfg bought drained orders drain_nudge stock empty
 --- args: user poll_drain_ms home_hash
---- ok: order_id:text status:text seq:u64 drained:u64 drain_rate:u64 drain_due:flag
+--- ok: order_id:text status:order_status seq:u64 drained:u64 drain_rate:u64 drain_due:flag
 -- Otherwise: {WRONG_SHARD, shards} | {NONE, sold_out (0/1)} (no order) | {NOT_FOUND}.
 local cfg = hmget(K_CFG, 'start_ms', 'warmed', 'shard', 'shards')
 if not cfg.start_ms then return {NOT_FOUND} end

@@ -6,10 +6,10 @@
 local now, out = now_ms(), {OK, 0}
 local entries = redis.call('HGETALL', K_LENT)
 for i = 1, #entries, 2 do
-  local to, units, at = string.match(entries[i + 1], '^(%d+)|(%d+)|(%d+)$')
-  if now - tonumber(at) >= tonumber(A_MIN_AGE_MS) then
+  local t = lent_parse(entries[i + 1])
+  if now - t.at_ms >= tonumber(A_MIN_AGE_MS) then
     out[2] = out[2] + 1
-    for _, v in ipairs({entries[i], to, units}) do out[#out + 1] = v end
+    for _, v in ipairs({entries[i], t.to, t.units}) do out[#out + 1] = v end
   end
 end
 return out

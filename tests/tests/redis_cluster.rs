@@ -28,11 +28,11 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use seckill_domain::admin::{self, DenyList};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::keys::{EventKeys, REGISTRY};
+use seckill_domain::keys::{EventKeys, OrderStatus, REGISTRY};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::sale::{self, Accepted, Admission, PollResult};
 use seckill_domain::scripts;
-use seckill_domain::scripts::drain_claim::{Claim, Lease};
+use seckill_domain::scripts::drain_claim::{Claim, Holder, Lease};
 use seckill_domain::scripts::drain_read;
 use seckill_domain::scripts::set_order_status::Final;
 use seckill_domain::sharded::Event;
@@ -483,13 +483,16 @@ fn drain(store: &Strict, ev: &Ev, shard: u32) -> Result<(Lease, Vec<drain_read::
             ev.name()
         );
     };
-    let held = format!("tester|{}", lease.fence);
+    let held = Holder {
+        owner: "tester",
+        fence: lease.fence,
+    };
     let limits = drain_read::Limits {
         batch: 100,
         reclaim_idle_ms: 60_000,
         max_deliveries: 5,
     };
-    let entries = drain_read::run(store, &k, &held, limits)?.context("the lease is ours")?;
+    let entries = drain_read::run(store, &k, held, limits)?.context("the lease is ours")?;
     let confirm: Vec<(&str, &str)> = entries
         .iter()
         .map(|e| (e.id.as_str(), e.order.as_str()))
@@ -501,7 +504,7 @@ fn drain(store: &Strict, ev: &Ev, shard: u32) -> Result<(Lease, Vec<drain_read::
         scripts::drain_confirm::run(store, &k, &confirm)?,
         entries.len() as u64
     );
-    assert!(scripts::drain_release::run(store, &k, &held)?);
+    assert!(scripts::drain_release::run(store, &k, held)?);
     Ok((lease, entries))
 }
 
@@ -862,7 +865,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     loop {
         let page = scripts::reconcile_orders::run(&store, &k, &cursor, 7)?;
         for (order, status) in page.orders {
-            assert_eq!(status, "confirmed", "{order}");
+            assert_eq!(status, OrderStatus::Confirmed, "{order}");
             seen.insert(order);
         }
         cursor = page.cursor;
@@ -921,7 +924,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     let polled = sale::poll(&nodes, &ev.id, ev.shards, owner, 0)?.result;
     let expected = PollResult::Order {
         order_id: expired.order_id.clone(),
-        state: "expired".into(),
+        state: OrderStatus::Expired,
     };
     assert_eq!(polled, expected);
     let late = users[STOCK as usize..]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId, Switches};
-use crate::keys::EventKeys;
+use crate::keys::{EventKeys, OrderStatus};
 use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
@@ -152,8 +152,9 @@ impl EventStatus {
 
     /// Takes `paid`, `expired` and the refusals from a counts hash.
     pub(crate) fn set_counts(&mut self, counts: &BTreeMap<String, i64>) {
-        self.paid = counts.get("paid").copied().unwrap_or(0);
-        self.expired = counts.get("expired").copied().unwrap_or(0);
+        let count = |status: OrderStatus| counts.get(status.as_str()).copied().unwrap_or(0);
+        self.paid = count(OrderStatus::Paid);
+        self.expired = count(OrderStatus::Expired);
         self.refusals = refusals_by_code(counts);
         self.shadowed = counts
             .iter()

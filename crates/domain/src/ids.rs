@@ -44,16 +44,24 @@ pub fn hash64(parts: &[&str]) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The hash `buy.lua` picks a user's home shard with (`home_hash % shards`): 31 bits of
-/// [`hash64`], because Lua numbers are doubles and 31 bits keep the modulo exact and even.
+/// The hash a user's home shard is picked with ([`home_of`]), here and by the sale scripts: 31
+/// bits of [`hash64`], because Lua numbers are doubles and 31 bits keep the modulo exact and
+/// even.
 pub fn home_hash(event: &str, user: &str) -> u64 {
     hash64(&[event, user]) & 0x7fff_ffff
 }
 
-/// The shard a user buys from first, exactly as `buy.lua` computes it from [`home_hash`]: a
-/// user's clicks always start at the same shard and users spread evenly.
+/// The shard a user buys from first: a user's clicks always start at the same shard and users
+/// spread evenly.
 pub fn home_shard(event: &str, user: &str, shards: u32) -> u32 {
-    (home_hash(event, user) % u64::from(shards.max(1))) as u32
+    home_of(home_hash(event, user), shards)
+}
+
+/// The home shard, among `shards`, of the user whose [`home_hash`] is `hash`: the one formula,
+/// the one the sale scripts hold a request to (`home_hash % shards`, `not_home` in
+/// `shared/lua/lib/sale.lua`).
+pub fn home_of(hash: u64, shards: u32) -> u32 {
+    (hash % u64::from(shards.max(1))) as u32
 }
 
 /// A user's place in an event's gray release, 0-99: the user passes precheck while it is below

@@ -12,13 +12,13 @@
 //! | `{sk:E/s}:stock` | hash | `s` → units left in this shard |
 //! | `{sk:E/s}:empty` | hash | shard → until (ms): other shards this one believes empty |
 //! | `{sk:E/s}:seen` | hash | shard → units it held at the drain's last summary (the tail asks the fuller first) |
-//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → `to|units|ms`); transfers credited here |
+//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → record, `shared/lua/lib/lent.lua`); transfers credited here |
 //! | `{sk:E/s}:admitted` / `:registrants` | set | users homed here holding admission / registered for the lottery |
 //! | `{sk:E/s}:deny:users` / `:deny:nets` | set | deny lists (a copy in every shard): user ids; address ranges as their bits ([`crate::net`]) |
 //! | `{sk:E/s}:deny:net_lens` | set | the prefix lengths `:deny:nets` holds, by family (`4:24`, `6:128`) |
 //! | `{sk:E/s}:ptok:<user>` | string, TTL | the user's one-time purchase token |
 //! | `{sk:E/s}:bought` | hash | user → order id (one per user: a user only buys at home) |
-//! | `{sk:E/s}:orders` | hash | order id → `status|shard|seq` (status: `queued`, `confirmed`, `paid`, `expired`) |
+//! | `{sk:E/s}:orders` | hash | order id → `status|shard|seq` ([`OrderStatus`]) |
 //! | `{sk:E/s}:queue` | stream | this shard's order intents for the drain |
 //! | `{sk:E/s}:seq` / `:drained` | counter | this shard's orders accepted / drained |
 //! | `{sk:E/s}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
@@ -34,7 +34,49 @@
 //! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
 //! nothing a sale depends on does.
 
+use serde::Serialize;
+
 use crate::event::EventId;
+
+/// An order's state as its shard's `:orders` hash holds it (and poll reports it): queued by the
+/// buy, confirmed once drained into Postgres, then paid or expired (final; an expired order's
+/// unit went back on sale). The words are the ones the scripts write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    /// Accepted, waiting for the drain.
+    Queued,
+    /// In Postgres, waiting for payment.
+    Confirmed,
+    /// Paid.
+    Paid,
+    /// Not paid in time.
+    Expired,
+}
+
+impl OrderStatus {
+    /// The word the scripts write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::Queued => "queued",
+            OrderStatus::Confirmed => "confirmed",
+            OrderStatus::Paid => "paid",
+            OrderStatus::Expired => "expired",
+        }
+    }
+
+    /// The status `word` names, if any.
+    pub fn parse(word: &str) -> Option<Self> {
+        [
+            OrderStatus::Queued,
+            OrderStatus::Confirmed,
+            OrderStatus::Paid,
+            OrderStatus::Expired,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == word)
+    }
+}
 
 /// The keys of one event.
 #[derive(Debug, Clone)]
@@ -168,7 +210,7 @@ impl EventKeys {
     pub fn seen(&self) -> String {
         self.key("seen")
     }
-    /// Units a shard lent and has not settled (hash: transfer id → `to|units|ms`).
+    /// Units a shard lent and has not settled (hash: transfer id → record, `lib/lent.lua`).
     pub fn lent(&self) -> String {
         self.key("lent")
     }
@@ -189,6 +231,23 @@ pub const ARCHIVED: &str = "{sk:registry}:archived";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_order_status_reads_back_and_serializes_as_the_word_the_scripts_write() {
+        for status in [
+            OrderStatus::Queued,
+            OrderStatus::Confirmed,
+            OrderStatus::Paid,
+            OrderStatus::Expired,
+        ] {
+            assert_eq!(OrderStatus::parse(status.as_str()), Some(status));
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::json!(status.as_str())
+            );
+        }
+        assert_eq!(OrderStatus::parse("pending_payment"), None);
+    }
 
     #[test]
     fn every_key_carries_the_event_tag() {

@@ -12,9 +12,45 @@
 
 use std::cell::{OnceCell, RefCell};
 
+use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::ids::hash64;
+use crate::scripts::ScriptError;
 use crate::store::{Store, StoreError};
+
+/// An error that may say a node did not answer: Redis could not be reached, timed out or was
+/// not ready (a transient store error, however it is wrapped). A refusal or a reply of the
+/// wrong shape means the node answered. The one rule [`Nodes::on_shard`] marks nodes down by.
+pub trait NodeFailure {
+    /// Whether the node did not answer.
+    fn node_down(&self) -> bool;
+}
+
+impl NodeFailure for StoreError {
+    fn node_down(&self) -> bool {
+        self.is_transient()
+    }
+}
+
+impl NodeFailure for ScriptError {
+    fn node_down(&self) -> bool {
+        matches!(self, ScriptError::Store(e) if e.node_down())
+    }
+}
+
+/// A domain error says so as the transient store error it was made from (see
+/// `From<StoreError> for Error`).
+impl NodeFailure for Error {
+    fn node_down(&self) -> bool {
+        matches!(
+            self,
+            Error::Unavailable {
+                dependency: Dependency::Redis,
+                ..
+            }
+        )
+    }
+}
 
 /// The node URLs listed in `redis_url`, in order.
 pub fn parse(urls: &str) -> Vec<&str> {
@@ -126,11 +162,21 @@ impl<S: Store> Nodes<S> {
         self.node(index_for_shard(event, shard, &self.urls()))
     }
 
-    /// Remembers that the node holding shard `shard` of `event` failed to answer: the rest of
-    /// this request skips it.
-    pub fn mark_down(&self, event: &EventId, shard: u32) {
-        let i = index_for_shard(event, shard, &self.urls());
-        self.down.borrow_mut().push(i);
+    /// Runs `f` on the node holding shard `shard` of `event`. A node that does not answer
+    /// ([`NodeFailure`]) is remembered as down for the rest of this request, so walks over
+    /// every shard (the jobs, a refill) pay a dead node's timeout once.
+    pub fn on_shard<'n, T, E: NodeFailure + From<StoreError>>(
+        &'n self,
+        event: &EventId,
+        shard: u32,
+        f: impl FnOnce(&'n S) -> Result<T, E>,
+    ) -> Result<T, E> {
+        f(self.for_shard(event, shard)?).inspect_err(|e| {
+            if e.node_down() {
+                let i = index_for_shard(event, shard, &self.urls());
+                self.down.borrow_mut().push(i);
+            }
+        })
     }
 
     /// How many nodes `redis_url` lists.

@@ -13,7 +13,7 @@ use crate::auth;
 use crate::error::{Dependency, Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids;
-use crate::keys::EventKeys;
+use crate::keys::{EventKeys, OrderStatus};
 use crate::nodes::Nodes;
 use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
@@ -141,8 +141,8 @@ pub struct PurchaseToken {
 pub struct Accepted {
     /// The order.
     pub order_id: String,
-    /// Always `queued` here; poll follows it.
-    pub status: &'static str,
+    /// Always [`OrderStatus::Queued`] here; poll follows it.
+    pub status: OrderStatus,
     /// Orders ahead of this one still to drain into Postgres, this one included (as poll says).
     pub position: u64,
     /// The buyer's home shard, which sold the unit (a unit another shard lent it included) and
@@ -174,8 +174,8 @@ pub enum PollResult {
     Order {
         /// The order.
         order_id: String,
-        /// `confirmed`, `paid`, `expired`, …
-        state: String,
+        /// Past queued.
+        state: OrderStatus,
     },
     /// No order, and nothing left to buy.
     SoldOut,
@@ -199,7 +199,7 @@ pub struct Polled {
 fn polled(state: scripts::poll::OrderState, shard: u32) -> Polled {
     use scripts::poll::OrderState;
     match state {
-        OrderState::Order(o) if o.status != "queued" => Polled {
+        OrderState::Order(o) if o.status != OrderStatus::Queued => Polled {
             result: PollResult::Order {
                 order_id: o.order_id,
                 state: o.status,
@@ -467,7 +467,7 @@ fn accepted(order_id: String, b: buy::Bought, round_trips: u32) -> Bought {
     Bought {
         accepted: Accepted {
             order_id,
-            status: "queued",
+            status: OrderStatus::Queued,
             position: queue_position(b.seq, b.drained),
             shard: b.shard,
         },
@@ -495,14 +495,13 @@ pub fn poll<S: Store>(
     user: &str,
     poll_drain_ms: u64,
 ) -> Result<Polled, Error> {
-    let (state, e) = at_home(nodes, event, shards, user, |e, home, hash| {
+    let mut at = 0;
+    let (state, _) = at_home(nodes, event, shards, user, |e, home, hash| {
+        at = home;
         let (store, k) = e.slot(home)?;
         scripts::poll::run(store, &k, user, poll_drain_ms, hash)
     })?;
-    Ok(polled(
-        state,
-        ids::home_shard(event.as_str(), user, e.shards()),
-    ))
+    Ok(polled(state, at))
 }
 
 /// What the storefront shows of an event (the window for its countdown, units left).

@@ -12,7 +12,7 @@ use crate::keys::EventKeys;
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
-use crate::scripts::drain_claim::{Claim, Lease};
+use crate::scripts::drain_claim::{Claim, Holder, Lease};
 use crate::scripts::drain_read::{self, Entry};
 use crate::sharded::{Event, transfer};
 use crate::sql::{DbError, Param as P, Sql};
@@ -129,18 +129,8 @@ fn drain_event<S: Store>(
     // A shard that fails (its node is down, its data broken) is reported and the others drain.
     let mut stocks = Vec::new();
     for shard in e.all() {
-        let left = e.slot(shard).map_err(Error::from).and_then(|(store, _)| {
-            drain_shard(store, db, event, shard, opts, now_ms, report).inspect_err(|err| {
-                if matches!(
-                    err,
-                    Error::Unavailable {
-                        dependency: Dependency::Redis,
-                        ..
-                    }
-                ) {
-                    nodes.mark_down(event, shard);
-                }
-            })
+        let left = nodes.on_shard(event, shard, |store| {
+            drain_shard(store, db, event, shard, opts, now_ms, report)
         });
         match left {
             Ok(left) => stocks.push(left),
@@ -173,15 +163,19 @@ fn drain_shard(
     report: &mut DrainReport,
 ) -> Result<Option<u64>, Error> {
     let k = EventKeys::shard(event, shard);
-    let mut lease = None;
+    let mut fence = None;
     let at = Place { event, shard };
     let mut left = None;
     let result = drain_batches(
-        store, db, at, &k, opts, now_ms, report, &mut lease, &mut left,
+        store, db, at, &k, opts, now_ms, report, &mut fence, &mut left,
     );
     // Done (or failed): hand the lease back so the next run need not wait for it to expire.
-    if let Some(lease) = lease {
-        scripts::drain_release::run(store, &k, &lease)?;
+    if let Some(fence) = fence {
+        let holder = Holder {
+            owner: &opts.owner,
+            fence,
+        };
+        scripts::drain_release::run(store, &k, holder)?;
     }
     result.map(|()| left)
 }
@@ -202,7 +196,7 @@ fn drain_batches(
     opts: &DrainOptions,
     now_ms: u64,
     report: &mut DrainReport,
-    held: &mut Option<String>,
+    held: &mut Option<i64>,
     left: &mut Option<u64>,
 ) -> Result<(), Error> {
     for _ in 0..opts.max_batches {
@@ -223,14 +217,17 @@ fn drain_batches(
             }
             Claim::NoEvent => return Ok(()),
         };
-        let lease = format!("{}|{}", opts.owner, facts.fence);
-        *held = Some(lease.clone());
+        *held = Some(facts.fence);
+        let holder = Holder {
+            owner: &opts.owner,
+            fence: facts.fence,
+        };
         let limits = drain_read::Limits {
             batch: opts.batch,
             reclaim_idle_ms: opts.reclaim_idle_ms,
             max_deliveries: opts.max_deliveries,
         };
-        let Some(entries) = drain_read::run(store, k, &lease, limits)? else {
+        let Some(entries) = drain_read::run(store, k, holder, limits)? else {
             return Ok(()); // the lease moved on: the new holder drains
         };
         if entries.is_empty() {

@@ -114,12 +114,10 @@ fn mirror<S: Store>(
     status: Final,
     orders: &[String],
 ) -> Result<u64, Error> {
-    let store = nodes.for_shard(event, shard)?;
     let k = EventKeys::shard(event, shard);
-    let released = scripts::set_order_status::run(store, &k, status, orders).inspect_err(|e| {
-        if matches!(e, scripts::ScriptError::Store(s) if s.is_transient()) {
-            nodes.mark_down(event, shard); // the rest of this run skips its node
-        }
+    // A node that does not answer is skipped by the rest of this run.
+    let released = nodes.on_shard(event, shard, |store| {
+        scripts::set_order_status::run(store, &k, status, orders)
     })?;
     if released > 0 {
         // Best effort: a shard that cannot be told now (its node, or the master's, is down)

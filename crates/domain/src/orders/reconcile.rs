@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::{RECONCILE_PAGE, int, mirror, postgres_lost, s, text};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
+use crate::keys::OrderStatus;
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
@@ -149,7 +150,7 @@ fn name_offenders<S: Store>(
         .collect::<Result<_, _>>()?;
     out.missing_in_postgres = redis_orders
         .iter()
-        .filter(|(id, status)| status.as_str() != "queued" && !in_pg.contains(*id))
+        .filter(|(id, status)| **status != OrderStatus::Queued && !in_pg.contains(*id))
         .map(|(id, _)| id.clone())
         .take(100)
         .collect();

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::scripts::{BUY, ISSUE_TOKEN, POLL, STATUS, code};
+use crate::scripts::{BUY, ISSUE_TOKEN, POLL, READ_CONFIG, code};
 use crate::store::{Reply, StoreErrorKind};
 use crate::testing::FakeStore;
 
@@ -52,7 +52,7 @@ fn an_accepted_buy_is_queued_behind_the_orders_not_yet_drained() {
     let accepted = buy(&store).unwrap();
     assert_eq!(
         (accepted.status, accepted.position, accepted.shard),
-        ("queued", 4, 2)
+        (OrderStatus::Queued, 4, 2)
     );
 }
 
@@ -91,7 +91,7 @@ fn each_refusal_of_the_buy_script_has_its_code() {
         let mut store = FakeStore::holding_every_script().answers(&BUY, &reply);
         if expected == ErrorCode::EventNotFound {
             // No slot at the home the caller's count names: the master is asked, and has none.
-            store = store.answers(&STATUS, &[code::NOT_FOUND.into()]);
+            store = store.answers(&READ_CONFIG, &[code::NOT_FOUND.into()]);
         }
         assert_eq!(buy(&store).unwrap_err().code(), expected, "{reply:?}");
     }
@@ -183,7 +183,7 @@ fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
         polled.result,
         PollResult::Order {
             order_id: "o1".into(),
-            state: "paid".into()
+            state: OrderStatus::Paid
         }
     );
     assert!(!polled.drain_due);

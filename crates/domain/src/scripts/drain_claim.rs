@@ -21,6 +21,16 @@ pub enum Claim {
     NoEvent,
 }
 
+/// A lease as held: the owner that claimed it and the fence it got. The scripts that act only
+/// for the holder check it against the lease (whose format is `shared/lua/lib/lease.lua`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder<'a> {
+    /// The owner that claimed it.
+    pub owner: &'a str,
+    /// The fence it got ([`Lease`]'s `fence`).
+    pub fence: i64,
+}
+
 /// Runs it for `owner`, for `lease_ms`.
 pub fn run(
     store: &impl Store,

@@ -1,6 +1,7 @@
 //! `lua/drain_read.lua`: the next batch of order intents for the lease holder (entries of a
 //! drainer that died first); poison goes to the dead letters.
 
+use super::drain_claim::Holder;
 use super::drain_read_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
 use crate::keys::EventKeys;
@@ -34,11 +35,11 @@ pub struct Limits {
     pub max_deliveries: u32,
 }
 
-/// Runs it with the lease value `owner|fence`; `None` when the lease moved on.
+/// Runs it for the lease's `holder`; `None` when the lease moved on.
 pub fn run(
     store: &impl Store,
     k: &EventKeys,
-    lease: &str,
+    holder: Holder<'_>,
     limits: Limits,
 ) -> Result<Option<Vec<Entry>>, ScriptError> {
     let keys = Keys {
@@ -48,7 +49,8 @@ pub fn run(
         errors: k.drain_errors(),
     };
     let args = Args {
-        lease: lease.to_owned(),
+        owner: holder.owner.to_owned(),
+        fence: holder.fence.to_string(),
         reclaim_idle_ms: limits.reclaim_idle_ms.to_string(),
         batch: limits.batch.to_string(),
         max_deliveries: limits.max_deliveries.to_string(),

@@ -38,6 +38,7 @@ pub mod summarize;
 pub mod upsert_event;
 pub mod warmup;
 
+use crate::keys::OrderStatus;
 use crate::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 
 /// A Lua script and its SHA1, ready for EVALSHA.
@@ -53,8 +54,9 @@ pub struct Script {
 
 include!(concat!(env!("OUT_DIR"), "/scripts.rs"));
 
-/// Reply codes, the first element of every script's reply (generated from `codes.in`, which
-/// also gives Lua its constants).
+/// Reply codes, the first element of every script's reply, as constants and as the
+/// [`ReplyCode`](code::ReplyCode) enum (generated from `codes.in`, which also gives Lua its
+/// constants).
 pub mod code {
     include!(concat!(env!("OUT_DIR"), "/codes.rs"));
 }
@@ -118,30 +120,35 @@ pub enum Refusal {
 
 impl Refusal {
     /// The refusal a reply code stands for, details left empty (`None` for codes that are not
-    /// refusals). The one table from codes to refusals; the counts hash is keyed by these codes.
-    pub fn of_code(code: i64) -> Option<Refusal> {
-        Some(match code {
-            code::NOT_FOUND => Refusal::NotFound,
-            code::PAUSED => Refusal::Paused,
-            code::TOO_EARLY => Refusal::TooEarly { wait_ms: 0 },
-            code::ENDED => Refusal::Ended,
-            code::SOLD_OUT => Refusal::SoldOut,
-            code::BAD_TOKEN => Refusal::BadToken,
-            code::ALREADY => Refusal::Already {
+    /// refusals, and values no script answers). The one table from codes to refusals; the
+    /// counts hash is keyed by these codes. The match names every code, so a code added to
+    /// `codes.in` does not build until it is placed here.
+    pub fn of_code(value: i64) -> Option<Refusal> {
+        use code::ReplyCode as C;
+        Some(match C::of(value)? {
+            C::NotFound => Refusal::NotFound,
+            C::Paused => Refusal::Paused,
+            C::TooEarly => Refusal::TooEarly { wait_ms: 0 },
+            C::Ended => Refusal::Ended,
+            C::SoldOut => Refusal::SoldOut,
+            C::BadToken => Refusal::BadToken,
+            C::Already => Refusal::Already {
                 order_id: String::new(),
             },
-            code::LIMITED => Refusal::Limited,
-            code::DENIED => Refusal::Denied,
-            code::ADMISSION_CLOSED => Refusal::AdmissionClosed,
-            code::NOT_SELECTED => Refusal::NotSelected,
-            code::CONFLICT => Refusal::Conflict,
-            code::WRONG_SHARD => Refusal::WrongShard { shards: 0 },
-            code::NOT_OPEN => Refusal::NotOpen { wait_ms: 0 },
-            code::CHALLENGE_REQUIRED => Refusal::ChallengeRequired { difficulty: 0 },
-            code::CHALLENGE_USED => Refusal::ChallengeUsed,
-            code::STALE_ADMISSION => Refusal::StaleAdmission,
-            code::NOT_RELEASED => Refusal::NotReleased,
-            _ => return None,
+            C::Limited => Refusal::Limited,
+            C::Denied => Refusal::Denied,
+            C::AdmissionClosed => Refusal::AdmissionClosed,
+            C::NotSelected => Refusal::NotSelected,
+            C::Conflict => Refusal::Conflict,
+            C::WrongShard => Refusal::WrongShard { shards: 0 },
+            C::NotOpen => Refusal::NotOpen { wait_ms: 0 },
+            C::ChallengeRequired => Refusal::ChallengeRequired { difficulty: 0 },
+            C::ChallengeUsed => Refusal::ChallengeUsed,
+            C::StaleAdmission => Refusal::StaleAdmission,
+            C::NotReleased => Refusal::NotReleased,
+            // Answers the scripts' own modules read: success, the lottery's registration, no
+            // order, the tail's candidates.
+            C::Ok | C::Registered | C::None | C::Tail => return None,
         })
     }
 }
@@ -219,6 +226,13 @@ impl Reader {
     pub fn next_u64(&mut self) -> Result<u64, StoreError> {
         let v = self.next_int()?;
         u64::try_from(v).map_err(|_| self.bad("a non-negative number", &Some(Reply::Int(v))))
+    }
+
+    /// The next element, an order's status word ([`OrderStatus`]).
+    pub fn next_order_status(&mut self) -> Result<OrderStatus, StoreError> {
+        let word = self.next_text()?;
+        OrderStatus::parse(&word)
+            .ok_or_else(|| self.bad("an order status", &Some(Reply::Bytes(word.into_bytes()))))
     }
 
     /// The next element, text.

@@ -9,7 +9,7 @@ use crate::store::Store;
 /// What Redis knows of a user's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OrderState {
-    /// The user has an order: its id, status (`queued`, `confirmed`, `paid`, `expired`),
+    /// The user has an order: its id, status,
     /// place in the sale, the orders drained so far, the operator's expected drain rate
     /// (orders/s; 0 when unset), and whether this poll is elected to drain the event.
     Order(OkReply),

@@ -3,7 +3,7 @@
 
 use super::ScriptError;
 use super::reconcile_orders_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::{EventKeys, OrderStatus};
 use crate::store::Store;
 
 /// One page.
@@ -12,7 +12,7 @@ pub struct Page {
     /// Where the next page starts; `"0"` when the walk is over.
     pub cursor: String,
     /// (order id, status) pairs; an order may repeat across pages, none is skipped.
-    pub orders: Vec<(String, String)>,
+    pub orders: Vec<(String, OrderStatus)>,
 }
 
 /// Runs it from `cursor` (`"0"` to start), about `count` orders per page.
@@ -34,7 +34,7 @@ pub fn run(
     let head = OkReply::read(&mut r)?;
     let mut orders = Vec::new();
     for _ in 0..head.count {
-        orders.push((r.next_text()?, r.next_text()?));
+        orders.push((r.next_text()?, r.next_order_status()?));
     }
     r.finish()?;
     Ok(Page {

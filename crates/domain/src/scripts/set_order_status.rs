@@ -3,7 +3,7 @@
 
 use super::ScriptError;
 use super::set_order_status_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::{EventKeys, OrderStatus};
 use crate::store::Store;
 
 /// A final state Redis mirrors.
@@ -16,11 +16,11 @@ pub enum Final {
 }
 
 impl Final {
-    /// The status word.
-    pub fn as_str(self) -> &'static str {
+    /// The status it sets.
+    pub fn status(self) -> OrderStatus {
         match self {
-            Final::Paid => "paid",
-            Final::Expired => "expired",
+            Final::Paid => OrderStatus::Paid,
+            Final::Expired => OrderStatus::Expired,
         }
     }
 }
@@ -40,7 +40,7 @@ pub fn run(
         counts: k.counts(),
     };
     let args = Args {
-        status: status.as_str().to_owned(),
+        status: status.status().as_str().to_owned(),
         order_ids: orders.to_vec(),
     };
     let mut r = call_ok(store, keys, args)?;

@@ -3,11 +3,10 @@
 //! rendezvous hashing of (event, shard) ([`crate::nodes::index_for_shard`]), so one event spans
 //! every node and adds each node's core to the sale.
 //!
-//! A buyer belongs to one shard, their **home** (`home_hash(event, user) % shards`,
-//! [`crate::ids::home_shard`]), and everything their requests need lives in its slot: a copy of
-//! the event's configuration (written to every shard, with a `version`), their admission,
-//! purchase token and rate bucket, one-per-user, the order, the shard's order stream and
-//! counters. So admission, precheck, buy and poll are one EVALSHA each, on one node; a request
+//! A buyer belongs to one shard, their **home** ([`crate::ids::home_shard`]), and everything
+//! their requests need lives in its slot: a copy of the event's configuration (written to every
+//! shard, with a `version`), their admission, purchase token and rate bucket, one-per-user, the
+//! order, the shard's order stream and counters. So admission, precheck, buy and poll are one EVALSHA each, on one node; a request
 //! that reaches another slot is refused there without a change ([`Refusal::WrongShard`]) and
 //! sent home once. One-per-user is exact because a user only ever buys at home.
 //!
@@ -30,6 +29,7 @@ use std::collections::BTreeMap;
 
 use crate::error::Error;
 use crate::event::EventId;
+use crate::ids;
 use crate::keys::EventKeys;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError};
@@ -89,21 +89,15 @@ impl<'a, S: Store> Event<'a, S> {
         Ok((self.nodes.for_event(self.id)?, EventKeys::new(self.id)))
     }
 
-    /// Runs `f` on shard `shard`'s slot; a node that cannot be reached is remembered as down for
-    /// the rest of the request ([`Nodes::mark_down`]), so walks over every shard (the jobs, a
-    /// refill) pay a dead node's timeout once.
+    /// Runs `f` on shard `shard`'s slot; a node that does not answer is down for the rest of
+    /// the request ([`Nodes::on_shard`]).
     pub fn on_slot<T>(
         &self,
         shard: u32,
         f: impl FnOnce(&'a S, &EventKeys) -> Result<T, ScriptError>,
     ) -> Result<T, Error> {
-        let (store, k) = self.slot(shard)?;
-        f(store, &k).map_err(|e| {
-            if matches!(&e, ScriptError::Store(s) if s.is_transient()) {
-                self.nodes.mark_down(self.id, shard);
-            }
-            e.into()
-        })
+        let k = EventKeys::shard(self.id, shard);
+        Ok(self.nodes.on_shard(self.id, shard, |store| f(store, &k))?)
     }
 
     /// Every shard, in order.
@@ -123,10 +117,9 @@ pub fn at_home<'a, S: Store, T>(
     user: &str,
     mut op: impl FnMut(&Event<'a, S>, u32, u64) -> Result<T, ScriptError>,
 ) -> Result<(T, Event<'a, S>), Error> {
-    let hash = crate::ids::home_hash(id.as_str(), user);
-    let home_of = |e: &Event<'a, S>| (hash % u64::from(e.shards)) as u32;
+    let hash = ids::home_hash(id.as_str(), user);
     let event = Event::new(nodes, id, shards);
-    let true_count = match op(&event, home_of(&event), hash) {
+    let true_count = match op(&event, ids::home_of(hash, event.shards), hash) {
         Err(ScriptError::Refused(Refusal::WrongShard { shards })) if shards != event.shards => {
             shards
         }
@@ -138,6 +131,6 @@ pub fn at_home<'a, S: Store, T>(
         other => return Ok((other?, event)),
     };
     let event = Event::new(nodes, id, true_count);
-    let t = op(&event, home_of(&event), hash)?;
+    let t = op(&event, ids::home_of(hash, event.shards), hash)?;
     Ok((t, event))
 }
