@@ -1,6 +1,6 @@
 // The operator console: events (searched, filtered by where their sale stands on the server's
 // clock, archived once ended), switches, deny lists, jobs, a live view refreshed every second
-// (one GET /admin/events/{id}: one read-only script in Redis) with the conditions it flags
+// (one GET /admin/events/{id}: a read of the master, then one read-only script per shard) with the conditions it flags
 // (conditions.js) beside the action answering each, the payments owing a refund
 // (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
 // REFUNDS_EVERY_MS), the config center (the gray release, shadow mode, the event's

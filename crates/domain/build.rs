@@ -2,7 +2,9 @@
 //! whose header declares, once, what crosses the wire:
 //!
 //! ```lua
-//! --- keys: cfg purchase_token bought
+//! --- keys(shard): cfg purchase_token(user) bought
+//!                  (where it runs: `shard`, `slot` = any slot of the event, `registry`;
+//!                   a key's method takes the parameter named in brackets)
 //! --- args: user purchase_token          (a last name ending in `...` takes the rest)
 //! --- ok: seq:u64 shard:u32              (the OK reply's fields; `...` ends a variable tail)
 //!                                        (types: i64 u64 u32 text flag order_status)
@@ -12,8 +14,9 @@
 //! `A_USER`, `A_FIELDS` for a rest), the reply codes (from `src/scripts/codes.in`) and the
 //! helpers of `shared/lua/lib/`; the Rust side gets, per script, `Keys` and `Args` structs
 //! whose fields are those names (written out in the declared order, so no caller orders keys
-//! by hand), an `OkReply` struct read field by field from the reply, and the script's source and
-//! SHA1 for EVALSHA.
+//! by hand), `Keys::at` naming every key from its slot's key type (`crate::keys`: a key is the
+//! method of its name, so a key the slot does not hold fails the build), an `OkReply` struct
+//! read field by field from the reply, and the script's source and SHA1 for EVALSHA.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -27,15 +30,82 @@ const LIBS: &[&str] = &[
     "values", "clock", "limits", "sale", "orders", "stream", "lease", "lent",
 ];
 
+/// Where a script runs, which gives its keys' type.
+enum Slot {
+    /// A stock shard's slot: `crate::keys::ShardKeys`.
+    Shard,
+    /// Any slot of the event, its own or a shard's: `crate::keys::Slot`.
+    Any,
+    /// The registry's slot: `crate::keys::Registry`.
+    Registry,
+}
+
+/// The type of a field of an OK reply.
+#[derive(Clone, Copy, PartialEq)]
+enum OkType {
+    I64,
+    U64,
+    U32,
+    Text,
+    Flag,
+    OrderStatus,
+}
+
+impl OkType {
+    const ALL: [(&str, OkType); 6] = [
+        ("i64", OkType::I64),
+        ("u64", OkType::U64),
+        ("u32", OkType::U32),
+        ("text", OkType::Text),
+        ("flag", OkType::Flag),
+        ("order_status", OkType::OrderStatus),
+    ];
+
+    fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(_, t)| *t == self).unwrap().0
+    }
+
+    fn rust_type(self) -> &'static str {
+        match self {
+            OkType::I64 => "i64",
+            OkType::U64 => "u64",
+            OkType::U32 => "u32",
+            OkType::Text => "String",
+            OkType::Flag => "bool",
+            OkType::OrderStatus => "crate::keys::OrderStatus",
+        }
+    }
+
+    /// The `Reader` method that reads it.
+    fn reader(self) -> &'static str {
+        match self {
+            OkType::I64 => "next_int",
+            OkType::U64 => "next_u64",
+            OkType::U32 => "next_u32",
+            OkType::Text => "next_text",
+            OkType::Flag => "next_flag",
+            OkType::OrderStatus => "next_order_status",
+        }
+    }
+}
+
+impl std::fmt::Display for OkType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One script's declared contract.
 struct Contract {
     name: String,
-    keys: Vec<String>,
+    slot: Slot,
+    /// Each key's name and the parameter its method takes.
+    keys: Vec<(String, Option<String>)>,
     args: Vec<String>,
     /// The last argument takes every remaining ARGV element.
     rest_arg: Option<String>,
     /// (field, type) of the OK reply.
-    ok: Vec<(String, String)>,
+    ok: Vec<(String, OkType)>,
     /// The OK reply continues past `ok` (its module reads the rest).
     ok_tail: bool,
     body: String,
@@ -139,9 +209,8 @@ fn lua_names(dir: &Path) -> Vec<String> {
 }
 
 fn parse(name: &str, text: &str) -> Contract {
-    let declared = |what: &str| -> Vec<String> {
-        let prefix = format!("--- {what}:");
-        let mut lines = text.lines().filter(|l| l.starts_with(&prefix));
+    let declared = |prefix: &str| -> Vec<String> {
+        let mut lines = text.lines().filter(|l| l.starts_with(prefix));
         let line = lines
             .next()
             .unwrap_or_else(|| panic!("{name}.lua declares no `{prefix}` line"));
@@ -158,8 +227,25 @@ fn parse(name: &str, text: &str) -> Contract {
         );
         s.to_owned()
     };
-    let keys: Vec<String> = declared("keys").iter().map(|k| ident(k)).collect();
-    let mut args = declared("args");
+    let (slot, key_words) = [
+        ("--- keys(shard):", Slot::Shard),
+        ("--- keys(slot):", Slot::Any),
+        ("--- keys(registry):", Slot::Registry),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| text.lines().any(|l| l.starts_with(prefix)))
+    .map(|(prefix, slot)| (slot, declared(prefix)))
+    .unwrap_or_else(|| panic!("{name}.lua declares no `--- keys(shard|slot|registry):` line"));
+    let keys = key_words
+        .iter()
+        .map(
+            |w| match w.strip_suffix(')').and_then(|w| w.split_once('(')) {
+                Some((key, param)) => (ident(key), Some(ident(param))),
+                None => (ident(w), None),
+            },
+        )
+        .collect();
+    let mut args = declared("--- args:");
     let rest_arg = match args.last().and_then(|a| a.strip_suffix("...")) {
         Some(rest) => {
             let rest = ident(rest);
@@ -169,7 +255,7 @@ fn parse(name: &str, text: &str) -> Contract {
         None => None,
     };
     let args = args.iter().map(|a| ident(a)).collect();
-    let mut ok_words = declared("ok");
+    let mut ok_words = declared("--- ok:");
     let ok_tail = ok_words.last().is_some_and(|w| w == "...");
     if ok_tail {
         ok_words.pop();
@@ -180,11 +266,14 @@ fn parse(name: &str, text: &str) -> Contract {
             let (field, ty) = w
                 .split_once(':')
                 .unwrap_or_else(|| panic!("{name}.lua: ok field `{w}` has no `:type`"));
-            assert!(
-                ["i64", "u64", "u32", "text", "flag", "order_status"].contains(&ty),
-                "{name}.lua: ok field `{field}` has an unknown type `{ty}`"
-            );
-            (ident(field), ty.to_owned())
+            let ty = OkType::ALL
+                .iter()
+                .find(|(word, _)| *word == ty)
+                .unwrap_or_else(|| {
+                    panic!("{name}.lua: ok field `{field}` has an unknown type `{ty}`")
+                })
+                .1;
+            (ident(field), ty)
         })
         .collect();
     // Every key and argument is named: the body never counts positions.
@@ -194,6 +283,7 @@ fn parse(name: &str, text: &str) -> Contract {
     );
     Contract {
         name: name.to_owned(),
+        slot,
         keys,
         args,
         rest_arg,
@@ -206,7 +296,7 @@ fn parse(name: &str, text: &str) -> Contract {
 /// `local K_CFG = KEYS[1]` … for the script's declared names.
 fn lua_names_of(c: &Contract) -> String {
     let mut s = format!("-- {}.lua's keys and arguments, by name.\n", c.name);
-    for (i, k) in c.keys.iter().enumerate() {
+    for (i, (k, _)) in c.keys.iter().enumerate() {
         writeln!(s, "local K_{} = KEYS[{}]", k.to_uppercase(), i + 1).unwrap();
     }
     for (i, a) in c.args.iter().enumerate() {
@@ -224,24 +314,56 @@ fn lua_names_of(c: &Contract) -> String {
     s
 }
 
-/// The script's Rust face: `mod <name>_contract { Keys, Args, OkReply }`.
+/// The script's Rust face: `mod <name>_contract { call, call_ok, Keys, Args, OkReply }`.
 fn rust_contract(c: &Contract) -> String {
     let name = &c.name;
     let upper = name.to_uppercase();
+    format!(
+        "/// The contract of `shared/lua/{name}.lua`, generated from its header.
+pub mod {name}_contract {{
+    #[allow(unused_imports)]
+    use super::{{Reader, ScriptError, Store, StoreError}};
+
+    /// Runs the script: its reply code and a reader after it.
+    #[allow(dead_code)]
+    pub(crate) fn call(store: &impl Store, keys: Keys, args: Args) -> Result<(i64, Reader), StoreError> {{
+        super::call(store, &super::{upper}, &keys.into_vec(), &args.into_vec())
+    }}
+
+    /// Runs the script, whose one success is OK: the reader after the code, or the refusal.
+    #[allow(dead_code)]
+    pub(crate) fn call_ok(store: &impl Store, keys: Keys, args: Args) -> Result<Reader, ScriptError> {{
+        super::call_ok(store, &super::{upper}, &keys.into_vec(), &args.into_vec())
+    }}
+
+{keys}{args}{ok}}}
+
+",
+        keys = keys_face(c),
+        args = args_face(c),
+        ok = ok_face(c),
+    )
+}
+
+/// `Keys`: a field per declared key, `Keys::at` naming each from the slot's key type (the
+/// method of the key's name, given the key's parameter), and `into_vec` in the declared order.
+fn keys_face(c: &Contract) -> String {
+    let name = &c.name;
+    let (slot_ty, slot_doc) = match c.slot {
+        Slot::Shard => ("&crate::keys::ShardKeys", "a shard's slot"),
+        Slot::Any => ("&impl crate::keys::Slot", "any slot of the event"),
+        Slot::Registry => ("&crate::keys::Registry", "the registry's slot"),
+    };
+    let mut params: Vec<&str> = Vec::new();
+    for p in c.keys.iter().filter_map(|(_, p)| p.as_deref()) {
+        if !params.contains(&p) {
+            params.push(p);
+        }
+    }
     let mut s = format!(
-        "/// The contract of `shared/lua/{name}.lua`, generated from its header.\npub mod {name}_contract {{\n    #[allow(unused_imports)]\n    use super::{{Reader, ScriptError, Store, StoreError}};\n\n"
-    );
-    s += &format!(
-        "    /// Runs the script: its reply code and a reader after it.\n    #[allow(dead_code)]\n    pub(crate) fn call(store: &impl Store, keys: Keys, args: Args) -> Result<(i64, Reader), StoreError> {{\n        super::call(store, &super::{upper}, &keys.into_vec(), &args.into_vec())\n    }}\n\n"
-    );
-    s += &format!(
-        "    /// Runs the script, whose one success is OK: the reader after the code, or the refusal.\n    #[allow(dead_code)]\n    pub(crate) fn call_ok(store: &impl Store, keys: Keys, args: Args) -> Result<Reader, ScriptError> {{\n        super::call_ok(store, &super::{upper}, &keys.into_vec(), &args.into_vec())\n    }}\n\n"
-    );
-    // Keys.
-    s += &format!(
         "    /// The keys of `{name}.lua`, by name (`K_<NAME>` in Lua).\n    #[derive(Debug, Clone)]\n    pub struct Keys {{\n"
     );
-    for (i, k) in c.keys.iter().enumerate() {
+    for (i, (k, _)) in c.keys.iter().enumerate() {
         writeln!(
             s,
             "        /// `KEYS[{}]`.\n        pub {k}: String,",
@@ -249,16 +371,36 @@ fn rust_contract(c: &Contract) -> String {
         )
         .unwrap();
     }
-    s += "    }\n\n    impl Keys {\n        /// In the declared order, as KEYS.\n        pub fn into_vec(self) -> Vec<String> {\n            vec![";
+    s += "    }\n\n    impl Keys {\n";
+    writeln!(
+        s,
+        "        /// The keys at {slot_doc}.\n        pub fn at(k: {slot_ty}{}) -> Self {{\n            Keys {{",
+        params.iter().map(|p| format!(", {p}: &str")).collect::<String>()
+    )
+    .unwrap();
+    for (k, p) in &c.keys {
+        writeln!(
+            s,
+            "                {k}: k.{k}({}),",
+            p.as_deref().unwrap_or("")
+        )
+        .unwrap();
+    }
+    s += "            }\n        }\n\n        /// In the declared order, as KEYS.\n        pub fn into_vec(self) -> Vec<String> {\n            vec![";
     s += &c
         .keys
         .iter()
-        .map(|k| format!("self.{k}"))
+        .map(|(k, _)| format!("self.{k}"))
         .collect::<Vec<_>>()
         .join(", ");
     s += "]\n        }\n    }\n\n";
-    // Args.
-    s += &format!(
+    s
+}
+
+/// `Args`: a field per declared argument (a `Vec` for a rest), and `into_vec` in order.
+fn args_face(c: &Contract) -> String {
+    let name = &c.name;
+    let mut s = format!(
         "    /// The arguments of `{name}.lua`, by name (`A_<NAME>` in Lua).\n    #[derive(Debug, Clone)]\n    pub struct Args {{\n"
     );
     for (i, a) in c.args.iter().enumerate() {
@@ -290,25 +432,25 @@ fn rust_contract(c: &Contract) -> String {
         writeln!(s, "            v.extend(self.{rest});").unwrap();
     }
     s += "            v\n        }\n    }\n\n";
-    // Ok.
+    s
+}
+
+/// `OkReply`: the OK reply's declared fields, read front to back.
+fn ok_face(c: &Contract) -> String {
+    let name = &c.name;
     let tail = if c.ok_tail {
         "; the rest of the reply follows"
     } else {
         ""
     };
-    s += &format!(
+    let mut s = format!(
         "    /// The fields of `{name}.lua`'s OK reply, as declared{tail}.\n    #[derive(Debug, Clone, PartialEq, Eq)]\n    pub struct OkReply {{\n"
     );
     for (field, ty) in &c.ok {
-        let rust_ty = match ty.as_str() {
-            "text" => "String",
-            "flag" => "bool",
-            "order_status" => "crate::keys::OrderStatus",
-            t => t,
-        };
         writeln!(
             s,
-            "        /// `{field}` ({ty}).\n        pub {field}: {rust_ty},"
+            "        /// `{field}` ({ty}).\n        pub {field}: {},",
+            ty.rust_type()
         )
         .unwrap();
     }
@@ -323,21 +465,12 @@ fn rust_contract(c: &Contract) -> String {
     }
     s += "        pub fn read(r: &mut Reader) -> Result<Self, StoreError> {\n            let ok = OkReply {\n";
     for (field, ty) in &c.ok {
-        let read = match ty.as_str() {
-            "text" => "r.next_text()?".to_owned(),
-            "flag" => "r.next_flag()?".to_owned(),
-            "order_status" => "r.next_order_status()?".to_owned(),
-            "i64" => "r.next_int()?".to_owned(),
-            "u64" => "r.next_u64()?".to_owned(),
-            "u32" => "r.next_u32()?".to_owned(),
-            _ => unreachable!(),
-        };
-        writeln!(s, "                {field}: {read},").unwrap();
+        writeln!(s, "                {field}: r.{}()?,", ty.reader()).unwrap();
     }
     s += "            };\n";
     if !c.ok_tail {
         s += "            r.expect_end()?;\n";
     }
-    s += "            Ok(ok)\n        }\n    }\n}\n\n";
+    s += "            Ok(ok)\n        }\n    }\n";
     s
 }

@@ -1,5 +1,5 @@
 -- admission-terms: what an admission challenge must ask now (read only).
---- keys: cfg
+--- keys(slot): cfg
 --- args: home_hash
 --- ok: difficulty:u32
 -- Otherwise: {WRONG_SHARD, shards} | {NOT_OPEN, wait_ms} | {ENDED} | {NOT_FOUND}.

@@ -1,6 +1,6 @@
 -- Admin: archives a registered event, or brings it back. Only the operators' event list reads
 -- the flag: the scheduled jobs walk an archived event as any other.
---- keys: registry archived
+--- keys(registry): registry archived
 --- args: event archived
 --- ok: was:flag
 -- Otherwise: {NOT_FOUND} (not in this node's registry).

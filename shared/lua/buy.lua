@@ -2,8 +2,8 @@
 -- step while the home shard has stock. When it is empty, the reply names the other shards this
 -- slot's picture says hold stock, fuller ones likelier first; the caller lends a unit from the
 -- first that has one (shard_lend.lua, trying a few: crate::sale::TAIL_CANDIDATES) and comes back
--- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over nodes").
---- keys: cfg purchase_token bought queue seq buy_bucket drained stock orders counts empty credited seen
+-- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over many Redis nodes: shards").
+--- keys(shard): cfg purchase_token(user) bought queue seq buy_bucket drained stock orders counts empty credited seen
 --- args: user purchase_token home_hash order_id credit_id credit_units empties...
 --- ok: seq:u64 shard:u32 drained:u64
 -- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.

@@ -1,5 +1,5 @@
 -- Admin: add users and client address ranges to an event's deny lists.
---- keys: cfg denied_users denied_nets denied_net_lens
+--- keys(shard): cfg denied_users denied_nets denied_net_lens
 --- args: users_count entries...
 --- ok:
 -- Refusals: {NOT_FOUND}. entries: users_count users, then ranges as their bits (`4:` or `6:` and

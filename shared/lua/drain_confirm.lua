@@ -1,5 +1,5 @@
 -- drain: after the Postgres commit, mark orders confirmed and acknowledge their entries.
---- keys: queue drained errors orders
+--- keys(shard): queue drained drain_errors orders
 --- args: entries...
 --- ok: confirmed:u64
 -- entries: (stream id, order id) pairs.
@@ -14,7 +14,7 @@ for i = 1, #A_ENTRIES, 2 do
     n = n + 1
   end
   redis.call('XACK', K_QUEUE, 'drain', entry)
-  redis.call('HDEL', K_ERRORS, entry)
+  redis.call('HDEL', K_DRAIN_ERRORS, entry)
 end
 if n > 0 then redis.call('INCRBY', K_DRAINED, n) end
 trim_acknowledged(K_QUEUE)

@@ -1,11 +1,11 @@
 -- drain: read the next batch of order intents for the lease holder.
---- keys: queue lease dead errors
+--- keys(shard): queue drain_lease dead drain_errors
 --- args: owner fence reclaim_idle_ms batch max_deliveries
 --- ok: count:u64 ...
 -- Then `count` × (id, order, user, shard, seq, created_ms). Otherwise {CONFLICT} (lease lost).
 -- Only the lease holder reads, so every run reads as the one consumer `drainer`: consumers
 -- never pile up in the group (the fence, not the consumer name, tells runs apart).
-if not lease_held(K_LEASE, A_OWNER, A_FENCE) then return {CONFLICT} end
+if not lease_held(K_DRAIN_LEASE, A_OWNER, A_FENCE) then return {CONFLICT} end
 local CONSUMER = 'drainer'
 local batch, max_deliveries = tonumber(A_BATCH), tonumber(A_MAX_DELIVERIES)
 
@@ -31,7 +31,7 @@ local function poison(id, f)
   local pending = redis.call('XPENDING', K_QUEUE, 'drain', id, id, 1)[1]
   local deliveries = pending and tonumber(pending[4]) or 1
   if deliveries > max_deliveries then
-    return 'delivered ' .. deliveries .. ' times; last error: ' .. (redis.call('HGET', K_ERRORS, id) or 'none')
+    return 'delivered ' .. deliveries .. ' times; last error: ' .. (redis.call('HGET', K_DRAIN_ERRORS, id) or 'none')
   end
   return nil
 end
@@ -42,7 +42,7 @@ local function dead_letter(id, f, reason)
   for k, v in pairs(f) do dead[#dead + 1] = k; dead[#dead + 1] = v end
   redis.call(unpack(dead))
   redis.call('XACK', K_QUEUE, 'drain', id)
-  redis.call('HDEL', K_ERRORS, id)
+  redis.call('HDEL', K_DRAIN_ERRORS, id)
 end
 
 local entries = next_entries()

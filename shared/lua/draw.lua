@@ -4,7 +4,7 @@
 -- (`draw_quota`): a repeated or concurrent call keeps the first one's. The caller repeats until
 -- the reply says done, which sets `drawn`. Winners are popped from the registrants (SPOP:
 -- random, without replacement across pages) into admitted.
---- keys: cfg admitted registrants
+--- keys(shard): cfg admitted registrants
 --- args: page quota
 --- ok: winners:u64 done:flag
 -- Otherwise: {CONFLICT} (already drawn or not a lottery) | {NOT_FOUND}.

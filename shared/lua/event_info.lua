@@ -3,7 +3,7 @@
 -- event's own slot: units left and sold out are as the drain last summed the shards.
 -- One HMGET and one HVALS (O(shards)): cheap enough for every page load, unlike status.lua,
 -- the operator's full view, which also reads the dead letters and every counter.
---- keys: cfg stock
+--- keys(slot): cfg stock
 --- args:
 --- ok: sku:text stock:u64 start_ms:u64 end_ms:u64 admission_mode:text enabled:flag warmed:flag sold_out:flag stock_left:u64 shards:u32 unit_amount:u64 currency:text admission_opens_ms:u64 pow_difficulty:u32
 -- Otherwise: {NOT_FOUND}.

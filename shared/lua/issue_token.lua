@@ -1,5 +1,5 @@
 -- issue-token: admit a user to an event, idempotently.
---- keys: cfg admitted registrants counts stock empty addr_bucket challenge
+--- keys(shard): cfg admitted registrants counts stock empty addr_bucket(addr) used_challenge(challenge)
 --- args: user home_hash pow_bits challenge_ttl_ms
 --- ok: admission_version:text end_ms:u64
 -- Otherwise: {WRONG_SHARD, shards} | {NOT_OPEN, wait_ms} | {CHALLENGE_REQUIRED, difficulty} |
@@ -27,7 +27,7 @@ if not take_token(K_ADDR_BUCKET, tonumber(cfg.admission_addr_rate or '0'),
   return refused(K_COUNTS, {LIMITED})
 end
 if A_CHALLENGE_TTL_MS ~= '0'
-    and not redis.call('SET', K_CHALLENGE, '1', 'PX', A_CHALLENGE_TTL_MS, 'NX') then
+    and not redis.call('SET', K_USED_CHALLENGE, '1', 'PX', A_CHALLENGE_TTL_MS, 'NX') then
   return refused(K_COUNTS, {CHALLENGE_USED})
 end
 local admitted = {OK, cfg.admission_version or '', tonumber(cfg.end_ms)}

@@ -1,5 +1,5 @@
 -- The registry of events, for the scheduled jobs and the operators' list. Read-only.
---- keys: registry archived
+--- keys(registry): registry archived
 --- args:
 --- ok: ...
 -- Then each event id and whether an operator archived it (1 or 0).

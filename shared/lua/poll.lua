@@ -1,7 +1,7 @@
 -- poll: a user's result, from Redis only. Its one write elects, at most once per
--- `poll_drain_ms`, a poll whose order is still queued to drain the event after answering
+-- `poll_drain_ms`, a poll whose order is still queued to drain this shard after answering
 -- (the poll-carried drain, for platforms whose scheduler is coarse; 0 turns it off).
---- keys: cfg bought drained orders drain_nudge stock empty
+--- keys(shard): cfg bought drained orders drain_nudge stock empty
 --- args: user poll_drain_ms home_hash
 --- ok: order_id:text status:order_status seq:u64 drained:u64 drain_rate:u64 drain_due:flag
 -- Otherwise: {WRONG_SHARD, shards} | {NONE, sold_out (0/1)} (no order) | {NOT_FOUND}.

@@ -1,5 +1,5 @@
 -- precheck: the gate before buy. Hands out a one-time purchase token.
---- keys: cfg denied_users denied_nets denied_net_lens bought purchase_token user_bucket global_bucket counts stock empty
+--- keys(shard): cfg denied_users denied_nets denied_net_lens bought purchase_token(user) user_bucket(user) global_bucket counts stock empty
 --- args: user client_bits admission_version purchase_token home_hash gray_bucket
 --- ok: ttl_ms:u64
 -- Refusals: {WRONG_SHARD, shards} | {STALE_ADMISSION} | {DENIED} | {ALREADY, order} | {NOT_RELEASED} | {LIMITED} | the window's (closed()).

@@ -1,6 +1,6 @@
 -- An event's configuration, as one slot holds it: the master's (`{sk:E}`), or a shard's copy.
 -- One HGETALL: what every walk over the shards reads first to learn their count.
---- keys: cfg
+--- keys(slot): cfg
 --- args:
 --- ok: ...
 -- {OK, field, value, ...} | {NOT_FOUND}

@@ -1,7 +1,7 @@
 -- reconcile: one page of the event's orders with their Redis status, to name the offenders
 -- when the books do not balance. Read-only; paged with HSCAN so a large event never blocks
 -- Redis (the caller repeats until the cursor is "0"; HSCAN may repeat an order, never skips one).
---- keys: bought orders
+--- keys(shard): bought orders
 --- args: cursor page
 --- ok: cursor:text count:u64 ...
 -- Then `count` × (order id, status).

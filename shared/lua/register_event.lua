@@ -1,5 +1,5 @@
 -- Adds an event to the registry the scheduled jobs walk (a key of its own slot).
---- keys: registry
+--- keys(registry): registry
 --- args: event
 --- ok:
 redis.call('SADD', K_REGISTRY, A_EVENT)

@@ -1,5 +1,5 @@
 -- Admin: change fields of an existing event (switches and limits, live).
---- keys: cfg
+--- keys(slot): cfg
 --- args: fields...
 --- ok:
 -- fields: field/value pairs. Otherwise: {NOT_FOUND} | {CONFLICT} (a new end_ms not after the

@@ -4,7 +4,7 @@
 -- expired (drained but not yet confirmed). `paid` and `expired` are final: nothing replaces them,
 -- so a late or replayed `expired` can never put a paid unit back on sale.
 -- counts: `paid` and `expired` count each order once, as it reaches that state.
---- keys: cfg drained stock orders counts
+--- keys(shard): cfg drained stock orders counts
 --- args: status order_ids...
 --- ok: released:u64
 local released = 0

@@ -1,6 +1,6 @@
 -- A shard receives units another shard lent it (a rebalance, or the repair of a tail cut short):
 -- credited once per transfer id, whoever asks and however often.
---- keys: cfg stock credited
+--- keys(shard): cfg stock credited
 --- args: transfer_id units
 --- ok: credited:flag
 local shard = redis.call('HGET', K_CFG, 'shard')

@@ -2,7 +2,7 @@
 -- units leave this shard and a record of the transfer stays here (`lent`, lib/lent.lua) until
 -- the receiver's credit is confirmed (shard_settle.lua). Idempotent by transfer id: a replay
 -- answers what the first call lent.
---- keys: cfg stock lent empty
+--- keys(shard): cfg stock lent empty
 --- args: transfer_id to units
 --- ok: lent:u64 left:i64 ...
 -- When it lent nothing, then (shard, until ms) pairs: the other shards it believes empty, so

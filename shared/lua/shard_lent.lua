@@ -1,5 +1,5 @@
 -- The transfers this shard lent at least `min_age_ms` ago and not yet settled. Read-only.
---- keys: lent
+--- keys(shard): lent
 --- args: min_age_ms
 --- ok: count:u64 ...
 -- Then `count` × (transfer id, to shard, units).

@@ -3,7 +3,7 @@
 -- run while true); a shard seen with stock is no longer believed empty, so the tail's
 -- candidates (maybe_stocked) are the shards that hold stock; and the units are kept (`seen`),
 -- so the tail asks the fuller shards first, which are likelier still to hold a unit.
---- keys: empty seen
+--- keys(shard): empty seen
 --- args: units...
 --- ok:
 -- units: per shard, in order.

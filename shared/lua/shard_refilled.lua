@@ -1,6 +1,6 @@
 -- Shard `shard` has stock again (a release, a rebalance, a repaired tail): this slot stops
 -- believing it empty, and is not sold out any more (sold out is only ever "every shard empty").
---- keys: cfg empty
+--- keys(shard): cfg empty
 --- args: shard
 --- ok:
 if redis.call('EXISTS', K_CFG) == 0 then return {NOT_FOUND} end

@@ -1,7 +1,7 @@
 -- Admin: one shard's state, read-only: its configuration copy, its own units left (its stock
 -- hash holds one field, its index), its counters. Spin flattens nested replies, so this is one
 -- flat list.
---- keys: cfg seq drained queue admitted registrants dead stock orders counts
+--- keys(shard): cfg seq drained queue admitted registrants dead stock orders counts
 --- args:
 --- ok: ...
 -- {OK, nfields, field, value, ..., stock, sold, drained, dead letters, dead orders, stream

@@ -1,7 +1,7 @@
 -- The event's own slot keeps what the storefront shows of its shards: units left per shard as
 -- the drain last read them, and sold out when every shard was empty. Written by the scheduled
 -- drain (a second or so behind the shards); never read on the buy path.
---- keys: cfg stock
+--- keys(slot): cfg stock
 --- args: units...
 --- ok:
 -- units: per shard, in order. Otherwise: {NOT_FOUND}.

@@ -1,5 +1,5 @@
 -- Admin: create or update an event's configuration.
---- keys: cfg
+--- keys(slot): cfg
 --- args: fields...
 --- ok: created:flag
 -- fields: field/value pairs, always including stock, shards, admission_mode and version.

@@ -1,6 +1,6 @@
 -- Admin: writes one shard's part of the stock into its slot before the sale, once. A warm-up
 -- cut short is finished by calling it again: a warmed shard answers what it holds.
---- keys: cfg stock
+--- keys(slot): cfg stock
 --- args: units
 --- ok: units:u64 already:flag
 -- Otherwise: {NOT_FOUND}.

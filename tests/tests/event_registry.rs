@@ -5,7 +5,7 @@
 use anyhow::Result;
 use seckill_domain::admin;
 use seckill_domain::event::{EventConfig, EventId};
-use seckill_domain::keys::{EventKeys, REGISTRY};
+use seckill_domain::keys::{MasterKeys, REGISTRY};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::scripts;
 use seckill_domain::store::{Replies, Store, StoreError};
@@ -47,7 +47,7 @@ fn a_configured_event_is_always_registered() -> Result<()> {
         };
         assert!(admin::upsert_event(&Nodes::one(store), &event, &config).is_err());
         let configured: bool = redis::cmd("EXISTS")
-            .arg(EventKeys::new(&event).cfg())
+            .arg(MasterKeys::new(&event).cfg())
             .query(&mut conn)?;
         let registered: bool = redis::cmd("SISMEMBER")
             .arg(REGISTRY)

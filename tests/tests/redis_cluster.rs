@@ -28,7 +28,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use seckill_domain::admin::{self, DenyList};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::keys::{EventKeys, OrderStatus, REGISTRY};
+use seckill_domain::keys::{MasterKeys, OrderStatus, REGISTRY, ShardKeys};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::sale::{self, Accepted, Admission, PollResult};
 use seckill_domain::scripts;
@@ -318,7 +318,7 @@ impl Owners {
     /// Records the owners of `ev`'s own slot and of each of its shards' slots; returns the
     /// masters its shards live on.
     fn event(&mut self, cluster: &ClusterNodes, ev: &Ev) -> Result<HashSet<u16>> {
-        self.record(cluster, &EventKeys::new(&ev.id).cfg())?;
+        self.record(cluster, &MasterKeys::new(&ev.id).cfg())?;
         (0..ev.shards)
             .map(|s| self.record(cluster, &ev.keys(s).cfg()))
             .collect()
@@ -365,8 +365,8 @@ impl Ev {
     }
 
     /// The keys of shard `shard`'s slot.
-    fn keys(&self, shard: u32) -> EventKeys {
-        EventKeys::shard(&self.id, shard)
+    fn keys(&self, shard: u32) -> ShardKeys {
+        ShardKeys::new(&self.id, shard)
     }
 
     fn event<'a, 's>(&'a self, nodes: &'a Cluster<'s>) -> Event<'a, &'s Strict> {
@@ -572,7 +572,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     let mut owners = Owners::default();
     let mut event_masters = HashSet::new();
     for ev in &sales {
-        event_masters.insert(owners.record(&cluster, &EventKeys::new(&ev.id).cfg())?);
+        event_masters.insert(owners.record(&cluster, &MasterKeys::new(&ev.id).cfg())?);
         let shard_masters = owners.event(&cluster, ev)?;
         if ev.shards == 32 {
             assert_eq!(shard_masters.len(), 3, "{}'s shards", ev.name());
@@ -793,13 +793,13 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
             (STOCK, 0, true),
             "{name}"
         );
-        let per_shard = |key: fn(&EventKeys) -> String| -> i64 {
+        let per_shard = |key: fn(&ShardKeys) -> String| -> i64 {
             (0..ev.shards)
                 .map(|s| store.query::<i64>(&["HLEN", &key(&ev.keys(s))]))
                 .sum()
         };
-        assert_eq!(per_shard(EventKeys::bought), STOCK as i64, "{name}");
-        assert_eq!(per_shard(EventKeys::orders), STOCK as i64, "{name}");
+        assert_eq!(per_shard(ShardKeys::bought), STOCK as i64, "{name}");
+        assert_eq!(per_shard(ShardKeys::orders), STOCK as i64, "{name}");
         for ((_, user), a) in orders.iter().filter(|((e, _), _)| *e == i) {
             let k = ev.keys(ev.home(user));
             let state = store.hget(&k.orders(), &a.order_id);

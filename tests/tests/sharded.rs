@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use seckill_domain::error::{Dependency, Error, ErrorCode};
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::ids;
-use seckill_domain::keys::EventKeys;
+use seckill_domain::keys::ShardKeys;
 use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::sale::Admission;
 use seckill_domain::scripts::buy::{self, Back, Outcome};
@@ -191,7 +191,10 @@ fn books(nodes: &Nodes<Store>, event: &EventId, shards: u32) -> Result<Books> {
     let mut credited = HashSet::new();
     for s in e.all() {
         let store = nodes.for_shard(event, s)?;
-        let k = EventKeys::shard(event, s);
+        let k = ShardKeys::new(event, s);
+        for t in seckill_domain::scripts::shard_lent::run(store, &k, 0)? {
+            lent.push((t.id, t.units as i64));
+        }
         let mut conn = store.0.lock().unwrap();
         let units: Option<i64> = redis::cmd("HGET").arg(k.stock()).arg(s).query(&mut *conn)?;
         b.stock.push(units.unwrap_or(0));
@@ -201,11 +204,6 @@ fn books(nodes: &Nodes<Store>, event: &EventId, shards: u32) -> Result<Books> {
             redis::cmd("HGETALL").arg(k.bought()).query(&mut *conn)?;
         for user in bought.into_keys() {
             *b.orders_by_user.entry(user).or_default() += 1;
-        }
-        let l: BTreeMap<String, String> = redis::cmd("HGETALL").arg(k.lent()).query(&mut *conn)?;
-        for (id, v) in l {
-            let units: i64 = v.split('|').nth(1).context("lent entry")?.parse()?;
-            lent.push((id, units));
         }
         let c: Vec<String> = redis::cmd("SMEMBERS").arg(k.credited()).query(&mut *conn)?;
         credited.extend(c);
@@ -461,7 +459,7 @@ fn a_node_restarted_mid_sale_with_aof_loses_no_accepted_order() -> Result<()> {
     for (user, order_id) in &accepted {
         let home = ids::home_shard(event.as_str(), user, 16);
         let store = nodes.for_shard(&event, home)?;
-        let k = EventKeys::shard(&event, home);
+        let k = ShardKeys::new(&event, home);
         let held: Option<String> = redis::cmd("HGET")
             .arg(k.bought())
             .arg(user)

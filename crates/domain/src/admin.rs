@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId, Switches};
-use crate::keys::{EventKeys, OrderStatus};
+use crate::keys::{MasterKeys, OrderStatus};
 use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
@@ -264,7 +264,7 @@ pub type Config = BTreeMap<String, String>;
 
 /// The master's configuration, `None` when there is no such event (one HGETALL).
 pub fn config<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Option<Config>, Error> {
-    match scripts::read_config::run(nodes.for_event(event)?, &EventKeys::new(event)) {
+    match scripts::read_config::run(nodes.for_event(event)?, &MasterKeys::new(event)) {
         Ok(config) => Ok(Some(config)),
         Err(ScriptError::Refused(Refusal::NotFound)) => Ok(None),
         Err(e) => Err(e.into()),

@@ -3,6 +3,9 @@
 //! status in one exhaustive match (`seckill_spin_edge::error::status_of`), and a test holds the
 //! list against `api/openapi.yaml`'s `ErrorCode`.
 
+use crate::sql::DbError;
+use crate::store::StoreError;
+
 /// Declares [`ErrorCode`] once: each variant with its wire name, and the list of them all.
 macro_rules! error_codes {
     ($($(#[doc = $doc:literal])* $variant:ident = $wire:literal,)*) => {
@@ -227,6 +230,32 @@ impl Error {
         match self {
             Error::Invalid { message, .. } | Error::Refused { message, .. } => message.clone(),
             Error::Unavailable { detail, .. } | Error::Bug { detail } => detail.clone(),
+        }
+    }
+}
+
+/// A Redis failure: transient ones are the sale being busy (a 503 with a retry), the rest bugs.
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        if e.is_transient() {
+            Error::unavailable(Dependency::Redis, "the sale is busy; try again", e)
+        } else {
+            Error::bug(e)
+        }
+    }
+}
+
+/// A Postgres failure: a lost connection is the orders database unavailable, the rest bugs.
+impl From<DbError> for Error {
+    fn from(e: DbError) -> Self {
+        if e.connection {
+            Error::unavailable(
+                Dependency::Postgres,
+                "orders database unavailable; try again",
+                e,
+            )
+        } else {
+            Error::bug(e)
         }
     }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::event::check_limit;
-use crate::keys::EventKeys;
+use crate::keys::{MasterKeys, ShardKeys};
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts::{self, Refusal, ScriptError};
@@ -82,7 +82,7 @@ pub fn spread<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<Spread, Error> 
     for node in nodes.all() {
         for id in registry::events(node?)? {
             let config =
-                match scripts::read_config::run(nodes.for_event(&id)?, &EventKeys::new(&id)) {
+                match scripts::read_config::run(nodes.for_event(&id)?, &MasterKeys::new(&id)) {
                     Err(ScriptError::Refused(Refusal::NotFound)) => continue,
                     config => config?,
                 };
@@ -106,7 +106,7 @@ pub fn spread<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<Spread, Error> 
     for (id, shards) in &live {
         let e = Event::new(nodes, id, *shards);
         for s in e.all() {
-            match e.on_slot(s, |store, k: &EventKeys| {
+            match e.on_slot(s, |store, k: &ShardKeys| {
                 scripts::set_fields::run(store, k, part.clone())
             }) {
                 // A shard whose copy is gone (an event being re-created) gets its part next time.

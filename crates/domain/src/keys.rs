@@ -1,7 +1,7 @@
 //! The Redis key schema. An event's stock shard `s` is a slot of its own: every key of it starts
-//! with the hash tag `{sk:E/s}` ([`EventKeys::shard`]), so one script touches any of them
+//! with the hash tag `{sk:E/s}` ([`ShardKeys`]), so one script touches any of them
 //! atomically, on a single Redis or a Redis Cluster alike, and different shards live on
-//! different nodes ([`crate::nodes`]). The event's own slot `{sk:E}` ([`EventKeys::new`]) holds
+//! different nodes ([`crate::nodes`]). The event's own slot `{sk:E}` ([`MasterKeys`]) holds
 //! the master configuration and the storefront's summary. Every key a script touches is named
 //! here and passed in its KEYS (per-order data lives in hashes, never in keys a script would
 //! have to build).
@@ -23,16 +23,18 @@
 //! | `{sk:E/s}:seq` / `:drained` | counter | this shard's orders accepted / drained |
 //! | `{sk:E/s}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
 //! | `{sk:E/s}:rl:user:<user>` / `:rl:buy` / `:rl:global` | hash, TTL | token buckets (precheck per user, buy per shard, the shard's part of the global bucket) |
+//! | `{sk:E/s}:rl:addr:<addr>` | hash, TTL | a client address's admission bucket |
+//! | `{sk:E/s}:pow:<id>` | string, TTL | a solved admission challenge, used once |
 //! | `{sk:E/s}:drain:lease` / `:drain:fence` | string, TTL / counter | this shard's drain lease and fencing tokens |
 //! | `{sk:E/s}:dead` / `:drain:errors` | stream / hash | dead letters; last error per pending entry |
 //! | `{sk:E/s}:drain:nudge` | string, TTL | a poll elected to drain this shard (one per `poll_drain_ms`) |
-//! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`); units left per shard as the drain last read them, `soldout` when all were 0 |
+//! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`; `soldout` when the drain last read every shard at 0); units left per shard as the drain last read them |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
 //! | `{sk:registry}:global` | hash | the global bucket across events (`rate`, `burst`): a copy on each node; each live shard's `cfg` holds its part |
 //! | `{sk:registry}:archived` | set | the events an operator archived (out of the console's default list) |
 //!
-//! Only purchase tokens, rate buckets, the drain's lease and nudge, and the beliefs expire;
-//! nothing a sale depends on does.
+//! Only purchase tokens, rate buckets, challenge marks, the drain's lease and nudge, and the
+//! beliefs expire; nothing a sale depends on does.
 
 use serde::Serialize;
 
@@ -78,24 +80,70 @@ impl OrderStatus {
     }
 }
 
-/// The keys of one event.
+/// The keys every slot of an event holds, its own and each shard's: scripts that run on any
+/// of them (`--- keys(slot):`) take these.
+pub trait Slot {
+    /// Configuration hash.
+    fn cfg(&self) -> String;
+    /// Units left per shard (hash: shard index → units): a shard's own, or the master's
+    /// summary of all.
+    fn stock(&self) -> String;
+}
+
+/// The keys of an event's own slot `{sk:E}`: the master configuration and the storefront's
+/// summary.
 #[derive(Debug, Clone)]
-pub struct EventKeys {
+pub struct MasterKeys {
     prefix: String,
 }
 
-impl EventKeys {
-    /// Keys of `event`'s own slot (the master configuration, the storefront's summary).
+impl MasterKeys {
+    /// The keys of `event`'s own slot.
     pub fn new(event: &EventId) -> Self {
-        EventKeys {
+        MasterKeys {
             prefix: format!("{{sk:{}}}:", event.as_str()),
         }
     }
 
-    /// Keys of stock shard `shard` of a sharded event ([`crate::sharded`]): the same names in a
-    /// slot of the shard's own, `{sk:E/s}` (event ids never hold `/`).
-    pub fn shard(event: &EventId, shard: u32) -> Self {
-        EventKeys {
+    /// The master configuration hash.
+    pub fn cfg(&self) -> String {
+        format!("{}cfg", self.prefix)
+    }
+    /// Units left per shard as the drain last read them, `soldout` when all were 0.
+    pub fn stock(&self) -> String {
+        format!("{}stock", self.prefix)
+    }
+}
+
+impl Slot for MasterKeys {
+    fn cfg(&self) -> String {
+        MasterKeys::cfg(self)
+    }
+    fn stock(&self) -> String {
+        MasterKeys::stock(self)
+    }
+}
+
+/// The keys of stock shard `s` of an event ([`crate::sharded`]): a slot of the shard's own,
+/// `{sk:E/s}` (event ids never hold `/`).
+#[derive(Debug, Clone)]
+pub struct ShardKeys {
+    prefix: String,
+}
+
+impl Slot for ShardKeys {
+    fn cfg(&self) -> String {
+        ShardKeys::cfg(self)
+    }
+    fn stock(&self) -> String {
+        ShardKeys::stock(self)
+    }
+}
+
+impl ShardKeys {
+    /// The keys of `event`'s shard `shard`.
+    pub fn new(event: &EventId, shard: u32) -> Self {
+        ShardKeys {
             prefix: format!("{{sk:{}/{shard}}}:", event.as_str()),
         }
     }
@@ -104,17 +152,17 @@ impl EventKeys {
         format!("{}{suffix}", self.prefix)
     }
 
-    /// Configuration hash.
+    /// Configuration hash (the copy in this shard).
     pub fn cfg(&self) -> String {
         self.key("cfg")
+    }
+    /// This shard's units left (hash: shard index → units).
+    pub fn stock(&self) -> String {
+        self.key("stock")
     }
     /// Counters for the console (hash): refusals by reply code, orders `paid` and `expired`.
     pub fn counts(&self) -> String {
         self.key("counts")
-    }
-    /// Units left per shard (hash: shard index → units).
-    pub fn stock(&self) -> String {
-        self.key("stock")
     }
     /// This shard's part of the global bucket, across events (hash, TTL).
     pub fn global_bucket(&self) -> String {
@@ -223,10 +271,24 @@ impl EventKeys {
 /// Every event, for the scheduled jobs.
 pub const REGISTRY: &str = "{sk:registry}:events";
 
-/// The global bucket across events (`rate`, `burst`), a copy on every node.
-pub const GLOBAL_LIMIT: &str = "{sk:registry}:global";
-/// The registered events an operator archived, beside [`REGISTRY`] in its slot.
-pub const ARCHIVED: &str = "{sk:registry}:archived";
+/// The keys of the registry's slot, a copy on each node (`--- keys(registry):`).
+#[derive(Debug, Clone, Copy)]
+pub struct Registry;
+
+impl Registry {
+    /// Every event ([`REGISTRY`]).
+    pub fn registry(&self) -> String {
+        REGISTRY.to_owned()
+    }
+    /// The registered events an operator archived.
+    pub fn archived(&self) -> String {
+        "{sk:registry}:archived".to_owned()
+    }
+    /// The global bucket across events (`rate`, `burst`).
+    pub fn global_limit(&self) -> String {
+        "{sk:registry}:global".to_owned()
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -250,8 +312,13 @@ mod tests {
     }
 
     #[test]
-    fn every_key_carries_the_event_tag() {
-        let k = EventKeys::new(&EventId::parse("e1").unwrap());
+    fn every_key_carries_its_slots_tag() {
+        let e1 = EventId::parse("e1").unwrap();
+        let master = MasterKeys::new(&e1);
+        for key in [master.cfg(), master.stock()] {
+            assert!(key.starts_with("{sk:e1}:"), "{key}");
+        }
+        let k = ShardKeys::new(&e1, 3);
         for key in [
             k.cfg(),
             k.stock(),
@@ -260,7 +327,7 @@ mod tests {
             k.queue(),
             k.buy_bucket(),
         ] {
-            assert!(key.starts_with("{sk:e1}:"), "{key}");
+            assert!(key.starts_with("{sk:e1/3}:"), "{key}");
         }
     }
 }

@@ -1,12 +1,13 @@
 //! Which Redis node holds which slot.
 //!
 //! `redis_url` may list several independent Redis nodes, comma-separated (standalone nodes,
-//! Upstash databases). Each stock shard of an event is a slot of its own (`{sk:E/s}`), placed
-//! by rendezvous hashing of (event, shard) and each node's `host:port`, so one event spans
-//! every node; the event's own slot (`{sk:E}`: the master configuration, the registry entry)
-//! by the event id alone. Credentials are not part of a node's identity, so rotating a password
-//! moves nothing. Adding a node moves only the shards the new node wins; the list is meant to
-//! stay fixed while a sale runs. (A Redis Cluster places keys by its own slot hash and answers
+//! Upstash databases). Each stock shard of an event is a slot of its own (`{sk:E/s}`), dealt
+//! out over the nodes in rounds ranked by rendezvous hashing of (event, round, node)
+//! ([`index_for_shard`]), so one event spans every node evenly; the event's own slot (`{sk:E}`:
+//! the master configuration and the storefront's summary) and the registry's go by their
+//! names alone. A node's identity is its `host:port`, not its credentials, so rotating a
+//! password moves nothing. Changing the node list moves most shards: the list stays fixed
+//! while events hold stock. (A Redis Cluster places keys by its own slot hash and answers
 //! `MOVED` elsewhere, which Spin's Redis interface does not follow: list its primaries as
 //! independent nodes only if each owns every slot it is sent — ARCHITECTURE.md.)
 

@@ -10,109 +10,16 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::auth;
-use crate::error::{Dependency, Error, ErrorCode};
+use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::ids;
-use crate::keys::{EventKeys, OrderStatus};
+use crate::keys::{MasterKeys, OrderStatus};
 use crate::nodes::Nodes;
 use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
-use crate::scripts::{self, Refusal, ScriptError, shard_lend};
+use crate::scripts::{self, ScriptError, shard_lend};
 use crate::sharded::{Event, at_home};
-use crate::store::{Store, StoreError};
-
-impl From<StoreError> for Error {
-    fn from(e: StoreError) -> Self {
-        if e.is_transient() {
-            Error::unavailable(Dependency::Redis, "the sale is busy; try again", e)
-        } else {
-            Error::bug(e)
-        }
-    }
-}
-
-/// A script's refusal in the domain's words (the edge gives each code its HTTP status).
-impl From<Refusal> for Error {
-    fn from(r: Refusal) -> Self {
-        match r {
-            Refusal::NotFound => Error::refused(ErrorCode::EventNotFound, "no such event"),
-            Refusal::Paused => Error::refused_for(
-                ErrorCode::SalePaused,
-                "the sale is paused or not warmed up yet",
-                5_000,
-            ),
-            Refusal::TooEarly { wait_ms } => Error::refused_for(
-                ErrorCode::TooEarly,
-                format!("the sale starts in {wait_ms} ms"),
-                wait_ms,
-            ),
-            Refusal::Ended => Error::refused(ErrorCode::SaleEnded, "the sale has ended"),
-            Refusal::SoldOut => Error::refused(ErrorCode::SoldOut, "sold out"),
-            Refusal::BadToken => Error::refused(
-                ErrorCode::BadPurchaseToken,
-                "purchase token missing, used, expired or not yours: run precheck again",
-            ),
-            Refusal::Already { order_id } => Error::refused(
-                ErrorCode::AlreadyBought,
-                format!("you already have order {order_id}"),
-            ),
-            Refusal::Limited => Error::refused_for(
-                ErrorCode::RateLimited,
-                "too many requests; slow down",
-                1_000,
-            ),
-            Refusal::Denied => {
-                Error::refused(ErrorCode::Denied, "not allowed to take part in this sale")
-            }
-            Refusal::AdmissionClosed => Error::refused(
-                ErrorCode::AdmissionClosed,
-                "all admission tokens are handed out",
-            ),
-            Refusal::NotSelected => {
-                Error::refused(ErrorCode::NotSelected, "not drawn in the lottery")
-            }
-            Refusal::Conflict => {
-                Error::refused(ErrorCode::Conflict, "conflicts with the event's state")
-            }
-            Refusal::NotOpen { wait_ms } => Error::refused_for(
-                ErrorCode::AdmissionNotOpen,
-                format!("admission opens in {wait_ms} ms"),
-                wait_ms,
-            ),
-            Refusal::ChallengeRequired { difficulty } => Error::refused(
-                ErrorCode::ChallengeRequired,
-                format!(
-                    "admission asks a proof of work of {difficulty} bits: solve a new challenge"
-                ),
-            ),
-            Refusal::ChallengeUsed => Error::refused(
-                ErrorCode::ChallengeUsed,
-                "this challenge was used already: solve a new one",
-            ),
-            Refusal::NotReleased => Error::refused(
-                ErrorCode::NotReleased,
-                "the sale is open to a share of buyers that does not include you yet; try again later",
-            ),
-            Refusal::StaleAdmission => Error::refused(
-                ErrorCode::NotAdmitted,
-                "the admission token is from an earlier version of this event: ask again",
-            ),
-            // The sharded calls find the home again; one that reaches the edge is a bug.
-            Refusal::WrongShard { shards } => Error::bug(format!(
-                "a request reached a shard that is not its home (the event has {shards} shards)"
-            )),
-        }
-    }
-}
-
-impl From<ScriptError> for Error {
-    fn from(e: ScriptError) -> Self {
-        match e {
-            ScriptError::Store(e) => e.into(),
-            ScriptError::Refused(r) => r.into(),
-        }
-    }
-}
+use crate::store::Store;
 
 /// The outcome of issue-token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -452,6 +359,8 @@ pub fn buy<S: Store>(
                 back.believed_empty.extend(l.believed_empty);
             }
             Err(ScriptError::Store(err)) if err.is_transient() => continue,
+            // A candidate's refusal speaks of that shard, not of this buyer: skip it too.
+            Err(ScriptError::Refused(_)) => continue,
             Err(err) => return Err(err.into()),
         }
     }
@@ -513,7 +422,7 @@ pub use crate::scripts::event_info::EventInfo;
 pub fn event_info<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<EventInfo, Error> {
     Ok(scripts::event_info::run(
         nodes.for_event(event)?,
-        &EventKeys::new(event),
+        &MasterKeys::new(event),
     )?)
 }
 

@@ -31,7 +31,7 @@ pub const PAYMENT_WEBHOOK_SECRETS: &str = "payment_webhook_secrets";
 pub const JOB_KEY: &str = "job_key";
 /// The optional settings: `name=value` pairs separated by commas (see [`Settings`]).
 pub const SETTINGS: &str = "settings";
-/// The `poll` component's literal: how often one poll per event is elected to drain.
+/// The `poll` component's literal: how often one poll per shard is elected to drain it.
 pub const POLL_DRAIN_MS: &str = "poll_drain_ms";
 
 /// Reads a Spin variable; a missing one is a configuration error, reported as 500.
@@ -54,15 +54,15 @@ pub fn get_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 pub struct Settings {
     /// Orders per Postgres transaction.
     pub drain_batch: usize,
-    /// Transactions per drain run and event.
+    /// Transactions per drain run and shard.
     pub drain_max_batches: usize,
-    /// The drain lease: how long a drainer owns an event before another may take it over.
+    /// The drain lease: how long a drainer owns a shard's queue before another may take it over.
     pub drain_lease_ms: u64,
     /// How long an entry stays with a consumer that stopped before it is delivered again.
     pub drain_reclaim_idle_ms: u64,
     /// Deliveries before an entry goes to the dead letters.
     pub drain_max_deliveries: u32,
-    /// Timeout release: expired orders handled per run, units given back per event per run.
+    /// Timeout release: expired orders handled per run, units given back per shard per run.
     pub release_batch: i64,
     /// `POST /shop/demo-login` mints a buyer token for any name: for trying a sale locally.
     pub demo_login: bool,
@@ -166,7 +166,7 @@ impl Settings {
     }
 }
 
-/// How often one poll per event is elected to drain after answering (the `poll` component's
+/// How often one poll per shard is elected to drain after answering (the `poll` component's
 /// `poll_drain_ms` literal; 0, `spin.toml`'s whose cron drains every second, turns it off).
 pub fn poll_drain_ms() -> u64 {
     get_or(POLL_DRAIN_MS, 0)

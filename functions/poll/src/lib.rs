@@ -2,9 +2,9 @@
 //! cheap enough for everyone in the queue to poll every 1–3 s.
 //!
 //! Where no scheduler drains every second (`poll_drain_ms` > 0: the cron-free manifest), the
-//! queue carries its own drain: at most one poll per event every `poll_drain_ms` is elected
-//! by the poll script and, once its answer is sent, drains the event for up to that long.
-//! The answer never waits on Postgres; Postgres sees at most one drainer per event.
+//! queue carries its own drain: at most one poll per shard every `poll_drain_ms` is elected
+//! by the poll script and, once its answer is sent, drains its shard for up to that long.
+//! The answer never waits on Postgres; Postgres sees at most one drainer per shard.
 
 use std::time::{Duration, Instant};
 

@@ -105,7 +105,7 @@ variable "redis_engine" {
 }
 
 variable "redis_nodes" {
-  description = "How many independent Redis nodes (each a one-shard cluster or replication group). Each event lives wholly on one node; the app spreads events over the comma-separated redis_url list (ARCHITECTURE.md, scale-out)."
+  description = "How many independent Redis nodes (each a one-shard cluster or replication group). Each event's stock shards are dealt out evenly over the comma-separated redis_url list (ARCHITECTURE.md, shards)."
   type        = number
   default     = 1
   validation {

@@ -107,7 +107,7 @@ variable "akamai_cron_schedule" {
 # --- Redis (Upstash) --------------------------------------------------------------------------
 
 variable "redis_databases" {
-  description = "How many Upstash databases: each event lives on one, the app spreads events over them (redis_url lists them all). One database takes about 10,000 commands/s on the free and pay-as-you-go plans, and a buy is one EVALSHA."
+  description = "How many Upstash databases: every event's stock shards are dealt out over them (redis_url lists them all). One database takes about 10,000 commands/s on the free and pay-as-you-go plans, and a buy is one EVALSHA."
   type        = number
   default     = 1
   validation {

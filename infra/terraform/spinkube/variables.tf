@@ -67,7 +67,7 @@ variable "trusted_proxies" {
 # --- Managed Redis and Postgres ---------------------------------------------------------------
 
 variable "redis_endpoints" {
-  description = "The managed Redis nodes (TLS), host and port each; each event lives on one of them."
+  description = "The managed Redis nodes (TLS), host and port each; every event's stock shards are dealt out over them."
   type = list(object({
     host = string
     port = number

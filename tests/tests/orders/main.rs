@@ -8,8 +8,8 @@
 //! - `pay` — paying, and paying racing timeout release;
 //! - `reconcile` — drift and the orders behind it;
 //! - `failures` — Postgres stopped, drains that die, Redis restarted, a broken event;
-//! - `multi_node` — events spread over several Redis nodes (these tests start their own nodes
-//!   and place events by URL, so no later run repeats them).
+//! - `multi_node` — one event's shards spread over several Redis nodes (these tests start their
+//!   own nodes and place shards by URL, so no later run repeats them).
 //!
 //! A test whose outcome the manifest, the transport or the node count can change lives in a
 //! module named for the later runs of `scripts/test.sh` that repeat it (`over_rest`,

@@ -73,7 +73,7 @@ async fn bought(app: &TestApp, event: &str, status: &Value) -> Result<HashMap<St
             .shard_client(event, s)
             .get_multiplexed_async_connection()
             .await?;
-        let key = seckill_domain::keys::EventKeys::shard(&id, s).bought();
+        let key = seckill_domain::keys::ShardKeys::new(&id, s).bought();
         let part: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(key)
             .query_async(&mut conn)

@@ -256,7 +256,7 @@ mod over_nodes {
         let status = app.status(event).await?;
         let id = seckill_domain::event::EventId::parse(event)?;
         let shard_sold = |s: u32| -> Result<i64> {
-            let seq = seckill_domain::keys::EventKeys::shard(&id, s).seq();
+            let seq = seckill_domain::keys::ShardKeys::new(&id, s).seq();
             let mut conn = app.shard_client(event, s).get_connection()?;
             let sold: Option<i64> = redis::cmd("GET").arg(seq).query(&mut conn)?;
             Ok(sold.unwrap_or(0))

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use seckill_domain::event::EventId;
-use seckill_domain::keys::EventKeys;
+use seckill_domain::keys::ShardKeys;
 use seckill_domain::scripts::buy::{self, Back, Outcome};
 use seckill_domain::scripts::precheck;
 use seckill_native::NativeStore;
@@ -71,7 +71,7 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
                         let (user, token) = (format!("d{i}"), format!("t{i}"));
                         let hash = seckill_domain::ids::home_hash(event.as_str(), &user);
                         let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
-                        let k = &EventKeys::shard(event, home);
+                        let k = &ShardKeys::new(event, home);
                         let order = format!("{now:012x}{i:016x}");
                         let gray = seckill_domain::ids::gray_bucket(event.as_str(), &user);
                         let bought =

@@ -104,7 +104,7 @@ impl BuyScriptRun {
 pub fn buy_script(redis: &RedisServer, keyspace: u64, requests: u64) -> Result<BuyScriptRun> {
     // One shard: every buyer is at home on it, as each buyer is at home on their shard's node.
     let event = open_event_with(redis, "rawbuy", 10_000_000, 1)?;
-    let k = seckill_domain::keys::EventKeys::shard(&event, 0);
+    let k = seckill_domain::keys::ShardKeys::new(&event, 0);
     let mut conn = redis.client().get_connection()?;
     for chunk in (0..keyspace).collect::<Vec<_>>().chunks(20_000) {
         let mut pipe = redis::pipe();
@@ -122,7 +122,7 @@ pub fn buy_script(redis: &RedisServer, keyspace: u64, requests: u64) -> Result<B
         .arg(script.source)
         .query(&mut conn)?;
     let rand = "__rand_int__";
-    let keys = seckill_domain::scripts::buy::keys(&k, rand).into_vec();
+    let keys = seckill_domain::scripts::buy_contract::Keys::at(&k, rand).into_vec();
     // user, purchase token, home hash, order id, no credit, 0 credited units.
     let args = ["__rand_int__", "t", "__rand_int__", "__rand_int__", "", "0"];
     let numkeys = keys.len().to_string();

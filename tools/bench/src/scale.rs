@@ -1,6 +1,6 @@
 //! The `scale` part: one hot event on 1, 2 and 4 `redis-server` nodes. Its [`SHARDS`] stock
-//! shards are placed on the nodes by rendezvous hashing of (event, shard)
-//! (`crates/domain/src/nodes.rs`), so the one event spans every node. Every buyer goes through
+//! shards are dealt out over the nodes evenly (`crates/domain/src/nodes.rs`), so the one event
+//! spans every node. Every buyer goes through
 //! the sale on the host, route after route, each route a phase of its own: the walk's
 //! (`seckill_testkit::walk`) admission, precheck, buy, poll (with `?shards=`), [`BUYERS_PER_UNIT`] buyers per unit so that the buy phase sells
 //! out. A row per node count: each node's share of the scripts (`INFO commandstats`), scripts

@@ -15,7 +15,7 @@ use seckill_host::serve::ServeOptions;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;
 
-/// glibc malloc took ~18% of the host's CPU on the buy path (perf): every request allocates
+/// glibc malloc is a large share of the host's CPU on the buy path (perf): every request allocates
 /// and frees a store, WASI resources and header maps on whichever worker thread runs it.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

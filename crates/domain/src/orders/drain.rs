@@ -1,4 +1,4 @@
-//! The drain: order intents from each event's Redis stream into Postgres, exactly once.
+//! The drain: order intents from each shard's Redis stream into Postgres, exactly once.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{fault, int, postgres_lost, s, transaction};
 use crate::error::{Dependency, Error};
 use crate::event::EventId;
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
@@ -49,9 +49,9 @@ pub struct DrainReport {
     pub confirmed: u64,
     /// Entries that failed and stay pending (retried, then dead-lettered).
     pub failed: u64,
-    /// Events another drainer holds.
+    /// Shards (`event/shard`) another drainer holds.
     pub busy: Vec<String>,
-    /// Redis nodes that could not be reached (their events wait for the next run).
+    /// Redis nodes that could not be reached (their registries wait for the next run).
     pub unreachable_nodes: usize,
     /// Units moved between shards because they had drifted apart (see
     /// [`crate::sharded::transfer::drifted`]).
@@ -61,7 +61,7 @@ pub struct DrainReport {
     pub event_errors: BTreeMap<String, String>,
 }
 
-/// Drains every event's queue into Postgres: lease with fencing per event, batches written in
+/// Drains every shard's queue into Postgres: a lease with fencing per shard, batches written in
 /// one transaction each (multi-row insert `ON CONFLICT DO NOTHING`, one ledger update), then
 /// acknowledged and confirmed in Redis. Redelivery is harmless.
 pub fn drain(
@@ -110,7 +110,7 @@ pub fn catch_up(
         events: 1,
         ..DrainReport::default()
     };
-    drain_shard(store, db, event, shard, opts, now_ms, &mut report)?;
+    Drainer::new(store, db, Place { event, shard }, opts, now_ms, &mut report).run()?;
     Ok(report)
 }
 
@@ -130,7 +130,7 @@ fn drain_event<S: Store>(
     let mut stocks = Vec::new();
     for shard in e.all() {
         let left = nodes.on_shard(event, shard, |store| {
-            drain_shard(store, db, event, shard, opts, now_ms, report)
+            Drainer::new(store, db, Place { event, shard }, opts, now_ms, report).run()
         });
         match left {
             Ok(left) => stocks.push(left),
@@ -151,35 +151,6 @@ fn drain_event<S: Store>(
     Ok(())
 }
 
-/// Drains one shard; returns the units it held when its lease was claimed (`None`: another
-/// drainer holds it).
-fn drain_shard(
-    store: &impl Store,
-    db: &impl Sql,
-    event: &EventId,
-    shard: u32,
-    opts: &DrainOptions,
-    now_ms: u64,
-    report: &mut DrainReport,
-) -> Result<Option<u64>, Error> {
-    let k = EventKeys::shard(event, shard);
-    let mut fence = None;
-    let at = Place { event, shard };
-    let mut left = None;
-    let result = drain_batches(
-        store, db, at, &k, opts, now_ms, report, &mut fence, &mut left,
-    );
-    // Done (or failed): hand the lease back so the next run need not wait for it to expire.
-    if let Some(fence) = fence {
-        let holder = Holder {
-            owner: &opts.owner,
-            fence,
-        };
-        scripts::drain_release::run(store, &k, holder)?;
-    }
-    result.map(|()| left)
-}
-
 /// Which queue a drainer drains: one shard of one event.
 #[derive(Clone, Copy)]
 struct Place<'a> {
@@ -187,83 +158,180 @@ struct Place<'a> {
     shard: u32,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn drain_batches(
-    store: &impl Store,
-    db: &impl Sql,
-    at: Place<'_>,
-    k: &EventKeys,
-    opts: &DrainOptions,
+/// One run at one shard's queue: batch after batch under the shard's lease, each written to
+/// Postgres under the lease's fence, then confirmed in Redis.
+struct Drainer<'a, S, D> {
+    store: &'a S,
+    db: &'a D,
+    at: Place<'a>,
+    k: ShardKeys,
+    opts: &'a DrainOptions,
     now_ms: u64,
-    report: &mut DrainReport,
-    held: &mut Option<i64>,
-    left: &mut Option<u64>,
-) -> Result<(), Error> {
-    for _ in 0..opts.max_batches {
-        if opts.until.is_some_and(|until| Instant::now() >= until) {
-            return Ok(());
-        }
-        // Claim or renew the lease every batch: a slow batch cannot outlive it unnoticed.
-        let facts = match scripts::drain_claim::run(store, k, &opts.owner, opts.lease_ms)? {
-            Claim::Held(lease) => {
-                *left = Some(lease.left.max(0) as u64);
-                lease
-            }
-            Claim::Busy => {
-                report
-                    .busy
-                    .push(format!("{}/{}", at.event.as_str(), at.shard));
-                return Ok(());
-            }
-            Claim::NoEvent => return Ok(()),
-        };
-        *held = Some(facts.fence);
-        let holder = Holder {
-            owner: &opts.owner,
-            fence: facts.fence,
-        };
-        let limits = drain_read::Limits {
-            batch: opts.batch,
-            reclaim_idle_ms: opts.reclaim_idle_ms,
-            max_deliveries: opts.max_deliveries,
-        };
-        let Some(entries) = drain_read::run(store, k, holder, limits)? else {
-            return Ok(()); // the lease moved on: the new holder drains
-        };
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let committed = match write_batch(db, at, &facts, &entries, now_ms) {
-            Ok(inserted) => {
-                report.inserted += inserted;
-                entries.iter().collect::<Vec<_>>()
-            }
-            Err(e) if e.is_connection() => return Err(e.into()),
-            Err(StaleOrFailed::Stale) => return Ok(()),
-            // One bad entry must not hold back the rest: write them one by one.
-            Err(e) => isolate(
-                store,
-                db,
-                k,
-                at,
-                &facts,
-                &entries,
-                now_ms,
-                &e.to_string(),
-                report,
-            )?,
-        };
-        fault::trap(fault::Point::AfterCommit);
-        let pairs: Vec<(&str, &str)> = committed
-            .iter()
-            .map(|e| (e.id.as_str(), e.order.as_str()))
-            .collect();
-        report.confirmed += scripts::drain_confirm::run(store, k, &pairs)?;
-        if entries.len() < opts.batch {
-            return Ok(());
+    report: &'a mut DrainReport,
+    /// The fence of the lease last claimed: the lease is handed back at the end.
+    fence: Option<i64>,
+    /// Units the shard held when its lease was last claimed.
+    left: Option<u64>,
+}
+
+impl<'a, S: Store, D: Sql> Drainer<'a, S, D> {
+    fn new(
+        store: &'a S,
+        db: &'a D,
+        at: Place<'a>,
+        opts: &'a DrainOptions,
+        now_ms: u64,
+        report: &'a mut DrainReport,
+    ) -> Self {
+        Drainer {
+            store,
+            db,
+            at,
+            k: ShardKeys::new(at.event, at.shard),
+            opts,
+            now_ms,
+            report,
+            fence: None,
+            left: None,
         }
     }
-    Ok(())
+
+    /// Drains the shard; returns the units it held when its lease was claimed (`None`:
+    /// another drainer holds it).
+    fn run(mut self) -> Result<Option<u64>, Error> {
+        let result = self.batches();
+        // Done (or failed): hand the lease back so the next run need not wait for it to expire.
+        if let Some(fence) = self.fence {
+            let holder = Holder {
+                owner: &self.opts.owner,
+                fence,
+            };
+            scripts::drain_release::run(self.store, &self.k, holder)?;
+        }
+        result.map(|()| self.left)
+    }
+
+    /// Up to `max_batches` batches, until the queue is empty, the time is up or the lease is
+    /// lost.
+    fn batches(&mut self) -> Result<(), Error> {
+        for _ in 0..self.opts.max_batches {
+            if self.opts.until.is_some_and(|until| Instant::now() >= until) {
+                return Ok(());
+            }
+            let Some(lease) = self.claim()? else {
+                return Ok(());
+            };
+            let Some(entries) = self.read(&lease)? else {
+                return Ok(());
+            };
+            if entries.is_empty() {
+                return Ok(());
+            }
+            let Some(committed) = self.commit(&lease, &entries)? else {
+                return Ok(()); // a newer fence wrote: the new holder drains
+            };
+            fault::trap(fault::Point::AfterCommit);
+            let pairs: Vec<(&str, &str)> = committed
+                .iter()
+                .map(|e| (e.id.as_str(), e.order.as_str()))
+                .collect();
+            self.report.confirmed += scripts::drain_confirm::run(self.store, &self.k, &pairs)?;
+            if entries.len() < self.opts.batch {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Claims or renews the lease (every batch: a slow batch cannot outlive it unnoticed);
+    /// `None` when another drainer holds it or the event is gone.
+    fn claim(&mut self) -> Result<Option<Lease>, Error> {
+        match scripts::drain_claim::run(self.store, &self.k, &self.opts.owner, self.opts.lease_ms)?
+        {
+            Claim::Held(lease) => {
+                self.left = Some(lease.left.max(0) as u64);
+                self.fence = Some(lease.fence);
+                Ok(Some(lease))
+            }
+            Claim::Busy => {
+                let at = format!("{}/{}", self.at.event.as_str(), self.at.shard);
+                self.report.busy.push(at);
+                Ok(None)
+            }
+            Claim::NoEvent => Ok(None),
+        }
+    }
+
+    /// The next batch; `None` when the lease moved on.
+    fn read(&self, lease: &Lease) -> Result<Option<Vec<Entry>>, Error> {
+        let holder = Holder {
+            owner: &self.opts.owner,
+            fence: lease.fence,
+        };
+        let limits = drain_read::Limits {
+            batch: self.opts.batch,
+            reclaim_idle_ms: self.opts.reclaim_idle_ms,
+            max_deliveries: self.opts.max_deliveries,
+        };
+        Ok(drain_read::run(self.store, &self.k, holder, limits)?)
+    }
+
+    /// Writes the batch in one transaction; when Postgres refuses it, entry by entry. Returns
+    /// the entries now in Postgres (`None`: the fence is stale).
+    fn commit<'e>(
+        &mut self,
+        lease: &Lease,
+        entries: &'e [Entry],
+    ) -> Result<Option<Vec<&'e Entry>>, Error> {
+        match write_batch(self.db, self.at, lease, entries, self.now_ms) {
+            Ok(inserted) => {
+                self.report.inserted += inserted;
+                Ok(Some(entries.iter().collect()))
+            }
+            Err(e) if e.is_connection() => Err(e.into()),
+            Err(StaleOrFailed::Stale) => Ok(None),
+            // One bad entry must not hold back the rest: write them one by one.
+            Err(e) => self.isolate(lease, entries, &e.to_string()).map(Some),
+        }
+    }
+
+    /// Writes a failed batch entry by entry; those that still fail stay pending with their
+    /// error.
+    fn isolate<'e>(
+        &mut self,
+        lease: &Lease,
+        entries: &'e [Entry],
+        batch_error: &str,
+    ) -> Result<Vec<&'e Entry>, Error> {
+        let mut committed = Vec::new();
+        let mut failed = Vec::new();
+        for e in entries {
+            match write_batch(
+                self.db,
+                self.at,
+                lease,
+                std::slice::from_ref(e),
+                self.now_ms,
+            ) {
+                Ok(n) => {
+                    self.report.inserted += n;
+                    committed.push(e);
+                }
+                Err(err) if err.is_connection() => return Err(err.into()),
+                Err(StaleOrFailed::Stale) => break,
+                Err(err) => {
+                    self.report.failed += 1;
+                    failed.push((e.id.as_str(), format!("{err} (batch: {batch_error})")));
+                }
+            }
+        }
+        if !failed.is_empty() {
+            let failed: Vec<(&str, &str)> =
+                failed.iter().map(|(id, e)| (*id, e.as_str())).collect();
+            scripts::drain_failed::run(self.store, &self.k, &failed)?;
+        }
+        Ok(committed)
+    }
 }
 
 /// Why a batch did not commit.
@@ -367,42 +435,6 @@ fn write_batch(
         fault::trap(fault::Point::InTransaction);
         Ok(rows.rows.first().map_or(Ok(0), |r| int(r, 0))? as u64)
     })
-}
-
-/// Writes a failed batch entry by entry; those that still fail stay pending with their error.
-#[allow(clippy::too_many_arguments)]
-fn isolate<'a>(
-    store: &impl Store,
-    db: &impl Sql,
-    k: &EventKeys,
-    at: Place<'_>,
-    facts: &Lease,
-    entries: &'a [Entry],
-    now_ms: u64,
-    batch_error: &str,
-    report: &mut DrainReport,
-) -> Result<Vec<&'a Entry>, Error> {
-    let mut committed = Vec::new();
-    let mut failed = Vec::new();
-    for e in entries {
-        match write_batch(db, at, facts, std::slice::from_ref(e), now_ms) {
-            Ok(n) => {
-                report.inserted += n;
-                committed.push(e);
-            }
-            Err(err) if err.is_connection() => return Err(err.into()),
-            Err(StaleOrFailed::Stale) => break,
-            Err(err) => {
-                report.failed += 1;
-                failed.push((e.id.as_str(), format!("{err} (batch: {batch_error})")));
-            }
-        }
-    }
-    if !failed.is_empty() {
-        let failed: Vec<(&str, &str)> = failed.iter().map(|(id, e)| (*id, e.as_str())).collect();
-        scripts::drain_failed::run(store, k, &failed)?;
-    }
-    Ok(committed)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub use repeat::{JobReport, Repeated, repeat_for};
 
 use crate::error::{Dependency, Error};
 use crate::event::EventId;
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::nodes::Nodes;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
@@ -44,20 +44,6 @@ fn postgres_lost(e: &Error) -> bool {
             ..
         }
     )
-}
-
-impl From<DbError> for Error {
-    fn from(e: DbError) -> Self {
-        if e.connection {
-            Error::unavailable(
-                Dependency::Postgres,
-                "orders database unavailable; try again",
-                e,
-            )
-        } else {
-            Error::bug(e)
-        }
-    }
 }
 
 fn s(v: &str) -> P {
@@ -114,7 +100,7 @@ fn mirror<S: Store>(
     status: Final,
     orders: &[String],
 ) -> Result<u64, Error> {
-    let k = EventKeys::shard(event, shard);
+    let k = ShardKeys::new(event, shard);
     // A node that does not answer is skipped by the rest of this run.
     let released = nodes.on_shard(event, shard, |store| {
         scripts::set_order_status::run(store, &k, status, orders)

@@ -92,6 +92,9 @@ pub struct Reconciliation {
     pub initial_stock: i64,
     /// Units left in the Redis shards.
     pub remaining_in_redis: i64,
+    /// Units lent from one shard to another and not credited yet (a tail cut short, or caught
+    /// in the act).
+    pub in_transit: i64,
     /// Accepted buys not yet drained into Postgres.
     pub in_flight: i64,
     /// Pending and paid orders in Postgres.
@@ -102,7 +105,8 @@ pub struct Reconciliation {
     pub dead_letters: i64,
     /// Dead letters that are sold orders: not in flight any more, so they show as drift.
     pub dead_orders: i64,
-    /// initial − (remaining + in flight + held + awaiting release): 0 when the books balance.
+    /// initial − (remaining + in transit + in flight + held + awaiting release): 0 when the
+    /// books balance.
     pub drift: i64,
     /// Postgres's own books: available + held = initial (0 when they agree; null before the
     /// first drain).
@@ -163,11 +167,11 @@ fn name_offenders<S: Store>(
     Ok(())
 }
 
-/// Checks one event's books, summed over its shards, and, when `repair` is set, gives back
-/// units of expired orders that never reached Redis (safe: the release is idempotent). Units
-/// lent between shards and not yet credited are credited first (always safe: a transfer credits
-/// once), so the Redis side counts every unit in a shard or an order; only a buy's tail running
-/// at that very instant can show as a passing drift of one.
+/// Checks one event's books, summed over its shards, reading only. With `repair`, first
+/// finishes the transfers between shards a tail cut short (always safe: a transfer credits
+/// once), then gives back the units of expired orders that never reached Redis (safe: the
+/// release is idempotent). A buy's tail lending at the very instant of the read can show as a
+/// passing drift of one.
 pub fn reconcile<S: Store>(
     nodes: &Nodes<S>,
     db: &impl Sql,
@@ -175,83 +179,152 @@ pub fn reconcile<S: Store>(
     repair: bool,
 ) -> Result<Reconciliation, Error> {
     let (e, config) = Event::open(nodes, event)?;
-    transfer::repair(&e, 0)?;
     let initial: i64 = config
         .get("stock")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| Error::bug(format!("event {} has no stock", event.as_str())))?;
-    let (mut remaining, mut accepted, mut drained, mut dead, mut dead_orders) = (0, 0, 0, 0, 0);
-    for shard in e.all() {
-        let (store, k) = e.slot(shard)?;
-        let books = scripts::reconcile_read::run(store, &k)?;
-        remaining += books.remaining;
-        accepted += books.accepted;
-        drained += books.drained;
-        dead += books.dead_letters;
-        dead_orders += books.dead_orders;
+    if repair {
+        transfer::repair(&e, 0)?;
     }
-    let ev = [s(event.as_str())];
-    let held = db.query(
-        "SELECT count(*) FILTER (WHERE status IN ('pending_payment', 'paid'))::bigint,
-                    count(*) FILTER (WHERE status = 'expired' AND NOT released_in_redis)::bigint
-             FROM orders WHERE event_id = $1",
-        &ev,
-    )?;
-    let row = held.rows.first().cloned().unwrap_or_default();
-    let (held, awaiting) = (int(&row, 0)?, int(&row, 1)?);
-    let ledger = db.query(
-        "SELECT available + held FROM stock_ledger WHERE event_id = $1",
-        &ev,
-    )?;
-    let mut unreleased_by_shard: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for r in &db
-        .query(
-            "SELECT order_id, shard::bigint FROM orders
-                 WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
-            &ev,
-        )?
-        .rows
-    {
-        unreleased_by_shard
-            .entry(int(r, 1)?)
-            .or_default()
-            .push(text(r, 0)?);
-    }
-    let unreleased: Vec<String> = unreleased_by_shard.values().flatten().cloned().collect();
-    // A dead-lettered order was sold and will never land by itself: it is drift, for an operator.
-    let in_flight = accepted - drained - dead_orders;
-    let mut out = Reconciliation {
-        event_id: event.as_str().to_owned(),
-        initial_stock: initial,
-        remaining_in_redis: remaining,
-        in_flight,
-        held_in_postgres: held,
-        awaiting_release: awaiting,
-        dead_letters: dead,
-        dead_orders,
-        drift: initial - (remaining + in_flight + held + awaiting),
-        ledger_drift: match ledger.rows.first() {
-            Some(r) => Some(initial - int(r, 0)?),
-            None => None,
-        },
-        unreleased_orders: unreleased,
-        missing_in_postgres: Vec::new(),
-        unknown_to_redis: Vec::new(),
-        repaired: false,
-    };
+    let redis = RedisBooks::read(&e)?;
+    let pg = PostgresBooks::read(db, event)?;
+    let mut out = Reconciliation::of(event, initial, &redis, &pg);
     if out.drift != 0 {
         name_offenders(&e, db, &mut out)?;
     }
-    if repair && !out.unreleased_orders.is_empty() {
-        for (shard, orders) in &unreleased_by_shard {
-            let shard = u32::try_from(*shard).map_err(Error::bug)?;
-            mirror(nodes, event, shard, Final::Expired, orders)?;
-        }
-        db.execute(
-            "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
-            &[P::ArrayStr(out.unreleased_orders.clone())],
-        )?;
+    if repair && !pg.unreleased.is_empty() {
+        release_in_redis(nodes, db, event, &pg.unreleased)?;
         out.repaired = true;
     }
     Ok(out)
+}
+
+/// Redis's side of an event's books, summed over its shards.
+#[derive(Default)]
+struct RedisBooks {
+    remaining: i64,
+    in_transit: i64,
+    accepted: i64,
+    drained: i64,
+    dead_letters: i64,
+    dead_orders: i64,
+}
+
+impl RedisBooks {
+    /// Reads every shard's transfers lent and not settled, then every shard's books with the
+    /// transfers lent to it (one script each).
+    fn read<S: Store>(e: &Event<'_, S>) -> Result<Self, Error> {
+        let mut lent = Vec::new();
+        for shard in e.all() {
+            let (store, k) = e.slot(shard)?;
+            lent.extend(scripts::shard_lent::run(store, &k, 0)?);
+        }
+        let mut books = RedisBooks::default();
+        for shard in e.all() {
+            let (store, k) = e.slot(shard)?;
+            let lent_here: Vec<_> = lent.iter().filter(|t| t.to == shard).collect();
+            let b = scripts::reconcile_read::run(store, &k, &lent_here)?;
+            books.remaining += b.remaining;
+            books.in_transit += b.in_transit;
+            books.accepted += b.accepted;
+            books.drained += b.drained;
+            books.dead_letters += b.dead_letters;
+            books.dead_orders += b.dead_orders;
+        }
+        Ok(books)
+    }
+}
+
+/// Postgres's side of an event's books.
+struct PostgresBooks {
+    /// Pending and paid orders.
+    held: i64,
+    /// Expired orders whose unit is not back in Redis, by shard.
+    unreleased: BTreeMap<u32, Vec<String>>,
+    /// available + held in the ledger (`None` before the first drain).
+    ledger: Option<i64>,
+}
+
+impl PostgresBooks {
+    fn read(db: &impl Sql, event: &EventId) -> Result<Self, Error> {
+        let ev = [s(event.as_str())];
+        let held = db.query(
+            "SELECT count(*)::bigint FROM orders
+             WHERE event_id = $1 AND status IN ('pending_payment', 'paid')",
+            &ev,
+        )?;
+        let held = held.rows.first().map_or(Ok(0), |r| int(r, 0))?;
+        let mut unreleased: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for r in &db
+            .query(
+                "SELECT order_id, shard::bigint FROM orders
+                 WHERE event_id = $1 AND status = 'expired' AND NOT released_in_redis",
+                &ev,
+            )?
+            .rows
+        {
+            let shard = u32::try_from(int(r, 1)?).map_err(Error::bug)?;
+            unreleased.entry(shard).or_default().push(text(r, 0)?);
+        }
+        let ledger = db.query(
+            "SELECT available + held FROM stock_ledger WHERE event_id = $1",
+            &ev,
+        )?;
+        let ledger = match ledger.rows.first() {
+            Some(r) => Some(int(r, 0)?),
+            None => None,
+        };
+        Ok(PostgresBooks {
+            held,
+            unreleased,
+            ledger,
+        })
+    }
+}
+
+impl Reconciliation {
+    /// The books of `event` side by side; the offenders are not named yet.
+    fn of(event: &EventId, initial: i64, redis: &RedisBooks, pg: &PostgresBooks) -> Self {
+        let unreleased: Vec<String> = pg.unreleased.values().flatten().cloned().collect();
+        let awaiting = unreleased.len() as i64;
+        // A dead-lettered order was sold and will never land by itself: it is drift, for an
+        // operator.
+        let in_flight = redis.accepted - redis.drained - redis.dead_orders;
+        Reconciliation {
+            event_id: event.as_str().to_owned(),
+            initial_stock: initial,
+            remaining_in_redis: redis.remaining,
+            in_transit: redis.in_transit,
+            in_flight,
+            held_in_postgres: pg.held,
+            awaiting_release: awaiting,
+            dead_letters: redis.dead_letters,
+            dead_orders: redis.dead_orders,
+            drift: initial - (redis.remaining + redis.in_transit + in_flight + pg.held + awaiting),
+            ledger_drift: pg.ledger.map(|books| initial - books),
+            unreleased_orders: unreleased,
+            missing_in_postgres: Vec::new(),
+            unknown_to_redis: Vec::new(),
+            repaired: false,
+        }
+    }
+}
+
+/// Gives back the units of expired orders that never reached Redis, shard by shard, then marks
+/// them released in Postgres.
+fn release_in_redis<S: Store>(
+    nodes: &Nodes<S>,
+    db: &impl Sql,
+    event: &EventId,
+    unreleased: &BTreeMap<u32, Vec<String>>,
+) -> Result<(), Error> {
+    for (&shard, orders) in unreleased {
+        mirror(nodes, event, shard, Final::Expired, orders)?;
+    }
+    let all: Vec<String> = unreleased.values().flatten().cloned().collect();
+    db.execute(
+        "UPDATE orders SET released_in_redis = true WHERE order_id = ANY($1::text[])",
+        &[P::ArrayStr(all)],
+    )?;
+    Ok(())
 }

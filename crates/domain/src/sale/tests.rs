@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::scripts::{BUY, ISSUE_TOKEN, POLL, READ_CONFIG, code};
-use crate::store::{Reply, StoreErrorKind};
+use crate::scripts::{BUY, ISSUE_TOKEN, POLL, READ_CONFIG, SHARD_LEND, code};
+use crate::store::{Reply, StoreError, StoreErrorKind};
 use crate::testing::FakeStore;
 
 fn event() -> EventId {
@@ -53,6 +53,33 @@ fn an_accepted_buy_is_queued_behind_the_orders_not_yet_drained() {
     assert_eq!(
         (accepted.status, accepted.position, accepted.shard),
         (OrderStatus::Queued, 4, 2)
+    );
+}
+
+#[test]
+fn a_tail_skips_a_candidate_that_refuses_and_lends_from_the_next() {
+    let store = FakeStore::holding_every_script()
+        .answers(&BUY, &[code::TAIL.into(), 5.into(), 6.into()])
+        .answers(&SHARD_LEND, &[code::NOT_FOUND.into()])
+        .answers(&SHARD_LEND, &[0.into(), 1.into(), 3.into()])
+        .answers(&BUY, &[0.into(), 7.into(), 2.into(), 3.into()]);
+    let accepted = buy(&store).unwrap();
+    assert_eq!(accepted.status, OrderStatus::Queued);
+    assert_eq!(
+        store.commands(),
+        [
+            ("EVALSHA", "buy"),
+            ("EVALSHA", "shard_lend"),
+            ("EVALSHA", "shard_lend"),
+            ("EVALSHA", "buy")
+        ]
+    );
+    // The unit the second candidate lent comes home: buy.lua's credit_id and credit_units.
+    let back = &store.calls.borrow()[3];
+    assert!(
+        !back.args[4].is_empty() && back.args[5] == "1",
+        "{:?}",
+        back.args
     );
 }
 

@@ -3,12 +3,12 @@
 
 use super::ScriptError;
 use super::admission_terms_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// Runs it; returns the event's proof-of-work difficulty.
-pub fn run(store: &impl Store, k: &EventKeys, home_hash: u64) -> Result<u32, ScriptError> {
-    let keys = Keys { cfg: k.cfg() };
+pub fn run(store: &impl Store, k: &impl Slot, home_hash: u64) -> Result<u32, ScriptError> {
+    let keys = Keys::at(k);
     let args = Args {
         home_hash: home_hash.to_string(),
     };

@@ -3,15 +3,12 @@
 use super::ScriptError;
 use super::archive_event_contract::{Args, Keys, OkReply, call_ok};
 use crate::event::EventId;
-use crate::keys::{ARCHIVED, REGISTRY};
+use crate::keys::Registry;
 use crate::store::Store;
 
 /// Runs it: returns whether the event was archived before.
 pub fn run(store: &impl Store, event: &EventId, archived: bool) -> Result<bool, ScriptError> {
-    let keys = Keys {
-        registry: REGISTRY.to_owned(),
-        archived: ARCHIVED.to_owned(),
-    };
+    let keys = Keys::at(&Registry);
     let args = Args {
         event: event.as_str().to_owned(),
         archived: if archived { "1" } else { "0" }.to_owned(),

@@ -3,7 +3,7 @@
 
 use super::buy_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// An accepted buy: its place in the shard's queue, the shard, the shard's orders drained.
@@ -29,29 +29,10 @@ pub struct Back<'a> {
     pub believed_empty: Vec<(u32, u64)>,
 }
 
-/// The keys of `user`'s buy at shard slot `k`.
-pub fn keys(k: &EventKeys, user: &str) -> Keys {
-    Keys {
-        cfg: k.cfg(),
-        purchase_token: k.purchase_token(user),
-        bought: k.bought(),
-        queue: k.queue(),
-        seq: k.seq(),
-        buy_bucket: k.buy_bucket(),
-        drained: k.drained(),
-        stock: k.stock(),
-        orders: k.orders(),
-        counts: k.counts(),
-        empty: k.empty(),
-        credited: k.credited(),
-        seen: k.seen(),
-    }
-}
-
 /// Runs it at the home shard's slot `k`.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     user: &str,
     purchase_token: &str,
     home_hash: u64,
@@ -77,7 +58,7 @@ pub fn run(
             )
             .collect(),
     };
-    let (c, mut r) = call(store, keys(k, user), args)?;
+    let (c, mut r) = call(store, Keys::at(k, user), args)?;
     match c {
         code::OK => {
             let bought = OkReply::read(&mut r)?;

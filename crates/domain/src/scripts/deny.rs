@@ -2,23 +2,18 @@
 
 use super::ScriptError;
 use super::deny_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::net::Cidr;
 use crate::store::Store;
 
 /// Runs it.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     users: &[String],
     nets: &[Cidr],
 ) -> Result<(), ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        denied_users: k.denied_users(),
-        denied_nets: k.denied_nets(),
-        denied_net_lens: k.denied_net_lens(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         users_count: users.len().to_string(),
         entries: users

@@ -2,7 +2,7 @@
 
 use super::drain_claim_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// The facts a drain needs, handed out with the lease: the fencing token (larger for every
@@ -34,16 +34,11 @@ pub struct Holder<'a> {
 /// Runs it for `owner`, for `lease_ms`.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     owner: &str,
     lease_ms: u64,
 ) -> Result<Claim, ScriptError> {
-    let keys = Keys {
-        lease: k.drain_lease(),
-        fence: k.drain_fence(),
-        cfg: k.cfg(),
-        stock: k.stock(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         owner: owner.to_owned(),
         lease_ms: lease_ms.to_string(),

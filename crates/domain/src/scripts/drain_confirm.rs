@@ -3,21 +3,16 @@
 
 use super::ScriptError;
 use super::drain_confirm_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// Runs it with (stream id, order id) pairs; returns how many orders were newly confirmed.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     committed: &[(&str, &str)],
 ) -> Result<u64, ScriptError> {
-    let keys = Keys {
-        queue: k.queue(),
-        drained: k.drained(),
-        errors: k.drain_errors(),
-        orders: k.orders(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         entries: super::flat_pairs(committed.iter().copied()),
     };

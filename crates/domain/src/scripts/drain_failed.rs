@@ -3,14 +3,12 @@
 
 use super::ScriptError;
 use super::drain_failed_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// Runs it with (stream id, error) pairs.
-pub fn run(store: &impl Store, k: &EventKeys, failed: &[(&str, &str)]) -> Result<(), ScriptError> {
-    let keys = Keys {
-        errors: k.drain_errors(),
-    };
+pub fn run(store: &impl Store, k: &ShardKeys, failed: &[(&str, &str)]) -> Result<(), ScriptError> {
+    let keys = Keys::at(k);
     let args = Args {
         failures: super::flat_pairs(failed.iter().copied()),
     };

@@ -4,7 +4,7 @@
 use super::drain_claim::Holder;
 use super::drain_read_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// One order intent from the stream.
@@ -38,16 +38,11 @@ pub struct Limits {
 /// Runs it for the lease's `holder`; `None` when the lease moved on.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     holder: Holder<'_>,
     limits: Limits,
 ) -> Result<Option<Vec<Entry>>, ScriptError> {
-    let keys = Keys {
-        queue: k.queue(),
-        lease: k.drain_lease(),
-        dead: k.dead(),
-        errors: k.drain_errors(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         owner: holder.owner.to_owned(),
         fence: holder.fence.to_string(),

@@ -3,14 +3,12 @@
 use super::ScriptError;
 use super::drain_claim::Holder;
 use super::drain_release_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// Runs it for the lease's `holder`; returns whether the lease was still theirs.
-pub fn run(store: &impl Store, k: &EventKeys, holder: Holder<'_>) -> Result<bool, ScriptError> {
-    let keys = Keys {
-        lease: k.drain_lease(),
-    };
+pub fn run(store: &impl Store, k: &ShardKeys, holder: Holder<'_>) -> Result<bool, ScriptError> {
+    let keys = Keys::at(k);
     let args = Args {
         owner: holder.owner.to_owned(),
         fence: holder.fence.to_string(),

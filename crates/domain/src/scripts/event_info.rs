@@ -3,7 +3,7 @@
 
 use super::ScriptError;
 use super::event_info_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// An event as a buyer may see it.
@@ -40,11 +40,8 @@ pub struct EventInfo {
 }
 
 /// Runs it.
-pub fn run(store: &impl Store, k: &EventKeys) -> Result<EventInfo, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        stock: k.stock(),
-    };
+pub fn run(store: &impl Store, k: &impl Slot) -> Result<EventInfo, ScriptError> {
+    let keys = Keys::at(k);
     let mut r = call_ok(store, keys, Args {})?;
     let ok = OkReply::read(&mut r)?;
     Ok(EventInfo {

@@ -2,7 +2,7 @@
 
 use super::ScriptError;
 use super::global_limit_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys;
+use crate::keys::Registry;
 use crate::store::Store;
 
 /// Sets the limit to `(rate, burst)` when given; returns the node's limit.
@@ -11,9 +11,7 @@ pub fn run(store: &impl Store, set: Option<(f64, u32)>) -> Result<(f64, u32), Sc
         Some((rate, burst)) => vec![("rate", rate.to_string()), ("burst", burst.to_string())],
         None => Vec::new(),
     };
-    let keys = Keys {
-        limit: keys::GLOBAL_LIMIT.to_owned(),
-    };
+    let keys = Keys::at(&Registry);
     let mut r = call_ok(
         store,
         keys,

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use super::issue_token_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::pow::Proof;
 use crate::store::Store;
 
@@ -29,22 +29,14 @@ pub enum Issued {
 /// `proof` if one came.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     user: &str,
     client: Option<IpAddr>,
     proof: Option<&Proof>,
     home_hash: u64,
 ) -> Result<Issued, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        admitted: k.admitted(),
-        registrants: k.registrants(),
-        counts: k.counts(),
-        stock: k.stock(),
-        empty: k.empty(),
-        addr_bucket: k.addr_bucket(&client.map(|ip| ip.to_string()).unwrap_or_default()),
-        challenge: k.used_challenge(proof.map_or("", |p| p.id.as_str())),
-    };
+    let addr = client.map(|ip| ip.to_string()).unwrap_or_default();
+    let keys = Keys::at(k, &addr, proof.map_or("", |p| p.id.as_str()));
     let args = Args {
         user: user.to_owned(),
         home_hash: home_hash.to_string(),

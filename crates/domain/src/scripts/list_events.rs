@@ -3,16 +3,13 @@
 
 use super::ScriptError;
 use super::list_events_contract::{Args, Keys, call_ok};
-use crate::keys::{ARCHIVED, REGISTRY};
+use crate::keys::Registry;
 use crate::store::Store;
 
 /// Runs it: every registered event id, as stored (the caller validates them), and whether it
 /// is archived.
 pub fn run(store: &impl Store) -> Result<Vec<(String, bool)>, ScriptError> {
-    let keys = Keys {
-        registry: REGISTRY.to_owned(),
-        archived: ARCHIVED.to_owned(),
-    };
+    let keys = Keys::at(&Registry);
     let mut r = call_ok(store, keys, Args {})?;
     let mut events = Vec::new();
     while r.has_more() {

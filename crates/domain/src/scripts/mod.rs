@@ -38,6 +38,7 @@ pub mod summarize;
 pub mod upsert_event;
 pub mod warmup;
 
+use crate::error::{Error, ErrorCode};
 use crate::keys::OrderStatus;
 use crate::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
 
@@ -116,6 +117,89 @@ pub enum Refusal {
         /// The event's shard count, to find the home with.
         shards: u32,
     },
+}
+
+/// A script's refusal in the domain's words (the edge gives each code its HTTP status).
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotFound => Error::refused(ErrorCode::EventNotFound, "no such event"),
+            Refusal::Paused => Error::refused_for(
+                ErrorCode::SalePaused,
+                "the sale is paused or not warmed up yet",
+                5_000,
+            ),
+            Refusal::TooEarly { wait_ms } => Error::refused_for(
+                ErrorCode::TooEarly,
+                format!("the sale starts in {wait_ms} ms"),
+                wait_ms,
+            ),
+            Refusal::Ended => Error::refused(ErrorCode::SaleEnded, "the sale has ended"),
+            Refusal::SoldOut => Error::refused(ErrorCode::SoldOut, "sold out"),
+            Refusal::BadToken => Error::refused(
+                ErrorCode::BadPurchaseToken,
+                "purchase token missing, used, expired or not yours: run precheck again",
+            ),
+            Refusal::Already { order_id } => Error::refused(
+                ErrorCode::AlreadyBought,
+                format!("you already have order {order_id}"),
+            ),
+            Refusal::Limited => Error::refused_for(
+                ErrorCode::RateLimited,
+                "too many requests; slow down",
+                1_000,
+            ),
+            Refusal::Denied => {
+                Error::refused(ErrorCode::Denied, "not allowed to take part in this sale")
+            }
+            Refusal::AdmissionClosed => Error::refused(
+                ErrorCode::AdmissionClosed,
+                "all admission tokens are handed out",
+            ),
+            Refusal::NotSelected => {
+                Error::refused(ErrorCode::NotSelected, "not drawn in the lottery")
+            }
+            Refusal::Conflict => {
+                Error::refused(ErrorCode::Conflict, "conflicts with the event's state")
+            }
+            Refusal::NotOpen { wait_ms } => Error::refused_for(
+                ErrorCode::AdmissionNotOpen,
+                format!("admission opens in {wait_ms} ms"),
+                wait_ms,
+            ),
+            Refusal::ChallengeRequired { difficulty } => Error::refused(
+                ErrorCode::ChallengeRequired,
+                format!(
+                    "admission asks a proof of work of {difficulty} bits: solve a new challenge"
+                ),
+            ),
+            Refusal::ChallengeUsed => Error::refused(
+                ErrorCode::ChallengeUsed,
+                "this challenge was used already: solve a new one",
+            ),
+            Refusal::NotReleased => Error::refused(
+                ErrorCode::NotReleased,
+                "the sale is open to a share of buyers that does not include you yet; try again later",
+            ),
+            Refusal::StaleAdmission => Error::refused(
+                ErrorCode::NotAdmitted,
+                "the admission token is from an earlier version of this event: ask again",
+            ),
+            // The sharded calls find the home again; one that reaches the edge is a bug.
+            Refusal::WrongShard { shards } => Error::bug(format!(
+                "a request reached a shard that is not its home (the event has {shards} shards)"
+            )),
+        }
+    }
+}
+
+impl From<ScriptError> for Error {
+    fn from(e: ScriptError) -> Self {
+        match e {
+            ScriptError::Store(e) => e.into(),
+            ScriptError::Refused(r) => r.into(),
+        }
+    }
 }
 
 impl Refusal {

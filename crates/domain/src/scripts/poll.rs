@@ -3,7 +3,7 @@
 
 use super::poll_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// What Redis knows of a user's order.
@@ -23,20 +23,12 @@ pub enum OrderState {
 /// Runs it for `user`; `poll_drain_ms` spaces the poll-carried drains (0: never elect).
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     user: &str,
     poll_drain_ms: u64,
     home_hash: u64,
 ) -> Result<OrderState, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        bought: k.bought(),
-        drained: k.drained(),
-        orders: k.orders(),
-        drain_nudge: k.drain_nudge(),
-        stock: k.stock(),
-        empty: k.empty(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         user: user.to_owned(),
         poll_drain_ms: poll_drain_ms.to_string(),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use super::ScriptError;
 use super::precheck_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::net;
 use crate::store::Store;
 
@@ -15,26 +15,14 @@ use crate::store::Store;
 /// client whose address is unknown (`None`) is on no address deny list.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     user: &str,
     client: Option<IpAddr>,
     admission_version: &str,
     token: &str,
     (home_hash, gray_bucket): (u64, u32),
 ) -> Result<u64, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        denied_users: k.denied_users(),
-        denied_nets: k.denied_nets(),
-        denied_net_lens: k.denied_net_lens(),
-        bought: k.bought(),
-        purchase_token: k.purchase_token(user),
-        user_bucket: k.user_bucket(user),
-        global_bucket: k.global_bucket(),
-        counts: k.counts(),
-        stock: k.stock(),
-        empty: k.empty(),
-    };
+    let keys = Keys::at(k, user);
     let args = Args {
         user: user.to_owned(),
         client_bits: client.map(net::bits).unwrap_or_default(),

@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 
 use super::ScriptError;
 use super::read_config_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// Runs it: the configuration, field → value.
-pub fn run(store: &impl Store, k: &EventKeys) -> Result<BTreeMap<String, String>, ScriptError> {
-    let mut r = call_ok(store, Keys { cfg: k.cfg() }, Args {})?;
+pub fn run(store: &impl Store, k: &impl Slot) -> Result<BTreeMap<String, String>, ScriptError> {
+    let mut r = call_ok(store, Keys::at(k), Args {})?;
     let mut config = BTreeMap::new();
     while r.has_more() {
         config.insert(r.next_text()?, r.next_text()?);

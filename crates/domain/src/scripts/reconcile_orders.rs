@@ -3,7 +3,7 @@
 
 use super::ScriptError;
 use super::reconcile_orders_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::{EventKeys, OrderStatus};
+use crate::keys::{OrderStatus, ShardKeys};
 use crate::store::Store;
 
 /// One page.
@@ -18,14 +18,11 @@ pub struct Page {
 /// Runs it from `cursor` (`"0"` to start), about `count` orders per page.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     cursor: &str,
     count: u32,
 ) -> Result<Page, ScriptError> {
-    let keys = Keys {
-        bought: k.bought(),
-        orders: k.orders(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         cursor: cursor.to_owned(),
         page: count.to_string(),

@@ -3,14 +3,12 @@
 use super::ScriptError;
 use super::register_event_contract::{Args, Keys, call_ok};
 use crate::event::EventId;
-use crate::keys::REGISTRY;
+use crate::keys::Registry;
 use crate::store::Store;
 
 /// Runs it.
 pub fn run(store: &impl Store, event: &EventId) -> Result<(), ScriptError> {
-    let keys = Keys {
-        registry: REGISTRY.to_owned(),
-    };
+    let keys = Keys::at(&Registry);
     let args = Args {
         event: event.as_str().to_owned(),
     };

@@ -3,18 +3,18 @@
 
 use super::ScriptError;
 use super::set_fields_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// Runs it with the fields to change.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &impl Slot,
     fields: Vec<(&'static str, String)>,
 ) -> Result<(), ScriptError> {
     let args = Args {
         fields: super::flat_pairs(fields),
     };
-    call_ok(store, Keys { cfg: k.cfg() }, args)?.finish()?;
+    call_ok(store, Keys::at(k), args)?.finish()?;
     Ok(())
 }

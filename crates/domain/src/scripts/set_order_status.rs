@@ -3,7 +3,7 @@
 
 use super::ScriptError;
 use super::set_order_status_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::{EventKeys, OrderStatus};
+use crate::keys::{OrderStatus, ShardKeys};
 use crate::store::Store;
 
 /// A final state Redis mirrors.
@@ -28,17 +28,11 @@ impl Final {
 /// Runs it for `orders`; returns how many units went back to their shards.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     status: Final,
     orders: &[String],
 ) -> Result<u64, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        drained: k.drained(),
-        stock: k.stock(),
-        orders: k.orders(),
-        counts: k.counts(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         status: status.status().as_str().to_owned(),
         order_ids: orders.to_vec(),

@@ -2,7 +2,7 @@
 
 use super::ScriptError;
 use super::shard_lend_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// What a lend did.
@@ -19,17 +19,12 @@ pub struct Lent {
 /// Lends up to `units` from shard slot `k` to shard `to` as transfer `transfer_id`.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     transfer_id: &str,
     to: u32,
     units: u64,
 ) -> Result<Lent, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        stock: k.stock(),
-        lent: k.lent(),
-        empty: k.empty(),
-    };
+    let keys = Keys::at(k);
     let args = Args {
         transfer_id: transfer_id.to_owned(),
         to: to.to_string(),

@@ -2,7 +2,7 @@
 
 use super::ScriptError;
 use super::shard_lent_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// One transfer a shard lent.
@@ -19,10 +19,10 @@ pub struct Transfer {
 /// The transfers shard slot `k` lent at least `min_age_ms` ago.
 pub fn run(
     store: &impl Store,
-    k: &EventKeys,
+    k: &ShardKeys,
     min_age_ms: u64,
 ) -> Result<Vec<Transfer>, ScriptError> {
-    let keys = Keys { lent: k.lent() };
+    let keys = Keys::at(k);
     let args = Args {
         min_age_ms: min_age_ms.to_string(),
     };

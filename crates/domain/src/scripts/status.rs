@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::ScriptError;
 use super::status_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::ShardKeys;
 use crate::store::Store;
 
 /// The raw state, as Redis holds it.
@@ -33,19 +33,8 @@ pub struct Raw {
 }
 
 /// Runs it.
-pub fn run(store: &impl Store, k: &EventKeys) -> Result<Raw, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        seq: k.seq(),
-        drained: k.drained(),
-        queue: k.queue(),
-        admitted: k.admitted(),
-        registrants: k.registrants(),
-        dead: k.dead(),
-        stock: k.stock(),
-        orders: k.orders(),
-        counts: k.counts(),
-    };
+pub fn run(store: &impl Store, k: &ShardKeys) -> Result<Raw, ScriptError> {
+    let keys = Keys::at(k);
     let mut r = call_ok(store, keys, Args {})?;
     let mut config = BTreeMap::new();
     for _ in 0..r.next_u64()? {

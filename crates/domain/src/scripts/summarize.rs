@@ -2,15 +2,12 @@
 
 use super::ScriptError;
 use super::summarize_contract::{Args, Keys, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// Writes `units` (per shard, in order) into the event's own slot `k`.
-pub fn run(store: &impl Store, k: &EventKeys, units: &[u64]) -> Result<(), ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        stock: k.stock(),
-    };
+pub fn run(store: &impl Store, k: &impl Slot, units: &[u64]) -> Result<(), ScriptError> {
+    let keys = Keys::at(k);
     let args = Args {
         units: units.iter().map(u64::to_string).collect(),
     };

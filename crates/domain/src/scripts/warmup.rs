@@ -2,18 +2,15 @@
 
 use super::ScriptError;
 use super::warmup_contract::{Args, Keys, OkReply, call_ok};
-use crate::keys::EventKeys;
+use crate::keys::Slot;
 use crate::store::Store;
 
 /// The units the shard holds, and whether it was warmed before this call.
 pub type Warmed = OkReply;
 
 /// Warms shard slot `k` with `units`.
-pub fn run(store: &impl Store, k: &EventKeys, units: u64) -> Result<Warmed, ScriptError> {
-    let keys = Keys {
-        cfg: k.cfg(),
-        stock: k.stock(),
-    };
+pub fn run(store: &impl Store, k: &impl Slot, units: u64) -> Result<Warmed, ScriptError> {
+    let keys = Keys::at(k);
     let args = Args {
         units: units.to_string(),
     };

@@ -1,9 +1,9 @@
 //! One hot item over many Redis nodes: a **sharded event** keeps each stock shard in a hash
-//! slot of its own (`{sk:E/s}`, [`EventKeys::shard`]), placed on the nodes of `redis_url` by
-//! rendezvous hashing of (event, shard) ([`crate::nodes::index_for_shard`]), so one event spans
-//! every node and adds each node's core to the sale.
+//! slot of its own (`{sk:E/s}`, [`ShardKeys`]), dealt out over the nodes of `redis_url`
+//! evenly ([`crate::nodes::index_for_shard`]), so one event spans every node and adds each
+//! node's core to the sale.
 //!
-//! A buyer belongs to one shard, their **home** ([`crate::ids::home_shard`]), and everything
+//! A buyer belongs to one shard, their **home** ([`crate::ids::home_of`]), and everything
 //! their requests need lives in its slot: a copy of the event's configuration (written to every
 //! shard, with a `version`), their admission, purchase token and rate bucket, one-per-user, the
 //! order, the shard's order stream and counters. So admission, precheck, buy and poll are one EVALSHA each, on one node; a request
@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use crate::error::Error;
 use crate::event::EventId;
 use crate::ids;
-use crate::keys::EventKeys;
+use crate::keys::{MasterKeys, ShardKeys};
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError};
 use crate::store::{Store, StoreError};
@@ -58,7 +58,7 @@ impl<'a, S: Store> Event<'a, S> {
         nodes: &'a Nodes<S>,
         id: &'a EventId,
     ) -> Result<(Self, BTreeMap<String, String>), Error> {
-        let config = scripts::read_config::run(nodes.for_event(id)?, &EventKeys::new(id))?;
+        let config = scripts::read_config::run(nodes.for_event(id)?, &MasterKeys::new(id))?;
         let shards = config
             .get("shards")
             .and_then(|v| v.parse().ok())
@@ -77,16 +77,16 @@ impl<'a, S: Store> Event<'a, S> {
     }
 
     /// Shard `shard`'s node and keys.
-    pub fn slot(&self, shard: u32) -> Result<(&'a S, EventKeys), StoreError> {
+    pub fn slot(&self, shard: u32) -> Result<(&'a S, ShardKeys), StoreError> {
         Ok((
             self.nodes.for_shard(self.id, shard)?,
-            EventKeys::shard(self.id, shard),
+            ShardKeys::new(self.id, shard),
         ))
     }
 
     /// The master copy of the configuration: the event's own slot `{sk:E}`, on its node.
-    pub fn master(&self) -> Result<(&'a S, EventKeys), StoreError> {
-        Ok((self.nodes.for_event(self.id)?, EventKeys::new(self.id)))
+    pub fn master(&self) -> Result<(&'a S, MasterKeys), StoreError> {
+        Ok((self.nodes.for_event(self.id)?, MasterKeys::new(self.id)))
     }
 
     /// Runs `f` on shard `shard`'s slot; a node that does not answer is down for the rest of
@@ -94,9 +94,9 @@ impl<'a, S: Store> Event<'a, S> {
     pub fn on_slot<T>(
         &self,
         shard: u32,
-        f: impl FnOnce(&'a S, &EventKeys) -> Result<T, ScriptError>,
+        f: impl FnOnce(&'a S, &ShardKeys) -> Result<T, ScriptError>,
     ) -> Result<T, Error> {
-        let k = EventKeys::shard(self.id, shard);
+        let k = ShardKeys::new(self.id, shard);
         Ok(self.nodes.on_shard(self.id, shard, |store| f(store, &k))?)
     }
 

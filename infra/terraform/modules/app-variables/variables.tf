@@ -1,5 +1,5 @@
 variable "redis_endpoints" {
-  description = "The Redis nodes (TLS), each event lives on one of them: host and port of each."
+  description = "The Redis nodes (TLS), the stock shards of every event are dealt out over them: host and port of each."
   type = list(object({
     host = string
     port = number

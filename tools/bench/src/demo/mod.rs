@@ -65,7 +65,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "target/demo")]
     pub out: String,
     /// Reach Redis through Upstash's REST protocol over pooled HTTPS (a REST facade in front of
-    /// the demo's redis-server, `tests/src/rest_facade.rs`) instead of `redis://`.
+    /// the demo's redis-server, `tools/testkit/src/rest_facade.rs`) instead of `redis://`.
     #[arg(long)]
     pub rest: bool,
 }
