@@ -48,7 +48,7 @@ pub struct TestApp {
     placement: Vec<String>,
     servers: Vec<String>,
     /// The extra nodes of `SECKILL_REDIS_NODES` (kept alive as long as the app).
-    _extra_nodes: Vec<crate::RedisServer>,
+    _extra_nodes: Vec<crate::redis_server::RedisServer>,
 }
 
 /// How to start a [`TestApp`]: `TestApp::builder(manifest)`, any of the settings, then
@@ -414,11 +414,11 @@ impl TestApp {
     }
 
     /// The payment provider, delivering its webhooks to this app.
-    pub fn provider(&self) -> crate::Provider {
-        crate::Provider::new(
+    pub fn provider(&self) -> crate::provider::Provider {
+        crate::provider::Provider::new(
             self.http.clone(),
             format!("{}/api/payments/webhook", self.base_url),
-            crate::PAYMENT_WEBHOOK_SECRET,
+            crate::provider::PAYMENT_WEBHOOK_SECRET,
         )
     }
 
@@ -547,17 +547,17 @@ fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
-/// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::switches())): a product
+/// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::switches::switches)): a product
 /// manifest's one Redis node becomes N — the test's own first, then N − 1 started here — so
 /// every event's shards spread over N real `redis-server`s. Returns the started nodes.
-fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::RedisServer>> {
+fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::redis_server::RedisServer>> {
     let n = crate::switches::switches().redis_nodes;
     let own = redis_urls(vars);
     if n <= 1 || own.len() != 1 {
         return Ok(Vec::new());
     }
-    let extra: Vec<crate::RedisServer> = (1..n)
-        .map(|_| crate::RedisServer::start())
+    let extra: Vec<crate::redis_server::RedisServer> = (1..n)
+        .map(|_| crate::redis_server::RedisServer::start())
         .collect::<Result<_>>()?;
     let all: Vec<String> = own
         .into_iter()

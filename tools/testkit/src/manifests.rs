@@ -10,7 +10,7 @@ use crate::support::repo_root;
 
 /// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
 /// `spin.http.toml`, the manifest every platform accepts, as `SECKILL_MANIFEST` (one of the
-/// suite's [`switches`](crate::switches())) says.
+/// suite's [`switches`](crate::switches::switches)) says.
 pub fn product_manifest() -> &'static str {
     &crate::switches::switches().manifest
 }
@@ -100,7 +100,7 @@ pub fn placement(event: &str, shards: u32, nodes: &[&RedisServer]) -> (usize, Ve
 /// The product manifest with the jobs component swapped for the tests' `faulty-jobs` build
 /// (seckill-domain's `fault-injection` feature) and its `fault_injection` variable declared.
 /// Generated from `spin.toml` on every call, so the two never drift; returns its path relative
-/// to the repo root, for [`TestApp::start`](crate::TestApp::start).
+/// to the repo root, for [`TestApp::start`](crate::app::TestApp::start).
 pub fn faulty_manifest() -> Result<String> {
     derived_manifest(
         "faults.toml",

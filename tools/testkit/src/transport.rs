@@ -7,7 +7,7 @@ use crate::rest_facade::RestFacade;
 use crate::tls::TestCa;
 
 /// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`, one of the
-/// suite's [`switches`](crate::switches())).
+/// suite's [`switches`](crate::switches::switches)).
 pub fn rest_transport() -> bool {
     crate::switches::switches().rest
 }
