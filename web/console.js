@@ -76,11 +76,31 @@ function serverNow() {
 async function useToken(token) {
   C.token = token;
   sessionStorage.setItem('seckill.admin', token);
+  const me = await admin('GET', '/admin/whoami');
+  if (me.code) { failed(me, 'Signing in'); return; }
+  C.readOnly = me.body.role === 'viewer';
+  $('who').textContent = `${me.body.operator} (${me.body.role})`;
+  // A viewer's page offers no change the server would refuse (it refuses them whatever the page does).
+  for (const id of WRITES) $(id).disabled = C.readOnly;
+  $('read-only').classList.toggle('hidden', !C.readOnly);
   if (await loadEvents()) {
-    $('who').textContent = 'signed in';
-    say('Signed in. Pick an event or create one.', 'ok');
+    say(C.readOnly ? 'Signed in as a viewer: you may read; changes need an operator.' : 'Signed in. Pick an event or create one.', 'ok');
     loadGlobalLimit();
   }
+}
+
+// The parts of the page that change something: disabled for a viewer.
+const WRITES = ['edit', 'switches', 'global', 'deny', 'ops'];
+
+// A button that changes something, disabled for a viewer.
+function writeButton(text, label, onClick) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = text;
+  b.setAttribute('aria-label', label);
+  b.disabled = Boolean(C.readOnly);
+  b.addEventListener('click', onClick);
+  return b;
 }
 
 async function loadEvents() {
@@ -136,12 +156,8 @@ function renderEvents() {
     about.textContent = `${e.sku || ''} · ${stageText(e)}`;
     li.append(b, about);
     if (e.archived || stage(e) === 'ended') {
-      const a = document.createElement('button');
-      a.type = 'button';
-      a.textContent = e.archived ? 'Unarchive' : 'Archive';
-      a.setAttribute('aria-label', `${a.textContent} ${e.event_id}`);
-      a.addEventListener('click', () => archive(e.event_id, !e.archived));
-      li.append(a);
+      const verb = e.archived ? 'Unarchive' : 'Archive';
+      li.append(writeButton(verb, `${verb} ${e.event_id}`, () => archive(e.event_id, !e.archived)));
     }
     return li;
   }));
@@ -286,12 +302,7 @@ async function loadVersions() {
       li.append(head, diff);
     }
     if (i > 0) {
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.textContent = 'Roll back to this version';
-      b.setAttribute('aria-label', `Roll back to this version: ${v.version}`);
-      b.addEventListener('click', () => rollback(v.version));
-      li.append(b);
+      li.append(writeButton('Roll back to this version', `Roll back to this version: ${v.version}`, () => rollback(v.version)));
     }
     return li;
   }));

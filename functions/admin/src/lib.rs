@@ -18,6 +18,7 @@
 //! | POST | `/admin/events/{id}/rollback` | `{"version": n}`: applies version n's configuration again, as a new version |
 //! | GET, PUT | `/admin/limits/global` | the global bucket across events ([`global`]) |
 //! | GET | `/admin/metrics` | every live event's counters, in Prometheus' text format ([`metrics`]) |
+//! | GET | `/admin/whoami` | the operator the bearer secret names, and their role |
 //!
 //! Every change of an event's configuration (PUT, PATCH, rollback) is also a version of it in
 //! the config center ([`versions`]).
@@ -120,6 +121,11 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
             )?))
         } else if path.starts_with("/admin/limits/global") {
             global_limit(req, &who)
+        } else if path.starts_with("/admin/whoami") {
+            http::require_method(req, Method::Get)?;
+            Ok(Answer::Read(
+                json!({"operator": who.name, "role": who.role.as_str()}),
+            ))
         } else {
             list(req).map(Answer::Read)
         };

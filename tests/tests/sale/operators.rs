@@ -127,6 +127,34 @@ async fn audit(app: &TestApp, token: &str, event: &str) -> Result<Vec<Value>> {
     Ok(body["records"].as_array().cloned().unwrap_or_default())
 }
 
+/// The bearer secret names its operator and role (the console disables a viewer's controls by
+/// it); a wrong one is 401, a write method 405.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whoami_names_the_operator_and_role_of_the_secret() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    for (token, name, role) in [
+        (ADMIN_TOKEN, OPERATOR, "operator"),
+        (VIEWER_TOKEN, VIEWER, "viewer"),
+    ] {
+        let (status, body) = app
+            .call(Method::GET, "/admin/whoami", Some(token), None)
+            .await?;
+        assert_eq!(
+            (status, body),
+            (200, json!({ "operator": name, "role": role }))
+        );
+    }
+    let (status, body) = app
+        .call(Method::GET, "/admin/whoami", Some("wrong"), None)
+        .await?;
+    assert_eq!((status, code(&body)), (401, "unauthorized"));
+    let (status, body) = app
+        .call(Method::POST, "/admin/whoami", Some(ADMIN_TOKEN), None)
+        .await?;
+    assert_eq!((status, code(&body)), (405, "method_not_allowed"));
+    Ok(())
+}
+
 /// A viewer reads everything an operator reads; every write (each admin write and a job) is
 /// `403 forbidden`, changes nothing, and is recorded refused under the viewer's name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -550,7 +550,9 @@ fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
 /// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::switches::switches)): a product
 /// manifest's one Redis node becomes N — the test's own first, then N − 1 started here — so
 /// every event's shards spread over N real `redis-server`s. Returns the started nodes.
-fn spread_over_env_nodes(vars: &mut [(&str, String)]) -> Result<Vec<crate::redis_server::RedisServer>> {
+fn spread_over_env_nodes(
+    vars: &mut [(&str, String)],
+) -> Result<Vec<crate::redis_server::RedisServer>> {
     let n = crate::switches::switches().redis_nodes;
     let own = redis_urls(vars);
     if n <= 1 || own.len() != 1 {
