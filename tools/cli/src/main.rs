@@ -6,16 +6,17 @@
 //! (validation, frozen stock, the registry) holds for the CLI too.
 
 mod api;
+mod commands;
 mod render;
 
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use api::{Api, Failure};
+use commands::{create, events, history, payments, runs, status, switches};
 
 /// Exit codes, documented in `--help`.
 const EXIT_CODES: &str = "\
@@ -288,6 +289,15 @@ enum Admission {
     Lottery,
 }
 
+impl Admission {
+    fn name(self) -> &'static str {
+        match self {
+            Admission::Fcfs => "fcfs",
+            Admission::Lottery => "lottery",
+        }
+    }
+}
+
 /// The scheduled jobs.
 #[derive(Clone, Copy, ValueEnum)]
 enum Job {
@@ -370,327 +380,39 @@ fn fail(cli: &Cli, e: &Failure) -> ExitCode {
     ExitCode::from(e.exit_code())
 }
 
-/// Prints `value` as JSON or as `human` renders it.
-fn show(cli: &Cli, value: &Value, human: impl FnOnce(&Value) -> String) {
-    if cli.json {
-        println!("{value}");
-    } else {
-        println!("{}", human(value));
-    }
-}
-
+/// One line per command: each reads its flags, makes its call and prints the answer.
 fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
-    let event_path = |id: &str| format!("/admin/events/{id}");
     match &cli.command {
-        Command::Events { archived } => {
-            let mut list = api.get("/admin/events")?;
-            if let Some(events) = list["events"].as_array_mut() {
-                events.retain(|e| e["archived"].as_bool().unwrap_or(false) == *archived);
-            }
-            show(cli, &list, |v| render::events(v, api.server_now_ms().ok()));
-        }
-        Command::Archive { event } | Command::Unarchive { event } => {
-            let archive = matches!(cli.command, Command::Archive { .. });
-            let method = if archive { "POST" } else { "DELETE" };
-            let done = api.send(method, &format!("{}/archive", event_path(event)), None)?;
-            show(cli, &done, |_| {
-                let verb = if archive { "archived" } else { "unarchived" };
-                format!("{verb} {event}")
-            });
-        }
-        Command::Create(c) => {
-            let now = api.server_now_ms()?;
-            let start = c
-                .start_ms
-                .unwrap_or_else(|| now + ms(c.start_in.unwrap_or_default()));
-            let end = c
-                .end_ms
-                .unwrap_or_else(|| start + ms(c.duration.unwrap_or(Duration::from_secs(3600))));
-            let body = create_body(c, start, end);
-            let created = api.send("PUT", &event_path(&c.event), Some(&body))?;
-            let mut out = json!({ "event_id": c.event, "created": created["created"], "start_ms": start, "end_ms": end });
-            if c.warmup {
-                out["warmup"] = progress(cli, "warming up", || {
-                    api.send("POST", &format!("{}/warmup", event_path(&c.event)), None)
-                })?;
-            }
-            show(cli, &out, |v| render::created(v, &c.sku, c.stock, now));
-        }
-        Command::Warmup { event } => {
-            let warmed = progress(cli, "warming up", || {
-                api.send("POST", &format!("{}/warmup", event_path(event)), None)
-            })?;
-            show(cli, &warmed, |v| {
-                format!(
-                    "warmed up {event}: {} units over {} shards",
-                    render::num(&v["stock"]),
-                    v["shards"]
-                )
-            });
-        }
-        Command::Patch(p) => {
-            let mut body = Map::new();
-            if p.pause || p.resume {
-                body.insert("enabled".into(), json!(p.resume));
-            }
-            if let Some(d) = p.end_in {
-                body.insert("end_ms".into(), json!(api.server_now_ms()? + ms(d)));
-            }
-            if let Some((rate, burst)) = p.user_limit {
-                body.insert("user_rate".into(), json!(rate));
-                body.insert("user_burst".into(), json!(burst));
-            }
-            if let Some((rate, burst)) = p.buy_limit {
-                body.insert("buy_rate".into(), json!(rate));
-                body.insert("buy_burst".into(), json!(burst));
-            }
-            if let Some(d) = p.purchase_token_ttl {
-                body.insert("purchase_token_ttl_ms".into(), json!(ms(d)));
-            }
-            if let Some(r) = p.drain_rate {
-                body.insert("drain_rate".into(), json!(r));
-            }
-            if let Some(g) = p.gray {
-                body.insert("gray_percent".into(), json!(g));
-            }
-            if let Some(limits) = &p.shadow {
-                let limits: Vec<&String> = limits.iter().filter(|l| !l.is_empty()).collect();
-                body.insert("shadow".into(), json!(limits));
-            }
-            if body.is_empty() {
-                return Err(Failure::Usage(
-                    "patch needs a change: --pause, --resume, --end-in, --user-limit, ...".into(),
-                ));
-            }
-            let body = Value::Object(body);
-            api.send("PATCH", &event_path(&p.event), Some(&body))?;
-            show(cli, &json!({ "event_id": p.event, "updated": body }), |v| {
-                format!("updated {}: {}", p.event, render::fields(&v["updated"]))
-            });
-        }
-        Command::Deny(d) => {
-            if d.users.is_empty() && d.addrs.is_empty() {
-                return Err(Failure::Usage("deny needs --user or --addr".into()));
-            }
-            let body = json!({ "users": d.users, "addrs": d.addrs });
-            let denied = api.send(
-                "POST",
-                &format!("{}/deny", event_path(&d.event)),
-                Some(&body),
-            )?;
-            show(cli, &denied, |v| {
-                format!("denied {} on {}", render::num(&v["denied"]), d.event)
-            });
-        }
-        Command::Draw { event } => {
-            let drawn = progress(cli, "drawing", || {
-                api.send("POST", &format!("{}/draw", event_path(event)), None)
-            })?;
-            show(cli, &drawn, |v| {
-                format!("drawn {event}: {} admitted", render::num(&v["admitted"]))
-            });
-        }
-        Command::Job { job, for_, event } => {
-            let mut query = Vec::new();
-            if let Some(d) = for_ {
-                query.push(format!("for_ms={}", ms(*d)));
-            }
-            if let Some(e) = event {
-                query.push(format!("event={e}"));
-            }
-            let mut path = format!("/admin/jobs/{}", job.name());
-            if !query.is_empty() {
-                path = format!("{path}?{}", query.join("&"));
-            }
-            let extra = for_.unwrap_or_default();
-            let report = progress(cli, job.name(), || api.send_long("POST", &path, extra))?;
-            show(cli, &report, |v| render::job(job.name(), v));
-        }
+        Command::Events { archived } => events::list(cli, api, *archived),
+        Command::Create(c) => create::create(cli, api, c),
+        Command::Warmup { event } => create::warmup(cli, api, event),
+        Command::Patch(p) => switches::patch(cli, api, p),
+        Command::Deny(d) => switches::deny(cli, api, d),
+        Command::Archive { event } => events::set_archived(cli, api, event, true),
+        Command::Unarchive { event } => events::set_archived(cli, api, event, false),
+        Command::Draw { event } => runs::draw(cli, api, event),
+        Command::Job { job, for_, event } => runs::job(cli, api, *job, *for_, event.as_deref()),
         Command::Status {
             event,
-            watch,
+            watch: false,
+            ..
+        } => status::once(cli, api, event),
+        Command::Status {
+            event,
+            watch: true,
             interval,
             count,
-        } => {
-            let path = event_path(event);
-            if !watch {
-                let status = api.get(&path)?;
-                show(cli, &status, |v| {
-                    render::status(event, v, None, api.server_now_ms().ok())
-                });
-                return Ok(());
-            }
-            watch_status(cli, api, event, &path, *interval, *count)?;
-        }
-        Command::Audit { event, limit } => {
-            let mut path = format!("/admin/audit?limit={limit}");
-            if let Some(e) = event {
-                path = format!("{path}&event={e}");
-            }
-            let records = api.get(&path)?;
-            show(cli, &records, |v| {
-                render::audit(v, api.server_now_ms().ok())
-            });
-        }
-        Command::Versions { event, limit } => {
-            let listed = api.get(&format!("{}/versions?limit={limit}", event_path(event)))?;
-            show(cli, &listed, |v| {
-                render::versions(v, api.server_now_ms().ok())
-            });
-        }
-        Command::Rollback { event, version } => {
-            let body = json!({ "version": version });
-            let done = api.send(
-                "POST",
-                &format!("{}/rollback", event_path(event)),
-                Some(&body),
-            )?;
-            show(cli, &done, |_| {
-                format!("rolled {event} back to version {version}")
-            });
-        }
-        Command::GlobalLimit { rate, burst } => {
-            let limit = match (rate, burst) {
-                (Some(rate), Some(burst)) => api.send(
-                    "PUT",
-                    "/admin/limits/global",
-                    Some(&json!({ "rate": rate, "burst": burst })),
-                )?,
-                _ => api.get("/admin/limits/global")?,
-            };
-            show(cli, &limit, render::global_limit);
-        }
+        } => status::watch(cli, api, event, *interval, *count),
+        Command::Audit { event, limit } => history::audit(cli, api, event.as_deref(), *limit),
+        Command::Versions { event, limit } => history::versions(cli, api, event, *limit),
+        Command::Rollback { event, version } => history::rollback(cli, api, event, *version),
+        Command::GlobalLimit { rate, burst } => switches::global_limit(cli, api, *rate, *burst),
         Command::Payments {
             event,
             refunds,
             limit,
-        } => {
-            let status = if *refunds { "refund_due" } else { "" };
-            let path = format!("/admin/events/{event}/payments?status={status}&limit={limit}");
-            let listed = api.get(&path)?;
-            show(cli, &listed, render::payments);
-        }
+        } => payments::list(cli, api, event, *refunds, *limit),
     }
-    Ok(())
-}
-
-/// `status --watch`: one GET per interval; the screen is redrawn on a terminal, frames are
-/// appended otherwise. A passing outage is shown and waited out; other failures end it.
-fn watch_status(
-    cli: &Cli,
-    api: &Api,
-    event: &str,
-    path: &str,
-    interval: Duration,
-    count: Option<u64>,
-) -> Result<(), Failure> {
-    let tty = std::io::stdout().is_terminal();
-    let mut previous: Option<(std::time::Instant, Value)> = None;
-    let mut n = 0;
-    loop {
-        n += 1;
-        match api.get(path) {
-            Ok(status) => {
-                let now = std::time::Instant::now();
-                if cli.json {
-                    println!("{status}");
-                } else {
-                    let rates = previous.as_ref().map(|(t, p)| (now.duration_since(*t), p));
-                    let frame = render::status(event, &status, rates, api.server_now_ms().ok());
-                    if tty {
-                        print!(
-                            "\x1b[H\x1b[2J{frame}\n\n(refreshing every {interval:?}; Ctrl-C stops)\n"
-                        );
-                    } else {
-                        println!("{frame}\n");
-                    }
-                }
-                previous = Some((now, status));
-            }
-            Err(e) if e.exit_code() == 6 => {
-                eprintln!("{e} (retrying)");
-            }
-            Err(e) => return Err(e),
-        }
-        if count.is_some_and(|c| n >= c) {
-            return Ok(());
-        }
-        std::thread::sleep(interval);
-    }
-}
-
-/// The `PUT` body of `create`: only the fields given, the server's defaults for the rest.
-fn create_body(c: &Create, start: u64, end: u64) -> Value {
-    let mut body = json!({
-        "sku": c.sku, "unit_amount": c.price, "currency": c.currency,
-        "stock": c.stock, "start_ms": start, "end_ms": end,
-    });
-    let mut set = |k: &str, v: Value| body[k] = v;
-    if let Some(s) = c.shards {
-        set("shards", json!(s));
-    }
-    if let Some(a) = c.admission {
-        set(
-            "admission_mode",
-            json!(match a {
-                Admission::Fcfs => "fcfs",
-                Admission::Lottery => "lottery",
-            }),
-        );
-    }
-    if let Some(m) = c.multiplier {
-        set("admission_multiplier", json!(m));
-    }
-    if let Some(d) = c.pow_difficulty {
-        set("pow_difficulty", json!(d));
-    }
-    if let Some(t) = c.payment_timeout {
-        set("payment_timeout_s", json!(t.as_secs()));
-    }
-    if let Some((rate, burst)) = c.user_limit {
-        set("user_rate", json!(rate));
-        set("user_burst", json!(burst));
-    }
-    if let Some((rate, burst)) = c.buy_limit {
-        set("buy_rate", json!(rate));
-        set("buy_burst", json!(burst));
-    }
-    if c.paused {
-        set("enabled", json!(false));
-    }
-    body
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
-/// Runs `f`, showing a spinner with the elapsed time on stderr when it is a terminal.
-fn progress<T>(cli: &Cli, label: &str, f: impl FnOnce() -> T) -> T {
-    if cli.json || !std::io::stderr().is_terminal() {
-        return f();
-    }
-    let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let start = std::time::Instant::now();
-            let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-            let mut i = 0;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                eprint!(
-                    "\r{} {label}… {:.1}s ",
-                    frames[i % frames.len()],
-                    start.elapsed().as_secs_f64()
-                );
-                i += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            eprint!("\r\x1b[2K");
-        });
-        let out = f();
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        out
-    })
 }
 
 #[cfg(test)]

@@ -112,51 +112,68 @@ pub fn fields(v: &Value) -> String {
 /// A job's report.
 pub fn job(name: &str, v: &Value) -> String {
     match name {
-        "drain" => format!(
-            "drain: {} inserted, {} confirmed, {} failed, over {} events in {} run(s){}",
-            num(&v["inserted"]),
-            num(&v["confirmed"]),
-            num(&v["failed"]),
-            num(&v["events"]),
-            num(&v["runs"]),
-            match v["busy"].as_array() {
-                Some(b) if !b.is_empty() => format!("; busy elsewhere: {}", fields_list(b)),
-                _ => String::new(),
-            }
-        ),
-        "timeout-release" => format!(
-            "timeout-release: {} expired, {} released in {} run(s)",
-            num(&v["expired"]),
-            num(&v["released"]),
-            num(&v["runs"])
-        ),
-        _ => {
-            let events = v["events"].as_array().cloned().unwrap_or_default();
-            if events.is_empty() {
-                return "reconcile: no events".into();
-            }
-            events
-                .iter()
-                .map(|e| {
-                    let ok = e["drift"] == 0 && e["ledger_drift"] == 0;
-                    format!(
-                        "{} {}: stock {}, in Redis {}, in flight {}, in Postgres {}, dead letters {}, drift {}, ledger drift {}{}",
-                        if ok { "ok " } else { "BAD" },
-                        e["event_id"].as_str().unwrap_or("?"),
-                        num(&e["initial_stock"]),
-                        num(&e["remaining_in_redis"]),
-                        num(&e["in_flight"]),
-                        num(&e["held_in_postgres"]),
-                        num(&e["dead_letters"]),
-                        e["drift"],
-                        e["ledger_drift"],
-                        if e["repaired"] == true { " (repaired)" } else { "" }
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
+        "drain" => drain_report(v),
+        "timeout-release" => timeout_release_report(v),
+        _ => reconcile_report(v),
     }
+}
+
+fn drain_report(v: &Value) -> String {
+    format!(
+        "drain: {} inserted, {} confirmed, {} failed, over {} events in {} run(s){}",
+        num(&v["inserted"]),
+        num(&v["confirmed"]),
+        num(&v["failed"]),
+        num(&v["events"]),
+        num(&v["runs"]),
+        match v["busy"].as_array() {
+            Some(b) if !b.is_empty() => format!("; busy elsewhere: {}", fields_list(b)),
+            _ => String::new(),
+        }
+    )
+}
+
+fn timeout_release_report(v: &Value) -> String {
+    format!(
+        "timeout-release: {} expired, {} released in {} run(s)",
+        num(&v["expired"]),
+        num(&v["released"]),
+        num(&v["runs"])
+    )
+}
+
+/// One line per event, `BAD` where the books drift.
+fn reconcile_report(v: &Value) -> String {
+    let events = v["events"].as_array().cloned().unwrap_or_default();
+    if events.is_empty() {
+        return "reconcile: no events".into();
+    }
+    events
+        .iter()
+        .map(reconciled_event)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn reconciled_event(e: &Value) -> String {
+    let ok = e["drift"] == 0 && e["ledger_drift"] == 0;
+    format!(
+        "{} {}: stock {}, in Redis {}, in flight {}, in Postgres {}, dead letters {}, drift {}, ledger drift {}{}",
+        if ok { "ok " } else { "BAD" },
+        e["event_id"].as_str().unwrap_or("?"),
+        num(&e["initial_stock"]),
+        num(&e["remaining_in_redis"]),
+        num(&e["in_flight"]),
+        num(&e["held_in_postgres"]),
+        num(&e["dead_letters"]),
+        e["drift"],
+        e["ledger_drift"],
+        if e["repaired"] == true {
+            " (repaired)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn fields_list(list: &[Value]) -> String {
@@ -202,47 +219,58 @@ pub fn versions(v: &Value, now_ms: Option<u64>) -> String {
     if listed.is_empty() {
         return "no versions recorded".into();
     }
-    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
     listed
         .iter()
-        .map(|r| {
-            let at = r["at_ms"].as_i64().unwrap_or(0);
-            let when = now_ms.map_or_else(
-                || format!("at {at}"),
-                |now| format!("{} ago", span(now as i64 - at)),
-            );
-            let kind = match r["rolled_back_to"].as_i64() {
-                Some(to) => format!("rollback to v{to}"),
-                None => text(&r["change"]),
-            };
-            let changes: Vec<String> = r["changes"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
-                .map(|c| {
-                    let side = |v: &Value| if v.is_null() { "–".into() } else { text(v) };
-                    format!(
-                        "{}: {} → {}",
-                        text(&c["field"]),
-                        side(&c["before"]),
-                        side(&c["after"])
-                    )
-                })
-                .collect();
-            let changes = if changes.is_empty() {
-                "no field changed".into()
-            } else {
-                changes.join(", ")
-            };
-            format!(
-                "v{} {when} · {} · {kind}\n    {changes}",
-                r["version"],
-                r["operator"].as_str().unwrap_or("?"),
-            )
-        })
+        .map(|r| version_block(r, now_ms))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn version_block(r: &Value, now_ms: Option<u64>) -> String {
+    let at = r["at_ms"].as_i64().unwrap_or(0);
+    let when = now_ms.map_or_else(
+        || format!("at {at}"),
+        |now| format!("{} ago", span(now as i64 - at)),
+    );
+    let kind = match r["rolled_back_to"].as_i64() {
+        Some(to) => format!("rollback to v{to}"),
+        None => text(&r["change"]),
+    };
+    format!(
+        "v{} {when} · {} · {kind}\n    {}",
+        r["version"],
+        r["operator"].as_str().unwrap_or("?"),
+        version_changes(r),
+    )
+}
+
+/// `field: before → after`, comma-separated (`–` for a side that is absent).
+fn version_changes(r: &Value) -> String {
+    let side = |v: &Value| if v.is_null() { "–".into() } else { text(v) };
+    let changes: Vec<String> = r["changes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} → {}",
+                text(&c["field"]),
+                side(&c["before"]),
+                side(&c["after"])
+            )
+        })
+        .collect();
+    if changes.is_empty() {
+        "no field changed".into()
+    } else {
+        changes.join(", ")
+    }
+}
+
+/// A string as is, anything else as JSON.
+fn text(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
 /// `global-limit`: the bucket, and where it is spread when it was just set.
@@ -289,7 +317,6 @@ pub fn payments(v: &Value) -> String {
 /// What an audit record says changed: the fields that differ (`name: before → after`), else
 /// what was added or returned, or the error answered.
 pub fn change(before: &Value, after: &Value) -> String {
-    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
     match (before.as_object(), after.as_object()) {
         (_, Some(a)) if a.contains_key("error") => {
             format!("refused: {}", text(&after["error"]["code"]))
@@ -321,64 +348,100 @@ fn bar(part: i64, whole: i64, width: usize) -> String {
     format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
 }
 
+/// The previous frame of `status --watch`, and how long ago it was read.
+type Previous<'a> = Option<(Duration, &'a Value)>;
+
 /// `status`: the event's state; with the previous frame, per-second rates.
-pub fn status(
-    event: &str,
-    v: &Value,
-    previous: Option<(Duration, &Value)>,
-    now_ms: Option<u64>,
-) -> String {
-    let cfg = &v["config"];
-    let c = |k: &str| cfg[k].as_str().unwrap_or("");
-    let int = |k: &str| v[k].as_i64().unwrap_or(0);
-    let stock: i64 = c("stock").parse().unwrap_or(0);
-    let (start, end): (i64, i64) = (
-        c("start_ms").parse().unwrap_or(0),
-        c("end_ms").parse().unwrap_or(0),
-    );
-    let phase = match now_ms.map(|n| n as i64) {
-        _ if c("warmed") != "1" => "not warmed up".to_owned(),
-        _ if c("enabled") == "0" => "PAUSED".to_owned(),
-        _ if c("soldout") == "1" => "sold out".to_owned(),
+pub fn status(event: &str, v: &Value, previous: Previous<'_>, now_ms: Option<u64>) -> String {
+    let stock: i64 = setting(v, "stock").parse().unwrap_or(0);
+    [
+        status_header(event, v, now_ms),
+        units_left(v, stock),
+        order_flow(v, previous),
+        side_counts(v),
+        refusals(v, previous),
+        shards(v, stock),
+    ]
+    .concat()
+}
+
+/// A field of the event's configuration (the server sends them as strings), "" when absent.
+fn setting<'a>(v: &'a Value, key: &str) -> &'a str {
+    v["config"][key].as_str().unwrap_or("")
+}
+
+/// `id · sku · phase · mode`.
+fn status_header(event: &str, v: &Value, now_ms: Option<u64>) -> String {
+    let mode = match setting(v, "admission_mode") {
+        "" => "fcfs",
+        mode => mode,
+    };
+    format!(
+        "{event} · {} · {} · {mode} mode\n",
+        setting(v, "sku"),
+        phase(v, now_ms)
+    )
+}
+
+/// Where the sale stands: a switch that stops it first, then its window on the server's clock.
+fn phase(v: &Value, now_ms: Option<u64>) -> String {
+    let start: i64 = setting(v, "start_ms").parse().unwrap_or(0);
+    let end: i64 = setting(v, "end_ms").parse().unwrap_or(0);
+    match now_ms.map(|n| n as i64) {
+        _ if setting(v, "warmed") != "1" => "not warmed up".to_owned(),
+        _ if setting(v, "enabled") == "0" => "PAUSED".to_owned(),
+        _ if setting(v, "soldout") == "1" => "sold out".to_owned(),
         Some(now) if now < start => format!("opens in {}", span(start - now)),
         Some(now) if now < end => format!("on sale, ends in {}", span(end - now)),
         Some(_) => "ended".to_owned(),
         None => "?".to_owned(),
-    };
-    // "  +N/s" for the number at `path` since the previous frame; nothing on the first frame.
-    let rate_at = |path: &str| match previous {
+    }
+}
+
+/// "  +N/s" for the number at `path` since the previous frame; nothing on the first frame.
+fn per_second(v: &Value, previous: Previous<'_>, path: &str) -> String {
+    match previous {
         Some((dt, p)) if dt.as_secs_f64() > 0.0 => {
             let at = |v: &Value| v.pointer(path).and_then(Value::as_i64).unwrap_or(0);
             format!("  {:+.0}/s", (at(v) - at(p)) as f64 / dt.as_secs_f64())
         }
         _ => String::new(),
-    };
-    let rate = |k: &str| rate_at(&format!("/{k}"));
-    let left = int("stock_left");
-    let mut out = format!(
-        "{event} · {} · {phase} · {} mode\n",
-        c("sku"),
-        if c("admission_mode").is_empty() {
-            "fcfs"
-        } else {
-            c("admission_mode")
-        }
-    );
-    let _ = writeln!(
-        out,
-        "units left    {:>12} / {}  {}",
+    }
+}
+
+fn units_left(v: &Value, stock: i64) -> String {
+    let left = v["stock_left"].as_i64().unwrap_or(0);
+    format!(
+        "units left    {:>12} / {}  {}\n",
         num(&left.into()),
         num(&stock.into()),
         bar(left, stock, 24)
-    );
+    )
+}
+
+/// Orders through their life, each count with its rate: accepted, queued, drained, paid.
+fn order_flow(v: &Value, previous: Previous<'_>) -> String {
+    let mut out = String::new();
     for (label, key) in [
         ("accepted", "sold"),
         ("queued", "queued"),
         ("drained", "drained"),
         ("paid", "paid"),
     ] {
-        let _ = writeln!(out, "{label:<13} {:>12}{}", num(&v[key]), rate(key));
+        let _ = writeln!(
+            out,
+            "{label:<13} {:>12}{}",
+            num(&v[key]),
+            per_second(v, previous, &format!("/{key}"))
+        );
     }
+    out
+}
+
+/// The counts off that flow: expired (units back on sale), dead letters (an operator's to
+/// handle), and the lottery's admitted.
+fn side_counts(v: &Value) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "{:<13} {:>12}   unpaid, back on sale",
@@ -390,7 +453,7 @@ pub fn status(
         "{:<13} {:>12}{}",
         "dead letters",
         num(&v["dead_letters"]),
-        if int("dead_letters") > 0 {
+        if v["dead_letters"].as_i64().unwrap_or(0) > 0 {
             "  ← needs an operator"
         } else {
             ""
@@ -403,30 +466,46 @@ pub fn status(
         num(&v["admitted"]),
         num(&v["registrants"])
     );
-    let refusals = v["refusals"].as_object().cloned().unwrap_or_default();
-    let mut refusals: Vec<(String, i64)> = refusals
-        .into_iter()
-        .map(|(code, n)| (code, n.as_i64().unwrap_or(0)))
-        .collect();
-    refusals.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let _ = write!(out, "{:<13}", "refused");
-    if refusals.is_empty() {
+    out
+}
+
+/// One line per refusal code, the most frequent first, each with its rate.
+fn refusals(v: &Value, previous: Previous<'_>) -> String {
+    let counts = refusal_counts(v);
+    let mut out = format!("{:<13}", "refused");
+    if counts.is_empty() {
         let _ = write!(out, " {:>12}", "none");
     }
-    for (i, (code, n)) in refusals.iter().enumerate() {
-        let per = rate_at(&format!("/refusals/{code}"));
+    for (i, (code, n)) in counts.iter().enumerate() {
+        let per = per_second(v, previous, &format!("/refusals/{code}"));
         if i > 0 {
             let _ = write!(out, "\n{:<13}", "");
         }
         let _ = write!(out, " {:>12}  {code}{per}", num(&(*n).into()));
     }
     out.push('\n');
+    out
+}
+
+/// The refusal counts by code: the largest first, ties by code.
+fn refusal_counts(v: &Value) -> Vec<(String, i64)> {
+    let refusals = v["refusals"].as_object().cloned().unwrap_or_default();
+    let mut counts: Vec<(String, i64)> = refusals
+        .into_iter()
+        .map(|(code, n)| (code, n.as_i64().unwrap_or(0)))
+        .collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+}
+
+/// Units left in each shard, four a line, each bar against an even share of the stock.
+fn shards(v: &Value, stock: i64) -> String {
     let shards = v["stock_by_shard"].as_array().cloned().unwrap_or_default();
     let per = stock.max(1) / (shards.len().max(1) as i64) + 1;
-    let _ = write!(out, "shards       ");
+    let mut out = "shards       ".to_owned();
     for (i, s) in shards.iter().enumerate() {
         if i > 0 && i % 4 == 0 {
-            let _ = write!(out, "\n             ");
+            out.push_str("\n             ");
         }
         let _ = write!(
             out,
