@@ -10,6 +10,8 @@ use seckill_domain::nodes::Nodes;
 use seckill_domain::orders::{self, ConfirmOutcome, DrainOptions, PaymentStatus};
 use seckill_domain::provider::{Notice, Succeeded};
 use seckill_domain::sale::Admission;
+use seckill_domain::scripts;
+use seckill_domain::sharded::Event;
 use seckill_domain::{admin, clock, sale};
 use seckill_native::{NativePg, NativeStore};
 use seckill_testkit::{PgServer, RedisServer};
@@ -221,6 +223,54 @@ fn drain_pay_and_release_happen_once_and_the_books_balance() -> Result<()> {
     );
     let books = orders::reconcile(&nodes, &db, &event, true)?;
     assert_eq!((books.drift, books.ledger_drift), (0, Some(0)), "{books:?}");
+    Ok(())
+}
+
+/// Every key of the Redis server and its serialized value: equal before and after means
+/// nothing was written.
+fn redis_contents(redis: &RedisServer) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut con = redis::Client::open(redis.url())?.get_connection()?;
+    let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con)?;
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let value: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut con)?;
+            Ok((k, value))
+        })
+        .collect()
+}
+
+/// Reconcile reads only unless asked to repair: units a shard lent that their receiver never
+/// credited (a tail cut short) count as in transit, so the books balance and nothing is
+/// written; the repair then credits them.
+#[test]
+fn a_reconcile_without_repair_counts_units_in_transit_and_writes_nothing() -> Result<()> {
+    let (redis, pg) = servers()?;
+    let (nodes, db) = connect(&redis, &pg)?;
+    let event = EventId::parse("transit")?;
+    sell(&nodes, &event, 40, 5, 60)?;
+    orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    let (e, _) = Event::open(&nodes, &event)?;
+    let (store, k) = e.slot(0)?;
+    assert_eq!(
+        scripts::shard_lend::run(store, &k, "cut-short", 1, 2)?.lent,
+        2
+    );
+    let before = redis_contents(&redis)?;
+    let books = orders::reconcile(&nodes, &db, &event, false)?;
+    assert_eq!(
+        (books.in_transit, books.drift, books.repaired),
+        (2, 0, false),
+        "{books:?}"
+    );
+    assert_eq!(redis_contents(&redis)?, before, "nothing written");
+    let books = orders::reconcile(&nodes, &db, &event, true)?;
+    assert_eq!((books.in_transit, books.drift), (0, 0), "{books:?}");
+    assert_ne!(
+        redis_contents(&redis)?,
+        before,
+        "the repair credited the transfer"
+    );
     Ok(())
 }
 

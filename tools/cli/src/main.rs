@@ -116,7 +116,8 @@ enum Command {
     Status {
         /// The event id.
         event: String,
-        /// Refresh until interrupted (one GET per refresh: one read-only script in Redis).
+        /// Refresh until interrupted (one GET per refresh: a read of the master, then one
+        /// read-only script per shard).
         #[arg(long, short)]
         watch: bool,
         /// Time between refreshes.
