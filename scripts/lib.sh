@@ -59,16 +59,17 @@ as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 # A TCP port nobody listens on right now, on 127.0.0.1.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_redis PORT DIR [redis-server args...]: redis-server on 127.0.0.1:PORT, data and log in
-# DIR, AOF with fsync on every write (an accepted order survives a crash, ARCHITECTURE.md),
-# reused if already running. Extra arguments override those settings.
+# start_redis PORT DIR [redis-server args...]: the local stack's redis-server on
+# 127.0.0.1:PORT as the sale runs it (infra/redis/durable.conf, as the tests' durable servers
+# start), data and log in DIR, a daemon reused if already running. Extra arguments override
+# those settings.
 start_redis() {
   local port=$1 dir=$2; shift 2
   redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
   mkdir -p "$dir"
   log "starting redis-server on 127.0.0.1:$port"
-  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
-    --appendonly yes --appendfsync always --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" "$@" >/dev/null
+  redis-server "$ROOT/infra/redis/durable.conf" --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
+    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" "$@" >/dev/null
   for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
   die "redis-server on port $port did not start ($dir/redis.log)"
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::scratch;
-use crate::support::{find_binary, free_port, wait_for};
+use crate::support::{find_binary, free_port, repo_root, wait_for};
 use crate::tls::TestCa;
 
 /// A `redis-server` of this test alone.
@@ -18,6 +18,8 @@ pub struct RedisServer {
     pub port: u16,
     /// Its data directory (in memory when there is room: see `scratch`).
     pub dir: tempfile::TempDir,
+    /// The configuration file it starts from, if any (redis-server's first argument).
+    config: Option<PathBuf>,
     extra: Vec<String>,
     /// Its TLS port on 127.0.0.1, when started with [`RedisServer::start_tls`].
     pub tls_port: Option<u16>,
@@ -29,28 +31,26 @@ impl RedisServer {
         Self::start_with(&["--save", "", "--appendonly", "no"])
     }
 
-    /// Starts a server as the sale runs it: the AOF fsynced on every write (an accepted order
-    /// survives a crash, ARCHITECTURE.md's durability contract), no snapshots.
+    /// Starts a server as the sale runs it: `infra/redis/durable.conf`, which the local stack
+    /// (`scripts/lib.sh`) starts from too.
     pub fn start_durable() -> Result<Self> {
-        Self::start_with(&[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ])
+        Self::start_from(Some(repo_root().join("infra/redis/durable.conf")), &[])
     }
 
     /// Starts a server with extra `redis-server` arguments.
     pub fn start_with(args: &[&str]) -> Result<Self> {
+        Self::start_from(None, args)
+    }
+
+    fn start_from(config: Option<PathBuf>, args: &[&str]) -> Result<Self> {
         let dir = scratch::tempdir()?;
         let extra: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (child, port) = spawn_redis(dir.path(), free_port(), &extra)?;
+        let (child, port) = spawn_redis(dir.path(), free_port(), config.as_deref(), &extra)?;
         Ok(RedisServer {
             child,
             port,
             dir,
+            config,
             extra,
             tls_port: None,
         })
@@ -145,14 +145,25 @@ impl RedisServer {
     pub fn crash_and_restart(&mut self) -> Result<()> {
         self.child.kill()?;
         self.child.wait()?;
-        let (child, _) = spawn_redis(self.dir.path(), self.port, &self.extra)?;
+        let (child, _) = spawn_redis(
+            self.dir.path(),
+            self.port,
+            self.config.as_deref(),
+            &self.extra,
+        )?;
         self.child = child;
         Ok(())
     }
 }
 
-fn spawn_redis(dir: &Path, port: u16, extra: &[String]) -> Result<(Child, u16)> {
+fn spawn_redis(
+    dir: &Path,
+    port: u16,
+    config: Option<&Path>,
+    extra: &[String],
+) -> Result<(Child, u16)> {
     let child = Command::new(find_binary("redis-server")?)
+        .args(config)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
         .arg(dir)
         .args(extra)
