@@ -46,11 +46,36 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The event id a write to no event (the global limit) is recorded under.
+    pub const NO_EVENT: &'static str = "*";
+
     /// A write by `who` on `event`, answered now with `status`.
     pub fn new(
         who: &Operator,
         (method, path): (&str, &str),
         event: &EventId,
+        changed: (Option<Value>, Option<Value>),
+        status: u16,
+        at_ms: u64,
+    ) -> Self {
+        Self::of(who, (method, path), event.as_str(), changed, status, at_ms)
+    }
+
+    /// A write by `who` to the settings of every event (`PUT`), answered now with `status`.
+    pub fn global(
+        who: &Operator,
+        path: &str,
+        changed: (Option<Value>, Option<Value>),
+        status: u16,
+        at_ms: u64,
+    ) -> Self {
+        Self::of(who, ("PUT", path), Self::NO_EVENT, changed, status, at_ms)
+    }
+
+    fn of(
+        who: &Operator,
+        (method, path): (&str, &str),
+        event_id: &str,
         (before, after): (Option<Value>, Option<Value>),
         status: u16,
         at_ms: u64,
@@ -61,33 +86,7 @@ impl Entry {
             role: who.role,
             method: method.to_owned(),
             path: path.to_owned(),
-            event_id: event.as_str().to_owned(),
-            before,
-            after,
-            status,
-        }
-    }
-}
-
-impl Entry {
-    /// The event id a write to no event (the global limit) is recorded under.
-    pub const NO_EVENT: &'static str = "*";
-
-    /// A write by `who` to the settings of every event (`PUT`), answered now with `status`.
-    pub fn global(
-        who: &Operator,
-        path: &str,
-        (before, after): (Option<Value>, Option<Value>),
-        status: u16,
-        at_ms: u64,
-    ) -> Self {
-        Entry {
-            at_ms: i64::try_from(at_ms).unwrap_or(i64::MAX),
-            operator: who.name.clone(),
-            role: who.role,
-            method: "PUT".to_owned(),
-            path: path.to_owned(),
-            event_id: Self::NO_EVENT.to_owned(),
+            event_id: event_id.to_owned(),
             before,
             after,
             status,

@@ -650,6 +650,16 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_shard_count_outside_the_range_is_invalid() {
+        for (shards, valid) in [(0, false), (1, true), (256, true), (257, false)] {
+            let mut c = config();
+            c.stock = 1_000;
+            c.shards = shards;
+            assert_eq!(c.validate().is_ok(), valid, "{shards} shards");
+        }
+    }
+
+    #[test]
     fn a_configuration_reads_back_from_its_hash() {
         let mut c = config();
         c.shards = c.shard_count();

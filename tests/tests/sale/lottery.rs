@@ -16,17 +16,22 @@ async fn ten_registered(app: &TestApp) -> Result<()> {
     )
     .await?;
     for i in 0..10 {
-        let (status, body) = app
-            .call(
-                Method::POST,
-                "/api/events/lotto/admission",
-                Some(&jwt_for(&format!("p{i}"))),
-                None,
-            )
-            .await?;
+        let (status, body) = ask_admission(app, i).await?;
         assert_eq!((status, body["status"].as_str()), (202, Some("registered")));
     }
     Ok(())
+}
+
+/// `p<i>` asks `lotto` for admission.
+async fn ask_admission(app: &TestApp, i: usize) -> Result<(u16, serde_json::Value)> {
+    let token = jwt_for(&format!("p{i}"));
+    app.call(
+        Method::POST,
+        "/api/events/lotto/admission",
+        Some(&token),
+        None,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,14 +67,7 @@ mod over_rest_and_nodes {
         assert_eq!((status, drawn["admitted"].as_u64()), (200, Some(2)));
         let mut winners = 0;
         for i in 0..10 {
-            let (status, body) = app
-                .call(
-                    Method::POST,
-                    "/api/events/lotto/admission",
-                    Some(&jwt_for(&format!("p{i}"))),
-                    None,
-                )
-                .await?;
+            let (status, body) = ask_admission(&app, i).await?;
             match status {
                 200 => winners += 1,
                 403 => assert_eq!(code(&body), "not_selected"),

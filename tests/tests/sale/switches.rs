@@ -8,26 +8,25 @@ use serde_json::json;
 
 use crate::{assert_sold_exactly, code, start};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denied_address_is_403_denied() -> Result<()> {
+/// With `deny` applied to a 5-unit event, `user`'s precheck is 403 denied and nothing sells.
+async fn denied_is_403(deny: serde_json::Value, user: &str) -> Result<()> {
     let (_redis, _pg, app) = start().await?;
     app.open_event("switch", json!({ "stock": 5 })).await?;
-    assert_eq!(
-        app.admin(
-            Method::POST,
-            "/admin/events/switch/deny",
-            Some(&json!({ "addrs": ["127.0.0.1"] }))
-        )
-        .await?
-        .0,
-        200
-    );
+    let (status, body) = app
+        .admin(Method::POST, "/admin/events/switch/deny", Some(&deny))
+        .await?;
+    assert_eq!(status, 200, "{body}");
     let (status, resp) = app
-        .admit_and_precheck("switch", "ivan")
+        .admit_and_precheck("switch", user)
         .await?
-        .expect_err("denied address");
+        .expect_err("denied");
     assert_eq!((status, code(&resp)), (403, "denied"));
     assert_sold_exactly(&app, "switch", 5, 0).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_address_is_403_denied() -> Result<()> {
+    denied_is_403(json!({ "addrs": ["127.0.0.1"] }), "ivan").await
 }
 
 /// The app behind a proxy the test plays: the host's peer, 127.0.0.1, is trusted.
@@ -188,23 +187,6 @@ mod over_rest_and_nodes {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_denied_user_is_403_denied() -> Result<()> {
-        let (_redis, _pg, app) = start().await?;
-        app.open_event("switch", json!({ "stock": 5 })).await?;
-        assert_eq!(
-            app.admin(
-                Method::POST,
-                "/admin/events/switch/deny",
-                Some(&json!({ "users": ["hank"] }))
-            )
-            .await?
-            .0,
-            200
-        );
-        let (status, resp) = app
-            .admit_and_precheck("switch", "hank")
-            .await?
-            .expect_err("denied user");
-        assert_eq!((status, code(&resp)), (403, "denied"));
-        assert_sold_exactly(&app, "switch", 5, 0).await
+        denied_is_403(json!({ "users": ["hank"] }), "hank").await
     }
 }
