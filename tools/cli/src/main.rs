@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use api::{Api, Failure};
-use commands::{create, events, history, payments, runs, status, switches};
+use commands::{create, events, history, payments, runs, status, switches, whoami};
 
 /// Exit codes, documented in `--help`.
 const EXIT_CODES: &str = "\
@@ -152,6 +152,8 @@ enum Command {
         /// The version to apply (see `versions`).
         version: i64,
     },
+    /// The operator and role the token is (a viewer may only read).
+    Whoami,
     /// The global bucket across events: show it, or set it with --rate and --burst (rate 0
     /// switches it off).
     GlobalLimit {
@@ -408,6 +410,7 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
         Command::Versions { event, limit } => history::versions(cli, api, event, *limit),
         Command::Rollback { event, version } => history::rollback(cli, api, event, *version),
         Command::GlobalLimit { rate, burst } => switches::global_limit(cli, api, *rate, *burst),
+        Command::Whoami => whoami::whoami(cli, api),
         Command::Payments {
             event,
             refunds,

@@ -308,6 +308,15 @@ async fn exit_codes_scripts_can_rely_on() -> Result<()> {
         .output()?;
     let line = ok(&from_env);
     assert!(line.starts_with("e1  sku-e1  live, ends in "), "{line}");
+    // Who a token is, in words and in JSON.
+    assert_eq!(
+        ok(&cli(&url, Some(VIEWER_TOKEN), &["whoami"])).trim(),
+        "test-viewer (viewer)"
+    );
+    assert_eq!(
+        json_of(&cli(&url, Some(ADMIN_TOKEN), &["whoami", "--json"])),
+        json!({ "operator": OPERATOR, "role": "operator" })
+    );
     // 3: a viewer's token asks for a change.
     assert_eq!(
         code(&cli(&url, Some(VIEWER_TOKEN), &["patch", "e1", "--pause"])),

@@ -7,6 +7,7 @@ pub mod payments;
 pub mod runs;
 pub mod status;
 pub mod switches;
+pub mod whoami;
 
 use std::io::IsTerminal as _;
 use std::time::Duration;

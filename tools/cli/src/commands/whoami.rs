@@ -1,0 +1,15 @@
+//! `whoami`: the operator and role the token is.
+
+use super::show;
+use crate::Cli;
+use crate::api::{Api, Failure};
+
+/// `whoami`: `name (role)`.
+pub fn whoami(cli: &Cli, api: &Api) -> Result<(), Failure> {
+    let me = api.get("/admin/whoami")?;
+    show(cli, &me, |v| {
+        let text = |f: &str| v[f].as_str().unwrap_or("?").to_owned();
+        format!("{} ({})", text("operator"), text("role"))
+    });
+    Ok(())
+}
