@@ -105,7 +105,7 @@ stop_pg() {
 # start_stores DIR REDIS_PORT PG_PORT [redis-server args...]: the app's Redis and PostgreSQL on
 # loopback, their data in DIR/redis and DIR/pg (reused if already running), the schema
 # migrated, and the SPIN_VARIABLE_REDIS_{URL,ORIGIN} and SPIN_VARIABLE_PG_{URL,HOST} that point the app at them exported.
-# The start-up scripts/up.sh and scripts/browser-tests.sh share.
+# The local stack of scripts/up.sh (the tests start theirs from the test kit).
 start_stores() {
   local dir=$1 redis_port=$2 pg_port=$3; shift 3
   start_redis "$redis_port" "$dir/redis" "$@"

@@ -25,6 +25,7 @@ mod scale;
 mod server;
 mod spike;
 mod spin_costs;
+mod stack;
 mod table;
 
 use anyhow::Result;
@@ -44,6 +45,8 @@ enum Cli {
     NativeServe(native::NativeArgs),
     /// A payment provider's hosted checkout (sandbox), confirming payments by signed webhook.
     Provider(provider::ProviderArgs),
+    /// The local stack the browser tests run against, and a command run against it.
+    Stack(stack::StackArgs),
 }
 
 #[tokio::main]
@@ -53,6 +56,7 @@ async fn main() -> Result<()> {
         Cli::Demo(args) => demo::run(args).await,
         Cli::NativeServe(args) => native::serve(args).await,
         Cli::Provider(args) => provider::serve(args).await,
+        Cli::Stack(args) => stack::run(args).await,
     }
 }
 

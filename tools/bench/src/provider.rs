@@ -31,16 +31,21 @@ pub struct ProviderArgs {
 
 /// Serves the checkout until killed.
 pub async fn serve(args: ProviderArgs) -> Result<()> {
-    let provider = Arc::new(Provider::new(
-        reqwest::Client::new(),
-        args.webhook,
-        &args.secret,
-    ));
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     println!(
         "provider sandbox on http://{}/checkout",
         listener.local_addr()?
     );
+    serve_on(listener, args.webhook, &args.secret).await
+}
+
+/// Serves the checkout on `listener`, confirming to `webhook` signed with `secret`.
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    webhook: String,
+    secret: &str,
+) -> Result<()> {
+    let provider = Arc::new(Provider::new(reqwest::Client::new(), webhook, secret));
     loop {
         let (stream, _) = listener.accept().await?;
         let provider = provider.clone();
