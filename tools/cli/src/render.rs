@@ -158,11 +158,12 @@ fn reconcile_report(v: &Value) -> String {
 fn reconciled_event(e: &Value) -> String {
     let ok = e["drift"] == 0 && e["ledger_drift"] == 0;
     format!(
-        "{} {}: stock {}, in Redis {}, in flight {}, in Postgres {}, dead letters {}, drift {}, ledger drift {}{}",
+        "{} {}: stock {}, in Redis {}, in transit {}, in flight {}, in Postgres {}, dead letters {}, drift {}, ledger drift {}{}",
         if ok { "ok " } else { "BAD" },
         e["event_id"].as_str().unwrap_or("?"),
         num(&e["initial_stock"]),
         num(&e["remaining_in_redis"]),
+        num(&e["in_transit"]),
         num(&e["in_flight"]),
         num(&e["held_in_postgres"]),
         num(&e["dead_letters"]),

@@ -131,7 +131,9 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
     );
     let books = json_of(&run(&["job", "reconcile", "--event", "e1", "--json"]));
     assert_eq!(books["events"][0]["drift"], 0, "{books}");
-    assert!(ok(&run(&["job", "reconcile", "--event", "e1"])).starts_with("ok  e1: stock 20"));
+    let line = ok(&run(&["job", "reconcile", "--event", "e1"]));
+    assert!(line.starts_with("ok  e1: stock 20, in Redis "), "{line}");
+    assert!(line.contains(", in transit 0, in flight "), "{line}");
 
     // Switches: paused, buyers meet it; resumed.
     assert!(ok(&run(&["patch", "e1", "--pause"])).contains("updated e1: enabled=false"));
