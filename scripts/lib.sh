@@ -56,20 +56,17 @@ build_app() {
 pg_bin() { local b; b=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1); echo "${b:-$(dirname "$(command -v initdb)")}"; }
 # Runs a command as `postgres` when we are root (PostgreSQL refuses to run as root).
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-# A TCP port nobody listens on right now, on 127.0.0.1.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_redis PORT DIR [redis-server args...]: the local stack's redis-server on
+# start_redis PORT DIR: the local stack's redis-server on
 # 127.0.0.1:PORT as the sale runs it (infra/redis/durable.conf, as the tests' durable servers
-# start), data and log in DIR, a daemon reused if already running. Extra arguments override
-# those settings.
+# start), data and log in DIR, a daemon reused if already running.
 start_redis() {
-  local port=$1 dir=$2; shift 2
+  local port=$1 dir=$2
   redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
   mkdir -p "$dir"
   log "starting redis-server on 127.0.0.1:$port"
   redis-server "$ROOT/infra/redis/durable.conf" --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
-    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" "$@" >/dev/null
+    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid" >/dev/null
   for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
   die "redis-server on port $port did not start ($dir/redis.log)"
 }
@@ -93,22 +90,22 @@ start_pg() {
   [ "$("${psql_pg[@]}" -c "select 1 from pg_database where datname='seckill'")" = 1 ] || "${psql_pg[@]}" -c "create database seckill owner seckill"
 }
 
-# stop_redis PORT [shutdown args...]: stops the redis-server on 127.0.0.1:PORT, if one runs.
-stop_redis() { redis-cli -p "$1" shutdown "${@:2}" >/dev/null 2>&1 || true; }
+# stop_redis PORT: stops the redis-server on 127.0.0.1:PORT, if one runs.
+stop_redis() { redis-cli -p "$1" shutdown >/dev/null 2>&1 || true; }
 
-# stop_pg DIR [MODE]: stops the PostgreSQL cluster in DIR, if one runs (MODE: fast by default).
+# stop_pg DIR: stops the PostgreSQL cluster in DIR, if one runs.
 stop_pg() {
   [ -f "$1/postmaster.pid" ] || return 0
-  as_pg "$(pg_bin)/pg_ctl" -D "$1" -m "${2:-fast}" stop >/dev/null
+  as_pg "$(pg_bin)/pg_ctl" -D "$1" -m fast stop >/dev/null
 }
 
-# start_stores DIR REDIS_PORT PG_PORT [redis-server args...]: the app's Redis and PostgreSQL on
+# start_stores DIR REDIS_PORT PG_PORT: the app's Redis and PostgreSQL on
 # loopback, their data in DIR/redis and DIR/pg (reused if already running), the schema
 # migrated, and the SPIN_VARIABLE_REDIS_{URL,ORIGIN} and SPIN_VARIABLE_PG_{URL,HOST} that point the app at them exported.
 # The local stack of scripts/up.sh (the tests start theirs from the test kit).
 start_stores() {
-  local dir=$1 redis_port=$2 pg_port=$3; shift 3
-  start_redis "$redis_port" "$dir/redis" "$@"
+  local dir=$1 redis_port=$2 pg_port=$3
+  start_redis "$redis_port" "$dir/redis"
   start_pg "$pg_port" "$dir/pg"
   local pg_url="postgres://seckill@127.0.0.1:$pg_port/seckill?sslmode=disable"
   bash "$ROOT/scripts/migrate.sh" "$pg_url"
