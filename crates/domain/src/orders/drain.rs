@@ -136,7 +136,7 @@ fn drain_event<S: Store>(
             Ok(left) => stocks.push(left),
             Err(err) if postgres_lost(&err) => return Err(err),
             Err(err) => {
-                let at = format!("{}/{shard}", event.as_str());
+                let at = Place { event, shard }.to_string();
                 report.event_errors.insert(at, err.reason());
                 stocks.push(None);
             }
@@ -156,6 +156,13 @@ fn drain_event<S: Store>(
 struct Place<'a> {
     event: &'a EventId,
     shard: u32,
+}
+
+/// `event/shard`, as the report names a shard.
+impl std::fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.event.as_str(), self.shard)
+    }
 }
 
 /// One run at one shard's queue: batch after batch under the shard's lease, each written to
@@ -254,8 +261,7 @@ impl<'a, S: Store, D: Sql> Drainer<'a, S, D> {
                 Ok(Some(lease))
             }
             Claim::Busy => {
-                let at = format!("{}/{}", self.at.event.as_str(), self.at.shard);
-                self.report.busy.push(at);
+                self.report.busy.push(self.at.to_string());
                 Ok(None)
             }
             Claim::NoEvent => Ok(None),
