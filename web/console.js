@@ -1,20 +1,21 @@
 // The operator console: events (searched, filtered by where their sale stands on the server's
 // clock, archived once ended), switches, deny lists, jobs, a live view refreshed every second
-// (one GET /admin/events/{id}: a read of the master, then one read-only script per shard) with the conditions it flags
-// (conditions.js) beside the action answering each, the payments owing a refund
-// (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
+// (one GET /admin/events/{id}: a read of the master, then one read-only script per shard) with
+// the conditions it flags (conditions.js) beside the action answering each, the payments owing
+// a refund (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
 // REFUNDS_EVERY_MS), the config center (the gray release, shadow mode, the event's
 // configuration versions with their diffs and rollback, the global limit across events) and the
 // event's latest changes (GET /admin/audit: who, when, which route, before → after).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', readOnly: false, event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null};
 const HISTORY = 120; // samples (seconds) kept for the chart
 const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
 const REFUNDS_LIMIT = 100;
 const HEALTH_EVERY_MS = 5000; // GET /admin/health (a Redis PING and a Postgres query), as often
 const VERSIONS_LIMIT = 20;
 const LIMITS = ['gray', 'user', 'global']; // the limits shadow mode applies to
+const WRITES = ['edit', 'switches', 'global', 'deny', 'ops']; // what changes something: disabled for a viewer
 
 function say(text, tone = '') {
   $('status').textContent = text;
@@ -89,16 +90,13 @@ async function useToken(token) {
   }
 }
 
-// The parts of the page that change something: disabled for a viewer.
-const WRITES = ['edit', 'switches', 'global', 'deny', 'ops'];
-
 // A button that changes something, disabled for a viewer.
 function writeButton(text, label, onClick) {
   const b = document.createElement('button');
   b.type = 'button';
   b.textContent = text;
   b.setAttribute('aria-label', label);
-  b.disabled = Boolean(C.readOnly);
+  b.disabled = C.readOnly;
   b.addEventListener('click', onClick);
   return b;
 }
