@@ -56,6 +56,8 @@ build_app() {
 pg_bin() { local b; b=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1); echo "${b:-$(dirname "$(command -v initdb)")}"; }
 # Runs a command as `postgres` when we are root (PostgreSQL refuses to run as root).
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# A TCP port nobody listens on right now, on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # start_redis PORT DIR: the local stack's redis-server on
 # 127.0.0.1:PORT as the sale runs it (infra/redis/durable.conf, as the tests' durable servers
