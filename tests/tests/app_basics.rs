@@ -201,3 +201,93 @@ async fn the_cron_free_manifest_is_derived_and_serves_a_sale() -> Result<()> {
     );
     Ok(())
 }
+
+/// Under a flood of polls that takes every slot reads may take, the order chain still runs as
+/// the host runs in production (its default queue control): the provider's webhook, a drain
+/// and the load balancer's health check are answered, never shed, and buys are served while
+/// polls are being shed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_polls_is_shed_and_the_order_chain_is_not() -> Result<()> {
+    use seckill_host::http_trigger::SHED_MESSAGE;
+    use seckill_host::overload::QueueControl;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    const FLOODERS: usize = 96;
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let app = Arc::new(
+        TestApp::builder(seckill_testkit::product_manifest())
+            .vars(&app_vars(&redis, &pg))
+            .max_instances(4)
+            .queue_control(QueueControl::DEFAULT)
+            .start()
+            .await?,
+    );
+    app.open_event("flood", serde_json::json!({ "stock": 50 }))
+        .await?;
+    let mut tokens = Vec::new();
+    for i in 0..4 {
+        let user = format!("buyer{i}");
+        let token = app
+            .admit_and_precheck("flood", &user)
+            .await?
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        tokens.push((user, token));
+    }
+    let shed = |status: u16, body: &serde_json::Value| status == 503 && body == SHED_MESSAGE;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (polls_shed, polls_answered) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let flood: Vec<_> = (0..FLOODERS)
+        .map(|i| {
+            let (app, stop) = (app.clone(), stop.clone());
+            let (polls_shed, polls_answered) = (polls_shed.clone(), polls_answered.clone());
+            tokio::spawn(async move {
+                let jwt = seckill_testkit::jwt_for(&format!("reader{i}"));
+                while !stop.load(Ordering::Relaxed) {
+                    let path = "/api/events/flood/orders/me";
+                    let Ok((status, body)) = app.call(Method::GET, path, Some(&jwt), None).await
+                    else {
+                        continue;
+                    };
+                    let counter = if shed(status, &body) {
+                        &polls_shed
+                    } else {
+                        &polls_answered
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    // The flood is an overload once the host sheds polls.
+    let waited = std::time::Instant::now();
+    while polls_shed.load(Ordering::Relaxed) == 0 {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "the flood never overloaded the host"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let provider = app.provider();
+    for (user, token) in &tokens {
+        let (_, event) = provider.succeeded_event("pay_unknown", 1999, "eur");
+        let (status, body) = provider
+            .attempt(&event, seckill_testkit::provider::unix_s())
+            .await?;
+        assert!(!shed(status, &body), "webhook shed: {body}");
+        let (status, body) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+        assert_eq!(status, 200, "drain: {body}");
+        let (status, body) = app.get("/.well-known/spin/health").await?;
+        assert_eq!((status, body.as_str()), (200, "OK"));
+        let (status, body) = app.buy("flood", user, token).await?;
+        assert_eq!(status, 202, "buy under the flood: {body}");
+    }
+    let shed_before = polls_shed.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    for task in flood {
+        task.await?;
+    }
+    assert!(shed_before > 0 && polls_answered.load(Ordering::Relaxed) > 0);
+    Ok(())
+}

@@ -337,7 +337,7 @@ fn slow_bodies_hold_no_instance_while_a_buyer_and_the_cron_are_served() -> Resul
             &CONNECTIONS.to_string(),
             "--max-instances",
             "2",
-            "--instance-wait",
+            "--queue-interval",
             "100ms",
             "--body-timeout",
             "120s",
@@ -507,7 +507,7 @@ fn metrics_count_by_route_status_and_component() -> Result<()> {
     Ok(())
 }
 
-/// `--max-instances` and `--instance-wait`: while the one instance is busy past the wait, a
+/// `--max-instances` and `--queue-interval`: while the one instance is busy past the wait, a
 /// request is shed (`503`, `Retry-After`) and counted in `seckill_http_shed_requests_total`.
 #[test]
 fn a_shed_request_is_counted_by_route() -> Result<()> {
@@ -521,7 +521,7 @@ fn a_shed_request_is_counted_by_route() -> Result<()> {
             &metrics.to_string(),
             "--max-instances",
             "1",
-            "--instance-wait",
+            "--queue-interval",
             "100ms",
         ],
     )?;

@@ -17,15 +17,14 @@ use crate::runtime::Runtime;
 use crate::spin_costs::SpinCostTotals;
 use crate::state::Services;
 
-pub use crate::http_trigger::{
-    DEFAULT_BODY_TIMEOUT, DEFAULT_INSTANCE_WAIT, DEFAULT_MAX_REQUEST_BODY,
-};
+pub use crate::http_trigger::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
+use crate::overload::{Gate, QueueControl};
 
 /// Request instances alive at once by default: 64 per core. Spin keeps 1,000 whatever the
 /// machine (`SPIN_MAX_INSTANCE_COUNT`, `crates/core/src/lib.rs`); on a 2-core machine that many
 /// guests in flight only queue for the CPU, so every await of every guest (the drain's, a
 /// buyer's Redis reply) waits behind a thousand others, while past this many a spike waits in
-/// the slot queue, bounded by the instance wait, or is shed. 64 per core keeps Redis and
+/// the slot queues under their queue control ([`crate::overload`]), or is shed. 64 per core keeps Redis and
 /// Postgres busy (each request waits on them a fraction of a millisecond).
 pub fn default_max_instances() -> u32 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -49,8 +48,8 @@ pub struct Options {
     /// `408`. `None`: [`DEFAULT_BODY_TIMEOUT`].
     pub body_timeout: Option<std::time::Duration>,
     /// How long a request may wait for an instance slot before it is answered `503` with
-    /// `Retry-After` (shed). `None`: [`DEFAULT_INSTANCE_WAIT`].
-    pub instance_wait: Option<std::time::Duration>,
+    /// `Retry-After` (shed), by how long its class's queue has stood.
+    pub queue_control: QueueControl,
     /// The roots `rediss://` and Postgres TLS trust: the system's, plus an operator's CA.
     pub tls: crate::tls::TlsTrust,
     /// Where compiled components are kept between loads (`None`: compile every time).
@@ -88,13 +87,12 @@ impl App {
             &app_vars,
             spin_work,
             services,
-            max_instances,
+            Gate::new(max_instances, options.queue_control),
             options.compile_cache.as_deref(),
         )?);
         let limits = RequestLimits {
             max_request_body: options.max_request_body.unwrap_or(DEFAULT_MAX_REQUEST_BODY),
             body_timeout: options.body_timeout.unwrap_or(DEFAULT_BODY_TIMEOUT),
-            instance_wait: options.instance_wait.unwrap_or(DEFAULT_INSTANCE_WAIT),
         };
         let http = HttpTrigger::build(&file, runtime.clone(), limits)?;
         let cron = CronTrigger::build(&file, runtime.clone())?;

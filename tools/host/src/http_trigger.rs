@@ -23,7 +23,9 @@ use hyper::body::Body;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
+use crate::classes::{Class, RequestClasses};
 use crate::manifest::{ManifestError, ManifestFile};
+use crate::overload::{Permit, Refused};
 use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 use crate::runtime::Runtime;
 use crate::state::Ctx;
@@ -45,20 +47,18 @@ pub const DEFAULT_MAX_REQUEST_BODY: u64 = 16 << 10;
 /// slow client holds a connection and its buffered bytes (never an instance: see [`handle`]).
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a request may wait for an instance slot before it is shed by default: a spike
-/// several times what the host serves is answered within about this plus its own time, and the
-/// rest is told at once to come back (a buyer kept waiting 8 s clicks again, adding to it).
-pub const DEFAULT_INSTANCE_WAIT: Duration = Duration::from_secs(1);
-
-/// What a shed request is told to wait before trying again, in seconds.
-const SHED_RETRY_AFTER_S: u64 = 1;
-
 /// The body of a shed request's answer.
 pub const SHED_MESSAGE: &str = "the server is at capacity; try again";
 
 /// Marks a response the host gave because no instance slot came free in time (for the metrics).
 #[derive(Debug, Clone, Copy)]
 pub struct Shed;
+
+/// When a request reached the host: its connection's accept for the first request on it, its
+/// head's first byte for the next ones. Put in the request's extensions by [`crate::serve`];
+/// without it, the time [`handle`] starts.
+#[derive(Debug, Clone, Copy)]
+pub struct Arrived(pub tokio::time::Instant);
 
 /// The route a response answered, put in its extensions by [`handle`] (for the metrics): the
 /// route as written in the manifest (`/api/events/:event_id/buy`), never the raw path, so a
@@ -76,8 +76,10 @@ pub struct HttpTrigger {
     /// `[application] name` and `version`, for `/.well-known/spin/info`.
     name: String,
     version: Option<String>,
-    /// What the trigger allows a request before and while it waits for an instance.
+    /// What the trigger allows a request before it waits for an instance.
     limits: RequestLimits,
+    /// Each route's request class.
+    classes: RequestClasses,
 }
 
 /// What the HTTP trigger allows a request before it runs.
@@ -87,8 +89,6 @@ pub struct RequestLimits {
     pub max_request_body: u64,
     /// A request body must arrive whole within this of its head (`408`).
     pub body_timeout: Duration,
-    /// A request that finds no instance slot free within this is shed (`503`, [`shed`]).
-    pub instance_wait: Duration,
 }
 
 impl Default for RequestLimits {
@@ -96,7 +96,6 @@ impl Default for RequestLimits {
         RequestLimits {
             max_request_body: DEFAULT_MAX_REQUEST_BODY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
-            instance_wait: DEFAULT_INSTANCE_WAIT,
         }
     }
 }
@@ -110,6 +109,7 @@ impl HttpTrigger {
         runtime: Arc<Runtime>,
         limits: RequestLimits,
     ) -> Result<HttpTrigger, ManifestError> {
+        let classes = RequestClasses::of_manifest(file)?;
         let handlers: Vec<_> = (0..runtime.len())
             .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
             .collect();
@@ -153,6 +153,7 @@ impl HttpTrigger {
             name: application.name.clone(),
             version: application.version.clone(),
             limits,
+            classes,
         })
     }
 
@@ -174,8 +175,9 @@ impl<B: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static> RequestBody 
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Answers one request: well-known routes, routing, the body, then the matched component. The
-/// response's extensions name the route that answered it ([`MatchedRoute`], for the metrics).
+/// Answers one request: well-known routes, routing, the body, then the matched component once
+/// its class gets an instance slot ([`crate::overload`]). The response's extensions name the
+/// route that answered it ([`MatchedRoute`]) and the request's class ([`Class`]), for the metrics.
 ///
 /// The body is read whole, under [`RequestLimits::body_timeout`] from now, before the request
 /// waits for an instance: a client that sends its body slowly holds a connection, never an
@@ -185,6 +187,10 @@ pub async fn handle(
     mut req: Request<impl RequestBody>,
     client: SocketAddr,
 ) -> Result<Response<ResponseBody>, ConnectionError> {
+    let arrived = req
+        .extensions()
+        .get::<Arrived>()
+        .map_or_else(tokio::time::Instant::now, |a| a.0);
     strip_forbidden_headers(&mut req);
     let path = req.uri().path();
     if let Some(well_known) = path.strip_prefix(WELL_KNOWN_PREFIX) {
@@ -201,14 +207,19 @@ pub async fn handle(
         return Ok(empty(StatusCode::NOT_FOUND));
     };
     set_req_uri(&mut req).map_err(|e| ConnectionError::other(format!("{e:#}")))?;
+    let class = trigger
+        .classes
+        .route(&matched.raw_route)
+        .expect("every route has its class (checked at load)")
+        .of(req.method());
     let limits = &trigger.limits;
     let (parts, body) = req.into_parts();
     let body = match read_body(body, declared_length(&parts.headers), limits).await {
         Ok(body) => body,
         Err(refused) => {
-            return Ok(routed(
-                refused.answer(limits),
-                Cow::Owned(matched.raw_route),
+            return Ok(classed(
+                routed(refused.answer(limits), Cow::Owned(matched.raw_route)),
+                class,
             ));
         }
     };
@@ -216,7 +227,11 @@ pub async fn handle(
     let component = trigger.runtime.id(matched.component);
     let result = async {
         set_spin_headers(&mut req, &matched, client)?;
-        run(trigger, matched.component, req).await
+        let slot = match trigger.runtime.slots().admit(class).await {
+            Ok(slot) => slot,
+            Err(refused) => return Ok(shed(refused, arrived)),
+        };
+        run(trigger, matched.component, slot, req).await
     };
     let resp = match result.await {
         Ok(resp) => resp,
@@ -225,7 +240,13 @@ pub async fn handle(
             empty(StatusCode::INTERNAL_SERVER_ERROR)
         }
     };
-    Ok(routed(resp, Cow::Owned(matched.raw_route)))
+    Ok(classed(routed(resp, Cow::Owned(matched.raw_route)), class))
+}
+
+/// `resp`, naming the class of the request it answered.
+fn classed(mut resp: Response<ResponseBody>, class: Class) -> Response<ResponseBody> {
+    resp.extensions_mut().insert(class);
+    resp
 }
 
 /// `resp`, naming the manifest route that answered it.
@@ -334,19 +355,16 @@ async fn read_body(
     }
 }
 
+/// Runs component `c` on `req` in the instance `slot` holds.
 async fn run(
     trigger: &HttpTrigger,
     c: usize,
+    slot: Permit,
     req: Request<Full<Bytes>>,
 ) -> Result<Response<ResponseBody>> {
     let pre = trigger
         .handler(c)
         .expect("routes only point at HTTP components");
-    let waiting = trigger.runtime.slots().clone().acquire_owned();
-    let Ok(slot) = tokio::time::timeout(trigger.limits.instance_wait, waiting).await else {
-        return Ok(shed());
-    };
-    let slot = slot?;
     let mut store = trigger.runtime.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let req = req.map(|body| body.map_err(|never| -> wasmtime_wasi_http::Error { match never {} }));
@@ -398,17 +416,30 @@ async fn run(
     }
 }
 
-/// The answer to a request that found no instance slot free within the instance wait: `503`
-/// with `Retry-After`, at once, the request never run (so retrying it is safe). Real Spin
-/// queues nothing either: its pool holds `SPIN_MAX_INSTANCE_COUNT` (1,000) instances
-/// (`crates/core/src/lib.rs`), and a request that finds it full fails to instantiate and gets
-/// `internal_error(None, …)`, an empty-bodied `500` (`respond_wasm_component` in
-/// `crates/trigger-http/src/server.rs`). We answer `503`, the status that says "overloaded,
-/// come back", and when.
-fn shed() -> Response<ResponseBody> {
+/// The answer to a request the queue control refused an instance slot: `503` with
+/// `Retry-After` (by its class and how long the overload has lasted), the request never run
+/// (so retrying it is safe). `Server-Timing` says where its time at the host went: `queue`, in
+/// the slot queue; `host`, from its arrival (the connection's accept, or the head's first byte
+/// on a kept-alive connection) to this answer. Real Spin queues nothing: its pool holds
+/// `SPIN_MAX_INSTANCE_COUNT` (1,000) instances (`crates/core/src/lib.rs`), and a request that
+/// finds it full fails to instantiate and gets `internal_error(None, …)`, an empty-bodied
+/// `500` (`respond_wasm_component` in `crates/trigger-http/src/server.rs`). We answer `503`,
+/// the status that says "overloaded, come back", and when.
+fn shed(refused: Refused, arrived: tokio::time::Instant) -> Response<ResponseBody> {
     let mut resp = refusal(StatusCode::SERVICE_UNAVAILABLE, SHED_MESSAGE.to_owned());
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(SHED_RETRY_AFTER_S));
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(refused.retry_after_s),
+    );
+    let timing = format!(
+        "queue;dur={:.1}, host;dur={:.1}",
+        refused.waited.as_secs_f64() * 1e3,
+        arrived.elapsed().as_secs_f64() * 1e3
+    );
+    if let Ok(timing) = HeaderValue::from_str(&timing) {
+        headers.insert(HeaderName::from_static("server-timing"), timing);
+    }
     resp.extensions_mut().insert(Shed);
     resp
 }

@@ -19,6 +19,7 @@
 pub mod allowed_hosts;
 pub mod app;
 pub mod bench;
+pub mod classes;
 pub mod component;
 pub mod cron_trigger;
 pub mod expressions;
@@ -27,6 +28,7 @@ pub mod http_trigger;
 pub mod manifest;
 pub mod metrics;
 pub mod outbound_http;
+pub mod overload;
 pub mod postgres;
 pub mod redis;
 pub mod routes;

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use seckill_host::expressions::Providers;
 use seckill_host::http_trigger::HttpTrigger;
 use seckill_host::metrics::Metrics;
+use seckill_host::overload::QueueControl;
 use seckill_host::serve::ServeOptions;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;
@@ -99,10 +100,15 @@ struct AppArgs {
     /// where Spin's `SPIN_MAX_INSTANCE_COUNT` is 1,000 on any machine).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     max_instances: Option<u32>,
-    /// How long a request may wait for an instance slot (all in use) before it is answered at
-    /// once `503` with `Retry-After` instead of queueing (`500ms`, `1s`, ...).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    instance_wait: Duration,
+    /// Queue control: once a request class's queue has stood for `--queue-interval`, a request
+    /// of that class waits at most this for an instance before it is answered `503` with
+    /// `Retry-After`.
+    #[arg(long, default_value = "5ms", value_parser = parse_duration)]
+    queue_target: Duration,
+    /// Queue control: how long a queue may stand before the host counts itself overloaded, and
+    /// the longest a request waits for an instance until then (a burst).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    queue_interval: Duration,
     /// A PEM bundle of CA certificates to trust for `rediss://` and Postgres TLS, besides the
     /// system's (e.g. Amazon's RDS bundle). Real Spin 3.x reads only the system's store.
     #[arg(long)]
@@ -169,7 +175,10 @@ impl AppArgs {
             max_instances: self.max_instances,
             max_request_body: Some(self.max_request_body),
             body_timeout: Some(self.body_timeout),
-            instance_wait: Some(self.instance_wait),
+            queue_control: QueueControl {
+                target: self.queue_target,
+                interval: self.queue_interval,
+            },
             tls: match &self.tls_ca {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
                 None => seckill_host::tls::TlsTrust::system(),

@@ -56,6 +56,11 @@ pub struct Application {
     /// Free text.
     #[serde(default)]
     pub authors: Vec<String>,
+    /// Settings of tools and plugins, which Spin ignores (spin v3.6.3
+    /// `crates/manifest/src/schema/v2.rs`, `AppDetails::tool`); this host reads `seckill`'s
+    /// request classes ([`crate::classes`]).
+    #[serde(default)]
+    pub tool: BTreeMap<String, toml::Table>,
 }
 
 /// One entry of `[variables]`.
@@ -135,6 +140,10 @@ pub struct ComponentDef {
     /// `spin build` settings; the host does not build, it only accepts the table.
     #[serde(default)]
     pub build: Option<BuildDef>,
+    /// Settings of tools and plugins, which Spin ignores (`Component::tool` in the same file as
+    /// [`Application::tool`]); accepted, not read.
+    #[serde(default)]
+    pub tool: BTreeMap<String, toml::Table>,
 }
 
 /// `[component.<id>.build]`.

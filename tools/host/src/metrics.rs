@@ -23,6 +23,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::classes::Class;
 use crate::http_trigger::{MatchedRoute, Shed};
 use crate::runtime::Runtime;
 
@@ -38,6 +39,13 @@ struct RequestLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
     route: Cow<'static, str>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClassLabels {
+    class: &'static str,
+    /// `answered` (a guest or the host answered it) or `shed`.
+    outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -67,6 +75,7 @@ pub struct Metrics {
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     connections: Gauge,
     shed: Family<RouteLabels, Counter>,
+    by_class: Family<ClassLabels, Counter>,
     cron_runs: Family<CronLabels, Counter>,
     cron_latency: Family<ComponentLabels, Histogram, fn() -> Histogram>,
 }
@@ -97,8 +106,15 @@ impl Metrics {
         registry.register(
             "http_shed_requests",
             "Requests answered 503 with Retry-After because no instance slot came free within \
-             the instance wait, by manifest route (also counted in http_requests)",
+             the queue control allowed, by manifest route (also counted in http_requests)",
             shed.clone(),
+        );
+        let by_class = Family::<ClassLabels, Counter>::default();
+        registry.register(
+            "http_class_requests",
+            "HTTP requests by request class (the manifest's request_classes) and outcome: \
+             answered, or shed with 503 and Retry-After",
+            by_class.clone(),
         );
         let cron_runs = Family::<CronLabels, Counter>::default();
         registry.register(
@@ -119,6 +135,7 @@ impl Metrics {
             latency,
             connections,
             shed,
+            by_class,
             cron_runs,
             cron_latency,
         }
@@ -133,8 +150,18 @@ impl Metrics {
         let labels = RouteLabels {
             route: route.clone(),
         };
-        if resp.extensions().get::<Shed>().is_some() {
+        let shed = resp.extensions().get::<Shed>().is_some();
+        if shed {
             self.shed.get_or_create(&labels).inc();
+        }
+        if let Some(class) = resp.extensions().get::<Class>() {
+            let outcome = if shed { "shed" } else { "answered" };
+            self.by_class
+                .get_or_create(&ClassLabels {
+                    class: class.as_str(),
+                    outcome,
+                })
+                .inc();
         }
         self.latency
             .get_or_create(&labels)
@@ -189,14 +216,25 @@ impl std::fmt::Debug for Pools {
 impl Collector for Pools {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let runtime = &self.0;
-        let limit = runtime.max_instances() as i64;
-        let free = runtime.slots().available_permits() as i64;
+        let slots = runtime.slots();
+        let limit = i64::from(slots.capacity());
         gauge(
             &mut encoder,
             "instances_in_use",
             "Guest instances alive now",
-            limit - free,
+            i64::from(slots.in_use()),
         )?;
+        let waiting = encoder.encode_descriptor(
+            "instances_waiting",
+            "Requests waiting for an instance slot now, by request class",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        );
+        let mut waiting = waiting?;
+        for (class, n) in Class::ALL.iter().zip(slots.waiting()) {
+            ConstGauge::new(n as i64)
+                .encode(waiting.encode_family(&[("class", class.as_str())])?)?;
+        }
         gauge(
             &mut encoder,
             "instances_limit",

@@ -17,6 +17,7 @@ use crate::allowed_hosts::AllowedHosts;
 use crate::component::{ComponentConfig, ComponentVariables};
 use crate::expressions::{self, Providers};
 use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
+use crate::overload::Gate;
 use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
 use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
 
@@ -67,11 +68,10 @@ pub struct Runtime {
     /// In manifest order; a trigger refers to a component by its index here.
     components: Vec<Loaded>,
     services: Services,
-    /// One permit per pooling-allocator slot for the HTTP trigger's requests: a request waits
-    /// (a bounded time) for a free instance instead of failing to instantiate.
-    slots: Arc<tokio::sync::Semaphore>,
-    /// The permits `slots` started with.
-    max_instances: u32,
+    /// One slot per pooling-allocator slot for the HTTP trigger's requests, with their queues:
+    /// a request waits, as long as the queue control allows, for a free instance instead of
+    /// failing to instantiate.
+    slots: Arc<Gate>,
     /// Slots of the cron trigger's own ([`CRON_INSTANCES`]): a spike that takes every request
     /// slot must not stop the drain, the release and the reconcile with it.
     cron_slots: Arc<tokio::sync::Semaphore>,
@@ -83,7 +83,7 @@ pub const CRON_INSTANCES: u32 = 4;
 
 impl Runtime {
     /// Resolves, compiles and pre-instantiates every component of `file` (application variables
-    /// `app_vars`), for at most `max_instances` live instances using `services`. With
+    /// `app_vars`), for at most `slots.capacity()` live instances using `services`. With
     /// `spin_work` (Spin-faithful mode: the providers), each instance also redoes the variable
     /// resolution and host parsing Spin does per instance.
     pub(crate) fn load(
@@ -91,10 +91,10 @@ impl Runtime {
         app_vars: &HashMap<String, String>,
         spin_work: Option<&Providers>,
         services: Services,
-        max_instances: u32,
+        slots: Arc<Gate>,
         compile_cache: Option<&Path>,
     ) -> Result<Runtime> {
-        let engine = engine(max_instances + CRON_INSTANCES)?;
+        let engine = engine(slots.capacity() + CRON_INSTANCES)?;
         let mut linker = Linker::new(&engine);
         Ctx::link_factors(&mut linker)?;
         let base = file.base_dir();
@@ -140,8 +140,7 @@ impl Runtime {
             engine,
             components,
             services,
-            slots: Arc::new(tokio::sync::Semaphore::new(max_instances as usize)),
-            max_instances,
+            slots,
             cron_slots: Arc::new(tokio::sync::Semaphore::new(CRON_INSTANCES as usize)),
         })
     }
@@ -191,18 +190,13 @@ impl Runtime {
     }
 
     /// The pool slots: hold a permit while an instance lives.
-    pub(crate) fn slots(&self) -> &Arc<tokio::sync::Semaphore> {
+    pub(crate) fn slots(&self) -> &Arc<Gate> {
         &self.slots
     }
 
     /// The cron trigger's slots: hold a permit while a cron instance lives.
     pub(crate) fn cron_slots(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.cron_slots
-    }
-
-    /// How many request instances may be alive at once (the permits of [`Self::slots`]).
-    pub(crate) fn max_instances(&self) -> u32 {
-        self.max_instances
     }
 
     /// The app-wide services.

@@ -29,7 +29,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use crate::http_trigger::{ConnectionError, HttpTrigger, ResponseBody, handle};
+use crate::http_trigger::{Arrived, ConnectionError, HttpTrigger, ResponseBody, handle};
 use crate::metrics::Metrics;
 use crate::runtime::Runtime;
 
@@ -145,12 +145,22 @@ async fn connection<A>(
 ) where
     A: AsRef<HttpTrigger> + Send + Sync + 'static,
 {
+    let accepted = Instant::now();
     let _ = stream.set_nodelay(true);
     let _open = options.metrics.clone().map(OpenConnection::new);
     let clock = Arc::new(Clock::new());
     let io = Watched::new(stream, clock.clone(), options);
     let metrics = options.metrics.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let first = std::sync::atomic::AtomicBool::new(true);
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+        // A request arrives with its connection, or later with its head's first byte.
+        let (phase, since) = clock.get();
+        let arrived = match first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            true => accepted,
+            false if phase == Phase::Head => since,
+            false => Instant::now(),
+        };
+        req.extensions_mut().insert(Arrived(arrived));
         // Set before the future is first polled: hyper may read the body before that.
         clock.set(Phase::Serving);
         let (app, clock, metrics) = (app.clone(), clock.clone(), metrics.clone());
@@ -401,7 +411,7 @@ impl Drop for Answered {
 
 /// Waits until no guest instance of `runtime` is alive.
 pub async fn instances_done(runtime: &Runtime) {
-    let _ = runtime.slots().acquire_many(runtime.max_instances()).await;
+    runtime.slots().idle().await;
     let cron = crate::runtime::CRON_INSTANCES;
     let _ = runtime.cron_slots().acquire_many(cron).await;
 }

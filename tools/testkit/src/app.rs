@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use seckill_host::expressions::Providers;
+use seckill_host::overload::QueueControl;
 use seckill_host::tls::TlsTrust;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
@@ -61,7 +62,7 @@ pub struct TestAppBuilder<'a> {
     trust: Option<TlsTrust>,
     rest: bool,
     max_instances: u32,
-    instance_wait: Duration,
+    queue_control: QueueControl,
 }
 
 /// The proof of work the test events ask by default: none, so a test may ask for admission
@@ -69,8 +70,8 @@ pub struct TestAppBuilder<'a> {
 pub const TEST_POW_DIFFICULTY: u32 = 0;
 
 /// How long a test app's requests may wait for an instance slot by default: far beyond any
-/// test's queue, so that a test's outcome never depends on the machine's speed. Shedding has a
-/// test of its own ([`TestAppBuilder::instance_wait`]).
+/// test's queue, so that a test's outcome never depends on the machine's speed. Shedding has
+/// tests of its own ([`TestAppBuilder::instance_wait`], [`TestAppBuilder::queue_control`]).
 const TEST_INSTANCE_WAIT: Duration = Duration::from_secs(60);
 
 impl<'a> TestAppBuilder<'a> {
@@ -109,7 +110,14 @@ impl<'a> TestAppBuilder<'a> {
     /// A request that finds no instance slot free for this long is shed: `503` with
     /// `Retry-After` (default: a minute).
     pub fn instance_wait(mut self, wait: Duration) -> Self {
-        self.instance_wait = wait;
+        self.queue_control = QueueControl::fixed(wait);
+        self
+    }
+
+    /// The host's queue control, as it runs in production ([`QueueControl::DEFAULT`]) or
+    /// otherwise (default: [`Self::instance_wait`] of a minute).
+    pub fn queue_control(mut self, control: QueueControl) -> Self {
+        self.queue_control = control;
         self
     }
 
@@ -122,7 +130,7 @@ impl<'a> TestAppBuilder<'a> {
             trust,
             rest,
             max_instances,
-            instance_wait,
+            queue_control,
         } = self;
         fold_settings(manifest, &mut vars)?;
         let extra_nodes = match is_product(manifest) {
@@ -160,7 +168,7 @@ impl<'a> TestAppBuilder<'a> {
             connection_mode: mode,
             providers,
             max_instances: Some(max_instances),
-            instance_wait: Some(instance_wait),
+            queue_control,
             tls,
             // Every test starts a host: compile each component once per build, not per test.
             compile_cache: Some(repo_root().join("target/host-compile-cache")),
@@ -205,7 +213,7 @@ impl TestApp {
             trust: None,
             rest: rest_transport(),
             max_instances: INSTANCES,
-            instance_wait: TEST_INSTANCE_WAIT,
+            queue_control: QueueControl::fixed(TEST_INSTANCE_WAIT),
         }
     }
 

@@ -1,0 +1,599 @@
+//! Admission to the instance pool under overload: a slot per live instance, a queue per
+//! request class ([`Class`]), and queue control that sheds at once what waiting would not help.
+//!
+//! A request that finds a slot free (and nobody of its class or above waiting) runs at once.
+//! Otherwise it queues, and how long it may wait follows the queue's recent past, as the
+//! controlled delay of "Fail at scale" (Maurer, ACM Queue 2015) does: while its class's queue
+//! has been empty within the last [`QueueControl::interval`], a burst is forming and the request
+//! may wait up to that interval; once the queue has stood longer, the host is overloaded and a
+//! new request waits at most [`QueueControl::target`] before it is answered `503` with
+//! `Retry-After` (never run, so safe to retry). While a queue stands it is served newest first
+//! (adaptive LIFO, the same paper): the requests that are still fresh get the slots and the old
+//! ones, about to be shed anyway, go first. A shed request is answered at its own deadline,
+//! not after the requests ahead of it.
+//!
+//! Why this and not an adaptive concurrency limit (Netflix's concurrency-limits, Envoy's
+//! adaptive concurrency): those tune how many requests run at once from the latency they see,
+//! which here is the Redis or Postgres round trip plus the guest, and they still need a queue
+//! policy for what does not fit. The slots are fixed by the pooling allocator anyway; what the
+//! spike needs is that waiting is bounded by how long the queue has stood, which is what
+//! controlled delay measures directly, per class, with two constants and no feedback loop to
+//! tune. The bench's spike rows (`seckill-bench --only spike`) print what it gives.
+//!
+//! Classes: a freed slot goes to the most protected class waiting. The last
+//! [`Gate::reserve`] slots are kept for critical requests, and a critical request is never shed
+//! while a slot is held by a lower class (the next slot to come free is its own); it is shed
+//! only when critical requests alone fill the pool and their queue stands.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+use crate::classes::Class;
+
+/// The queue control's two constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueControl {
+    /// The longest a request may wait once its class's queue has stood for [`Self::interval`].
+    pub target: Duration,
+    /// How long a queue may stand before the host counts itself overloaded, and the longest a
+    /// request waits while it has not (a burst, served).
+    pub interval: Duration,
+}
+
+impl QueueControl {
+    /// "Fail at scale"'s constants: 5 ms and 100 ms. A burst of a few times the pool waits a
+    /// guest's time or two and is served; a standing queue answers within 5 ms what it sheds.
+    pub const DEFAULT: QueueControl = QueueControl {
+        target: Duration::from_millis(5),
+        interval: Duration::from_millis(100),
+    };
+
+    /// A request waits up to `wait` whatever the queue's past (tests on a loaded machine).
+    pub fn fixed(wait: Duration) -> Self {
+        QueueControl {
+            target: wait,
+            interval: wait,
+        }
+    }
+}
+
+impl Default for QueueControl {
+    fn default() -> Self {
+        QueueControl::DEFAULT
+    }
+}
+
+/// The most a shed request is told to wait, in seconds (the storefront's and the demo's own
+/// back-off stops doubling there too: `web/common.js`, `backOffMs`).
+pub const MAX_RETRY_AFTER_S: u64 = 8;
+
+/// How long a queue must stand for each doubling of `Retry-After`.
+const RETRY_AFTER_DOUBLING: Duration = Duration::from_secs(5);
+
+/// A request the gate did not let in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// How long it waited in the queue.
+    pub waited: Duration,
+    /// `Retry-After`, in seconds: its class's base, doubled for every
+    /// [`RETRY_AFTER_DOUBLING`] the queue has stood, at most [`MAX_RETRY_AFTER_S`]. Clients add
+    /// up to as much again of jitter, so that a shed crowd comes back spread out.
+    pub retry_after_s: u64,
+}
+
+/// What a queue is told when a slot is its.
+type Grant = oneshot::Sender<()>;
+
+/// One class's queue.
+struct Queue {
+    /// Oldest first; ids grow from front to back.
+    waiting: VecDeque<(u64, Grant)>,
+    /// When the queue was last seen empty because everybody in it was served. A queue emptied
+    /// by shedding still stands: the overload it shed has not gone.
+    last_empty: Instant,
+    /// Whether it is empty now because its last requests were shed (or went away).
+    emptied_by_shedding: bool,
+}
+
+impl Queue {
+    /// Whether it has stood a whole `interval` at `now`.
+    fn standing(&self, now: Instant, interval: Duration) -> bool {
+        now - self.last_empty >= interval
+    }
+
+    /// Takes the waiter at `at` out without serving it.
+    fn leave(&mut self, at: usize) {
+        self.waiting.remove(at);
+        self.emptied_by_shedding = self.waiting.is_empty();
+    }
+}
+
+struct State {
+    /// Slots held, by class.
+    held: [u32; 4],
+    queues: [Queue; 4],
+    next_id: u64,
+}
+
+impl State {
+    fn in_use(&self) -> u32 {
+        self.held.iter().sum()
+    }
+
+    /// Whether a slot of a class below critical is held.
+    fn lower_class_served(&self) -> bool {
+        self.held[1..].iter().any(|&n| n > 0)
+    }
+}
+
+/// The instance slots and their queues.
+pub struct Gate {
+    capacity: u32,
+    reserve: u32,
+    control: QueueControl,
+    /// Beyond this many waiting, a class's new requests are shed at once.
+    max_waiting: usize,
+    state: Mutex<State>,
+    idle: Notify,
+}
+
+impl Gate {
+    /// `capacity` slots, a few of which only critical requests take.
+    pub fn new(capacity: u32, control: QueueControl) -> Arc<Gate> {
+        let now = Instant::now();
+        let queue = || Queue {
+            waiting: VecDeque::new(),
+            last_empty: now,
+            emptied_by_shedding: false,
+        };
+        Arc::new(Gate {
+            capacity,
+            reserve: Gate::reserve_of(capacity),
+            control,
+            max_waiting: (capacity as usize * 16).max(1024),
+            state: Mutex::new(State {
+                held: [0; 4],
+                queues: [queue(), queue(), queue(), queue()],
+                next_id: 0,
+            }),
+            idle: Notify::new(),
+        })
+    }
+
+    /// Slots kept for critical requests: 1 in 32, at least one (and one fewer than the pool,
+    /// so that a pool of one still serves everybody).
+    fn reserve_of(capacity: u32) -> u32 {
+        (capacity / 32).max(1).min(capacity.saturating_sub(1))
+    }
+
+    /// Slots in all.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Slots only a critical request may take.
+    pub fn reserve(&self) -> u32 {
+        self.reserve
+    }
+
+    /// Slots held now.
+    pub fn in_use(&self) -> u32 {
+        self.lock().in_use()
+    }
+
+    /// Requests waiting now, by class ([`Class::ALL`]'s order).
+    pub fn waiting(&self) -> [usize; 4] {
+        let state = self.lock();
+        std::array::from_fn(|i| state.queues[i].waiting.len())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn may_take(&self, state: &State, class: Class) -> bool {
+        let free = self.capacity - state.in_use();
+        free > 0 && (class == Class::Critical || free > self.reserve)
+    }
+
+    /// A slot for a request of `class`, at once or after a wait the queue control allows;
+    /// refused when waiting would not help. Dropping the future gives up its place (or the slot
+    /// it was just given).
+    pub async fn admit(self: &Arc<Self>, class: Class) -> Result<Permit, Refused> {
+        let arrived = Instant::now();
+        let i = class.index();
+        let (id, rx, mut deadline) = {
+            let mut state = self.lock();
+            let nobody_ahead = state.queues[..=i].iter().all(|q| q.waiting.is_empty());
+            if nobody_ahead && self.may_take(&state, class) {
+                state.held[i] += 1;
+                state.queues[i].last_empty = arrived;
+                state.queues[i].emptied_by_shedding = false;
+                return Ok(self.permit(class, Duration::ZERO));
+            }
+            let id = state.next_id;
+            state.next_id += 1;
+            let queue = &mut state.queues[i];
+            if queue.waiting.is_empty() && !queue.emptied_by_shedding {
+                queue.last_empty = arrived;
+            }
+            let standing = queue.standing(arrived, self.control.interval);
+            if queue.waiting.len() >= self.max_waiting {
+                return Err(self.refusal(class, arrived - queue.last_empty, Duration::ZERO));
+            }
+            let (tx, rx) = oneshot::channel();
+            queue.waiting.push_back((id, tx));
+            let wait = if standing {
+                self.control.target
+            } else {
+                self.control.interval
+            };
+            (id, rx, arrived + wait)
+        };
+        let mut ticket = Ticket {
+            gate: self,
+            class,
+            id,
+            rx,
+            settled: false,
+        };
+        loop {
+            if tokio::time::timeout_at(deadline, &mut ticket.rx)
+                .await
+                .is_ok()
+            {
+                ticket.settled = true;
+                return Ok(self.permit(class, arrived.elapsed()));
+            }
+            let mut state = self.lock();
+            let lower_class_served = state.lower_class_served();
+            let queue = &mut state.queues[i];
+            let Ok(at) = queue.waiting.binary_search_by_key(&id, |(id, _)| *id) else {
+                // Given a slot as its wait ran out.
+                drop(state);
+                ticket.settled = true;
+                return Ok(self.permit(class, arrived.elapsed()));
+            };
+            if class == Class::Critical && lower_class_served {
+                deadline += self.control.interval;
+                continue;
+            }
+            let stood = Instant::now() - queue.last_empty;
+            queue.leave(at);
+            ticket.settled = true;
+            return Err(self.refusal(class, stood, arrived.elapsed()));
+        }
+    }
+
+    fn permit(self: &Arc<Self>, class: Class, waited: Duration) -> Permit {
+        Permit {
+            gate: self.clone(),
+            class,
+            waited,
+        }
+    }
+
+    fn refusal(&self, class: Class, stood: Duration, waited: Duration) -> Refused {
+        let doublings = (stood.as_millis() / RETRY_AFTER_DOUBLING.as_millis()).min(8) as u32;
+        Refused {
+            waited,
+            retry_after_s: (class.retry_after_base_s() << doublings).min(MAX_RETRY_AFTER_S),
+        }
+    }
+
+    /// A slot of `class` comes free: it goes to the most protected class waiting.
+    fn release(&self, state: &mut State, class: Class) {
+        state.held[class.index()] -= 1;
+        let now = Instant::now();
+        for class in Class::ALL {
+            while self.may_take(state, class) {
+                let queue = &mut state.queues[class.index()];
+                // A standing queue is served newest first.
+                let next = if queue.standing(now, self.control.interval) {
+                    queue.waiting.pop_back()
+                } else {
+                    queue.waiting.pop_front()
+                };
+                let Some((_, grant)) = next else { break };
+                if queue.waiting.is_empty() {
+                    queue.last_empty = now;
+                    queue.emptied_by_shedding = false;
+                }
+                if grant.send(()).is_ok() {
+                    state.held[class.index()] += 1;
+                }
+            }
+        }
+        if state.in_use() == 0 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Waits until no slot is held.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.in_use() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A place in a queue: dropped before it is settled (the request went away), it leaves the
+/// queue, or gives back the slot it was given meanwhile.
+struct Ticket<'a> {
+    gate: &'a Arc<Gate>,
+    class: Class,
+    id: u64,
+    rx: oneshot::Receiver<()>,
+    settled: bool,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let mut state = self.gate.lock();
+        let queue = &mut state.queues[self.class.index()];
+        match queue.waiting.binary_search_by_key(&self.id, |(id, _)| *id) {
+            Ok(at) => queue.leave(at),
+            Err(_) => {
+                if self.rx.try_recv().is_ok() {
+                    self.gate.release(&mut state, self.class);
+                }
+            }
+        }
+    }
+}
+
+/// A held slot, given back when dropped.
+pub struct Permit {
+    gate: Arc<Gate>,
+    class: Class,
+    waited: Duration,
+}
+
+impl Permit {
+    /// How long the request waited for it.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut state = self.gate.lock();
+        self.gate.release(&mut state, self.class);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONTROL: QueueControl = QueueControl::DEFAULT;
+
+    /// Starts `admit` for `class` on a task of its own; `paused` time makes every wait exact.
+    fn request(gate: &Arc<Gate>, class: Class) -> tokio::task::JoinHandle<Result<Permit, Refused>> {
+        let gate = gate.clone();
+        tokio::spawn(async move { gate.admit(class).await })
+    }
+
+    /// Lets every task run until it waits on the clock.
+    async fn settle() {
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    async fn fill(gate: &Arc<Gate>, class: Class, n: u32) -> Vec<Permit> {
+        let mut held = Vec::new();
+        for _ in 0..n {
+            held.push(gate.admit(class).await.expect("a free slot"));
+        }
+        held
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_free_slot_is_taken_at_once() {
+        let gate = Gate::new(4, CONTROL);
+        let permit = gate.admit(Class::Read).await.unwrap();
+        assert_eq!(permit.waited(), Duration::ZERO);
+        assert_eq!(gate.in_use(), 1);
+        drop(permit);
+        assert_eq!(gate.in_use(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_short_burst_is_queued_and_served() {
+        let gate = Gate::new(4, CONTROL);
+        let held = fill(&gate, Class::Sale, 3).await;
+        let burst: Vec<_> = (0..3).map(|_| request(&gate, Class::Sale)).collect();
+        settle().await;
+        assert_eq!(gate.waiting()[Class::Sale.index()], 3);
+        // The guests ahead finish within the interval: every queued request gets a slot.
+        tokio::time::advance(Duration::from_millis(30)).await;
+        drop(held);
+        for r in burst {
+            let permit = r.await.unwrap().expect("served, not shed");
+            assert_eq!(permit.waited(), Duration::from_millis(30));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_standing_queue_is_shed_within_the_target() {
+        let gate = Gate::new(4, CONTROL);
+        let held = fill(&gate, Class::Sale, 3).await;
+        // The first in line waits the whole interval and is shed: the queue has stood.
+        let first = request(&gate, Class::Sale);
+        settle().await;
+        tokio::time::advance(CONTROL.interval).await;
+        let shed = first.await.unwrap().err().expect("shed after the interval");
+        assert_eq!(shed.waited, CONTROL.interval);
+        // The queue stands (never empty for an interval): a newcomer waits the target alone.
+        let second = request(&gate, Class::Sale);
+        let third = request(&gate, Class::Sale);
+        settle().await;
+        tokio::time::advance(CONTROL.target).await;
+        for r in [second, third] {
+            let shed = r.await.unwrap().err().expect("shed at the target");
+            assert_eq!(shed.waited, CONTROL.target);
+        }
+        drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shed_request_is_answered_before_those_ahead_finish() {
+        let gate = Gate::new(2, CONTROL);
+        let held = fill(&gate, Class::Read, 1).await;
+        let ahead = request(&gate, Class::Read);
+        settle().await;
+        tokio::time::advance(CONTROL.interval * 2).await;
+        // The queue has stood for two intervals: ahead was shed at its interval; a newcomer is
+        // shed at its target while the slot is still held (the guest takes seconds).
+        assert!(ahead.await.unwrap().is_err());
+        let newcomer = request(&gate, Class::Read);
+        let shed_at = Instant::now();
+        settle().await;
+        tokio::time::advance(CONTROL.target).await;
+        assert!(newcomer.await.unwrap().is_err());
+        assert_eq!(shed_at.elapsed(), CONTROL.target);
+        assert_eq!(gate.in_use(), 1, "the request ahead still runs");
+        drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_freed_slot_goes_to_a_buy_before_a_poll() {
+        let gate = Gate::new(4, CONTROL);
+        let mut held = fill(&gate, Class::Read, 3).await;
+        let poll = request(&gate, Class::Read);
+        settle().await;
+        let buy = request(&gate, Class::Sale);
+        settle().await;
+        held.pop();
+        settle().await;
+        assert!(buy.is_finished(), "the buy, which came later, got the slot");
+        assert!(!poll.is_finished());
+        drop(held);
+        assert!(poll.await.unwrap().is_ok());
+        assert!(buy.await.unwrap().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn critical_requests_pass_a_pool_full_of_reads() {
+        let gate = Gate::new(32, CONTROL);
+        assert_eq!(gate.reserve(), 1);
+        // Reads take every slot they may: the reserve stays free.
+        let held = fill(&gate, Class::Read, 31).await;
+        let read = request(&gate, Class::Read);
+        settle().await;
+        assert!(!read.is_finished(), "a read waits for the reserve");
+        let webhook = gate.admit(Class::Critical).await.expect("the reserve");
+        assert_eq!(webhook.waited(), Duration::ZERO);
+        // The pool is full now: a second critical request waits, past its deadline, for the
+        // first slot a read gives back, and is never shed while reads are served.
+        let job = request(&gate, Class::Critical);
+        settle().await;
+        tokio::time::advance(CONTROL.interval * 20).await;
+        assert!(!job.is_finished(), "waiting, not shed");
+        assert!(read.await.unwrap().is_err(), "the read was shed meanwhile");
+        let mut held = held;
+        held.pop();
+        let job = job.await.unwrap().expect("served");
+        assert_eq!(job.waited(), CONTROL.interval * 20);
+        drop((held, webhook, job));
+        assert_eq!(gate.in_use(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn critical_requests_alone_are_shed_by_their_own_queue() {
+        let gate = Gate::new(2, CONTROL);
+        let held = fill(&gate, Class::Critical, 2).await;
+        let job = request(&gate, Class::Critical);
+        settle().await;
+        tokio::time::advance(CONTROL.interval).await;
+        assert!(job.await.unwrap().is_err());
+        drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_standing_queue_is_served_newest_first() {
+        let gate = Gate::new(2, QueueControl::fixed(Duration::from_secs(60)));
+        let held = fill(&gate, Class::Sale, 1).await;
+        let old = request(&gate, Class::Sale);
+        settle().await;
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let new = request(&gate, Class::Sale);
+        settle().await;
+        // Under a fixed wait of a minute the queue has not stood yet after 1 s: oldest first.
+        drop(held);
+        settle().await;
+        assert!(old.is_finished() && !new.is_finished());
+        drop(old.await.unwrap());
+        assert!(new.await.unwrap().is_ok());
+
+        // Critical requests wait past their deadline while lower classes are served: two of
+        // them in a queue that has stood two intervals, and the newer gets the slot.
+        let gate = Gate::new(3, CONTROL);
+        let mut sales = fill(&gate, Class::Sale, 2).await;
+        let critical = fill(&gate, Class::Critical, 1).await;
+        let old = request(&gate, Class::Critical);
+        settle().await;
+        tokio::time::advance(CONTROL.interval * 2).await;
+        let new = request(&gate, Class::Critical);
+        settle().await;
+        sales.pop();
+        settle().await;
+        assert!(new.is_finished() && !old.is_finished(), "newest first");
+        sales.pop();
+        assert!(old.await.unwrap().is_ok());
+        drop((critical, new.await.unwrap()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_that_goes_away_leaves_no_slot_behind() {
+        let gate = Gate::new(2, CONTROL);
+        let held = fill(&gate, Class::Read, 1).await;
+        let gone = request(&gate, Class::Read);
+        settle().await;
+        gone.abort();
+        settle().await;
+        assert_eq!(gate.waiting()[Class::Read.index()], 0);
+        drop(held);
+        assert_eq!(gate.in_use(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_after_grows_with_the_class_and_how_long_the_queue_stood() {
+        let gate = Gate::new(4, CONTROL);
+        let at = |class, s| gate.refusal(class, Duration::from_secs(s), Duration::ZERO);
+        assert_eq!(at(Class::Sale, 0).retry_after_s, 1);
+        assert_eq!(at(Class::Read, 0).retry_after_s, 2);
+        assert_eq!(at(Class::Sale, 5).retry_after_s, 2);
+        assert_eq!(at(Class::Sale, 12).retry_after_s, 4);
+        assert_eq!(at(Class::Read, 600).retry_after_s, MAX_RETRY_AFTER_S);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_waits_for_the_last_slot() {
+        let gate = Gate::new(2, CONTROL);
+        let permit = gate.admit(Class::Sale).await.unwrap();
+        let idle = {
+            let gate = gate.clone();
+            tokio::spawn(async move { gate.idle().await })
+        };
+        settle().await;
+        assert!(!idle.is_finished());
+        drop(permit);
+        idle.await.unwrap();
+    }
+}
