@@ -5,8 +5,10 @@
 #   - the AWS root through the local provider mirror (infra/terraform/cli.tfrc): init, validate,
 #     plan with fake credentials and tests/plan.tfvars, terraform test (mock provider);
 #   - tests/terraform/check_roots.py: every root (aws, serverless, spinkube) parsed and checked
-#     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed),
-#     and every root and module for references to what it does not declare;
+#     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed, the
+#     SpinKube root's critical routes routed to their own SpinApp: it runs terraform on the
+#     provider-free modules/request-classes), and every root and module for references to what it
+#     does not declare;
 #   - tests/terraform/check_redis_acl.py: the AWS root's Redis ACL is the commands the app runs;
 #   - tests/terraform/migrate_role_test.sh: files/migrate-locked.sh on a real PostgreSQL.
 # What this machine cannot run (no terraform, no provider mirror, no python-hcl2, no PostgreSQL)

@@ -54,6 +54,13 @@ wiring. For each root:
   alerts      the SpinKube root loads infra/prometheus/seckill.rules.yml's groups as they are into a
               PrometheusRule (monitoring.coreos.com/v1) in its namespace, behind a switch that is
               off by default (the kind needs the Prometheus operator's CRDs).
+  critical    the SpinKube root gives the critical routes (spin.http.toml's request classes) a
+              SpinApp of their own: the app's image, executor and runtime config, requests equal
+              to limits, replicas from a validated variable; the ticker calls its Service; and its
+              HTTPRoutes, whose matches come from modules/request-classes (evaluated with
+              terraform: the module is provider-free), send every route's sample paths with every
+              method, ranked as Envoy Gateway ranks matches, to the critical SpinApp exactly when
+              the manifest's class of that (route, method) is critical.
 
 Every root and every module (modules/*) is also checked for references: each var.X, local.X,
 module.X (and module.X.OUT of a local module), data.T.N and resource T.N its expressions use is
@@ -826,9 +833,9 @@ def check_spin_settings(repo: Path, root: Root, report: Report):
 
     elif n == "spinkube":
         spinapps = [b for (t, _), b in root.resources.items() if t == "kubernetes_manifest" and unq(b.get("manifest", {}).get("kind")) == "SpinApp"]
-        if len(spinapps) != 1:
-            problems.append(f"expected one SpinApp kubernetes_manifest, found {len(spinapps)}")
-        for app in spinapps:
+        if not spinapps:
+            problems.append("no SpinApp kubernetes_manifest")
+        for app in spinapps:  # the app and its critical routes' SpinApp: each loads the runtime config
             spec = app.get("manifest", {}).get("spec", {})
             lfs = expr((spec.get("runtimeConfig") or {}).get("loadFromSecret", ""))
             m = re.fullmatch(r"(kubernetes_secret_v1|kubernetes_secret)\.(\w+)\.metadata\[0\]\.name", lfs or "")
@@ -946,6 +953,231 @@ def check_host_runtime(repo: Path, root: Root, report: Report):
     if not re.search(r"secretsmanager get-secret-value", prestart) or not re.search(r"/opt/seckill/bin/migrate\b", prestart):
         problems.append("host-prestart.sh does not read the secrets from Secrets Manager and migrate")
     report.check("aws: runtime = \"seckill-host\" runs files/seckill-host.service with the variables Spin gets", problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# Request classes: the SpinKube root gives the critical routes a SpinApp of their own and routes
+# them there
+# ---------------------------------------------------------------------------------------------
+#
+# The classes come from spin.http.toml's [application.tool.seckill.request_classes], read here
+# with tomllib (a class, or one per method with "*" for the rest; HEAD falls back to GET). The
+# root's HTTPRoutes take their matches from modules/request-classes (provider-free), which this
+# check evaluates with terraform (init and apply of a configuration holding only that module) and
+# then sends every route's sample paths with every method through all the HTTPRoutes' rules, in
+# Envoy Gateway's order (envoyproxy/gateway internal/gatewayapi/sort.go: Exact, then
+# RegularExpression, then PathPrefix, each longest first, then the most header matches, a method
+# match counting as one; a rule without matches is PathPrefix "/"). Every critical pair must reach
+# the critical SpinApp's Service and every other request the app's.
+
+REQUEST_CLASSES_MODULE = "../modules/request-classes"
+CLASS_NAMES = ("critical", "sale", "entry", "read")
+# "PURGE" stands for the methods a route's entry does not name.
+PROBE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE")
+PATH_RANK = {"Exact": 3, "RegularExpression": 2, "PathPrefix": 1}
+_MODULE_OUTPUTS: dict = {}
+
+
+def manifest_classes(man) -> tuple:
+    """(routes, route -> {method or "*": class}, problems) from a parsed manifest."""
+    routes = [t["route"] for t in man.get("trigger", {}).get("http", []) if isinstance(t.get("route"), str)]
+    table = man.get("application", {}).get("tool", {}).get("seckill", {}).get("request_classes")
+    problems, classes = [], {}
+    if not isinstance(table, dict):
+        return routes, classes, ["no [application.tool.seckill.request_classes] table"]
+    for r in routes:
+        entry = table.get(r)
+        if entry is None:
+            problems.append(f"route {r} has no request class")
+            continue
+        if not isinstance(entry, (str, dict)):
+            problems.append(f"route {r}: {entry!r} is neither a class nor a table by method")
+            continue
+        by_method = {"*": entry} if isinstance(entry, str) else dict(entry)
+        if "*" not in by_method:
+            problems.append(f"route {r}: a class by method without \"*\"")
+        bad = sorted({c for c in by_method.values() if c not in CLASS_NAMES})
+        if bad:
+            problems.append(f"route {r}: unknown classes {bad}")
+        classes[r] = by_method
+    problems += [f"{r} has a class but is no route" for r in sorted(set(table) - set(routes))]
+    return routes, classes, problems
+
+
+def class_of(by_method: dict, method: str) -> str:
+    if method in by_method:
+        return by_method[method]
+    if method == "HEAD" and "GET" in by_method:
+        return by_method["GET"]
+    return by_method.get("*", "none")
+
+
+def route_samples(route: str) -> list:
+    """Paths a Spin route serves: each `:param` filled in; a trailing `/...` or `/*` as its
+    prefix and one subpath."""
+    wild = route.endswith("/...") or route.endswith("/*")
+    base = route.rsplit("/", 1)[0] if wild else route
+    filled = "/".join(f"{g[1:]}1" if g.startswith(":") else g for g in base.split("/"))
+    return [filled or "/", f"{filled}/x/y"] if wild else [filled]
+
+
+def gateway_matches(m: dict, path: str, method: str) -> bool:
+    kind, value = m.get("path", {}).get("type", "PathPrefix"), m.get("path", {}).get("value", "/")
+    if m.get("method") not in (None, method):
+        return False
+    if kind == "Exact":
+        return path == value
+    if kind == "RegularExpression":
+        return re.fullmatch(value, path) is not None
+    return value == "/" or path == value.rstrip("/") or path.startswith(value.rstrip("/") + "/")
+
+
+def literal(value):
+    """A parsed HCL literal with python-hcl2's quotes stripped (None where an expression is)."""
+    if isinstance(value, dict):
+        return {k: literal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [literal(v) for v in value]
+    if isinstance(value, str):
+        text = unq(value)
+        return None if text.startswith("${") else text
+    return value
+
+
+def evaluate_request_classes(module_dir: Path, manifest: Path):
+    """modules/request-classes' gateway outputs for this manifest, evaluated by terraform:
+    ({output: value}, None), or (None, why not). Cached by the module's and manifest's text."""
+    texts = [f.read_text() for f in sorted(module_dir.glob("*.tf"))] + [manifest.read_text()]
+    key = json.dumps(texts)
+    if key in _MODULE_OUTPUTS:
+        return _MODULE_OUTPUTS[key]
+    terraform = shutil.which("terraform")
+    if terraform is None:
+        return None, "terraform not found"
+    with tempfile.TemporaryDirectory(prefix="request-classes.") as tmp:
+        Path(tmp, "main.tf").write_text(
+            f'module "rc" {{\n  source   = {json.dumps(str(module_dir))}\n  manifest = file({json.dumps(str(manifest))})\n}}\n'
+            'output "gateway" {\n  value = { main = module.rc.gateway_main_matches, critical = module.rc.gateway_critical_matches }\n}\n')
+        env = {**os.environ, "TF_DATA_DIR": str(Path(tmp, ".terraform")), "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+        result = None
+        for args in (["init", "-backend=false", "-input=false", "-no-color"], ["apply", "-auto-approve", "-input=false", "-no-color"], ["output", "-json", "-no-color"]):
+            run = subprocess.run([terraform, f"-chdir={tmp}", *args], env=env, capture_output=True, text=True)
+            if run.returncode != 0:
+                why = " ".join(re.sub(r"[│╷╵]", " ", run.stderr).split())
+                result = (None, f"terraform {args[0]} of modules/request-classes on {manifest.name} failed: {why}")
+                break
+        else:
+            result = (json.loads(run.stdout)["gateway"]["value"], None)
+    _MODULE_OUTPUTS[key] = result
+    return result
+
+
+def check_critical_routes(repo: Path, root: Root, manifests, report: Report):
+    """The SpinKube root: the critical routes' SpinApp (same image and runtime config as the app,
+    requests = limits, replicas from a validated variable), the ticker calling it, and the
+    HTTPRoutes sending every critical pair of spin.http.toml to it and nothing else."""
+    title = "spinkube: the critical routes in a SpinApp of their own (reserved capacity), called by the ticker, every critical pair routed to it"
+    problems = []
+    apps = {n: b.get("manifest", {}) for (t, n), b in root.resources.items()
+            if t == "kubernetes_manifest" and unq(b.get("manifest", {}).get("kind")) == "SpinApp"}
+    main, crit = apps.get("spinapp"), apps.get("spinapp_critical")
+    if main is None or crit is None:
+        report.check(title, ["expected the SpinApps kubernetes_manifest.spinapp (the app) and kubernetes_manifest.spinapp_critical (its critical routes)"])
+        return
+    main_name, crit_name = (expr(a.get("metadata", {}).get("name", "")) for a in (main, crit))
+    mspec, cspec = main.get("spec", {}), crit.get("spec", {})
+    for key in ("image", "executor", "runtimeConfig", "podAnnotations"):
+        if json.dumps(cspec.get(key)) != json.dumps(mspec.get(key)):
+            problems.append(f"the critical SpinApp's {key} {cspec.get(key)!r} is not the app's {mspec.get(key)!r}")
+    resources = cspec.get("resources") or {}
+    limits, requests = resources.get("limits"), resources.get("requests")
+    if limits is None or json.dumps(limits) != json.dumps(requests):
+        problems.append(f"the critical SpinApp's requests are not its limits (reserved capacity, Guaranteed QoS): {resources!r}")
+    else:
+        m = re.fullmatch(r"var\.(\w+)", expr(limits)) if not isinstance(limits, dict) else None
+        fields = set(limits) if isinstance(limits, dict) else set(re.findall(r"\b(cpu|memory)\b", json.dumps(root.variables.get(m.group(1), {}).get("type", "")))) if m else set()
+        if not {"cpu", "memory"} <= fields:
+            problems.append(f"the critical SpinApp's resources do not set both cpu and memory: {limits!r}")
+    replicas = re.fullmatch(r"var\.(\w+)", expr(cspec.get("replicas", "")))
+    if not replicas or not any(">= 1" in expr(v.get("condition", "")) for v in root.variables.get(replicas.group(1), {}).get("validation", [])):
+        problems.append(f"the critical SpinApp's replicas {cspec.get('replicas')!r} is not a variable validated to at least 1")
+
+    # The ticker calls the job routes (critical) on the critical SpinApp's Service.
+    def env_values(value, name):
+        if isinstance(value, dict):
+            if unq(value.get("name")) == name and "value" in value:
+                yield value["value"]
+            for v in value.values():
+                yield from env_values(v, name)
+        elif isinstance(value, list):
+            for v in value:
+                yield from env_values(v, name)
+    urls = [local_closure(root, v) for (t, _), b in root.resources.items() if t.startswith("kubernetes_deployment") for v in env_values(b, "APP_URL")]
+    if not urls or not all(crit_name in u for u in urls):
+        problems.append(f"the ticker's APP_URL is not the critical SpinApp's Service ({crit_name}): {urls}")
+
+    # The HTTPRoutes' rules, each with its backend (the app or the critical app) and matches.
+    mod = root.modules.get("request_classes", {})
+    if unq(mod.get("source")) != REQUEST_CLASSES_MODULE or expr(mod.get("manifest", "")) != "file(local.manifest_file)":
+        problems.append(f'no module "request_classes" with source {REQUEST_CLASSES_MODULE} reading the image\'s manifest (file(local.manifest_file))')
+    rules = []
+    for (t, n), b in root.resources.items():
+        manifest = b.get("manifest", {})
+        if t != "kubernetes_manifest" or unq(manifest.get("kind")) != "HTTPRoute":
+            continue
+        if unq(manifest.get("apiVersion")) != "gateway.networking.k8s.io/v1":
+            problems.append(f"HTTPRoute {n}: apiVersion {manifest.get('apiVersion')!r}, not gateway.networking.k8s.io/v1")
+        for i, rule in enumerate((manifest.get("spec") or {}).get("rules") or []):
+            names = {expr(ref.get("name", "")) for ref in rule.get("backendRefs") or []}
+            target = {frozenset([main_name]): "main", frozenset([crit_name]): "critical"}.get(frozenset(names))
+            if target is None:
+                problems.append(f"HTTPRoute {n} rule {i}: backendRefs {sorted(names)} are neither the app's Service ({main_name}) nor the critical one's ({crit_name})")
+                continue
+            matches = rule.get("matches", [])
+            out = re.fullmatch(r"module\.request_classes\.(\w+)", expr(matches)) if not isinstance(matches, list) else None
+            rules.append((n, i, target, out.group(1) if out else literal(matches)))
+    if not rules:
+        problems.append("no HTTPRoute sends requests to the SpinApps")
+    routes, classes, table_problems = manifest_classes(manifests["spin.http.toml"])
+    problems += [f"spin.http.toml: {p}" for p in table_problems]
+
+    outputs, why = evaluate_request_classes(root.path.parent / "modules/request-classes", root.path.parents[2] / "spin.http.toml")
+    if outputs is None and why == "terraform not found" and os.environ.get("CI") != "true":
+        print("skip spinkube: the HTTPRoutes' matches (modules/request-classes) are not evaluated: terraform not found")
+    elif outputs is None:
+        problems.append(why)
+    else:
+        names = {"gateway_main_matches": "main", "gateway_critical_matches": "critical"}
+        resolved = []
+        for n, i, target, matches in rules:
+            if isinstance(matches, str):
+                if matches not in names:
+                    problems.append(f"HTTPRoute {n} rule {i}: matches module.request_classes.{matches}, not gateway_main_matches or gateway_critical_matches")
+                    continue
+                matches = outputs[names[matches]]
+            if not isinstance(matches, list) or any(m is None for m in matches):
+                problems.append(f"HTTPRoute {n} rule {i}: matches are neither a module.request_classes output nor a literal list")
+                continue
+            if target == "critical" and not matches:
+                problems.append(f"HTTPRoute {n} rule {i}: no matches, so every path, to the critical app")
+            resolved += [(target, m) for m in (matches or [{"path": {"type": "PathPrefix", "value": "/"}}])]
+        for r in routes:
+            if r not in classes:
+                continue
+            for path in route_samples(r):
+                for method in PROBE_METHODS:
+                    want = "critical" if class_of(classes[r], method) == "critical" else "main"
+                    hits = sorted(((PATH_RANK.get(m.get("path", {}).get("type"), 0), len(m.get("path", {}).get("value", "")), int("method" in m)), target)
+                                  for target, m in resolved if gateway_matches(m, path, method))
+                    if not hits:
+                        problems.append(f"{method} {path} ({r}) matches no HTTPRoute rule")
+                        continue
+                    best = [t for rank, t in hits if rank == hits[-1][0]]
+                    if len(set(best)) > 1:
+                        problems.append(f"{method} {path} ({r}) matches rules of both apps with the same rank")
+                    elif best[0] != want:
+                        problems.append(f"{method} {path} ({r}, {class_of(classes[r], method)}) reaches the {best[0]} app, not the {want} one")
+    report.check(title, problems)
 
 
 def check_deploy_guide(repo: Path, report: Report):
@@ -1159,6 +1391,7 @@ def run_checks(repo: Path, report: Report):
             check_host_runtime(repo, root, report)
         if name == "spinkube":
             check_alert_rules(repo, root, report)
+            check_critical_routes(repo, root, manifests, report)
     check_deploy_guide(repo, report)
     check_runtime_config_writer(repo, manifests, report)
     check_references(repo, report)
@@ -1326,6 +1559,31 @@ DEFECTS = [
     ("the PrometheusRule from another file", "infra/terraform/spinkube/main.tf",
      "/../../prometheus/seckill.rules.yml", "/seckill.rules.yml",
      "spec.groups is not yamldecode(file(...)).groups of"),
+    # The SpinKube root's critical routes
+    ("a critical route missing from the critical HTTPRoute", "infra/terraform/spinkube/main.tf",
+     "matches     = module.request_classes.gateway_critical_matches",
+     'matches     = [{ path = { type = "Exact", value = "/api/payments/webhook" } }]',
+     "POST /admin/jobs/job1 (/admin/jobs/:job, critical) reaches the main app"),
+    ("the module leaving the job routes out", "infra/terraform/modules/request-classes/main.tf",
+     '} if contains(values(local.classes[r]), "critical")]',
+     '} if contains(values(local.classes[r]), "critical") && !startswith(r, "/admin/jobs/")]',
+     "GET /admin/jobs/job1 (/admin/jobs/:job, critical) reaches the main app"),
+    ("a route of spin.http.toml without a request class", "spin.http.toml",
+     '"/admin/jobs/:job" = "critical"\n', "",
+     "route /admin/jobs/:job has no request class"),
+    ("the operators' reads sent to the critical app", "infra/terraform/spinkube/main.tf",
+     "matches     = module.request_classes.gateway_main_matches", "matches     = []",
+     "GET /admin/events (/admin/events, sale) reaches the critical app"),
+    ("the ticker calling the main app", "infra/terraform/spinkube/main.tf",
+     "value = local.critical_service_url", "value = local.app_service_url",
+     "the ticker's APP_URL is not the critical SpinApp's Service"),
+    ("critical pods whose requests are not their limits", "infra/terraform/spinkube/main.tf",
+     "requests = var.critical_resources", 'requests = { cpu = "100m", memory = "64Mi" }',
+     "requests are not its limits"),
+    ("the critical SpinApp on another image", "infra/terraform/spinkube/main.tf",
+     "      image          = var.image\n      executor       = var.executor\n      replicas       = var.critical_replicas",
+     '      image          = "ghcr.io/acme/other:1"\n      executor       = var.executor\n      replicas       = var.critical_replicas',
+     "the critical SpinApp's image"),
     # References to what the root or module does not declare
     ("an undeclared variable", "infra/terraform/spinkube/main.tf",
      "replicas = var.replicas", "replicas = var.replica_count",

@@ -19,7 +19,18 @@
 # if one goes missing. Our host needs no runtime config (it resolves every variable once, at
 # start); its unit unsets RUST_BACKTRACE and sets RUST_LIB_BACKTRACE=0 too.
 #
-# Rollout: a new artifact or setting makes a new launch template version; the group's instance
+# Two groups run the same launch template: the main one (`instances`, scaled on CPU) and a small,
+# fixed one reserved for the critical routes (`critical_instances`): the payment provider's
+# webhook, the job routes and operators' writes, as the manifest's request classes say
+# (modules/request-classes). The load balancer's rules send every critical (route, method) pair to
+# the critical group's target group and everything else to the main one, so a buyers' flood that
+# fills the main group's instance pools (real Spin answers an empty 500 at a full pool, and a slow
+# request body holds an instance) never takes the capacity the order chain needs. Under
+# runtime = "seckill-host" the host also sheds by class on every instance; the reserved group
+# stays, because shedding costs the main group CPU and connections too, and it is the same few
+# lines. Every instance of both groups runs the cron triggers (the drain's lease makes that safe).
+#
+# Rollout: a new artifact or setting makes a new launch template version; each group's instance
 # refresh replaces instances a few at a time. Each new instance applies pending migrations before
 # it serves (under a Postgres advisory lock, so simultaneous boots wait for each other); old
 # instances keep serving meanwhile, so migrations must stay backward compatible. Changing
@@ -274,6 +285,44 @@ resource "aws_autoscaling_policy" "cpu" {
   }
 }
 
+# The critical routes' reserved instances: the same launch template, a fixed size, no scaling
+# policy (their load is the provider's webhooks and operators' writes, not the sale's crowd).
+# Created, it is waited for until its instances pass the target group's check, and the listener
+# rules that send the critical routes to it come after: on a running deployment those routes
+# keep reaching the main group until the reserved one serves.
+resource "aws_autoscaling_group" "critical" {
+  name_prefix               = "${var.name}-critical-"
+  vpc_zone_identifier       = [for s in aws_subnet.private : s.id]
+  min_size                  = var.critical_instances
+  desired_capacity          = var.critical_instances
+  max_size                  = var.critical_instances
+  health_check_type         = "ELB"
+  health_check_grace_period = 600
+  target_group_arns         = [aws_lb_target_group.critical.arn]
+  min_elb_capacity          = var.critical_instances
+  wait_for_capacity_timeout = "20m" # packages, Spin (or not), the artifact, migrations
+
+  launch_template {
+    id      = aws_launch_template.app.id
+    version = aws_launch_template.app.latest_version
+  }
+
+  instance_refresh {
+    strategy = "Rolling"
+    preferences {
+      min_healthy_percentage = 50
+    }
+  }
+
+  tag {
+    key                 = "Name"
+    value               = "${var.name}-critical"
+    propagate_at_launch = true
+  }
+
+  depends_on = [aws_route.private_nat, aws_secretsmanager_secret_version.spin, aws_secretsmanager_secret_version.migration]
+}
+
 # --- Load balancer --------------------------------------------------------------------------
 
 resource "aws_lb" "app" {
@@ -289,6 +338,11 @@ resource "aws_lb" "app" {
   xff_header_processing_mode = var.cdn ? "preserve" : "append"
 }
 
+# The targets' health check (both groups): health_check_path, by default Spin's
+# /.well-known/spin/health, answered before routing and without an instance of the app (Spin
+# crates/trigger-http/src/server.rs, `handle`; seckill-host likewise), so neither a full instance
+# pool nor the host shedding buyer reads marks a busy instance unhealthy (which would move its
+# load onto the others and have the group replace it), nor does an outage of Redis or Postgres.
 resource "aws_lb_target_group" "app" {
   name_prefix          = "sk-"
   port                 = var.app_port
@@ -305,6 +359,32 @@ resource "aws_lb_target_group" "app" {
   }
 
   lifecycle { create_before_destroy = true }
+}
+
+resource "aws_lb_target_group" "critical" {
+  name_prefix          = "skc-"
+  port                 = var.app_port
+  protocol             = "HTTP"
+  vpc_id               = aws_vpc.main.id
+  deregistration_delay = 30
+
+  health_check {
+    path                = var.health_check_path
+    matcher             = "200"
+    interval            = 10
+    healthy_threshold   = 2
+    unhealthy_threshold = 3
+  }
+
+  lifecycle { create_before_destroy = true }
+}
+
+# A WAFv2 web ACL on the load balancer when there is no CloudFront in front (with cdn, the ACL is
+# the distribution's: cdn.tf).
+resource "aws_wafv2_web_acl_association" "lb" {
+  count        = !var.cdn && var.web_acl_arn != null ? 1 : 0
+  resource_arn = aws_lb.app.arn
+  web_acl_arn  = var.web_acl_arn
 }
 
 resource "aws_lb_listener" "https" {
@@ -360,6 +440,13 @@ resource "aws_lb_listener" "http" {
       }
     }
   }
+
+  lifecycle {
+    precondition {
+      condition     = local.lb_rule_count <= 100
+      error_message = "The load balancer would hold ${local.lb_rule_count} listener rules, over ALB's 100: the critical routes' rules repeat operator_cidrs for the operators' paths; give fewer, wider ranges."
+    }
+  }
 }
 
 # --- Operators' paths from operators' addresses only (operator_cidrs) ------------------------
@@ -379,7 +466,7 @@ locals {
 resource "aws_lb_listener_rule" "operators_allowed" {
   count        = length(local.operator_cidr_groups)
   listener_arn = local.app_listener_arn
-  priority     = 10 + count.index
+  priority     = local.lb_priority.operators + count.index
 
   action {
     type             = "forward"
@@ -400,7 +487,7 @@ resource "aws_lb_listener_rule" "operators_allowed" {
 resource "aws_lb_listener_rule" "operators_only" {
   count        = length(var.operator_cidrs) > 0 ? 1 : 0
   listener_arn = local.app_listener_arn
-  priority     = 1000
+  priority     = local.lb_priority.operators_only
 
   action {
     type = "fixed-response"
@@ -413,6 +500,125 @@ resource "aws_lb_listener_rule" "operators_only" {
   condition {
     path_pattern {
       values = local.operator_paths
+    }
+  }
+}
+
+# --- The critical routes to their own capacity ----------------------------------------------
+# The manifest's request classes (modules/request-classes reads spin.toml, the manifest the
+# instances run; a route without a class fails the plan) give each critical route its ALB path
+# patterns and which of its methods are critical. Rules, first match wins:
+#   1. a route whose methods are critical but for some named with a lower class (the operators'
+#      GET and HEAD of /admin/events): path + those methods -> the main group;
+#   2. every critical route: path (+ its critical methods, where only some are) -> the critical
+#      group;
+#   3. the operators' rules (operator_cidrs) and the CDN's origin check;
+#   4. the listener's default action: the main group (or 403 behind CloudFront).
+# Behind CloudFront rules 1 and 2 also require the origin header, as the CDN's rule does; with
+# operator_cidrs, the rules for the operators' paths carry the operators' ranges, so an address
+# outside them still meets the 403 of rule 3. ALB's limits: at most 3 values per condition and 5
+# per rule (paths, methods, addresses and the header each count one) and 5 wildcards per rule, so
+# routes that share their methods share a rule while they fit, and the rest is split.
+
+module "request_classes" {
+  source = "../modules/request-classes"
+
+  manifest = file("${path.module}/../../../spin.toml")
+}
+
+locals {
+  lb_priority = { critical = 100, operators = 300, cdn = 900, operators_only = 1000 }
+
+  # Each critical route as ALB rule material: its paths, the methods (empty: any) and whether it
+  # lies under the operators' paths (then operator_cidrs applies to it).
+  lb_class_routes = [for c in module.request_classes.critical_routes : {
+    paths          = c.alb_path_patterns
+    methods        = c.methods
+    except_methods = c.except_methods
+    operators      = anytrue([for p in c.alb_path_patterns : anytrue([for o in local.operator_paths : can(regex("^${replace(replace(o, ".", "\\."), "*", ".*")}$", p))])])
+  }]
+  lb_class_segments = {
+    main     = [for c in local.lb_class_routes : { paths = c.paths, methods = c.except_methods, operators = c.operators } if length(c.except_methods) > 0]
+    critical = [for c in local.lb_class_routes : { paths = c.paths, methods = c.methods, operators = c.operators }]
+  }
+  # Routes with the same methods (and, with operator_cidrs, on the same side of the operators'
+  # paths) share rules.
+  lb_class_groups = { for target, segments in local.lb_class_segments : target => [
+    for key in distinct([for s in segments : "${join(",", s.methods)}|${s.operators && length(var.operator_cidrs) > 0}"]) : {
+      methods   = [for s in segments : s.methods if "${join(",", s.methods)}|${s.operators && length(var.operator_cidrs) > 0}" == key][0]
+      ips       = endswith(key, "|true") ? var.operator_cidrs : []
+      paths     = distinct(flatten([for s in segments : s.paths if "${join(",", s.methods)}|${s.operators && length(var.operator_cidrs) > 0}" == key]))
+      wildcards = max(1, [for s in segments : max([for p in s.paths : length(regexall("[*?]", p))]...) if "${join(",", s.methods)}|${s.operators && length(var.operator_cidrs) > 0}" == key]...)
+    }
+  ] }
+  # Values per rule: the header (behind CloudFront), up to 3 methods, then addresses (up to 3,
+  # leaving one value for a path), then paths with what is left (and at most 5 wildcards).
+  lb_header_values = var.cdn ? 1 : 0
+  lb_class_rules = flatten([for target in ["main", "critical"] : [
+    for g in local.lb_class_groups[target] : [
+      for combo in setproduct(
+        chunklist(g.paths, max(1, min(3,
+          5 - local.lb_header_values - min(3, length(g.methods)) - (length(g.ips) > 0 ? max(1, min(3, 4 - local.lb_header_values - min(3, length(g.methods)))) : 0),
+          floor(5 / g.wildcards),
+        ))),
+        length(g.methods) > 0 ? chunklist(g.methods, 3) : [[]],
+        length(g.ips) > 0 ? chunklist(g.ips, max(1, min(3, 4 - local.lb_header_values - min(3, length(g.methods))))) : [[]],
+      ) : { target = target, paths = combo[0], methods = combo[1], source_ips = combo[2] }
+    ]
+  ]])
+  lb_rule_count = length(local.lb_class_rules) + length(local.operator_cidr_groups) + (length(var.operator_cidrs) > 0 ? 1 : 0) + (var.cdn ? 1 : 0)
+}
+
+resource "aws_lb_listener_rule" "request_class" {
+  count        = length(local.lb_class_rules)
+  listener_arn = local.app_listener_arn
+  priority     = local.lb_priority.critical + count.index
+
+  action {
+    type             = "forward"
+    target_group_arn = local.lb_class_rules[count.index].target == "critical" ? aws_lb_target_group.critical.arn : aws_lb_target_group.app.arn
+  }
+  condition {
+    path_pattern {
+      values = local.lb_class_rules[count.index].paths
+    }
+  }
+  dynamic "condition" {
+    for_each = length(local.lb_class_rules[count.index].methods) > 0 ? [1] : []
+    content {
+      http_request_method {
+        values = local.lb_class_rules[count.index].methods
+      }
+    }
+  }
+  dynamic "condition" {
+    for_each = length(local.lb_class_rules[count.index].source_ips) > 0 ? [1] : []
+    content {
+      source_ip {
+        values = local.lb_class_rules[count.index].source_ips
+      }
+    }
+  }
+  dynamic "condition" {
+    for_each = var.cdn ? [1] : []
+    content {
+      http_header {
+        http_header_name = local.cdn_origin_header
+        values           = [var.cdn_origin_secret]
+      }
+    }
+  }
+
+  depends_on = [aws_autoscaling_group.critical]
+
+  lifecycle {
+    precondition {
+      condition = (
+        length(local.lb_class_rules[count.index].paths) + length(local.lb_class_rules[count.index].methods) + length(local.lb_class_rules[count.index].source_ips) + local.lb_header_values <= 5 &&
+        length(local.lb_class_rules[count.index].methods) <= 3 && length(local.lb_class_rules[count.index].source_ips) <= 3 &&
+        length(regexall("[*?]", join("", local.lb_class_rules[count.index].paths))) <= 5
+      )
+      error_message = "A request-class rule exceeds ALB's limits (5 values and 5 wildcards per rule, 3 values per condition): ${jsonencode(local.lb_class_rules[count.index])}."
     }
   }
 }

@@ -68,6 +68,9 @@ resource "aws_cloudfront_distribution" "app" {
   aliases         = var.cdn_aliases
   price_class     = var.cdn_price_class
   http_version    = "http2and3"
+  # A WAFv2 web ACL (scope CLOUDFRONT): its rules see the viewer's own address, the one to rate
+  # limit the public critical routes by (DEPLOY.md, "At overload").
+  web_acl_id = var.web_acl_arn
 
   origin {
     origin_id   = local.cdn_origin_id
@@ -151,12 +154,13 @@ resource "aws_cloudfront_distribution" "app" {
   }
 }
 
-# The load balancer's side of the origin secret: requests that carry it go to the app; any other
-# gets the listener's default answer, 403 (app.tf).
+# The load balancer's side of the origin secret: requests that carry it go to the app (after the
+# request-class rules, which require it too and send the critical routes to their own group:
+# app.tf); any other gets the listener's default answer, 403.
 resource "aws_lb_listener_rule" "from_cdn" {
   count        = var.cdn ? 1 : 0
   listener_arn = local.app_listener_arn
-  priority     = 1
+  priority     = local.lb_priority.cdn
 
   action {
     type             = "forward"

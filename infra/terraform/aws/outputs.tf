@@ -50,8 +50,18 @@ output "allowed_outbound_hosts" {
 }
 
 output "autoscaling_group_name" {
-  description = "The instances' Auto Scaling group (start an instance refresh here to roll)."
+  description = "The main instances' Auto Scaling group (start an instance refresh here to roll)."
   value       = aws_autoscaling_group.app.name
+}
+
+output "critical_autoscaling_group_name" {
+  description = "The Auto Scaling group reserved for the critical routes (same launch template; roll it with the main one)."
+  value       = aws_autoscaling_group.critical.name
+}
+
+output "critical_routes" {
+  description = "The critical (route, method) pairs of spin.toml that the load balancer sends to the reserved group (method \"*\": every method the route's entry does not name)."
+  value       = module.request_classes.critical_pairs
 }
 
 output "vpc_id" {

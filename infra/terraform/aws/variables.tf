@@ -360,7 +360,7 @@ variable "instance_arch" {
 }
 
 variable "instances" {
-  description = "Auto Scaling group sizes."
+  description = "The main Auto Scaling group's sizes, scaled on CPU between min and max (every route but the critical ones, which have critical_instances)."
   type = object({
     min     = number
     desired = number
@@ -370,6 +370,16 @@ variable "instances" {
   validation {
     condition     = var.instances.min >= 1 && var.instances.min <= var.instances.desired && var.instances.desired <= var.instances.max
     error_message = "instances: 1 <= min <= desired <= max."
+  }
+}
+
+variable "critical_instances" {
+  description = "Instances reserved for the critical routes (the manifest's request classes: the payment provider's webhook, the job routes, operators' writes): a second Auto Scaling group of the same launch template, fixed at this size, with a target group of its own to which the load balancer sends every critical (route, method) pair; everything else goes to the main group (`instances`). 2 by default, spread over the zones: one instance's loss or refresh leaves the other."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.critical_instances >= 1 && var.critical_instances <= 10 && floor(var.critical_instances) == var.critical_instances
+    error_message = "critical_instances: a whole number from 1 to 10 (the critical routes carry webhooks, jobs and operators, not the sale's crowd)."
   }
 }
 
@@ -386,9 +396,13 @@ variable "app_port" {
 }
 
 variable "health_check_path" {
-  description = "The ALB's target check. /api/time answers without touching Redis or Postgres, so a managed-service outage does not make the group replace every instance; /api/health checks both."
+  description = "The ALB's target check, for both groups. /.well-known/spin/health (default) is answered by Spin before routing, without an instance of the app (Spin crates/trigger-http/src/server.rs, `handle`), and by seckill-host likewise: neither a full instance pool nor the host shedding buyer reads under overload fails it, so the load balancer does not pull a busy instance (moving its load onto the others) nor the group replace it; it touches neither Redis nor Postgres, so a managed-service outage does not either. /api/health checks both through the app (an instance per check, shed with the reads)."
   type        = string
-  default     = "/api/time"
+  default     = "/.well-known/spin/health"
+  validation {
+    condition     = can(regex("^/[!-~]*$", var.health_check_path)) && length(var.health_check_path) <= 1024
+    error_message = "health_check_path: a path starting with /, printable ASCII, at most 1024 characters."
+  }
 }
 
 variable "spin_version" {
@@ -516,12 +530,22 @@ variable "lb_ingress_cidrs" {
 }
 
 variable "operator_cidrs" {
-  description = "Address ranges (CIDR, IPv4 or IPv6) from which /admin/* and /console are reachable; from any other address the load balancer answers them 403. Empty: no restriction beyond the operators' tokens."
+  description = "Address ranges (CIDR, IPv4 or IPv6) from which /admin/* and /console are reachable; from any other address the load balancer answers them 403. Empty: no restriction beyond the operators' tokens. The critical routes' rules under /admin/* carry these ranges too, so the plan fails when the load balancer's rules would exceed ALB's 100: give a few wide ranges."
   type        = list(string)
   default     = []
   validation {
     condition     = alltrue([for c in var.operator_cidrs : can(cidrhost(c, 0))]) && length(var.operator_cidrs) <= 90
     error_message = "operator_cidrs: at most 90 CIDR blocks (3 to a listener rule, 100 rules to a listener)."
+  }
+}
+
+variable "web_acl_arn" {
+  description = "A WAFv2 web ACL to put in front of the app (null: none). With cdn, a global one (scope CLOUDFRONT, made in us-east-1) on the distribution, whose rules see each viewer's own address; without, a regional one in `region` on the load balancer. Where a rate limit per client address keeps a forged flood of the public critical routes (the webhook, the admin routes) off their reserved instances (DEPLOY.md, \"At overload\")."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.web_acl_arn == null || can(regex(var.cdn ? "^arn:aws[a-z-]*:wafv2:us-east-1:[0-9]{12}:global/webacl/[^/]+/[^/]+$" : "^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:[0-9]{12}:regional/webacl/[^/]+/[^/]+$", coalesce(var.web_acl_arn, "-")))
+    error_message = "web_acl_arn: a WAFv2 web ACL's ARN, global (arn:aws:wafv2:us-east-1:<account>:global/webacl/<name>/<id>) with cdn, regional in the load balancer's region without."
   }
 }
 

@@ -3,6 +3,10 @@
 # or Fermyon Cloud, deployed by the spin CLI from spin.http.toml (HTTP triggers only: neither
 # platform runs [[trigger.cron]]). DEPLOY.md (beside this directory) walks through it.
 #
+# Capacity is the platform's: it runs the instances and routes the requests, so the critical
+# routes (the manifest's request classes) get no capacity of their own here, and nothing is
+# routed by class; DEPLOY.md, "At overload", says what each platform documents of overload.
+#
 # The upstash and neon providers cannot be installed on the CI machines (their registry is
 # unreachable there): this root is checked by `terraform fmt` and tests/terraform/check_roots.py,
 # not by init/plan.

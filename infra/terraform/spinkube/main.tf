@@ -37,8 +37,11 @@ locals {
   manifest_file = "${path.module}/../../../spin.http.toml"
 
   secret_name = "${var.app_name}-variables"
-  # The Service the SpinKube operator creates for the SpinApp (port 80).
+  # The Service the SpinKube operator creates for each SpinApp (port 80).
   app_service_url = "http://${var.app_name}.${var.namespace}.svc.cluster.local"
+  # The critical routes' own SpinApp (and Service): the same image, reserved capacity.
+  critical_app_name    = "${var.app_name}-critical"
+  critical_service_url = "http://${local.critical_app_name}.${var.namespace}.svc.cluster.local"
 
   migrations_dir  = "${path.module}/../../../migrations"
   migration_files = fileset(local.migrations_dir, "*.sql")
@@ -193,11 +196,177 @@ resource "kubernetes_manifest" "spinapp" {
   }
 }
 
+# --- The critical routes: a SpinApp of their own, routed by the manifest's request classes ------
+# Real Spin (which the shim runs) sheds nothing: a pod whose instance pool is full answers an
+# empty 500, and a slow request body holds an instance while Spin waits for it. So the critical
+# routes (the payment provider's webhook, the job routes, operators' writes: the manifest's
+# request classes, read by modules/request-classes; a route without a class fails the plan) get a
+# SpinApp of their own: the same image, runtime config and executor, `critical_replicas` pods
+# whose requests equal their limits (Guaranteed QoS: the scheduler reserves the capacity and the
+# kubelet evicts them last; the main SpinApp sets none, so it goes first). A SpinApp has no
+# priorityClassName (spin-operator api/v1alpha1/spinapp_types.go), so no PriorityClass is set.
+# The ticker calls the job routes on this app's Service; the Gateway API routes below send the
+# public critical pairs here.
+
+module "request_classes" {
+  source = "../modules/request-classes"
+
+  manifest = file(local.manifest_file)
+}
+
+resource "kubernetes_manifest" "spinapp_critical" {
+  manifest = {
+    apiVersion = "core.spinkube.dev/v1alpha1"
+    kind       = "SpinApp"
+    metadata = {
+      name      = local.critical_app_name
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+    }
+    spec = {
+      image          = var.image
+      executor       = var.executor
+      replicas       = var.critical_replicas
+      runtimeConfig  = { loadFromSecret = kubernetes_secret_v1.spin.metadata[0].name }
+      podAnnotations = { "seckill/runtime-config-sha256" = module.runtime_config.sha256 }
+      resources = {
+        limits   = var.critical_resources
+        requests = var.critical_resources
+      }
+    }
+  }
+
+  depends_on = [kubernetes_job_v1.migrate]
+
+  lifecycle {
+    precondition {
+      condition     = length(module.runtime_config.missing) == 0
+      error_message = "Some variables of spin.http.toml have neither a value nor a default: ${join(", ", module.runtime_config.missing)}."
+    }
+  }
+}
+
+# --- Routing: Gateway API HTTPRoutes on your Gateway (var.gateway) -------------------------------
+# An HTTPRoute can match a method, an Ingress cannot, so the operators' reads of a route whose
+# writes are critical stay with the main app. Two routes on the same parent and hostnames (the
+# gateway merges their rules and ranks them as Gateway API says: Exact before the longest
+# PathPrefix, then a match with a method before one without):
+#   <app>: PathPrefix "/" to the main app, and the lower-class methods of the critical routes
+#     (module.request_classes.gateway_main_matches: GET and HEAD of /admin/events...);
+#   <app>-critical: every critical pair (module.request_classes.gateway_critical_matches).
+# A route with a `:param` segment is a RegularExpression match, whose rank Gateway API leaves to
+# the implementation: Envoy Gateway ranks Exact, then RegularExpression, then PathPrefix, each by
+# length, then by header matches, a method counting as one (envoyproxy/gateway
+# internal/gatewayapi/sort.go and route.go), which is what these rules need; check another
+# implementation's order before relying on it. tests/terraform/check_roots.py sends every route of
+# spin.http.toml through these rules with that order.
+
+locals {
+  gateway_parent_refs = var.gateway == null ? [] : [merge(
+    { name = var.gateway.name },
+    var.gateway.namespace == null ? {} : { namespace = var.gateway.namespace },
+    var.gateway.section_name == null ? {} : { sectionName = var.gateway.section_name },
+  )]
+  gateway_hostnames = var.gateway == null ? [] : var.gateway.hostnames
+}
+
+resource "kubernetes_manifest" "route_main" {
+  count = var.gateway == null ? 0 : 1
+  manifest = {
+    apiVersion = "gateway.networking.k8s.io/v1"
+    kind       = "HTTPRoute"
+    metadata = {
+      name      = var.app_name
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+    }
+    spec = {
+      parentRefs = local.gateway_parent_refs
+      hostnames  = local.gateway_hostnames
+      rules = [
+        {
+          matches     = [{ path = { type = "PathPrefix", value = "/" } }]
+          backendRefs = [{ name = var.app_name, port = 80 }]
+        },
+        {
+          matches     = module.request_classes.gateway_main_matches
+          backendRefs = [{ name = var.app_name, port = 80 }]
+        },
+      ]
+    }
+  }
+
+  depends_on = [kubernetes_manifest.spinapp]
+}
+
+resource "kubernetes_manifest" "route_critical" {
+  count = var.gateway == null ? 0 : 1
+  manifest = {
+    apiVersion = "gateway.networking.k8s.io/v1"
+    kind       = "HTTPRoute"
+    metadata = {
+      name      = local.critical_app_name
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+    }
+    spec = {
+      parentRefs = local.gateway_parent_refs
+      hostnames  = local.gateway_hostnames
+      rules = [
+        {
+          matches     = module.request_classes.gateway_critical_matches
+          backendRefs = [{ name = local.critical_app_name, port = 80 }]
+        },
+      ]
+    }
+  }
+
+  depends_on = [kubernetes_manifest.spinapp_critical]
+
+  lifecycle {
+    precondition {
+      # A rule without matches matches every path; Gateway API takes at most 64 per rule.
+      condition     = length(module.request_classes.gateway_critical_matches) > 0 && length(module.request_classes.gateway_critical_matches) <= 64 && length(module.request_classes.gateway_main_matches) <= 64
+      error_message = "The critical routes make ${length(module.request_classes.gateway_critical_matches)} matches (and ${length(module.request_classes.gateway_main_matches)} for the main app): from 1 to 64 per HTTPRoute rule."
+    }
+  }
+}
+
+# Envoy Gateway's BackendTrafficPolicy on each route (var.envoy_gateway; off by default: the kind
+# needs Envoy Gateway's CRDs). Envoy keeps circuit-breaker counters per backend reference, so the
+# critical app's are its own however full the main app's are; max_parallel_requests and
+# max_pending_requests bound the main app's (per Envoy replica; beyond them Envoy answers 503 at
+# once, before Spin's pool fills and answers an empty 500). request_buffer makes Envoy receive a
+# body whole (up to that size, 413 beyond) before the request reaches Spin, so a slow body holds
+# Envoy's memory, not a Spin instance.
+
+resource "kubernetes_manifest" "backend_traffic_policy" {
+  for_each = var.gateway != null && var.envoy_gateway != null ? { main = var.app_name, critical = local.critical_app_name } : {}
+  manifest = {
+    apiVersion = "gateway.envoyproxy.io/v1alpha1"
+    kind       = "BackendTrafficPolicy"
+    metadata = {
+      name      = each.value
+      namespace = kubernetes_namespace_v1.app.metadata[0].name
+    }
+    spec = merge(
+      { targetRefs = [{ group = "gateway.networking.k8s.io", kind = "HTTPRoute", name = each.value }] },
+      each.key == "main" && (var.envoy_gateway.max_parallel_requests != null || var.envoy_gateway.max_pending_requests != null) ? {
+        circuitBreaker = merge(
+          var.envoy_gateway.max_parallel_requests == null ? {} : { maxParallelRequests = var.envoy_gateway.max_parallel_requests },
+          var.envoy_gateway.max_pending_requests == null ? {} : { maxPendingRequests = var.envoy_gateway.max_pending_requests },
+        )
+      } : {},
+      var.envoy_gateway.request_buffer == null ? {} : { requestBuffer = { limit = var.envoy_gateway.request_buffer } },
+    )
+  }
+
+  depends_on = [kubernetes_manifest.route_main, kubernetes_manifest.route_critical]
+}
+
 # --- The scheduler: a ticker that keeps the drain and the timeout release running -----------------
 # A CronJob fires once a minute at best; the drain runs every second under spin.toml's cron. The
 # ticker calls POST /admin/jobs/drain?for_ms=N (the app drains for N ms), then one timeout-release
 # pass, then again at once; reconcile every reconcile_every_s. The drain's lease in Redis makes a
-# second ticker (or a rollout overlap) harmless.
+# second ticker (or a rollout overlap) harmless. It calls the critical SpinApp's Service: the
+# jobs are critical, so a buyers' flood on the main app never starves the drain.
 
 locals {
   ticker_script = <<-EOT
@@ -244,7 +413,7 @@ resource "kubernetes_deployment_v1" "ticker" {
           command = ["/bin/sh", "-c", local.ticker_script]
           env {
             name  = "APP_URL"
-            value = local.app_service_url
+            value = local.critical_service_url
           }
           env {
             name  = "DRAIN_FOR_MS"
@@ -287,7 +456,7 @@ resource "kubernetes_deployment_v1" "ticker" {
     }
   }
 
-  depends_on = [kubernetes_manifest.spinapp]
+  depends_on = [kubernetes_manifest.spinapp_critical]
 }
 
 # --- Alerts: the rules file as a PrometheusRule --------------------------------------------------

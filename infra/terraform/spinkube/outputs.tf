@@ -4,8 +4,18 @@ output "manifest" {
 }
 
 output "app_service_url" {
-  description = "The SpinApp's Service inside the cluster (expose it with an Ingress or Gateway of your own)."
+  description = "The main SpinApp's Service inside the cluster (with gateway, the HTTPRoute <app_name> sends it every request but the critical pairs)."
   value       = local.app_service_url
+}
+
+output "critical_service_url" {
+  description = "The critical routes' SpinApp's Service inside the cluster (the ticker calls it; with gateway, the HTTPRoute <app_name>-critical sends it the critical pairs)."
+  value       = local.critical_service_url
+}
+
+output "critical_routes" {
+  description = "The critical (route, method) pairs of spin.http.toml (method \"*\": every method the route's entry does not name): what belongs on the critical Service when you route without `gateway`."
+  value       = module.request_classes.critical_pairs
 }
 
 output "secret_name" {

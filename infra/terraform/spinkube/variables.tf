@@ -21,7 +21,7 @@ variable "namespace" {
 # --- The app ----------------------------------------------------------------------------------
 
 variable "app_name" {
-  description = "The SpinApp's name (also its Service's)."
+  description = "The main SpinApp's name (also its Service's and its HTTPRoute's); the critical routes' SpinApp is <app_name>-critical."
   type        = string
   default     = "seckill"
 }
@@ -42,9 +42,57 @@ variable "executor" {
 }
 
 variable "replicas" {
-  description = "SpinApp replicas."
+  description = "The main SpinApp's replicas (every route but the critical ones)."
   type        = number
   default     = 3
+}
+
+variable "critical_replicas" {
+  description = "Pods of the critical routes' own SpinApp (<app_name>-critical: the same image; the payment provider's webhook, the job routes and operators' writes are routed there, and the ticker calls it). 2 by default, so one pod's loss or roll leaves the other."
+  type        = number
+  default     = 2
+  validation {
+    condition     = var.critical_replicas >= 1 && var.critical_replicas <= 20 && floor(var.critical_replicas) == var.critical_replicas
+    error_message = "critical_replicas: a whole number from 1 to 20."
+  }
+}
+
+variable "critical_resources" {
+  description = "CPU and memory of each critical pod, requested and limited alike (Guaranteed QoS: reserved by the scheduler, evicted last). Size memory from the main app's pods (`kubectl top pods`): the shim runs the whole app in each."
+  type = object({
+    cpu    = string
+    memory = string
+  })
+  default = { cpu = "1", memory = "512Mi" }
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?m?$", var.critical_resources.cpu)) && can(regex("^[0-9]+(Ki|Mi|Gi|k|M|G)?$", var.critical_resources.memory))
+    error_message = "critical_resources: cpu a Kubernetes quantity such as \"1\" or \"500m\", memory such as \"512Mi\"."
+  }
+}
+
+variable "gateway" {
+  description = "The Gateway API Gateway to attach the app to (gateway.networking.k8s.io/v1: name, namespace when not the app's, section_name for one listener, hostnames): two HTTPRoutes send every critical (route, method) pair of the manifest to the critical SpinApp and the rest to the main one. Null (default): no route; expose the two Services yourself, sending the critical pairs (output critical_routes) to <app_name>-critical."
+  type = object({
+    name         = string
+    namespace    = optional(string)
+    section_name = optional(string)
+    hostnames    = optional(list(string), [])
+  })
+  default = null
+}
+
+variable "envoy_gateway" {
+  description = "With gateway given and Envoy Gateway behind it: a BackendTrafficPolicy per HTTPRoute. max_parallel_requests / max_pending_requests: the main app's circuit breaker, per Envoy replica (Envoy answers 503 beyond them; the critical app keeps counters of its own); request_buffer: the size up to which Envoy receives a request's body whole before Spin gets the request (\"32Ki\": the app refuses bodies over 16 KiB), so a slow body never holds a Spin instance. Null (default): no policy (the kind needs Envoy Gateway's CRDs)."
+  type = object({
+    max_parallel_requests = optional(number)
+    max_pending_requests  = optional(number)
+    request_buffer        = optional(string, "32Ki")
+  })
+  default = null
+  validation {
+    condition     = var.envoy_gateway == null || (var.gateway != null && alltrue([for n in [try(var.envoy_gateway.max_parallel_requests, null), try(var.envoy_gateway.max_pending_requests, null)] : n == null || try(n >= 1 && floor(n) == n, false)]))
+    error_message = "envoy_gateway: only with gateway given; its limits are whole numbers of at least 1."
+  }
 }
 
 variable "settings" {

@@ -32,6 +32,11 @@ mock_provider "aws" {
       arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/sk-app/0123456789abcdef"
     }
   }
+  # Two target groups, two ARNs: the tests tell which group a listener rule forwards to.
+  override_resource {
+    target = aws_lb_target_group.critical
+    values = { arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/skc-critical/fedcba9876543210" }
+  }
   # Two listeners, two ARNs: the tests tell which one a listener rule sits on.
   override_resource {
     target = aws_lb_listener.http
@@ -743,4 +748,334 @@ run "rejects_short_app_secrets" {
     }
   }
   expect_failures = [var.secrets]
+}
+
+# --- The critical routes' own capacity (the manifest's request classes) ----------------------
+# Each run sends every route of spin.toml (its sample paths, modules/request-classes) with every
+# method (PURGE standing for the methods no entry names) through the listener's rules in priority
+# order, first match wins, then the listener's default, and compares where it lands with what its
+# class and the run's setting want: critical pairs to the critical group, every other request to
+# the main group, and the 403s of CloudFront's origin check and operator_cidrs as before.
+
+run "every_critical_pair_reaches_the_critical_group" {
+  command = apply
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = "", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main"
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests land in the wrong place: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = "", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main"
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+  assert {
+    condition = alltrue(flatten([
+      for c in module.request_classes.critical_routes : [
+        for g in c.alb_path_patterns : [
+          for m in(length(c.methods) > 0 ? c.methods : ["*"]) : anytrue([
+            for r in aws_lb_listener_rule.request_class :
+            r.action[0].target_group_arn == aws_lb_target_group.critical.arn &&
+            contains(flatten([for x in r.condition : flatten(x.path_pattern[*].values)]), g) &&
+            (m == "*" ? length(flatten([for x in r.condition : flatten(x.http_request_method[*].values)])) == 0 : contains(flatten([for x in r.condition : flatten(x.http_request_method[*].values)]), m))
+          ])
+        ]
+      ]
+    ]))
+    error_message = "every critical (route, method) pair of spin.toml has a listener rule to the critical target group"
+  }
+  assert {
+    condition     = toset([for p in module.request_classes.critical_pairs : "${p.method} ${p.route}"]) == toset(["* /api/payments/webhook", "* /admin/events", "* /admin/events/:event_id/...", "* /admin/limits/global", "* /admin/jobs/:job"]) && output.critical_routes == module.request_classes.critical_pairs
+    error_message = "spin.toml's critical pairs: the payment webhook, the job routes (every method), the operators' writes (every method but GET and HEAD)"
+  }
+  assert {
+    condition = alltrue([
+      for r in aws_lb_listener_rule.request_class :
+      r.listener_arn == aws_lb_listener.http.arn && r.priority >= 100 && r.priority < 300 &&
+      length(flatten([for c in r.condition : concat(flatten(c.path_pattern[*].values), flatten(c.http_request_method[*].values), flatten(c.source_ip[*].values), flatten(c.http_header[*].values))])) <= 5 &&
+      alltrue([for c in r.condition : length(flatten(concat(c.path_pattern[*].values, c.http_request_method[*].values, c.source_ip[*].values))) <= 3]) &&
+      length(regexall("[*?]", join("", flatten([for c in r.condition : flatten(c.path_pattern[*].values)])))) <= 5
+    ])
+    error_message = "the rules sit on the listener that serves the app, within ALB's limits: 5 values and 5 wildcards per rule, 3 values per condition"
+  }
+}
+
+run "critical_routing_behind_cloudfront" {
+  command = apply
+
+  variables {
+    cdn                       = true
+    certificate_arn           = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    cdn_origin_domain_name    = "origin.shop.example.com"
+    cdn_origin_secret         = "test-origin-secret-test-origin-secret-00"
+    cloudfront_prefix_list_id = "pl-3b927c52"
+  }
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = " through CloudFront", ip = "203.0.113.9/32", header = true }, { label = " without the origin header", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = v.header ? (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main") : "403"
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests land in the wrong place: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = " through CloudFront", ip = "203.0.113.9/32", header = true }, { label = " without the origin header", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = v.header ? (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main") : "403"
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+  assert {
+    condition     = alltrue([for r in aws_lb_listener_rule.request_class : r.priority < aws_lb_listener_rule.from_cdn[0].priority && r.listener_arn == aws_lb_listener.https[0].arn])
+    error_message = "the request-class rules come before the CDN's catch-all rule, on the HTTPS listener"
+  }
+}
+
+run "critical_routing_with_operator_cidrs" {
+  command = apply
+
+  variables {
+    certificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    operator_cidrs  = ["198.51.100.0/24", "203.0.113.7/32", "192.0.2.0/28", "2001:db8::/48"]
+  }
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = " from an operator", ip = "2001:db8::/48", header = false }, { label = " from elsewhere", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = v.ip != "2001:db8::/48" && (startswith(p, "/admin/") || startswith(p, "/console")) ? "403" : (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main")
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests land in the wrong place: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for route, paths in module.request_classes.sample_paths : [
+          for p in paths : [
+            for m in ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "PURGE"] : [
+              for v in [{ label = " from an operator", ip = "2001:db8::/48", header = false }, { label = " from elsewhere", ip = "203.0.113.9/32", header = false }] : {
+                request = "${m} ${p}${v.label}"
+                class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
+                want    = v.ip != "2001:db8::/48" && (startswith(p, "/admin/") || startswith(p, "/console")) ? "403" : (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main")
+                got = concat([
+                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                  if alltrue([for c in r.condition : (
+                    (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                    (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                    (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                    (length(c.http_header) == 0 || v.header)
+                  )])
+                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+              }
+            ]
+          ]
+        ]
+      ]) : "${q.request} (${q.class}) -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+  assert {
+    condition     = alltrue([for r in aws_lb_listener_rule.request_class : r.priority < min(aws_lb_listener_rule.operators_allowed[*].priority...)])
+    error_message = "the request-class rules come before the operators' rules"
+  }
+}
+
+run "the_critical_group" {
+  command = apply
+
+  assert {
+    condition = (
+      aws_autoscaling_group.critical.min_size == 2 && aws_autoscaling_group.critical.desired_capacity == 2 && aws_autoscaling_group.critical.max_size == 2 &&
+      aws_autoscaling_group.critical.target_group_arns == toset([aws_lb_target_group.critical.arn]) &&
+      aws_autoscaling_group.app.target_group_arns == toset([aws_lb_target_group.app.arn]) &&
+      aws_autoscaling_group.critical.launch_template[0].id == aws_launch_template.app.id &&
+      aws_autoscaling_group.critical.health_check_type == "ELB" &&
+      toset(aws_autoscaling_group.critical.vpc_zone_identifier) == toset([for s in aws_subnet.private : s.id])
+    )
+    error_message = "critical_instances (2) reserved instances of the same launch template, in the private subnets, in their own target group only"
+  }
+  assert {
+    condition     = length([for p in aws_autoscaling_policy.cpu[*] : p if p.autoscaling_group_name == aws_autoscaling_group.critical.name]) == 0
+    error_message = "the reserved group keeps its size: no scaling policy"
+  }
+  assert {
+    condition = alltrue([
+      for tg in [aws_lb_target_group.app, aws_lb_target_group.critical] :
+      tg.health_check[0].path == "/.well-known/spin/health" && tg.health_check[0].matcher == "200" && tg.port == 3000
+    ])
+    error_message = "both groups are checked at /.well-known/spin/health, which Spin and seckill-host answer without an instance of the app (never shed with buyer reads)"
+  }
+  assert {
+    condition     = output.critical_autoscaling_group_name == aws_autoscaling_group.critical.name && length(aws_wafv2_web_acl_association.lb) == 0
+    error_message = "the group is an output; no web ACL unless given"
+  }
+}
+
+run "the_critical_group_under_seckill_host" {
+  command = plan
+
+  variables {
+    runtime            = "seckill-host"
+    critical_instances = 3
+  }
+
+  assert {
+    condition     = aws_autoscaling_group.critical.desired_capacity == 3 && length(aws_lb_listener_rule.request_class) > 0
+    error_message = "our host sheds by class on every instance, and the critical routes keep their reserved group as under Spin"
+  }
+}
+
+run "a_web_acl_on_the_distribution" {
+  command = apply
+
+  variables {
+    cdn                       = true
+    certificate_arn           = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    cdn_origin_domain_name    = "origin.shop.example.com"
+    cdn_origin_secret         = "test-origin-secret-test-origin-secret-00"
+    cloudfront_prefix_list_id = "pl-3b927c52"
+    web_acl_arn               = "arn:aws:wafv2:us-east-1:123456789012:global/webacl/seckill-edge/00000000-0000-0000-0000-000000000000"
+  }
+
+  assert {
+    condition     = aws_cloudfront_distribution.app[0].web_acl_id == var.web_acl_arn && length(aws_wafv2_web_acl_association.lb) == 0
+    error_message = "with CloudFront, the global web ACL is the distribution's (its rules see the viewer's address)"
+  }
+}
+
+run "a_web_acl_on_the_load_balancer" {
+  command = apply
+
+  variables {
+    web_acl_arn = "arn:aws:wafv2:us-east-1:123456789012:regional/webacl/seckill-lb/00000000-0000-0000-0000-000000000000"
+  }
+
+  assert {
+    condition     = aws_wafv2_web_acl_association.lb[0].resource_arn == aws_lb.app.arn && aws_wafv2_web_acl_association.lb[0].web_acl_arn == var.web_acl_arn
+    error_message = "without CloudFront, the regional web ACL is the load balancer's"
+  }
+}
+
+run "rejects_a_regional_web_acl_behind_cloudfront" {
+  command = plan
+  variables {
+    cdn               = true
+    cdn_origin_secret = "test-origin-secret-test-origin-secret-00"
+    web_acl_arn       = "arn:aws:wafv2:us-east-1:123456789012:regional/webacl/seckill-lb/00000000-0000-0000-0000-000000000000"
+  }
+  expect_failures = [var.web_acl_arn]
+}
+
+run "rejects_no_critical_instances" {
+  command = plan
+  variables {
+    critical_instances = 0
+  }
+  expect_failures = [var.critical_instances]
+}
+
+run "rejects_operator_cidrs_beyond_the_load_balancers_rules" {
+  command = plan
+  variables {
+    operator_cidrs = [for i in range(60) : "10.${i}.0.0/16"]
+  }
+  expect_failures = [aws_lb_listener.http]
 }
