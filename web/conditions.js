@@ -17,6 +17,9 @@ const CONDITIONS = {
   SeckillRedisCpuHigh: {redisLatencyMsAbove: 50},
   // Shed requests are a host metric: only Prometheus sees them.
   SeckillShedding: null,
+  SeckillCriticalShed: null,
+  // The provider's events are counted in Postgres, exported by GET /admin/metrics.
+  SeckillProviderLivemodeMismatch: null,
 };
 
 /**
@@ -43,5 +46,7 @@ function evaluateConditions(samples, health) {
       detail: latency === null ? 'no health report yet'
         : `${redisDown ? 'Redis does not answer' : `Redis answers in ${fmt(latency)} ms`}: the console cannot see CPU, so latency stands in (flagged above ${c.SeckillRedisCpuHigh.redisLatencyMsAbove} ms)`},
     {alert: 'SeckillShedding', flagged: null, detail: 'shed requests are a host metric: see Prometheus'},
+    {alert: 'SeckillCriticalShed', flagged: null, detail: 'shed requests are a host metric: see Prometheus'},
+    {alert: 'SeckillProviderLivemodeMismatch', flagged: null, detail: "the provider's events are counted in Postgres: see Prometheus"},
   ];
 }

@@ -372,7 +372,7 @@ function change(before, after) {
 }
 
 // ---- refunds due: payments confirmed late or for another amount --------------------------------
-const REASONS = {late: 'paid after the deadline', amount_mismatch: 'amount or currency differed'};
+const REASONS = {late: 'paid after the deadline', amount_mismatch: 'amount or currency differed', duplicate: 'a second payment for a paid order'};
 
 // Loads the selected event's payments owing a refund, one call at a time (asked for meanwhile,
 // it loads again once the call answers). The live view calls it at most every REFUNDS_EVERY_MS,

@@ -409,12 +409,6 @@ async function pay() {
   }
   const b = r.body;
   if (b.status === 'succeeded') { paid(); return; }
-  if (b.status === 'refund_due') {
-    $('pay').classList.add('hidden');
-    say('Your payment arrived after the order expired: it will be refunded.', 'warn');
-    finish();
-    return;
-  }
   if (!/^https?:\/\//.test(b.checkout_url || '')) {
     say('Payments are not set up on this shop yet. Your item stays reserved until the payment window closes.', 'bad');
     return;

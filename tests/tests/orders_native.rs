@@ -8,7 +8,7 @@ use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::ids::OrderId;
 use seckill_domain::nodes::Nodes;
 use seckill_domain::orders::{self, ConfirmOutcome, DrainOptions, PaymentStatus};
-use seckill_domain::provider::{Notice, Succeeded};
+use seckill_domain::provider::{Notice, PaymentMode, Succeeded};
 use seckill_domain::sale::Admission;
 use seckill_domain::scripts;
 use seckill_domain::sharded::Event;
@@ -167,8 +167,9 @@ fn pay(
         payment_id: payment.payment_id,
         amount: payment.amount,
         currency: payment.currency,
+        livemode: false,
     });
-    let outcome = orders::confirm(nodes, db, &notice, now_ms)?.outcome;
+    let outcome = orders::confirm(nodes, db, &notice, PaymentMode::Test, now_ms)?.outcome;
     Ok(match outcome {
         ConfirmOutcome::Paid => PaymentStatus::Succeeded,
         _ => PaymentStatus::RefundDue,

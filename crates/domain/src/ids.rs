@@ -75,6 +75,11 @@ pub fn gray_bucket(event: &str, user: &str) -> u32 {
 pub fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     getrandom::fill(&mut bytes).expect("the platform has a random source");
+    hex(&bytes)
+}
+
+/// `bytes`, hex-encoded (lowercase).
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

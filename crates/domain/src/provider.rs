@@ -5,7 +5,7 @@
 
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorCode};
 
@@ -85,6 +85,34 @@ fn hex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The provider's mode the deployment takes payments in (the `payment_mode` setting): an
+/// event of the other mode (a test card on a live shop, a leftover test secret in the list) is
+/// taken and ignored, never paid with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PaymentMode {
+    /// Test money (Stripe's test mode, the local sandbox).
+    #[default]
+    Test,
+    /// Real money.
+    Live,
+}
+
+impl PaymentMode {
+    /// `test` or `live`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "test" => Ok(PaymentMode::Test),
+            "live" => Ok(PaymentMode::Live),
+            other => Err(format!("payment_mode is test or live, not {other:?}")),
+        }
+    }
+
+    /// Whether an event's `livemode` is this mode's.
+    pub fn takes(self, livemode: bool) -> bool {
+        livemode == (self == PaymentMode::Live)
+    }
+}
+
 /// A provider event, as far as we read it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Event {
@@ -93,6 +121,9 @@ pub struct Event {
     /// The event's type (`payment_intent.succeeded`).
     #[serde(rename = "type")]
     pub kind: String,
+    /// Whether it happened in live mode (real money) or test mode.
+    #[serde(default)]
+    pub livemode: bool,
     /// What it is about.
     pub data: EventData,
 }
@@ -117,32 +148,57 @@ pub struct Succeeded {
     pub amount: i64,
     /// Its currency (lowercase ISO 4217).
     pub currency: String,
+    /// Whether real money moved (the provider's live mode) or test money.
+    pub livemode: bool,
 }
 
-/// What a provider event asks of us.
+/// Why a verified event changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignore {
+    /// A kind of event we do not act on.
+    Kind,
+    /// A payment that names no payment of ours (another integration on the same account:
+    /// payment links, the dashboard).
+    NotOurs,
+    /// A body we cannot read as an event we act on.
+    Unreadable,
+}
+
+/// What a provider event asks of us. A verified event is always taken (answered 200): a
+/// refusal would have the provider retry it for days and then disable the endpoint, and with
+/// it the confirmation of every order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
     /// A payment succeeded.
     Succeeded(Succeeded),
-    /// An event of a kind we do not act on (answered 200, as the provider expects).
+    /// An event that changes nothing.
     Ignored {
-        /// The provider's event id.
+        /// The provider's event id (for a body without one, one made from its digest).
         event_id: String,
-        /// Its type.
-        kind: String,
+        /// Why.
+        why: Ignore,
     },
 }
 
-/// Reads a verified body: a `payment_intent.succeeded` event, or one we ignore.
-pub fn parse(body: &[u8]) -> Result<Notice, Error> {
-    let malformed =
-        |e: String| Error::invalid(ErrorCode::MalformedJson, format!("provider event: {e}"));
-    let event: Event = serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?;
+/// Reads a verified body: a `payment_intent.succeeded` event naming one of our payments, or
+/// one we take and ignore.
+pub fn parse(body: &[u8]) -> Notice {
+    let Ok(event) = serde_json::from_slice::<Event>(body) else {
+        let event_id = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("id")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("unread_{}", crate::ids::hex(&Sha256::digest(body))));
+        return Notice::Ignored {
+            event_id,
+            why: Ignore::Unreadable,
+        };
+    };
+    let ignored = |why| Notice::Ignored {
+        event_id: event.id.clone(),
+        why,
+    };
     if event.kind != "payment_intent.succeeded" {
-        return Ok(Notice::Ignored {
-            event_id: event.id,
-            kind: event.kind,
-        });
+        return ignored(Ignore::Kind);
     }
     #[derive(Deserialize)]
     struct Intent {
@@ -152,20 +208,20 @@ pub fn parse(body: &[u8]) -> Result<Notice, Error> {
         #[serde(default)]
         metadata: std::collections::BTreeMap<String, String>,
     }
-    let intent: Intent =
-        serde_json::from_value(event.data.object).map_err(|e| malformed(e.to_string()))?;
-    let payment_id = intent
-        .metadata
-        .get("payment_id")
-        .cloned()
-        .ok_or_else(|| malformed("the payment intent has no metadata.payment_id".into()))?;
-    Ok(Notice::Succeeded(Succeeded {
+    let Ok(intent) = serde_json::from_value::<Intent>(event.data.object.clone()) else {
+        return ignored(Ignore::Unreadable);
+    };
+    let Some(payment_id) = intent.metadata.get("payment_id").cloned() else {
+        return ignored(Ignore::NotOurs);
+    };
+    Notice::Succeeded(Succeeded {
         event_id: event.id,
         reference: intent.id,
         payment_id,
         amount: intent.amount_received,
         currency: intent.currency.to_ascii_lowercase(),
-    }))
+        livemode: event.livemode,
+    })
 }
 
 #[cfg(test)]
@@ -236,26 +292,39 @@ mod tests {
     }
 
     #[test]
-    fn a_succeeded_intent_names_our_payment_and_other_kinds_are_ignored() {
+    fn a_succeeded_intent_names_our_payment_and_every_other_verified_event_is_ignored() {
         let body = br#"{"id":"evt_9","type":"payment_intent.succeeded","data":{"object":
             {"id":"pi_3","amount_received":1999,"currency":"EUR","metadata":{"payment_id":"pay_1"}}}}"#;
         assert_eq!(
-            parse(body).unwrap(),
+            parse(body),
             Notice::Succeeded(Succeeded {
                 event_id: "evt_9".into(),
                 reference: "pi_3".into(),
                 payment_id: "pay_1".into(),
                 amount: 1999,
                 currency: "eur".into(),
+                livemode: false,
             })
         );
+        let live = String::from_utf8_lossy(body).replace(r#""type""#, r#""livemode":true,"type""#);
+        assert!(matches!(parse(live.as_bytes()), Notice::Succeeded(s) if s.livemode));
+        let ignored = |body: &[u8]| match parse(body) {
+            Notice::Ignored { event_id, why } => (event_id, why),
+            other => panic!("{other:?}"),
+        };
         let other = br#"{"id":"evt_2","type":"charge.refunded","data":{"object":{}}}"#;
-        assert!(matches!(parse(other).unwrap(), Notice::Ignored { .. }));
+        assert_eq!(ignored(other), ("evt_2".into(), Ignore::Kind));
         let no_metadata = br#"{"id":"evt_3","type":"payment_intent.succeeded","data":{"object":
             {"id":"pi_3","amount_received":1,"currency":"eur"}}}"#;
-        assert_eq!(
-            parse(no_metadata).unwrap_err().code(),
-            ErrorCode::MalformedJson
+        assert_eq!(ignored(no_metadata), ("evt_3".into(), Ignore::NotOurs));
+        let odd_intent =
+            br#"{"id":"evt_4","type":"payment_intent.succeeded","data":{"object":{}}}"#;
+        assert_eq!(ignored(odd_intent), ("evt_4".into(), Ignore::Unreadable));
+        let (id, why) = ignored(b"not json");
+        assert_eq!(why, Ignore::Unreadable);
+        assert!(
+            id.starts_with("unread_") && id == ignored(b"not json").0,
+            "{id}"
         );
     }
 

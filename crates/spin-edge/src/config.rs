@@ -11,6 +11,7 @@
 use crate::error::ApiError;
 use seckill_domain::net::Cidr;
 use seckill_domain::orders::DrainOptions;
+use seckill_domain::provider::PaymentMode;
 
 use crate::postgres::SpinPg;
 
@@ -68,6 +69,9 @@ pub struct Settings {
     pub demo_login: bool,
     /// The payment provider's hosted checkout, where the storefront sends a buyer to pay.
     pub payment_checkout_url: Option<String>,
+    /// The provider's mode payments are taken in (`test` by default, `live` for real money):
+    /// an event of the other mode is taken and ignored.
+    pub payment_mode: PaymentMode,
     /// The proxies in front of the functions (a load balancer, an ingress), as CIDR ranges
     /// separated by spaces: only their `X-Forwarded-For` is believed
     /// ([`crate::http::client_ip`]). None by default: the peer is the client.
@@ -85,6 +89,7 @@ impl Default for Settings {
             release_batch: 1_000,
             demo_login: false,
             payment_checkout_url: None,
+            payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
         }
     }
@@ -134,6 +139,7 @@ impl Settings {
                 "payment_checkout_url" => {
                     s.payment_checkout_url = (!value.is_empty()).then(|| value.to_owned())
                 }
+                "payment_mode" => s.payment_mode = PaymentMode::parse(value)?,
                 "trusted_proxies" => {
                     s.trusted_proxies = value
                         .split_whitespace()
@@ -185,7 +191,7 @@ mod tests {
     fn settings_override_the_defaults_by_name() {
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
         let s = Settings::parse(
-            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
+            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1,payment_mode=live,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
         )
         .unwrap();
         assert_eq!(
@@ -195,6 +201,7 @@ mod tests {
                 release_batch: 7,
                 demo_login: true,
                 payment_checkout_url: Some("https://p.example/c?x=1".into()),
+                payment_mode: seckill_domain::provider::PaymentMode::Live,
                 trusted_proxies: vec!["10.0.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
                 ..Settings::default()
             }
@@ -210,6 +217,7 @@ mod tests {
             "drain_batch",
             "drain_batch=-1",
             "demo_login=yes",
+            "payment_mode=production",
             "release_batch=1e3",
             "trusted_proxies=10.0.0.0/33",
             "trusted_proxies=10.0.0.0/8,fd00::/8",

@@ -19,11 +19,26 @@ use crate::error::ApiError;
 /// Bodies larger than this are refused with 413 before parsing.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
+/// The payment provider's events can be larger than a buyer's request (Stripe's carry the whole
+/// object and its metadata): the webhook takes up to this, so that no event the provider
+/// signed is ever refused for its size (the manifest's `request_body_limits` says the same to
+/// the host).
+pub const PROVIDER_EVENT_MAX_BYTES: usize = 256 * 1024;
+
 /// Runs a function on its request, read with the body bounded by [`MAX_BODY_BYTES`]: a larger
 /// body is refused (413) as soon as it passes the limit, never held whole in memory (Spin sets
 /// no limit of its own). Every HTTP function starts here.
 pub async fn serve(req: IncomingRequest, f: impl FnOnce(Request) -> Response) -> Response {
-    match read_request(req).await {
+    serve_up_to(MAX_BODY_BYTES, req, f).await
+}
+
+/// [`serve`], with bodies up to `max_bytes`.
+pub async fn serve_up_to(
+    max_bytes: usize,
+    req: IncomingRequest,
+    f: impl FnOnce(Request) -> Response,
+) -> Response {
+    match read_request(req, max_bytes).await {
         Ok(req) => f(req),
         Err(e) => error(&e),
     }
@@ -45,8 +60,8 @@ pub async fn send(out: ResponseOutparam, mut response: Response) {
     }
 }
 
-/// The request with its whole body, at most [`MAX_BODY_BYTES`] of it.
-async fn read_request(req: IncomingRequest) -> Result<Request, ApiError> {
+/// The request with its whole body, at most `max_bytes` of it.
+async fn read_request(req: IncomingRequest, max_bytes: usize) -> Result<Request, ApiError> {
     use futures::StreamExt;
     let mut builder = Request::builder();
     builder
@@ -62,18 +77,18 @@ async fn read_request(req: IncomingRequest) -> Result<Request, ApiError> {
                 format!("the body could not be read: {e}"),
             )
         })?;
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(body_too_large());
+        if body.len() + chunk.len() > max_bytes {
+            return Err(body_too_large(max_bytes));
         }
         body.extend(chunk);
     }
     Ok(builder.body(body).build())
 }
 
-fn body_too_large() -> ApiError {
+fn body_too_large(max_bytes: usize) -> ApiError {
     ApiError::new(
         ErrorCode::BodyTooLarge,
-        format!("bodies are limited to {MAX_BODY_BYTES} bytes"),
+        format!("bodies are limited to {max_bytes} bytes"),
     )
 }
 

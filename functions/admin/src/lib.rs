@@ -117,6 +117,7 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
             http::require_method(req, Method::Get)?;
             Ok(Answer::Metrics(metrics::render(
                 &store::nodes()?,
+                config::postgres().map_err(|e| e.reason()),
                 clock::now_ms(),
             )?))
         } else if path.starts_with("/admin/limits/global") {
@@ -266,8 +267,8 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
 }
 
 /// `GET /admin/events/{id}/payments?status=&limit=`: the event's payments, newest first;
-/// `status=refund_due` lists the confirmations that came too late or for another amount, which
-/// the operators refund at the provider.
+/// `status=refund_due` lists the provider payments that paid nothing (too late, another amount,
+/// a second payment for a paid order), which the operators refund at the provider.
 fn payments(req: &Request, event: &EventId) -> Result<Value, ApiError> {
     let status = match http::query_param(req, "status") {
         None | Some("") => None,

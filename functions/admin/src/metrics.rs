@@ -1,7 +1,9 @@
 //! `GET /admin/metrics`: the sale's own numbers for Prometheus (scraped with a viewer's bearer
 //! secret), beside the host's request metrics: for every event not ended more than
-//! [`AFTER_END_MS`] ago, its counters from [`admin::status`] (one script per shard). The names
-//! are those `infra/prometheus/seckill.rules.yml` alerts on.
+//! [`AFTER_END_MS`] ago, its counters from [`admin::status`] (one script per shard), and the
+//! payment provider's events taken, by outcome, from Postgres (left out while Postgres does not
+//! answer: the sale's numbers come first). The names are those
+//! `infra/prometheus/seckill.rules.yml` alerts on.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -10,8 +12,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use seckill_domain::nodes::Nodes;
+use seckill_domain::sql::Sql;
 use seckill_domain::store::Store;
-use seckill_domain::{Error, admin, registry};
+use seckill_domain::{Error, admin, orders, registry};
 use spin_sdk::http::Response;
 
 /// How long after its end an event is still exported: its alerts resolve, its last figures
@@ -30,13 +33,22 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabels {
     event: String,
     limit: String,
 }
 
 /// Every recent event's counters, in the OpenMetrics text format.
-pub fn render<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<String, Error> {
+pub fn render<S: Store>(
+    nodes: &Nodes<S>,
+    db: Result<impl Sql, String>,
+    now_ms: u64,
+) -> Result<String, Error> {
     let counter = Family::<EventLabel, Counter>::default;
     let gauge = Family::<EventLabel, Gauge>::default;
     let (sold, landed, dead, paid) = (counter(), counter(), counter(), counter());
@@ -82,7 +94,25 @@ pub fn render<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<String, Error> 
             shadowed.get_or_create(&labels).inc_by(whole(*n));
         }
     }
-    let mut registry = Registry::with_prefix("seckill_event");
+    let mut root = Registry::with_prefix("seckill");
+    let provider_events = Family::<OutcomeLabel, Counter>::default();
+    let counts = db.and_then(|db| orders::provider_event_counts(&db).map_err(|e| e.reason()));
+    match counts {
+        Ok(counts) => {
+            for (outcome, n) in counts {
+                provider_events
+                    .get_or_create(&OutcomeLabel { outcome })
+                    .inc_by(n);
+            }
+            root.register(
+                "provider_events",
+                "The payment provider's events taken, by outcome (ignored_livemode: of the other mode than payment_mode)",
+                provider_events,
+            );
+        }
+        Err(e) => eprintln!("metrics: provider events left out: {e}"),
+    }
+    let registry = root.sub_registry_with_prefix("event");
     registry.register("sold", "Orders accepted", sold);
     registry.register("landed", "Accepted orders landed in Postgres", landed);
     registry.register("dead_letters", "Accepted orders that could not land", dead);
@@ -105,7 +135,7 @@ pub fn render<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<String, Error> 
     registry.register("stock_left", "Units left", stock_left);
     registry.register("gray_percent", "The gray release's share of users", gray);
     let mut text = String::new();
-    encode(&mut text, &registry).map_err(|e| Error::bug(format!("encoding metrics: {e}")))?;
+    encode(&mut text, &root).map_err(|e| Error::bug(format!("encoding metrics: {e}")))?;
     Ok(text)
 }
 

@@ -1,12 +1,13 @@
 //! `POST /api/payments/webhook`: the payment provider's confirmations, signed as Stripe signs
-//! (`Stripe-Signature`, [`provider::verify`]) under one of the `payment_webhook_secrets`. A
-//! verified `payment_intent.succeeded` pays its order, once per provider event
-//! ([`orders::confirm`]); every taken event is answered 200 so the provider stops redelivering
+//! (`Stripe-Signature`, [`provider::verify`]) under one of the `payment_webhook_secrets`, in
+//! bodies up to [`http::PROVIDER_EVENT_MAX_BYTES`]. A verified `payment_intent.succeeded` of the
+//! deployment's `payment_mode` pays its order, once per provider event ([`orders::confirm`]);
+//! every verified event is answered 200, whatever it says, so the provider stops redelivering
 //! it, and anything unverified is a 400 that changes nothing.
 
 use seckill_domain::orders::{self, Confirmation};
 use seckill_domain::{clock, provider};
-use seckill_spin_edge::config;
+use seckill_spin_edge::config::{self, Settings};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, require_method};
 use seckill_spin_edge::store;
@@ -16,7 +17,7 @@ use spin_sdk::http_component;
 /// Verify, parse, apply, render.
 #[http_component]
 async fn handle(req: IncomingRequest) -> Response {
-    seckill_spin_edge::http::serve(req, answer).await
+    seckill_spin_edge::http::serve_up_to(http::PROVIDER_EVENT_MAX_BYTES, req, answer).await
 }
 
 /// The request, its body read within the limit.
@@ -38,11 +39,12 @@ fn confirm(req: &Request) -> Result<Confirmation, ApiError> {
         &provider::secrets(&secrets)?,
         now_ms / 1000,
     )?;
-    let notice = provider::parse(req.body())?;
+    let notice = provider::parse(req.body());
     Ok(orders::confirm(
         &store::nodes()?,
         &config::postgres()?,
         &notice,
+        Settings::read()?.payment_mode,
         now_ms,
     )?)
 }

@@ -1,7 +1,9 @@
 //! Paying through the provider: the buyer's pay route starts a payment and never marks
 //! anything paid; only the provider's signed webhook does, once per provider event, for the
 //! amount and currency asked, before the deadline. Forged, replayed, stale and wrong-amount
-//! webhooks change nothing an order holds; a confirmation after the deadline owes a refund.
+//! webhooks change nothing an order holds; every provider payment naming one of ours is
+//! recorded once, and one that pays nothing (after the deadline, another amount, a second one)
+//! owes a refund without blocking the order's correct payment. Every verified event is taken.
 
 use std::time::Duration;
 
@@ -18,6 +20,13 @@ async fn drained_sale(app: &TestApp) -> Result<Vec<(String, String)>> {
     assert_eq!(accepted.len(), 10);
     drain_all(app).await?;
     Ok(accepted)
+}
+
+/// The pay route's answer to `user` for `order` of `land`, which must be 200.
+async fn payment_answer(app: &TestApp, user: &str, order: &str) -> Result<Value> {
+    let (status, payment) = start_payment(app, "land", user, order).await?;
+    anyhow::ensure!(status == 200, "pay: {status} {payment}");
+    Ok(payment)
 }
 
 /// `user` starts paying `order` of `event`: the pay route's answer.
@@ -49,8 +58,9 @@ async fn poll(app: &TestApp, user: &str) -> Result<Value> {
     Ok(polled)
 }
 
-/// The order's status in Postgres, and its payment's (status, refund reason, provider ref).
-async fn recorded(pg: &seckill_testkit::PgServer, order: &str) -> Result<(String, Value)> {
+/// The order's status in Postgres, its payment's `[status, provider ref]`, and the provider
+/// payments naming it, oldest first: `[status, refund reason]` each.
+async fn recorded(pg: &seckill_testkit::PgServer, order: &str) -> Result<(String, Value, Value)> {
     let db = pg.client().await?;
     let status: String = db
         .query_one("SELECT status FROM orders WHERE order_id = $1", &[&order])
@@ -58,18 +68,25 @@ async fn recorded(pg: &seckill_testkit::PgServer, order: &str) -> Result<(String
         .get(0);
     let payment = db
         .query_opt(
-            "SELECT status, refund_reason, provider_ref FROM payments WHERE order_id = $1",
+            "SELECT status, provider_ref FROM payments WHERE order_id = $1",
             &[&order],
         )
         .await?
         .map_or(Value::Null, |r| {
-            json!([
-                r.get::<_, String>(0),
-                r.get::<_, Option<String>>(1),
-                r.get::<_, Option<String>>(2)
-            ])
+            json!([r.get::<_, String>(0), r.get::<_, Option<String>>(1)])
         });
-    Ok((status, payment))
+    let taken: Vec<Value> = db
+        .query(
+            "SELECT pp.status, pp.refund_reason FROM provider_payments pp
+                 JOIN payments p ON p.payment_id = pp.payment_id
+                 WHERE p.order_id = $1 ORDER BY pp.received_ms, pp.provider_ref",
+            &[&order],
+        )
+        .await?
+        .iter()
+        .map(|r| json!([r.get::<_, String>(0), r.get::<_, Option<String>>(1)]))
+        .collect();
+    Ok((status, payment, Value::Array(taken)))
 }
 
 /// The pay route only starts a payment: asked twice, the same pending payment for the
@@ -134,13 +151,15 @@ async fn forged_stale_and_wrong_amount_webhooks_never_pay_an_order() -> Result<(
         (status, answer["error"]["code"].as_str()),
         (400, Some("bad_signature"))
     );
+    let (_, payment, taken) = recorded(&pg, order).await?;
     assert_eq!(
-        recorded(&pg, order).await?.1[0],
-        "pending",
+        (&payment[0], &taken),
+        (&json!("pending"), &json!([])),
         "nothing changed"
     );
 
-    // Genuine events for another amount, or another currency: refunds owed, orders unpaid.
+    // Genuine events for another amount, or another currency: refunds owed, orders unpaid,
+    // and the payments still open: the right amount then pays the order.
     for ((user, order), (amount, currency)) in
         accepted[1..3].iter().zip([(1, "eur"), (1999, "usd")])
     {
@@ -149,13 +168,28 @@ async fn forged_stale_and_wrong_amount_webhooks_never_pay_an_order() -> Result<(
         let (_, wrong) = provider.succeeded_event(id, amount, currency);
         let delivered = provider.deliver(&wrong).await?;
         assert_eq!(delivered.body["outcome"], "refund_due_amount");
-        let (status, payment) = recorded(&pg, order).await?;
+        let (status, payment, taken) = recorded(&pg, order).await?;
         assert_eq!(
-            (status.as_str(), &payment[0], &payment[1]),
+            (status.as_str(), &payment[0], &taken),
             (
                 "pending_payment",
-                &json!("refund_due"),
-                &json!("amount_mismatch")
+                &json!("pending"),
+                &json!([["refund_due", "amount_mismatch"]])
+            )
+        );
+        let delivered = provider
+            .pay(&payment_answer(&app, user, order).await?)
+            .await?;
+        assert_eq!(
+            delivered.body["outcome"], "paid",
+            "the mismatch blocks nothing"
+        );
+        let (status, _, taken) = recorded(&pg, order).await?;
+        assert_eq!(
+            (status.as_str(), &taken),
+            (
+                "paid",
+                &json!([["refund_due", "amount_mismatch"], ["paid", null]])
             )
         );
     }
@@ -186,10 +220,14 @@ async fn a_confirmation_after_the_deadline_owes_a_refund_and_never_resurrects_th
     let left = app.status("late").await?["stock_left"].as_i64();
     let delivered = app.provider().pay(&payment).await?;
     assert_eq!(delivered.body["outcome"], "refund_due_late");
-    let (status, recorded) = recorded(&pg, order).await?;
+    let (status, payment, taken) = recorded(&pg, order).await?;
     assert_eq!(
-        (status.as_str(), &recorded[0], &recorded[1]),
-        ("expired", &json!("refund_due"), &json!("late"))
+        (status.as_str(), &payment[0], &taken),
+        (
+            "expired",
+            &json!("pending"),
+            &json!([["refund_due", "late"]])
+        )
     );
     assert_eq!(
         app.status("late").await?["stock_left"].as_i64(),
@@ -197,7 +235,10 @@ async fn a_confirmation_after_the_deadline_owes_a_refund_and_never_resurrects_th
         "the unit stays for sale"
     );
     let (status, body) = start_payment(&app, "late", user, order).await?;
-    assert_eq!((status, body["status"].as_str()), (200, Some("refund_due")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("order_expired"))
+    );
     // The operators see it, to refund at the provider.
     let (status, listed) = app
         .admin(
@@ -255,6 +296,119 @@ async fn paying_someone_elses_order_is_404_order_not_found() -> Result<()> {
     assert_books(&app, &pg, "land", 10, &accepted).await
 }
 
+/// Every verified event is taken (`200`): a kind we do not act on, a payment naming nothing of
+/// ours (another integration on the account), a body we cannot read, an event of the other
+/// mode (a test card on a live shop: `ignored_livemode`, counted for the operators' alert),
+/// and one as large as the provider sends (256 KiB, over the 16 KiB a buyer may send). A
+/// second payment for a paid order owes a refund; the same provider payment brought by two
+/// events is recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verified_event_is_taken_and_every_provider_payment_recorded_once() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    let accepted = drained_sale(&app).await?;
+    let provider = app.provider();
+    let (user, order) = &accepted[0];
+    let payment = payment_answer(&app, user, order).await?;
+    let id = payment["payment_id"].as_str().unwrap_or_default();
+    let taken = |outcome: &str, body: &str| {
+        let (provider, outcome, body) = (&provider, outcome.to_owned(), body.to_owned());
+        async move {
+            let delivered = provider.deliver(&body).await?;
+            anyhow::ensure!(
+                (delivered.status, delivered.attempts) == (200, 1)
+                    && delivered.body["outcome"] == outcome.as_str(),
+                "{outcome}: {} {}",
+                delivered.status,
+                delivered.body
+            );
+            Ok(())
+        }
+    };
+    let refund = json!({ "id": "evt_refund_1", "object": "event", "type": "charge.refunded",
+        "livemode": false, "data": { "object": { "id": "ch_1", "object": "charge" } } });
+    taken("ignored", &refund.to_string()).await?;
+    let (_, theirs) = provider.succeeded_event(id, 1999, "eur");
+    let theirs = theirs.replace(&format!(r#""payment_id":"{id}""#), r#""order":"42""#);
+    taken("ignored", &theirs).await?;
+    taken(
+        "ignored",
+        r#"{"id":"evt_odd","type":"payment_intent.succeeded","data":{}}"#,
+    )
+    .await?;
+    let (_, live) = provider.succeeded_event(id, 1999, "eur");
+    let live = live.replace(r#""livemode":false"#, r#""livemode":true"#);
+    taken("ignored_livemode", &live).await?;
+    assert_eq!(
+        recorded(&pg, order).await?.0,
+        "pending_payment",
+        "nothing paid"
+    );
+    let db = pg.client().await?;
+    let counted: i64 = db
+        .query_one(
+            "SELECT count(*) FROM provider_events WHERE outcome = 'ignored_livemode'",
+            &[],
+        )
+        .await?
+        .get(0);
+    assert_eq!(counted, 1);
+    let scrape = app
+        .http
+        .get(format!("{}/admin/metrics", app.base_url))
+        .bearer_auth(seckill_testkit::ADMIN_TOKEN)
+        .send()
+        .await?
+        .text()
+        .await?;
+    assert!(
+        scrape.contains(r#"seckill_provider_events_total{outcome="ignored_livemode"} 1"#),
+        "the operators' alert counts it: {scrape}"
+    );
+
+    // The largest event the provider may send is taken whole.
+    let (_, large) = provider.succeeded_event(id, 1999, "eur");
+    let padding = "x".repeat(seckill_spin_edge::http::PROVIDER_EVENT_MAX_BYTES - large.len() - 64);
+    let large = large.replace(
+        r#""status":"succeeded""#,
+        &format!(r#""status":"succeeded","description":"{padding}""#),
+    );
+    assert!(large.len() > 200 * 1024, "{}", large.len());
+    taken("paid", &large).await?;
+
+    // The same payment intent in a second event: recorded once. A second payment: refunded.
+    let intent: Value = serde_json::from_str(&large)?;
+    let mut again = intent.clone();
+    again["id"] = json!("evt_same_intent_again");
+    taken("already_recorded", &again.to_string()).await?;
+    let (_, second) = provider.succeeded_event(id, 1999, "eur");
+    taken("refund_due_duplicate", &second).await?;
+    let (status, payment, taken) = recorded(&pg, order).await?;
+    assert_eq!(
+        (status.as_str(), &payment[0], &taken),
+        (
+            "paid",
+            &json!("succeeded"),
+            &json!([["paid", null], ["refund_due", "duplicate"]])
+        )
+    );
+    assert_books(&app, &pg, "land", 10, &accepted).await
+}
+
+/// The webhook's body limit is the provider's, in the host (the manifest's
+/// `request_body_limits`) as in the function.
+#[test]
+fn the_hosts_webhook_body_limit_is_the_functions() -> Result<()> {
+    let manifest: toml::Table =
+        std::fs::read_to_string(seckill_testkit::repo_root().join("spin.toml"))?.parse()?;
+    let limit =
+        &manifest["application"]["tool"]["seckill"]["request_body_limits"]["/api/payments/webhook"];
+    assert_eq!(
+        limit.as_integer(),
+        Some(seckill_spin_edge::http::PROVIDER_EVENT_MAX_BYTES as i64)
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paying_an_order_id_that_is_not_one_is_400_bad_order_id() -> Result<()> {
     let (_redis, pg, app) = start(&[]).await?;
@@ -300,11 +454,14 @@ mod over_rest {
         assert_eq!(poll(&app, user).await?["state"], "paid");
         let (_, settled) = start_payment(&app, "land", user, order).await?;
         assert_eq!(settled["status"], "succeeded");
-        let (status, payment) = recorded(&pg, order).await?;
-        assert_eq!(status, "paid");
+        let (status, payment, taken) = recorded(&pg, order).await?;
+        assert_eq!(
+            (status.as_str(), &taken),
+            ("paid", &json!([["paid", null]]))
+        );
         assert_eq!(payment[0], "succeeded");
         assert!(
-            payment[2].as_str().is_some_and(|r| r.starts_with("pi_")),
+            payment[1].as_str().is_some_and(|r| r.starts_with("pi_")),
             "{payment}"
         );
         assert_eq!(app.status("land").await?["paid"], 1);

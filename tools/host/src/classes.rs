@@ -138,9 +138,30 @@ impl RouteClass {
 
 /// The `seckill` tool table of the manifest, as far as this host reads it.
 #[derive(Debug, Default, Deserialize)]
-struct ToolTable {
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolTable {
+    /// Each route's request class (this module).
     #[serde(default)]
     request_classes: Option<HashMap<String, Entry>>,
+    /// Request bodies taken by route above the host's default (`http_trigger`).
+    #[serde(default)]
+    pub(crate) request_body_limits: HashMap<String, u64>,
+}
+
+impl ToolTable {
+    /// `[application.tool.seckill]` of `file` (empty when it has none).
+    pub(crate) fn of(file: &ManifestFile) -> Result<ToolTable, ManifestError> {
+        let Some(tool) = file.manifest.application.tool.get("seckill") else {
+            return Ok(ToolTable::default());
+        };
+        toml::Value::Table(tool.clone())
+            .try_into()
+            .map_err(|e| ManifestError {
+                path: file.path.clone(),
+                line: 0,
+                message: format!("[application.tool.seckill]: {e}"),
+            })
+    }
 }
 
 /// Every HTTP route's classes, by the route as written in the manifest.
@@ -159,16 +180,7 @@ impl RequestClasses {
             message,
         };
         let routes = file.manifest.trigger.http.iter().map(|t| &t.route);
-        let table = match file.manifest.application.tool.get("seckill") {
-            None => None,
-            Some(tool) => {
-                let tool: ToolTable = toml::Value::Table(tool.clone())
-                    .try_into()
-                    .map_err(|e| error(format!("[application.tool.seckill]: {e}")))?;
-                tool.request_classes
-            }
-        };
-        let Some(mut table) = table else {
+        let Some(mut table) = ToolTable::of(file)?.request_classes else {
             let undeclared = RouteClass::one(Class::UNDECLARED);
             return Ok(RequestClasses(
                 routes

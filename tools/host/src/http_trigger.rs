@@ -6,6 +6,7 @@
 //! comes from.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,7 +24,7 @@ use hyper::body::Body;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use crate::classes::{Class, RequestClasses};
+use crate::classes::{Class, RequestClasses, ToolTable};
 use crate::manifest::{ManifestError, ManifestFile};
 use crate::overload::{Permit, Refused};
 use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
@@ -80,6 +81,8 @@ pub struct HttpTrigger {
     limits: RequestLimits,
     /// Each route's request class.
     classes: RequestClasses,
+    /// Routes that take larger bodies than [`RequestLimits::max_request_body`], by route.
+    body_limits: HashMap<String, u64>,
 }
 
 /// What the HTTP trigger allows a request before it runs.
@@ -110,6 +113,23 @@ impl HttpTrigger {
         limits: RequestLimits,
     ) -> Result<HttpTrigger, ManifestError> {
         let classes = RequestClasses::of_manifest(file)?;
+        let body_limits = ToolTable::of(file)?.request_body_limits;
+        let routed = |r: &String| {
+            file.manifest
+                .trigger
+                .http
+                .iter()
+                .any(|t| t.route.get_ref() == r)
+        };
+        if let Some(stray) = body_limits.keys().find(|r| !routed(r)) {
+            return Err(ManifestError {
+                path: file.path.clone(),
+                line: 0,
+                message: format!(
+                    "[application.tool.seckill.request_body_limits] names `{stray}`, which no [[trigger.http]] route is"
+                ),
+            });
+        }
         let handlers: Vec<_> = (0..runtime.len())
             .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
             .collect();
@@ -154,6 +174,7 @@ impl HttpTrigger {
             version: application.version.clone(),
             limits,
             classes,
+            body_limits,
         })
     }
 
@@ -212,7 +233,14 @@ pub async fn handle(
         .route(&matched.raw_route)
         .expect("every route has its class (checked at load)")
         .of(req.method());
-    let limits = &trigger.limits;
+    let limits = &RequestLimits {
+        max_request_body: trigger
+            .body_limits
+            .get(&matched.raw_route)
+            .copied()
+            .unwrap_or(trigger.limits.max_request_body),
+        ..trigger.limits
+    };
     let (parts, body) = req.into_parts();
     let body = match read_body(body, declared_length(&parts.headers), limits).await {
         Ok(body) => body,

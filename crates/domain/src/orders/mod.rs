@@ -13,7 +13,7 @@ mod reconcile;
 mod release;
 mod repeat;
 
-pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm};
+pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm, provider_event_counts};
 pub use drain::{DrainOptions, DrainReport, catch_up, drain};
 pub use pay::{
     MAX_PAYMENTS_LISTED, Payment, PaymentRecord, PaymentStatus, payments, start_payment,

@@ -10,7 +10,8 @@ use crate::event::EventId;
 use crate::ids::{self, OrderId};
 use crate::sql::{Cell, Param as P, Sql};
 
-/// Where a payment stands.
+/// Where a payment stands: ours is pending or succeeded; money the provider took that paid
+/// nothing (too late, another amount, a second payment) is listed as owing a refund.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PaymentStatus {
@@ -18,8 +19,7 @@ pub enum PaymentStatus {
     Pending,
     /// Confirmed in time: the order is paid.
     Succeeded,
-    /// Confirmed too late or for another amount: the order was not paid by it, and the money
-    /// goes back (an operator's job).
+    /// A provider payment that paid no order: the money goes back.
     RefundDue,
 }
 
@@ -118,7 +118,7 @@ pub fn start_payment(
             &[s(order_id.as_str())],
         )?;
         match found.rows.first() {
-            // A payment already confirmed (or owing a refund) is answered as it stands.
+            // A payment already confirmed is answered as it stands.
             Some(p) if open || !matches!(p.get(1), Some(Cell::Str(s)) if s == "pending") => {
                 Ok(Payment {
                     payment_id: text(p, 0)?,
@@ -142,7 +142,8 @@ pub fn start_payment(
     Ok(payment)
 }
 
-/// A payment as operators see it.
+/// A payment as operators see it: one of ours, with the provider payment that paid it, or a
+/// provider payment naming it that owes a refund.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PaymentRecord {
     /// Ours.
@@ -153,9 +154,9 @@ pub struct PaymentRecord {
     pub user_id: String,
     /// Where it stands.
     pub status: PaymentStatus,
-    /// Why it owes a refund (`late`, `amount_mismatch`), when it does.
+    /// Why it owes a refund (`late`, `amount_mismatch`, `duplicate`), when it does.
     pub refund_reason: Option<String>,
-    /// What was asked, in the currency's smallest unit.
+    /// What was asked (or, for a provider payment, taken), in the currency's smallest unit.
     pub amount: i64,
     /// Lowercase ISO 4217.
     pub currency: String,
@@ -163,7 +164,7 @@ pub struct PaymentRecord {
     pub provider_ref: Option<String>,
     /// When the buyer started it (Unix ms).
     pub created_ms: i64,
-    /// When the provider's confirmation was taken.
+    /// When the provider's payment was taken.
     pub confirmed_ms: Option<i64>,
 }
 
@@ -180,9 +181,18 @@ pub fn payments(
 ) -> Result<Vec<PaymentRecord>, Error> {
     let rows = db.query(
         "SELECT payment_id, order_id, user_id, status, refund_reason, amount, currency,
-                provider_ref, created_ms, confirmed_ms
-             FROM payments WHERE event_id = $1 AND ($2 = '' OR status = $2)
-             ORDER BY created_ms DESC LIMIT $3",
+                provider_ref, created_ms, received_ms
+             FROM (SELECT p.payment_id, p.order_id, p.user_id,
+                          CASE WHEN pp.status = 'refund_due' THEN 'refund_due'
+                               ELSE p.status END AS status,
+                          pp.refund_reason, coalesce(pp.amount, p.amount) AS amount,
+                          coalesce(pp.currency, p.currency) AS currency, pp.provider_ref,
+                          p.created_ms, pp.received_ms
+                   FROM payments p
+                   LEFT JOIN provider_payments pp ON pp.payment_id = p.payment_id
+                   WHERE p.event_id = $1) listed
+             WHERE $2 = '' OR status = $2
+             ORDER BY created_ms DESC, received_ms NULLS FIRST LIMIT $3",
         &[
             s(event.as_str()),
             s(status.map_or("", PaymentStatus::as_str)),
