@@ -11,6 +11,8 @@
 //! - [`pow`] — the client's side of the admission gate's proof of work;
 //! - `realistic_ids` — test data: [`realistic_ids`] of each of the [`ID_KINDS`];
 //! - [`provider`] — the payment provider's side: charges, signed webhooks, redeliveries;
+//! - [`stripe`] — [`StripeSandbox`]: Stripe's API (Checkout Sessions, refunds, events,
+//!   idempotency, rate limits), its hosted page and its webhooks, in process;
 //! - [`walk`] — a buyer's walk through the sale (challenge, admission, precheck, buy, poll,
 //!   pay), over any [`walk::Client`]: the tests', the bench's and the demo's one walk;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
@@ -37,6 +39,7 @@ mod redis_server;
 pub mod rest_facade;
 mod scratch;
 mod spin_costs;
+pub mod stripe;
 mod support;
 mod switches;
 mod tls;
@@ -57,6 +60,7 @@ pub use provider::{PAYMENT_WEBHOOK_SECRET, Provider};
 pub use realistic_ids::{ID_KINDS, realistic_ids};
 pub use redis_server::{Monitor, RedisServer};
 pub use spin_costs::{Costed, walk_costs};
+pub use stripe::StripeSandbox;
 pub use support::{free_port, repo_root};
 pub use switches::{Switches, switches};
 pub use tls::TestCa;

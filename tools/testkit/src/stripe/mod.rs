@@ -1,0 +1,864 @@
+//! An in-process Stripe sandbox: Stripe's side of a Checkout integration, played over HTTP on
+//! a loopback port as Stripe's API reference documents it, for the app's pay route (creates a
+//! Checkout Session), its timeout-release job (expires sessions), its refund job (Refunds
+//! API), its backstop job (Events API), and its webhook endpoint. It shares no code with the
+//! app (`crates/domain`, `crates/spin-edge`, `functions/`): a misreading of Stripe's docs in
+//! the app cannot hide behind the same misreading here.
+//!
+//! Pinned version: **2024-06-20** ([`API_VERSION`]), the `api_version` of the events
+//! [`crate::Provider`] signs. Requests may send any well-formed `Stripe-Version`; it is
+//! recorded per call ([`Call::stripe_version`]) and echoed, and objects keep the configured
+//! version's shape. [`SandboxConfig::api_version`] may name a later version: the only
+//! difference played is 2024-10-28.acacia's `refund.*` events.
+//!
+//! | Endpoint | Doc page | Here |
+//! |---|---|---|
+//! | `POST /v1/checkout/sessions` | [Create a Checkout Session](https://docs.stripe.com/api/checkout/sessions/create) | `payment` mode, `price_data` line items, hosted UI |
+//! | `GET /v1/checkout/sessions/:id` | [Retrieve a Checkout Session](https://docs.stripe.com/api/checkout/sessions/retrieve) | `expand[]=payment_intent`, `expand[]=line_items` |
+//! | `POST /v1/checkout/sessions/:id/expire` | [Expire a Checkout Session](https://docs.stripe.com/api/checkout/sessions/expire) | `open` only, else 400 |
+//! | `GET /v1/payment_intents/:id` | [Retrieve a PaymentIntent](https://docs.stripe.com/api/payment_intents/retrieve) | `expand[]=latest_charge` |
+//! | `POST /v1/refunds` | [Create a refund](https://docs.stripe.com/api/refunds/create) | by `payment_intent` or `charge` |
+//! | `GET /v1/refunds/:id` | [Retrieve a refund](https://docs.stripe.com/api/refunds/retrieve) | |
+//! | `GET /v1/events` | [List all events](https://docs.stripe.com/api/events/list) | cursors, `type` wildcards, `types[]`, `created`, `delivery_success`, 30 days |
+//! | `GET /v1/events/:id` | [Retrieve an event](https://docs.stripe.com/api/events/retrieve) | |
+//! | `GET`/`POST /c/pay/:session` | the hosted Checkout page | charges the stored amount |
+//!
+//! Across endpoints: [Authentication](https://docs.stripe.com/api/authentication) and
+//! [restricted keys](https://docs.stripe.com/keys#limit-access), [Errors](https://docs.stripe.com/api/errors)
+//! and [Error codes](https://docs.stripe.com/error-codes), [Idempotent requests](https://docs.stripe.com/api/idempotent_requests)
+//! and [Advanced error handling](https://docs.stripe.com/error-low-level), [Rate limits](https://docs.stripe.com/rate-limits),
+//! [Pagination](https://docs.stripe.com/api/pagination), [Versioning](https://docs.stripe.com/api/versioning),
+//! [Metadata](https://docs.stripe.com/api/metadata), [Webhooks](https://docs.stripe.com/webhooks)
+//! (signatures, retries). Each module says which rule it takes from where:
+//! `form` (encoding), `schema` (documented parameters), `api` (the request pipeline),
+//! `state` (objects, events), `hosted` (the page), `webhooks` (delivery).
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use seckill_testkit::stripe::{StripeSandbox, SECRET_KEY};
+//! let stripe = StripeSandbox::start().await?;
+//! stripe.add_webhook_endpoint("http://127.0.0.1:3000/api/payments/webhook",
+//!     &[seckill_testkit::PAYMENT_WEBHOOK_SECRET], &["*"]);
+//! // The app is configured with `stripe.url()` as its API base and `SECRET_KEY`.
+//! let session_id = "cs_test_…"; // what the app's pay route created
+//! let pi = stripe.pay(session_id)?; // as the buyer pressing Pay
+//! stripe.settle_webhooks(std::time::Duration::from_secs(10)).await?;
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod error;
+mod form;
+mod hosted;
+mod ids;
+mod schema;
+mod state;
+mod webhooks;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+pub use webhooks::{Attempt, DeliveryState};
+
+use ids::Clock;
+use state::{Origin, SessionStatus, State, Unpayable};
+
+/// The API version the sandbox renders (see the module documentation).
+pub const API_VERSION: &str = "2024-06-20";
+/// The secret key every sandbox accepts unless configured otherwise.
+pub const SECRET_KEY: &str = "sk_test_51SeckillSandbox0000000000000000000000000000";
+/// A restricted key holding what the app needs: Checkout Sessions write, Refunds write,
+/// Events read, PaymentIntents read.
+pub const RESTRICTED_KEY: &str = "rk_test_51SeckillSandboxApp000000000000000000000000";
+/// The sandbox's account, as 403 messages name it.
+pub const ACCOUNT_ID: &str = "acct_1SeckillSandbox0";
+/// How long an idempotency key's answer is kept.
+pub(crate) const IDEMPOTENCY_TTL_S: i64 = 24 * 3600;
+
+/// A restricted key's permission on a resource (<https://docs.stripe.com/keys#limit-access>:
+/// "Write permissions imply read permissions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    CheckoutSessionsRead,
+    CheckoutSessionsWrite,
+    PaymentIntentsRead,
+    PaymentIntentsWrite,
+    RefundsRead,
+    RefundsWrite,
+    EventsRead,
+}
+
+impl Permission {
+    /// Whether holding `self` allows what `needed` allows.
+    pub fn grants(self, needed: Permission) -> bool {
+        use Permission::*;
+        self == needed
+            || matches!(
+                (self, needed),
+                (CheckoutSessionsWrite, CheckoutSessionsRead)
+                    | (PaymentIntentsWrite, PaymentIntentsRead)
+                    | (RefundsWrite, RefundsRead)
+            )
+    }
+}
+
+/// An API key of the sandbox's account.
+#[derive(Debug, Clone)]
+pub struct ApiKey {
+    pub key: String,
+    /// `None`: a secret key, allowed everything; `Some`: a restricted key.
+    pub permissions: Option<Vec<Permission>>,
+}
+
+impl ApiKey {
+    /// A secret key (`sk_test_…`).
+    pub fn secret(key: &str) -> Self {
+        ApiKey {
+            key: key.to_owned(),
+            permissions: None,
+        }
+    }
+
+    /// A restricted key (`rk_test_…`) with these permissions.
+    pub fn restricted(key: &str, permissions: &[Permission]) -> Self {
+        ApiKey {
+            key: key.to_owned(),
+            permissions: Some(permissions.to_vec()),
+        }
+    }
+}
+
+/// How webhook deliveries are retried: Stripe's days, compressed.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts per delivery, the first included.
+    pub attempts: u32,
+    /// The wait after the first failure; it doubles after each (capped at a minute).
+    pub first_backoff: Duration,
+    /// How long one attempt waits for an answer.
+    pub timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 8,
+            first_backoff: Duration::from_millis(200),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How a pending refund ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundOutcome {
+    Succeeded,
+    /// `failed`, with this `failure_reason` (`lost_or_stolen_card`,
+    /// `expired_or_canceled_card`, `charge_for_pending_refund_disputed`,
+    /// `insufficient_funds`, `declined`, `merchant_request`, `unknown`).
+    Failed(String),
+}
+
+/// What a new refund does.
+#[derive(Debug, Clone)]
+pub enum RefundBehaviour {
+    /// `status: succeeded` at once (card refunds in test mode).
+    Succeed,
+    /// `status: pending`, then `outcome` after `settle_after` (`charge.refund.updated`).
+    Pending {
+        settle_after: Duration,
+        outcome: RefundOutcome,
+    },
+}
+
+/// Which events to hold back from webhook delivery.
+#[derive(Debug, Clone)]
+pub enum WebhookFilter {
+    All,
+    /// These types (`*` wildcards allowed).
+    Types(Vec<String>),
+}
+
+impl WebhookFilter {
+    pub fn matches(&self, kind: &str) -> bool {
+        match self {
+            WebhookFilter::All => true,
+            WebhookFilter::Types(t) => t.iter().any(|p| webhooks::pattern_matches(p, kind)),
+        }
+    }
+}
+
+/// How a sandbox starts.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// The account's keys (default: [`SECRET_KEY`] and [`RESTRICTED_KEY`]).
+    pub keys: Vec<ApiKey>,
+    /// The account's API version: events' `api_version` (default [`API_VERSION`]).
+    pub api_version: String,
+    pub retry: RetryPolicy,
+    pub refunds: RefundBehaviour,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            keys: vec![
+                ApiKey::secret(SECRET_KEY),
+                ApiKey::restricted(
+                    RESTRICTED_KEY,
+                    &[
+                        Permission::CheckoutSessionsWrite,
+                        Permission::RefundsWrite,
+                        Permission::EventsRead,
+                        Permission::PaymentIntentsRead,
+                    ],
+                ),
+            ],
+            api_version: API_VERSION.to_owned(),
+            retry: RetryPolicy::default(),
+            refunds: RefundBehaviour::Succeed,
+        }
+    }
+}
+
+/// One API request the sandbox received.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Sandbox-clock Unix seconds.
+    pub at: i64,
+    pub method: String,
+    pub path: String,
+    /// The parameters as sent (query or form), nested, every value a string.
+    pub params: Value,
+    pub idempotency_key: Option<String>,
+    pub stripe_version: Option<String>,
+    pub api_key: Option<String>,
+    /// The status answered (also when the response was lost on purpose).
+    pub status: u16,
+    /// Replayed from an idempotency key.
+    pub replayed: bool,
+    pub request_id: String,
+}
+
+/// A Checkout Session, for assertions.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub id: String,
+    /// `open`, `complete`, `expired`.
+    pub status: &'static str,
+    /// `unpaid`, `paid`.
+    pub payment_status: &'static str,
+    pub amount_total: i64,
+    pub currency: String,
+    pub metadata: BTreeMap<String, String>,
+    pub payment_intent_metadata: BTreeMap<String, String>,
+    pub client_reference_id: Option<String>,
+    pub payment_intent: Option<String>,
+    pub expires_at: i64,
+    pub url: String,
+}
+
+/// A PaymentIntent and its charge's refunds, for assertions.
+#[derive(Debug, Clone)]
+pub struct PaymentView {
+    pub id: String,
+    pub charge: String,
+    pub amount: i64,
+    pub currency: String,
+    /// Refunded so far, pending refunds included, failed ones not (`charge.amount_refunded`).
+    pub amount_refunded: i64,
+    pub metadata: BTreeMap<String, String>,
+    /// The Checkout Session it paid, `None` for a payment outside Checkout.
+    pub session: Option<String>,
+}
+
+/// A refund, for assertions.
+#[derive(Debug, Clone)]
+pub struct RefundView {
+    pub id: String,
+    pub payment_intent: String,
+    pub charge: String,
+    pub amount: i64,
+    /// `pending`, `succeeded`, `failed`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub failure_reason: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// One event's delivery to one endpoint.
+#[derive(Debug, Clone)]
+pub struct DeliveryView {
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_url: String,
+    pub state: DeliveryState,
+    pub attempts: Vec<Attempt>,
+}
+
+/// Webhook delivery counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WebhookStats {
+    /// Deliveries answered with a 2xx.
+    pub delivered: usize,
+    /// Deliveries queued, in flight or waiting for a retry.
+    pub pending: usize,
+    /// Deliveries held back.
+    pub held: usize,
+    /// Deliveries lost on purpose.
+    pub dropped: usize,
+    /// Deliveries whose attempts all failed.
+    pub exhausted: usize,
+    /// Attempts made.
+    pub attempts: usize,
+    /// Attempts not answered with a 2xx.
+    pub failed_attempts: usize,
+    /// Attempts after a delivery's first.
+    pub retries: usize,
+    /// Deliveries that took more than one attempt.
+    pub retried: usize,
+    /// Failed attempts by status (`"500"`, `"no answer"`).
+    pub failed_statuses: BTreeMap<String, usize>,
+}
+
+pub(crate) struct Inner {
+    pub state: Mutex<State>,
+    pub clock: Clock,
+    pub base_url: String,
+    pub keys: Vec<ApiKey>,
+    pub api_version: String,
+    pub retry: RetryPolicy,
+    pub http: reqwest::Client,
+    pub runtime: tokio::runtime::Handle,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Inner {
+    /// Keeps a task to abort when the sandbox goes.
+    pub fn track(&self, task: AbortHandle) {
+        let mut tasks = self.tasks.lock().expect("sandbox tasks");
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    /// Starts the deliveries queued under the lock (unless a task has one already).
+    pub fn flush(self: &Arc<Self>) {
+        let queued: Vec<usize> = {
+            let mut state = self.state.lock().expect("sandbox state");
+            let queued = std::mem::take(&mut state.to_spawn);
+            queued
+                .into_iter()
+                .filter(|&d| !std::mem::replace(&mut state.deliveries[d].running, true))
+                .collect()
+        };
+        for d in queued {
+            let task = self.runtime.spawn(webhooks::deliver(self.clone(), d));
+            self.track(task.abort_handle());
+        }
+    }
+}
+
+fn strings(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The sandbox; it stops (server, deliveries) when dropped.
+pub struct StripeSandbox {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for StripeSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StripeSandbox")
+            .field("url", &self.inner.base_url)
+            .finish()
+    }
+}
+
+impl Drop for StripeSandbox {
+    fn drop(&mut self) {
+        for t in self.inner.tasks.lock().expect("sandbox tasks").drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl StripeSandbox {
+    /// A sandbox with the default configuration, on a free loopback port.
+    pub async fn start() -> Result<Self> {
+        Self::start_with(SandboxConfig::default()).await
+    }
+
+    /// A sandbox configured by `config`, on a free loopback port.
+    pub async fn start_with(config: SandboxConfig) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("binding the Stripe sandbox")?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State::new(config.api_version.clone(), config.refunds)),
+            clock: Clock::default(),
+            base_url,
+            keys: config.keys,
+            api_version: config.api_version,
+            retry: config.retry,
+            http: reqwest::Client::new(),
+            runtime: tokio::runtime::Handle::current(),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let server = tokio::spawn(api::serve(inner.clone(), listener));
+        inner.track(server.abort_handle());
+        let sweeper_inner = inner.clone();
+        let sweeper = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let now = sweeper_inner.clock.now();
+                sweeper_inner
+                    .state
+                    .lock()
+                    .expect("sandbox state")
+                    .tick(now, &sweeper_inner.base_url);
+                sweeper_inner.flush();
+            }
+        });
+        inner.track(sweeper.abort_handle());
+        Ok(StripeSandbox { inner })
+    }
+
+    /// `http://127.0.0.1:PORT`: the API base (`…/v1/…`) and the hosted pages' host.
+    pub fn url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// The hosted page of session `id`.
+    pub fn checkout_url(&self, id: &str) -> String {
+        format!("{}/c/pay/{id}", self.inner.base_url)
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut State, i64) -> T) -> T {
+        let now = self.inner.clock.now();
+        let out = {
+            let mut state = self.inner.state.lock().expect("sandbox state");
+            state.tick(now, &self.inner.base_url);
+            f(&mut state, now)
+        };
+        self.inner.flush();
+        out
+    }
+
+    // ---- webhook endpoints -----------------------------------------------------------------
+
+    /// Adds a webhook endpoint receiving `enabled_events` (`*` for all), signed with
+    /// `secrets`; its id (`we_…`). Events already emitted are not sent to it.
+    pub fn add_webhook_endpoint(
+        &self,
+        url: &str,
+        secrets: &[&str],
+        enabled_events: &[&str],
+    ) -> String {
+        let id = ids::new_id("we_", 24);
+        self.with_state(|s, _| {
+            s.endpoints.push(webhooks::Endpoint {
+                id: id.clone(),
+                url: url.to_owned(),
+                secrets: secrets.iter().map(|x| x.to_string()).collect(),
+                enabled_events: enabled_events.iter().map(|x| x.to_string()).collect(),
+            })
+        });
+        id
+    }
+
+    /// Replaces an endpoint's signing secrets (a rotation signs with old and new).
+    pub fn set_webhook_secrets(&self, endpoint_id: &str, secrets: &[&str]) -> Result<()> {
+        self.with_state(|s, _| {
+            let e = s
+                .endpoints
+                .iter_mut()
+                .find(|e| e.id == endpoint_id)
+                .context("no such webhook endpoint")?;
+            e.secrets = secrets.iter().map(|x| x.to_string()).collect();
+            Ok(())
+        })
+    }
+
+    // ---- the buyer's side ------------------------------------------------------------------
+
+    /// Pays session `id` as the buyer pressing Pay on the hosted page: its stored amount, its
+    /// events delivered. The PaymentIntent's id.
+    pub fn pay(&self, id: &str) -> Result<String> {
+        self.pay_inner(id, false)
+    }
+
+    /// Pays session `id` but loses every webhook delivery of that payment (the events stay
+    /// in the Events API, with `pending_webhooks` > 0).
+    pub fn pay_without_webhooks(&self, id: &str) -> Result<String> {
+        self.pay_inner(id, true)
+    }
+
+    fn pay_inner(&self, id: &str, lose: bool) -> Result<String> {
+        let base = self.inner.base_url.clone();
+        self.with_state(|s, now| {
+            s.drop_webhooks = lose;
+            let out = s.complete_session(id, now, &base);
+            s.drop_webhooks = false;
+            match out {
+                Ok(pi) => Ok(pi),
+                Err(Unpayable::NoSuchSession) => bail!("no such checkout session {id}"),
+                Err(Unpayable::Expired) => bail!("checkout session {id} has expired"),
+                Err(Unpayable::AlreadyComplete(pi)) => {
+                    bail!("checkout session {id} is already paid by {pi}")
+                }
+            }
+        })
+    }
+
+    /// A second, separate payment naming session `id`'s order: a new PaymentIntent with the
+    /// session's `payment_intent_data[metadata]`, for `amount` (default the session's), the
+    /// session itself untouched — what a buyer paying one order twice, or another
+    /// integration, produces.
+    pub fn charge_again(&self, id: &str, amount: Option<i64>) -> Result<String> {
+        self.with_state(|s, now| {
+            let session = s
+                .sessions
+                .get(id)
+                .context("no such checkout session")?
+                .clone();
+            Ok(s.create_payment(
+                amount.unwrap_or(session.amount_total),
+                &session.currency,
+                session.pi_metadata.clone(),
+                session.pi_description.clone(),
+                None,
+                None,
+                &Origin::default(),
+                now,
+            ))
+        })
+    }
+
+    /// A succeeded PaymentIntent outside Checkout (another integration on the same account)
+    /// with this `metadata`, and its events.
+    pub fn charge_outside_checkout(
+        &self,
+        amount: i64,
+        currency: &str,
+        metadata: &[(&str, &str)],
+    ) -> String {
+        let metadata: serde_json::Map<String, Value> = metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect();
+        self.with_state(|s, now| {
+            s.create_payment(
+                amount,
+                &currency.to_ascii_lowercase(),
+                Value::Object(metadata),
+                None,
+                None,
+                None,
+                &Origin::default(),
+                now,
+            )
+        })
+    }
+
+    // ---- time ------------------------------------------------------------------------------
+
+    /// Moves the sandbox's clock forward: sessions past `expires_at` expire (with their
+    /// `checkout.session.expired`), idempotency keys older than 24 h and events older than
+    /// 30 days go. Webhook signatures keep the wall clock.
+    pub fn advance_clock(&self, by: Duration) {
+        self.inner.clock.advance(by.as_secs() as i64);
+        self.with_state(|_, _| ());
+    }
+
+    /// Session `id` reaches its `expires_at` now (as if the clock had moved to it, for that
+    /// session only).
+    pub fn expire_session(&self, id: &str) -> Result<()> {
+        self.with_state(|s, now| {
+            let i = s.sessions.pos(id).context("no such checkout session")?;
+            if s.sessions.rows[i].status != SessionStatus::Open {
+                bail!("checkout session {id} is not open");
+            }
+            s.sessions.rows[i].expires_at = now;
+            Ok(())
+        })?;
+        self.with_state(|_, _| ());
+        Ok(())
+    }
+
+    // ---- faults ----------------------------------------------------------------------------
+
+    /// The next `n` API requests answer 429 `rate_limit` (`Stripe-Rate-Limited-Reason:
+    /// global-rate`).
+    pub fn rate_limit_next(&self, n: u32) {
+        self.with_state(|s, _| s.faults.rate_limit_next = n);
+    }
+
+    /// That share (0..=1) of API requests answers 429, evenly spread; `None` stops it.
+    pub fn rate_limit_share(&self, share: Option<f64>) {
+        self.with_state(|s, _| {
+            s.faults.rate_limit_share = share.map(|x| x.clamp(0.0, 1.0));
+            s.faults.share_seen = 0;
+        });
+    }
+
+    /// At most `budget` API requests per wall-clock second, the rest 429 (Stripe's sandbox
+    /// allows 25); `None` lifts it.
+    pub fn rate_limit_per_second(&self, budget: Option<u32>) {
+        self.with_state(|s, _| {
+            s.faults.per_second = budget;
+            s.faults.window = (0, 0);
+        });
+    }
+
+    /// The next `n` API requests answer 429 `lock_timeout` with `Stripe-Should-Retry: true`.
+    pub fn lock_timeout_next(&self, n: u32) {
+        self.with_state(|s, _| s.faults.lock_timeout_next = n);
+    }
+
+    /// The next `n` API requests that pass validation answer 500 `api_error` without doing
+    /// anything; like every answer to a request with an idempotency key, it is replayed to
+    /// that key.
+    pub fn server_error_next(&self, n: u32) {
+        self.with_state(|s, _| s.faults.server_error_next = n);
+    }
+
+    /// The next `n` API requests that reach an endpoint run, then their connection closes
+    /// unanswered (the client sees a network error; a retry with the same idempotency key
+    /// gets the stored answer).
+    pub fn lose_next_responses(&self, n: u32) {
+        self.with_state(|s, _| s.faults.lose_next = n);
+    }
+
+    /// The next `n` refunds are created `pending` and then fail with `failure_reason`
+    /// (<https://docs.stripe.com/refunds#failed-refunds>: the money returns to the balance,
+    /// `charge.refund.updated` is sent). Refund creation itself has no documented
+    /// synchronous card failure; for a failing call use [`Self::server_error_next`].
+    pub fn fail_next_refunds(&self, n: u32, failure_reason: &str) {
+        self.with_state(|s, _| {
+            s.faults.fail_refunds_next = n;
+            s.faults.fail_refunds_reason = failure_reason.to_owned();
+        });
+    }
+
+    /// How new refunds behave from now on.
+    pub fn set_refund_behaviour(&self, behaviour: RefundBehaviour) {
+        self.with_state(|s, _| s.refund_behaviour = behaviour);
+    }
+
+    // ---- webhooks --------------------------------------------------------------------------
+
+    /// Holds back deliveries of events matching `filter` (new ones, and pending ones from
+    /// their next attempt) until [`Self::release_webhooks`].
+    pub fn hold_webhooks(&self, filter: WebhookFilter) {
+        self.with_state(|s, _| {
+            for d in s.deliveries.iter_mut() {
+                let kind = &s.events.rows[d.event].kind;
+                if d.state == DeliveryState::Pending && filter.matches(kind) {
+                    d.state = DeliveryState::Held;
+                }
+            }
+            s.hold = Some(filter);
+        });
+    }
+
+    /// Holds back as [`Self::hold_webhooks`], releasing after `duration`.
+    pub fn hold_webhooks_for(&self, filter: WebhookFilter, duration: Duration) {
+        self.hold_webhooks(filter);
+        let inner = self.inner.clone();
+        let task = self.inner.runtime.spawn(async move {
+            tokio::time::sleep(duration).await;
+            release(&inner);
+        });
+        self.inner.track(task.abort_handle());
+    }
+
+    /// Stops holding back and delivers what was held.
+    pub fn release_webhooks(&self) {
+        release(&self.inner);
+    }
+
+    /// The delivery counters.
+    pub fn webhook_stats(&self) -> WebhookStats {
+        let state = self.inner.state.lock().expect("sandbox state");
+        let mut stats = WebhookStats::default();
+        for d in &state.deliveries {
+            match d.state {
+                DeliveryState::Pending => stats.pending += 1,
+                DeliveryState::Held => stats.held += 1,
+                DeliveryState::Dropped => stats.dropped += 1,
+                DeliveryState::Delivered => stats.delivered += 1,
+                DeliveryState::Exhausted => stats.exhausted += 1,
+            }
+            stats.attempts += d.attempts.len();
+            stats.retries += d.attempts.len().saturating_sub(1);
+            if d.attempts.len() > 1 {
+                stats.retried += 1;
+            }
+            for a in &d.attempts {
+                if !a.status.is_some_and(|s| (200..300).contains(&s)) {
+                    stats.failed_attempts += 1;
+                    let key = a.status.map_or("no answer".to_owned(), |s| s.to_string());
+                    *stats.failed_statuses.entry(key).or_default() += 1;
+                }
+            }
+        }
+        stats
+    }
+
+    /// Every delivery, oldest event first.
+    pub fn deliveries(&self) -> Vec<DeliveryView> {
+        let state = self.inner.state.lock().expect("sandbox state");
+        state
+            .deliveries
+            .iter()
+            .map(|d| {
+                let e = &state.events.rows[d.event];
+                DeliveryView {
+                    event_id: e.id.clone(),
+                    event_type: e.kind.clone(),
+                    endpoint_url: state.endpoints[d.endpoint].url.clone(),
+                    state: d.state,
+                    attempts: d.attempts.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Waits until no delivery is pending (held and lost ones aside).
+    pub async fn settle_webhooks(&self, timeout: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let pending = self.webhook_stats().pending;
+            if pending == 0 {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("{pending} webhook deliveries still pending after {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    // ---- assertions ------------------------------------------------------------------------
+
+    /// Every Checkout Session, oldest first.
+    pub fn sessions(&self) -> Vec<SessionView> {
+        let base = self.inner.base_url.clone();
+        self.with_state(|s, _| {
+            s.sessions
+                .rows
+                .iter()
+                .map(|x| SessionView {
+                    id: x.id.clone(),
+                    status: x.status.as_str(),
+                    payment_status: if x.paid { "paid" } else { "unpaid" },
+                    amount_total: x.amount_total,
+                    currency: x.currency.clone(),
+                    metadata: strings(&x.metadata),
+                    payment_intent_metadata: strings(&x.pi_metadata),
+                    client_reference_id: x.client_reference_id.clone(),
+                    payment_intent: x.payment_intent.clone(),
+                    expires_at: x.expires_at,
+                    url: format!("{base}/c/pay/{}", x.id),
+                })
+                .collect()
+        })
+    }
+
+    /// Session `id`.
+    pub fn session(&self, id: &str) -> Option<SessionView> {
+        self.sessions().into_iter().find(|s| s.id == id)
+    }
+
+    /// Every PaymentIntent, oldest first, with what was refunded of it.
+    pub fn payment_intents(&self) -> Vec<PaymentView> {
+        self.with_state(|s, _| {
+            s.intents
+                .rows
+                .iter()
+                .map(|p| PaymentView {
+                    id: p.id.clone(),
+                    charge: p.charge.clone(),
+                    amount: p.amount,
+                    currency: p.currency.clone(),
+                    amount_refunded: s.charges.get(&p.charge).map_or(0, |c| c.amount_refunded),
+                    metadata: strings(&p.metadata),
+                    session: p.session.clone(),
+                })
+                .collect()
+        })
+    }
+
+    /// Every refund, oldest first.
+    pub fn refunds(&self) -> Vec<RefundView> {
+        self.with_state(|s, _| {
+            s.refunds
+                .rows
+                .iter()
+                .map(|r| RefundView {
+                    id: r.id.clone(),
+                    payment_intent: r.payment_intent.clone(),
+                    charge: r.charge.clone(),
+                    amount: r.amount,
+                    status: r.status.as_str(),
+                    reason: r.reason.clone(),
+                    failure_reason: r.failure_reason.clone(),
+                    metadata: strings(&r.metadata),
+                })
+                .collect()
+        })
+    }
+
+    /// Every event as the Events API renders it, oldest first.
+    pub fn events(&self) -> Vec<Value> {
+        self.with_state(|s, _| s.events.rows.iter().map(|e| s.event_json(e)).collect())
+    }
+
+    /// Every API request received, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.inner
+            .state
+            .lock()
+            .expect("sandbox state")
+            .calls
+            .clone()
+    }
+
+    /// The API requests with this method whose path starts with `path` (`"POST"`,
+    /// `"/v1/refunds"`).
+    pub fn calls_to(&self, method: &str, path: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == method && c.path.starts_with(path))
+            .collect()
+    }
+}
+
+fn release(inner: &Arc<Inner>) {
+    {
+        let mut state = inner.state.lock().expect("sandbox state");
+        state.hold = None;
+        let mut queued = Vec::new();
+        for (i, d) in state.deliveries.iter_mut().enumerate() {
+            if d.state == DeliveryState::Held {
+                d.state = DeliveryState::Pending;
+                queued.push(i);
+            }
+        }
+        state.to_spawn.extend(queued);
+    }
+    inner.flush();
+}
