@@ -451,9 +451,12 @@ def app_settings(repo: Path):
     if not (struct and default):
         return None
     names = re.findall(r"(?m)^\s*pub (\w+):", struct.group(1))
-    values = dict(re.findall(r"(?m)^\s*(\w+): ([\w.]+),", default.group(1)))
-    # An optional setting (`None`) defaults to "" (none).
-    return {n: "" if values.get(n) == "None" else values.get(n, "?").replace("_", "") for n in names}
+    values = dict(re.findall(r"(?m)^\s*(\w+): ([\w.:]+),", default.group(1)))
+    # An optional setting (`None`) defaults to "" (none); an enum's variant (`PaymentMode::Test`)
+    # is its name in the settings (`test`).
+    def literal(v):
+        return "" if v == "None" else v.rsplit("::", 1)[1].lower() if "::" in v else v.replace("_", "")
+    return {n: literal(values.get(n, "?")) for n in names}
 
 
 def module_schemes(mod: Root) -> tuple:

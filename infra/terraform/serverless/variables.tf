@@ -65,13 +65,13 @@ variable "manifest" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
     # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 

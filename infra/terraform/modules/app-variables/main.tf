@@ -82,15 +82,17 @@ locals {
     release_batch         = "1000"  # timeout release: orders / units per event per run
     demo_login            = "false" # "true": anyone may mint a buyer token (local trials only)
     payment_checkout_url  = ""      # the payment provider's hosted checkout ("": none)
+    payment_mode          = "test"  # the provider's mode payments are taken in: test or live
   }
-  # What each setting accepts: "true" or "false" where the default is one, a URL where it is ""
+  # What each setting accepts: "true" or "false" where the default is one, "test" or "live"
+  # where it is one of those, a URL where it is ""
   # (https, without a comma: commas separate the settings), else a whole number (at most 9
   # digits: every setting's type holds it). The app refuses anything else at run time.
   # The app's trusted_proxies is not among them: it is var.trusted_proxies, which a root derives
   # from its network.
   setting_patterns = {
     for k, d in local.setting_defaults : k => (
-      d == "" ? "^(https://[^,\\s]+)?$" : contains(["true", "false"], d) ? "^(true|false)$" : "^[0-9]{1,9}$"
+      d == "" ? "^(https://[^,\\s]+)?$" : contains(["true", "false"], d) ? "^(true|false)$" : contains(["test", "live"], d) ? "^(test|live)$" : "^[0-9]{1,9}$"
     )
   }
   setting_values = merge(var.settings, length(var.trusted_proxies) > 0 ? {

@@ -97,12 +97,12 @@ variable "secrets" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
   type        = map(string)
   default     = {}
   validation {
     condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
   }
 }
 
