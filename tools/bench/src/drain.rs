@@ -109,12 +109,11 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
 async fn drain_all(addr: SocketAddr) -> Result<u64> {
     let mut inserted = 0u64;
     loop {
-        let job = Call {
-            method: http::Method::POST,
-            path: "/admin/jobs/drain".into(),
-            bearer: Some(seckill_testkit::ADMIN_TOKEN.into()),
-            body: bytes::Bytes::new(),
-        };
+        let job = Call::empty(
+            http::Method::POST,
+            "/admin/jobs/drain",
+            Some(seckill_testkit::ADMIN_TOKEN.into()),
+        );
         let (status, body) = once(addr, job).await?;
         let report: serde_json::Value = serde_json::from_slice(&body)?;
         anyhow::ensure!(status == 200, "drain: {status} {report}");

@@ -1,6 +1,6 @@
 //! The rest of the sale's endpoints end to end, on the buy part's host: poll for the buyers who
-//! bought (and a spike of them, `crate::spike`), admission for fresh users, precheck for
-//! others.
+//! bought (and a spike of polls and buys at three times its rate, `crate::spike`), admission
+//! for fresh users, precheck for others.
 
 use std::sync::Arc;
 
@@ -24,9 +24,9 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<V
     let polls = polls(&sale.event, &sale.buyers[..sale.bought.max(1)]);
     let poll_row = endpoint_row("poll end to end", addr, redis, args, polls.clone()).await?;
     let poll_rps = poll_row.rps();
-    let rows = vec![
-        poll_row,
-        crate::spike::row("poll", addr, polls, poll_rps).await?,
+    let mut rows = vec![poll_row];
+    rows.extend(crate::spike::runs(addr, redis, &sale.event, polls, poll_rps).await?);
+    rows.extend([
         endpoint_row(
             "admission end to end",
             addr,
@@ -43,7 +43,7 @@ pub async fn rows(sale: Sale, redis: &RedisServer, args: &SuiteArgs) -> Result<V
             precheck(&sale.event, redis, args)?,
         )
         .await?,
-    ];
+    ]);
     Ok(rows)
 }
 

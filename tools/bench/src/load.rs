@@ -32,6 +32,8 @@ pub struct Call {
     pub bearer: Option<String>,
     /// JSON body (empty for none).
     pub body: Bytes,
+    /// Other headers (a webhook's signature).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Call {
@@ -42,6 +44,7 @@ impl Call {
             path: path.into(),
             bearer,
             body: Bytes::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -61,7 +64,54 @@ impl Call {
             path: path.into(),
             bearer,
             body: Bytes::from(body.to_string()),
+            headers: Vec::new(),
         }
+    }
+
+    /// An empty-bodied `method path` with `bearer` (a job route, an admin write's set-up).
+    pub fn empty(method: Method, path: impl Into<String>, bearer: Option<String>) -> Self {
+        Call {
+            method,
+            path: path.into(),
+            bearer,
+            body: Bytes::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// A payment provider's webhook delivery: `body` exactly as signed, and its
+    /// `Stripe-Signature`.
+    pub fn webhook(body: String, signature: String) -> Self {
+        Call {
+            method: Method::POST,
+            path: "/api/payments/webhook".into(),
+            bearer: None,
+            body: Bytes::from(body),
+            headers: vec![("stripe-signature", signature)],
+        }
+    }
+
+    /// The path without its query, as routes match it.
+    pub fn route_path(&self) -> &str {
+        self.path
+            .split_once('?')
+            .map_or(&self.path, |(path, _)| path)
+    }
+
+    /// The request, for the server at `host`.
+    fn request(self, host: &str) -> Result<Request<Full<Bytes>>> {
+        let mut req = Request::builder()
+            .method(self.method)
+            .uri(self.path)
+            .header("host", host)
+            .header("content-type", "application/json");
+        if let Some(b) = self.bearer {
+            req = req.header("authorization", format!("Bearer {b}"));
+        }
+        for (name, value) in self.headers {
+            req = req.header(name, value);
+        }
+        Ok(req.body(Full::new(self.body))?)
     }
 }
 
@@ -75,6 +125,7 @@ impl From<seckill_testkit::walk::Request> for Call {
             body: request
                 .body
                 .map_or_else(Bytes::new, |b| Bytes::from(b.to_string())),
+            headers: Vec::new(),
         }
     }
 }
@@ -147,13 +198,14 @@ pub fn per_request(total: f64, requests: u64) -> f64 {
 }
 
 /// One keep-alive client connection.
-struct Conn {
+pub struct Conn {
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
     host: String,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> Result<Self> {
+    /// Connects to `addr`.
+    pub async fn open(addr: SocketAddr) -> Result<Self> {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -166,19 +218,15 @@ impl Conn {
 
     /// Sends `call` and reads the whole response; returns the status and the body.
     async fn send(&mut self, call: Call) -> Result<(u16, Bytes)> {
-        let mut req = Request::builder()
-            .method(call.method)
-            .uri(call.path)
-            .header("host", &self.host)
-            .header("content-type", "application/json");
-        if let Some(b) = call.bearer {
-            req = req.header("authorization", format!("Bearer {b}"));
-        }
-        let req = req.body(Full::new(call.body))?;
+        let answer = self.ask(call).await?;
+        Ok((answer.status, answer.body))
+    }
+
+    /// Sends `call` and reads the whole response.
+    pub async fn ask(&mut self, call: Call) -> Result<Answer> {
+        let req = call.request(&self.host)?;
         self.sender.ready().await?;
-        let resp = self.sender.send_request(req).await?;
-        let status = resp.status().as_u16();
-        Ok((status, resp.into_body().collect().await?.to_bytes()))
+        Answer::read(self.sender.send_request(req).await?).await
     }
 }
 
@@ -319,8 +367,66 @@ pub struct Answer {
     pub status: u16,
     /// `Retry-After` in seconds, if the server gave one.
     pub retry_after_s: Option<u64>,
+    /// Where the request's time at the server went, if it said (`Server-Timing`).
+    pub timing: ServerTiming,
     /// The whole body.
     pub body: Bytes,
+}
+
+impl Answer {
+    /// Reads `resp` whole.
+    async fn read(resp: http::Response<hyper::body::Incoming>) -> Result<Answer> {
+        let status = resp.status().as_u16();
+        let header = |name| resp.headers().get(name).and_then(|v| v.to_str().ok());
+        let retry_after_s = header(http::header::RETRY_AFTER).and_then(|v| v.parse().ok());
+        let timing = header(http::header::HeaderName::from_static("server-timing"))
+            .map_or_else(ServerTiming::default, ServerTiming::parse);
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok(Answer {
+            status,
+            retry_after_s,
+            timing,
+            body,
+        })
+    }
+
+    /// Whether this is the host's own shed answer (`503`, its plain-text message): the request
+    /// never ran.
+    pub fn is_shed(&self) -> bool {
+        self.status == 503 && self.body == seckill_host::http_trigger::SHED_MESSAGE.as_bytes()
+    }
+}
+
+/// The host's `Server-Timing` on a shed answer: `queue;dur=<ms>, host;dur=<ms>`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ServerTiming {
+    /// Waiting in the host's instance-slot queue.
+    pub queue: Option<Duration>,
+    /// From the host's accept (or, on a kept-alive connection, the request head's first byte)
+    /// to the answer.
+    pub host: Option<Duration>,
+}
+
+impl ServerTiming {
+    /// Reads the `queue` and `host` metrics of a `Server-Timing` value; others are ignored.
+    pub fn parse(value: &str) -> Self {
+        let mut timing = ServerTiming::default();
+        for metric in value.split(',') {
+            let mut params = metric.split(';').map(str::trim);
+            let name = params.next().unwrap_or("");
+            let dur = params
+                .filter_map(|p| p.strip_prefix("dur="))
+                .find_map(|ms| ms.parse::<f64>().ok())
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .map(|ms| Duration::from_secs_f64(ms / 1e3));
+            match name {
+                "queue" => timing.queue = dur,
+                "host" => timing.host = dur,
+                _ => {}
+            }
+        }
+        timing
+    }
 }
 
 /// One request on a fresh connection, as a browser sends it when the server closed its last.
@@ -328,25 +434,8 @@ pub async fn send(addr: SocketAddr, call: Call) -> Result<Answer> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
-    let mut req = Request::builder()
-        .method(call.method)
-        .uri(call.path)
-        .header("host", addr.to_string());
-    if let Some(b) = call.bearer {
-        req = req.header("authorization", format!("Bearer {b}"));
-    }
-    let resp = sender.send_request(req.body(Full::new(call.body))?).await?;
-    let status = resp.status().as_u16();
-    let retry_after_s = resp
-        .headers()
-        .get(http::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok()?.parse().ok());
-    let body = resp.into_body().collect().await?.to_bytes();
-    Ok(Answer {
-        status,
-        retry_after_s,
-        body,
-    })
+    let req = call.request(&addr.to_string())?;
+    Answer::read(sender.send_request(req).await?).await
 }
 
 #[cfg(test)]
@@ -360,6 +449,26 @@ mod tests {
         assert_eq!(percentile(&sorted, 0.50), Some(101));
         assert_eq!(percentile(&sorted, 0.99), Some(199));
         assert_eq!(percentile(&sorted, 1.0), Some(200));
+    }
+
+    #[test]
+    fn server_timing_reads_queue_and_host() {
+        let timing = ServerTiming::parse("queue;dur=5.0, host;dur=7.5, cdn;desc=x");
+        assert_eq!(timing.queue, Some(Duration::from_millis(5)));
+        assert_eq!(timing.host, Some(Duration::from_micros(7_500)));
+        let timing = ServerTiming::parse("host;desc=\"x\";dur=1");
+        assert_eq!(
+            (timing.queue, timing.host),
+            (None, Some(Duration::from_millis(1)))
+        );
+        assert_eq!(ServerTiming::parse("garbage"), ServerTiming::default());
+    }
+
+    #[test]
+    fn a_calls_route_path_has_no_query() {
+        let call = Call::empty(Method::POST, "/admin/jobs/drain?event=e", None);
+        assert_eq!(call.route_path(), "/admin/jobs/drain");
+        assert_eq!(Call::get("/api/time", None).route_path(), "/api/time");
     }
 
     #[test]

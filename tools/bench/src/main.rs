@@ -90,7 +90,7 @@ async fn rows(
         Some(Only::Drain) => return Ok(vec![drain().await?]),
         Some(Only::SpinCosts) => return spin_costs::rows(&vars).await,
         Some(Only::Routes) => return routes::rows(redis, &vars, args).await,
-        Some(Only::Spike) => return spike::rows(redis, &vars, args).await,
+        Some(Only::Spike) => return spike::rows(redis, pg, &vars, args).await,
         Some(Only::Hello | Only::Buy) | None => {}
     }
     // The drain runs first, as later rows leave orders of their own behind; its row goes last.

@@ -26,8 +26,9 @@ pub struct SuiteArgs {
     /// event's whole sale on 1, 2 and 4 Redis nodes, then a capacity table), `spin-costs` (Spin's costs per
     /// request of poll, buy, precheck and admission, counted by the host) or `routes` (those
     /// four routes on our host plain and Spin-faithful, over redis:// and REST, side by side,
-    /// then the counts) or `spike` (the poll in closed loop, then a crowd at 3× its rate, a
-    /// connection each: answered, shed, dropped).
+    /// then the counts) or `spike` (the poll in closed loop, then a crowd of polls and buys at 3×
+    /// its rate with webhooks and drain jobs beside it, a connection each and then over
+    /// keep-alive connections: per request class answered, shed, dropped).
     #[arg(long, value_enum)]
     pub only: Option<Only>,
 }

@@ -134,20 +134,47 @@ impl Provider {
     /// Charges what the pay route answered (`payment_id`, `amount`, `currency`) and delivers
     /// the confirmation until the endpoint takes it.
     pub async fn pay(&self, payment: &Value) -> Result<Delivered> {
+        self.pay_via(payment, |body, header| async move {
+            self.post(&body, &header).await
+        })
+        .await
+    }
+
+    /// [`Provider::pay`], each delivery attempt POSTed by `post` (called with the body and its
+    /// `Stripe-Signature`, answering the status and the JSON body) instead of this provider's
+    /// own client: for a caller that measures every delivery (the demo's recorder).
+    pub async fn pay_via<F, Fut>(&self, payment: &Value, post: F) -> Result<Delivered>
+    where
+        F: Fn(String, String) -> Fut,
+        Fut: Future<Output = Result<(u16, Value)>>,
+    {
         let id = payment["payment_id"].as_str().context("no payment_id")?;
         let amount = payment["amount"].as_i64().context("no amount")?;
         let currency = payment["currency"].as_str().context("no currency")?;
         let (_, body) = self.succeeded_event(id, amount, currency);
-        self.deliver(&body).await
+        self.deliver_via(&body, post).await
     }
 
     /// Delivers `body` as Stripe does: signed at each attempt, again after a non-2xx or no
     /// answer, with exponential backoff, at most [`Provider::retries`] times.
     pub async fn deliver(&self, body: &str) -> Result<Delivered> {
+        self.deliver_via(body, |body, header| async move {
+            self.post(&body, &header).await
+        })
+        .await
+    }
+
+    /// [`Provider::deliver`], each attempt POSTed by `post` (see [`Provider::pay_via`]).
+    pub async fn deliver_via<F, Fut>(&self, body: &str, post: F) -> Result<Delivered>
+    where
+        F: Fn(String, String) -> Fut,
+        Fut: Future<Output = Result<(u16, Value)>>,
+    {
         let mut backoff = self.first_backoff;
         let mut last = None;
         for attempt in 1..=self.retries {
-            match self.attempt(body, unix_s()).await {
+            let header = signature(&self.secrets, unix_s(), body);
+            match post(body.to_owned(), header).await {
                 Ok((status, json)) if (200..300).contains(&status) => {
                     return Ok(Delivered {
                         status,

@@ -432,9 +432,11 @@ mod tests {
     fn sample(at_ms: u64, latency_us: u64) -> Sample {
         Sample {
             endpoint: "buy",
+            class: None,
             at_ms,
             latency_us,
             status: 202,
+            shed: false,
         }
     }
 

@@ -6,7 +6,9 @@
 //! a `503` is retried after its `Retry-After` plus jitter, a request that got no response is
 //! counted by kind and clicked again; none stops the sale. It ends with a report (paid,
 //! expired, resold, per-endpoint req/s, latency and statuses, the `503`s by who gave them,
-//! requests without a response, oversold, lost, drift), a JSON file of the figures and an SVG
+//! per request class (the manifest's) what was answered and what the host shed, the critical
+//! requests shed (the provider's webhook deliveries, the job route), requests without a
+//! response, oversold, lost, drift), a JSON file of the figures and an SVG
 //! chart (plotters) of the load, latency, stock and each Redis node's script calls over the
 //! sale's phases, and fails when the books do not balance, nobody paid, or too many requests
 //! got no response ([`report::MAX_FAILED_SHARE`]). With `--nodes N` the event's shards spread
@@ -31,6 +33,7 @@ use serde_json::Value;
 
 use crate::load::{Call, send};
 use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
+use seckill_host::classes::Classifier;
 use seckill_testkit::walk::{Buyer, Client, Reply, Request};
 
 /// Settings of a simulated sale.
@@ -73,13 +76,17 @@ pub struct DemoArgs {
 /// The event on sale.
 const EVENT: &str = "demo";
 
+/// The manifest the demo's host runs, whose request classes sort the report's figures.
+const MANIFEST: &str = "spin.toml";
+
 /// Runs the demo and prints the report.
 pub async fn run(args: DemoArgs) -> Result<()> {
     let host_log = std::path::Path::new(&args.out).join("host.log");
     let servers = setup::Servers::start(&args, &host_log).await?;
     let start_ms = setup::create_event(servers.host.addr, &args).await?;
     // The clock starts here, before admission, and the watchers with it.
-    let sale = Sale::new(servers.host.addr, args.shards);
+    let classes = Classifier::load(&seckill_testkit::repo_root().join(MANIFEST))?;
+    let sale = Sale::new(servers.host.addr, args.shards, classes);
     let watch = Watch::start(&sale.rec, sale.addr, servers.redis.clone());
     let admitted = sale.admission(args.users).await;
     sale.countdown(start_ms).await?;
@@ -94,7 +101,8 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 }
 
 /// The sale as its buyers see it: the host, the event's shard count (which the storefront
-/// gives the buyer routes as `?shards=`), and the recorder of every request they send.
+/// gives the buyer routes as `?shards=`), and the recorder of every request they send (and
+/// the provider's webhook deliveries, and the job route the report calls).
 #[derive(Clone)]
 struct Sale {
     addr: SocketAddr,
@@ -102,12 +110,14 @@ struct Sale {
     rec: Shared,
     /// The payment provider the payers pay through: it confirms each payment by webhook.
     provider: Arc<seckill_testkit::Provider>,
+    /// Each request's class, for the report.
+    classes: Arc<Classifier>,
 }
 
 impl Sale {
-    /// A sale of an event of `shards` shards on the host at `addr`, whose recorder's clock
-    /// starts now.
-    fn new(addr: SocketAddr, shards: u32) -> Self {
+    /// A sale of an event of `shards` shards on the host at `addr`, whose routes `classes`
+    /// sorts, and whose recorder's clock starts now.
+    fn new(addr: SocketAddr, shards: u32, classes: Classifier) -> Self {
         let provider = seckill_testkit::Provider::new(
             reqwest::Client::new(),
             format!("http://{addr}/api/payments/webhook"),
@@ -118,6 +128,7 @@ impl Sale {
             shards,
             rec: Arc::new(Mutex::new(Recorder::new())),
             provider: Arc::new(provider),
+            classes: Arc::new(classes),
         }
     }
 
@@ -132,9 +143,10 @@ impl Sale {
         self.rec.lock().unwrap().enter(phase);
     }
 
-    /// Sends one request to `endpoint` and records its latency and status (and who said a
-    /// `503`); returns the answer, or `None` when no response came (recorded by kind).
+    /// Sends one request to `endpoint` and records its class, latency and status (and who
+    /// said a `503`); returns the answer, or `None` when no response came (recorded by kind).
     async fn ask(&self, endpoint: &'static str, call: Call) -> Option<Reply> {
+        let class = self.classes.classify(&call.method, call.route_path());
         let start = Instant::now();
         let sent = tokio::time::timeout(CLIENT_TIMEOUT, send(self.addr, call)).await;
         let latency_us = start.elapsed().as_micros() as u64;
@@ -144,26 +156,40 @@ impl Sale {
                 self.rec
                     .lock()
                     .unwrap()
-                    .record_failure(endpoint, failure_kind(&e));
+                    .record_failure(endpoint, class, failure_kind(&e));
                 return None;
             }
             Err(_) => {
                 let kind = "no response within the client's timeout";
-                self.rec.lock().unwrap().record_failure(endpoint, kind);
+                self.rec
+                    .lock()
+                    .unwrap()
+                    .record_failure(endpoint, class, kind);
                 return None;
             }
         };
         let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        let shed = answer.is_shed();
         let mut rec = self.rec.lock().unwrap();
-        rec.record(endpoint, latency_us, answer.status);
+        rec.record(endpoint, class, latency_us, answer.status, shed);
         if answer.status == 503 {
-            rec.record_unavailable(endpoint, who_said(&answer.body, &body));
+            rec.record_unavailable(endpoint, who_said(shed, &body));
         }
         Some(Reply {
             status: answer.status,
             retry_after_s: answer.retry_after_s,
             body,
         })
+    }
+}
+
+impl Sale {
+    /// One of the provider's webhook deliveries (`body` and its signature), recorded as
+    /// `webhook`: the status and the JSON body, or an error when no response came.
+    async fn deliver(&self, body: String, signature: String) -> Result<(u16, Value)> {
+        let reply = self.ask("webhook", Call::webhook(body, signature)).await;
+        let reply = reply.ok_or_else(|| anyhow::anyhow!("webhook: no answer"))?;
+        Ok((reply.status, reply.body))
     }
 }
 
@@ -180,9 +206,9 @@ impl Client for Sale {
     }
 }
 
-/// Who gave a `503`: the host in its own words (`raw`), or the app by its error message.
-fn who_said(raw: &[u8], body: &Value) -> Unavailable {
-    if raw == seckill_host::http_trigger::SHED_MESSAGE.as_bytes() {
+/// Who gave a `503`: the host, which `shed` it, or the app by its error message.
+fn who_said(shed: bool, body: &Value) -> Unavailable {
+    if shed {
         return Unavailable::Shed;
     }
     match body["error"]["message"].as_str() {

@@ -253,7 +253,10 @@ impl Sale {
         if payment["status"] == "succeeded" {
             return true;
         }
-        match self.provider.pay(&payment).await {
+        let delivered = self
+            .provider
+            .pay_via(&payment, |body, signature| self.deliver(body, signature));
+        match delivered.await {
             Ok(delivered) => delivered.body["outcome"] == "paid",
             Err(e) => {
                 eprintln!("the provider could not confirm {order}: {e:#}");

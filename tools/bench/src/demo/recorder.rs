@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use seckill_host::classes::Class;
 use seckill_testkit::{ADMIN_TOKEN, RedisServer};
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -19,9 +20,13 @@ use crate::load::{Call, once};
 #[derive(Clone)]
 pub struct Sample {
     pub endpoint: &'static str,
+    /// Its request class, as the manifest declares it (`None`: no route matched).
+    pub class: Option<Class>,
     pub at_ms: u64,
     pub latency_us: u64,
     pub status: u16,
+    /// The host's own `503`: no instance slot for it (it never ran).
+    pub shed: bool,
 }
 
 /// Script calls (EVALSHA + EVAL) on each Redis node over one sampling interval.
@@ -94,6 +99,8 @@ pub struct Recorder {
     pub node_scripts: Vec<NodeSample>,
     /// Requests that got no response, by (endpoint, kind of failure).
     pub failures: BTreeMap<(&'static str, &'static str), u64>,
+    /// Requests that got no response, by request class.
+    pub failures_by_class: BTreeMap<Class, u64>,
     /// `503`s, by (endpoint, who said it: [`Unavailable`]).
     pub unavailable: BTreeMap<(&'static str, Unavailable), u64>,
     /// Buyers who gave up on a step after every try was told to come back, by endpoint.
@@ -133,6 +140,7 @@ impl Recorder {
             marks: Vec::new(),
             node_scripts: Vec::new(),
             failures: BTreeMap::new(),
+            failures_by_class: BTreeMap::new(),
             unavailable: BTreeMap::new(),
             gave_up: BTreeMap::new(),
         }
@@ -149,9 +157,17 @@ impl Recorder {
         self.phases.push((phase, at));
     }
 
-    /// Records a request that got no response, and why.
-    pub fn record_failure(&mut self, endpoint: &'static str, kind: &'static str) {
+    /// Records a request of `class` that got no response, and why.
+    pub fn record_failure(
+        &mut self,
+        endpoint: &'static str,
+        class: Option<Class>,
+        kind: &'static str,
+    ) {
         *self.failures.entry((endpoint, kind)).or_default() += 1;
+        if let Some(class) = class {
+            *self.failures_by_class.entry(class).or_default() += 1;
+        }
     }
 
     /// Records a buyer giving up on a step at `endpoint`.
@@ -164,14 +180,23 @@ impl Recorder {
         *self.unavailable.entry((endpoint, by)).or_default() += 1;
     }
 
-    /// Records a request that finished now.
-    pub fn record(&mut self, endpoint: &'static str, latency_us: u64, status: u16) {
+    /// Records a request of `class` that finished now (`shed`: with the host's own `503`).
+    pub fn record(
+        &mut self,
+        endpoint: &'static str,
+        class: Option<Class>,
+        latency_us: u64,
+        status: u16,
+        shed: bool,
+    ) {
         let at_ms = self.now_ms();
         self.samples.push(Sample {
             endpoint,
+            class,
             at_ms,
             latency_us,
             status,
+            shed,
         });
     }
 
@@ -366,9 +391,11 @@ pub fn synthetic() -> Recorder {
     for at_ms in (0..16_000).step_by(5) {
         r.samples.push(Sample {
             endpoint: if at_ms % 10 == 0 { "buy" } else { "precheck" },
+            class: Some(Class::Sale),
             at_ms,
             latency_us: 1_000 + at_ms % 7_000,
             status: if at_ms < 5_000 { 202 } else { 409 },
+            shed: false,
         });
     }
     for at in (0..16_000).step_by(200) {

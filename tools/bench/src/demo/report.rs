@@ -1,12 +1,14 @@
 //! After the sale: the books (Postgres against what the buys accepted, Redis's shards, the
 //! reconcile job), what the buyers lived (paid, expired, resold, `503`s by who gave them,
-//! requests without a response), the per-endpoint table, each Redis node's load,
-//! `report.json` and `chart.svg`; and the verdict.
+//! requests without a response), the per-endpoint table, the per-class table (the manifest's
+//! request classes: what the host shed of each), each Redis node's load, `report.json` and
+//! `chart.svg`; and the verdict.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use anyhow::Result;
+use seckill_host::classes::Class;
 use seckill_testkit::{ADMIN_TOKEN, PgServer};
 use serde_json::{Value, json};
 
@@ -40,10 +42,14 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         .collect();
     let shards = stock_by_shard(sale.addr).await?;
     let books = tally(&in_pg, &accepted, args.stock, &shards);
-    let drift = reconcile_drift(sale.addr).await?;
+    let drift = reconcile_drift(sale).await?;
 
     let r = sale.rec.lock().unwrap();
     let endpoints = endpoint_table(&r.samples);
+    let classes = class_table(&r.samples, &r.failures_by_class);
+    let critical_shed = classes[Class::Critical.as_str()]["shed"]
+        .as_u64()
+        .unwrap_or(0);
     let per_node = r.scripts_per_node();
     let peaks: Vec<f64> = (0..per_node.len())
         .map(|i| r.node_scripts.iter().map(|s| s.rate(i)).fold(0.0, f64::max))
@@ -104,6 +110,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         "oversold": oversold, "lost": lost,
         "reconcile_drift": drift,
         "endpoints": endpoints,
+        "classes": classes, "critical_shed": critical_shed,
         "redis_nodes": args.nodes,
         "redis_scripts_per_node": per_node, "redis_peak_scripts_per_s": peaks,
     });
@@ -114,6 +121,8 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     )?;
     std::fs::write(format!("{}/chart.svg", args.out), super::chart::chart(&r)?)?;
     print_endpoints(&endpoints);
+    print_classes(&classes);
+    println!("critical requests shed: {critical_shed}");
     println!("\n{}", node_line(&per_node, &peaks));
     let expired = by_status.get("expired").copied().unwrap_or(0);
     println!(
@@ -179,16 +188,17 @@ async fn stock_by_shard(addr: SocketAddr) -> Result<Vec<i64>> {
     Ok(serde_json::from_value(status["stock_by_shard"].clone()).unwrap_or_default())
 }
 
-/// The reconcile job's drift for the event (Redis's books against Postgres's).
-async fn reconcile_drift(addr: SocketAddr) -> Result<Value> {
+/// The reconcile job's drift for the event (Redis's books against Postgres's); the call is
+/// recorded with the sale's (a job route: critical).
+async fn reconcile_drift(sale: &Sale) -> Result<Value> {
     let call = Call::post(
         format!("/admin/jobs/reconcile?event={EVENT}"),
         Some(ADMIN_TOKEN.into()),
         &json!({}),
     );
-    let (_, books) = once(addr, call).await?;
-    let books: Value = serde_json::from_slice(&books)?;
-    Ok(books["events"][0]["drift"].clone())
+    let books = sale.ask("reconcile job", call).await;
+    let books = books.ok_or_else(|| anyhow::anyhow!("reconcile: no answer"))?;
+    Ok(books.body["events"][0]["drift"].clone())
 }
 
 /// The books after the sale.
@@ -232,7 +242,8 @@ fn tally(
     }
 }
 
-/// Per endpoint: requests, busiest second, latency percentiles and statuses.
+/// Per endpoint: requests, busiest second, latency percentiles (of every answer, and of those
+/// the host did not shed) and statuses.
 fn endpoint_table(samples: &[Sample]) -> Value {
     let mut by: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
     for s in samples {
@@ -243,6 +254,13 @@ fn endpoint_table(samples: &[Sample]) -> Value {
         let mut lat: Vec<u64> = list.iter().map(|s| s.latency_us).collect();
         lat.sort_unstable();
         let pct = |p: f64| percentile(&lat, p).unwrap_or(0) as f64 / 1000.0;
+        let mut answered: Vec<u64> = list
+            .iter()
+            .filter(|s| !s.shed)
+            .map(|s| s.latency_us)
+            .collect();
+        answered.sort_unstable();
+        let answered_p99 = percentile(&answered, 0.99).map(|us| us as f64 / 1000.0);
         let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
         let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
         for s in &list {
@@ -253,11 +271,59 @@ fn endpoint_table(samples: &[Sample]) -> Value {
             name.to_owned(),
             json!({
                 "requests": list.len(), "peak_rps": per_second.values().max().copied().unwrap_or(0),
-                "p50_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99), "statuses": statuses,
+                "p50_ms": pct(0.5), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
+                "answered_p99_ms": answered_p99, "statuses": statuses,
             }),
         );
     }
     Value::Object(out)
+}
+
+/// Per request class (every one of them, most protected first): requests sent, answered (any
+/// answer but the host's shed `503`), shed by the host, without a response (`failed`, by
+/// class), and the answered ones' latency percentiles.
+fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
+    let mut out = serde_json::Map::new();
+    for class in Class::ALL {
+        let of: Vec<&Sample> = samples.iter().filter(|s| s.class == Some(class)).collect();
+        let mut answered: Vec<u64> = of
+            .iter()
+            .filter(|s| !s.shed)
+            .map(|s| s.latency_us)
+            .collect();
+        answered.sort_unstable();
+        let pct = |p: f64| percentile(&answered, p).map(|us| us as f64 / 1000.0);
+        let no_response = failed.get(&class).copied().unwrap_or(0);
+        out.insert(
+            class.as_str().to_owned(),
+            json!({
+                "requests": of.len() as u64 + no_response, "answered": answered.len(),
+                "shed": of.len() - answered.len(), "no_response": no_response,
+                "answered_p50_ms": pct(0.5), "answered_p99_ms": pct(0.99),
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// Prints the class table as Markdown, most protected class first, after a blank line.
+fn print_classes(classes: &Value) {
+    println!(
+        "\n| class | requests | answered | shed by the host | no response | answered p50 ms | answered p99 ms |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    let ms = |v: &Value| v.as_f64().map_or("-".to_owned(), |ms| format!("{ms:.1}"));
+    for class in Class::ALL {
+        let c = &classes[class.as_str()];
+        println!(
+            "| {class} | {} | {} | {} | {} | {} | {} |",
+            c["requests"],
+            c["answered"],
+            c["shed"],
+            c["no_response"],
+            ms(&c["answered_p50_ms"]),
+            ms(&c["answered_p99_ms"]),
+        );
+    }
 }
 
 /// Each node's script calls over the sale (the buyers', the scheduled jobs', the stock
@@ -279,12 +345,18 @@ fn node_line(per_node: &[u64], peaks: &[f64]) -> String {
 /// Prints the endpoint table as Markdown, after a blank line.
 fn print_endpoints(endpoints: &Value) {
     println!(
-        "\n| endpoint | requests | req/s (busy 1 s) | p50 ms | p95 ms | p99 ms | statuses |\n|---|---:|---:|---:|---:|---:|---|"
+        "\n| endpoint | requests | req/s (busy 1 s) | p50 ms | p95 ms | p99 ms | answered p99 ms | statuses |\n|---|---:|---:|---:|---:|---:|---:|---|"
     );
     for (name, e) in endpoints.as_object().into_iter().flatten() {
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} |",
-            e["requests"], e["peak_rps"], e["p50_ms"], e["p95_ms"], e["p99_ms"], e["statuses"]
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            e["requests"],
+            e["peak_rps"],
+            e["p50_ms"],
+            e["p95_ms"],
+            e["p99_ms"],
+            e["answered_p99_ms"],
+            e["statuses"]
         );
     }
 }
@@ -296,9 +368,11 @@ mod tests {
     fn sample(endpoint: &'static str, at_ms: u64, latency_us: u64, status: u16) -> Sample {
         Sample {
             endpoint,
+            class: None,
             at_ms,
             latency_us,
             status,
+            shed: false,
         }
     }
 
@@ -349,6 +423,42 @@ mod tests {
         assert_eq!(books.left, -3);
     }
 
+    /// Each class counts its requests, answered and shed apart; failures come by class; a
+    /// class that sent nothing is there with zeros.
+    #[test]
+    fn class_table_per_class() {
+        let classed = |class, latency_us, status, shed| Sample {
+            class: Some(class),
+            shed,
+            ..sample("x", 0, latency_us, status)
+        };
+        let samples = [
+            classed(Class::Critical, 4_000, 200, false),
+            classed(Class::Critical, 1_000, 503, true),
+            classed(Class::Read, 2_000, 200, false),
+            sample("unrouted", 0, 9_000, 404),
+        ];
+        let failed = BTreeMap::from([(Class::Read, 2)]);
+        let table = class_table(&samples, &failed);
+        assert_eq!(
+            table["critical"],
+            json!({
+                "requests": 2, "answered": 1, "shed": 1, "no_response": 0,
+                "answered_p50_ms": 4.0, "answered_p99_ms": 4.0,
+            })
+        );
+        assert_eq!(table["read"]["requests"], 3);
+        assert_eq!(table["read"]["no_response"], 2);
+        assert_eq!(
+            table["entry"],
+            json!({
+                "requests": 0, "answered": 0, "shed": 0, "no_response": 0,
+                "answered_p50_ms": null, "answered_p99_ms": null,
+            })
+        );
+        assert_eq!(table.as_object().unwrap().len(), Class::ALL.len());
+    }
+
     #[test]
     fn node_line_gives_calls_shares_and_peaks() {
         assert_eq!(
@@ -357,7 +467,8 @@ mod tests {
         );
     }
 
-    /// Percentiles are in ms, the peak is the busiest whole second, statuses are counted.
+    /// Percentiles are in ms (the answered p99 without the host's shed answers), the peak is the
+    /// busiest whole second, statuses are counted.
     #[test]
     fn endpoint_table_per_endpoint() {
         let mut samples: Vec<Sample> = (0..100)
@@ -365,16 +476,21 @@ mod tests {
             .collect();
         samples.push(sample("poll", 50, 2_500, 200));
         samples.push(sample("poll", 60, 3_500, 404));
+        samples.push(Sample {
+            shed: true,
+            ..sample("poll", 70, 1_000, 503)
+        });
         assert_eq!(
             endpoint_table(&samples),
             json!({
                 "buy": {
                     "requests": 100, "peak_rps": 80, "p50_ms": 51.0, "p95_ms": 96.0,
-                    "p99_ms": 100.0, "statuses": { "202": 100 },
+                    "p99_ms": 100.0, "answered_p99_ms": 100.0, "statuses": { "202": 100 },
                 },
                 "poll": {
-                    "requests": 2, "peak_rps": 2, "p50_ms": 3.5, "p95_ms": 3.5,
-                    "p99_ms": 3.5, "statuses": { "200": 1, "404": 1 },
+                    "requests": 3, "peak_rps": 3, "p50_ms": 2.5, "p95_ms": 3.5,
+                    "p99_ms": 3.5, "answered_p99_ms": 3.5,
+                    "statuses": { "200": 1, "404": 1, "503": 1 },
                 },
             })
         );

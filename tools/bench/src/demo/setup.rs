@@ -74,7 +74,7 @@ impl Servers {
 /// The host with its cron triggers, its log (the guests' lines about each 5xx among it) in
 /// `log` rather than among the demo's story.
 fn host(vars: &[(&str, String)], extra: &[&str], log: &std::path::Path) -> Result<HostProcess> {
-    let (mut cmd, addr) = HostProcess::command("spin.toml", vars, false, true, extra)?;
+    let (mut cmd, addr) = HostProcess::command(super::MANIFEST, vars, false, true, extra)?;
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -109,6 +109,7 @@ pub async fn create_event(addr: SocketAddr, args: &DemoArgs) -> Result<u64> {
         path: format!("/admin/events/{EVENT}"),
         bearer: Some(ADMIN_TOKEN.into()),
         body: Bytes::from(config.to_string()),
+        headers: Vec::new(),
     };
     let (status, body) = once(addr, create).await?;
     anyhow::ensure!(status == 201, "create: {status} {body:?}");
