@@ -102,13 +102,14 @@ struct AppArgs {
     max_instances: Option<u32>,
     /// Queue control: once a request class's queue has stood for `--queue-interval`, a request
     /// of that class waits at most this for an instance before it is answered `503` with
-    /// `Retry-After`.
-    #[arg(long, default_value = "5ms", value_parser = parse_duration)]
-    queue_target: Duration,
+    /// `Retry-After` (default: `QueueControl::DEFAULT`'s target).
+    #[arg(long, value_parser = parse_duration)]
+    queue_target: Option<Duration>,
     /// Queue control: how long a queue may stand before the host counts itself overloaded, and
-    /// the longest a request waits for an instance until then (a burst).
-    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
-    queue_interval: Duration,
+    /// the longest a request waits for an instance until then, a burst (default:
+    /// `QueueControl::DEFAULT`'s interval).
+    #[arg(long, value_parser = parse_duration)]
+    queue_interval: Option<Duration>,
     /// A PEM bundle of CA certificates to trust for `rediss://` and Postgres TLS, besides the
     /// system's (e.g. Amazon's RDS bundle). Real Spin 3.x reads only the system's store.
     #[arg(long)]
@@ -176,8 +177,8 @@ impl AppArgs {
             max_request_body: Some(self.max_request_body),
             body_timeout: Some(self.body_timeout),
             queue_control: QueueControl {
-                target: self.queue_target,
-                interval: self.queue_interval,
+                target: self.queue_target.unwrap_or(QueueControl::DEFAULT.target),
+                interval: self.queue_interval.unwrap_or(QueueControl::DEFAULT.interval),
             },
             tls: match &self.tls_ca {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,

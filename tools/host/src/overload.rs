@@ -10,7 +10,9 @@
 //! `Retry-After` (never run, so safe to retry). While a queue stands it is served newest first
 //! (adaptive LIFO, the same paper): the requests that are still fresh get the slots and the old
 //! ones, about to be shed anyway, go first. A shed request is answered at its own deadline,
-//! not after the requests ahead of it.
+//! not after the requests ahead of it; and one that would not get a slot within its wait at
+//! the rate slots are coming free ([`ServiceRate`]) is answered at once, so a burst larger than
+//! the pool serves in an interval never waits a whole interval to be shed.
 //!
 //! Why this and not an adaptive concurrency limit (Netflix's concurrency-limits, Envoy's
 //! adaptive concurrency): those tune how many requests run at once from the latency they see,
@@ -117,6 +119,43 @@ struct State {
     held: [u32; 4],
     queues: [Queue; 4],
     next_id: u64,
+    /// How fast slots come free.
+    rate: ServiceRate,
+}
+
+/// How many slots come free a second, measured over short windows and smoothed, so that the
+/// gate can tell how long a newcomer would wait behind those already queued.
+struct ServiceRate {
+    /// Slots freed since `since`.
+    freed: u32,
+    since: Instant,
+    /// The smoothed rate, per second (0: none measured yet).
+    per_s: f64,
+}
+
+impl ServiceRate {
+    /// A window: long enough to count a few releases at any load worth predicting.
+    const WINDOW: Duration = Duration::from_millis(20);
+
+    fn freed(&mut self, now: Instant) {
+        self.freed += 1;
+        let elapsed = now - self.since;
+        if elapsed >= Self::WINDOW {
+            let measured = f64::from(self.freed) / elapsed.as_secs_f64();
+            self.per_s = if self.per_s == 0.0 {
+                measured
+            } else {
+                (self.per_s + measured) / 2.0
+            };
+            (self.freed, self.since) = (0, now);
+        }
+    }
+
+    /// The rate now, if there is a recent one: after a few windows without a release the
+    /// smoothed figure no longer says anything.
+    fn now(&self, now: Instant) -> Option<f64> {
+        (self.per_s > 0.0 && now - self.since < Self::WINDOW * 5).then_some(self.per_s)
+    }
 }
 
 impl State {
@@ -159,6 +198,11 @@ impl Gate {
                 held: [0; 4],
                 queues: [queue(), queue(), queue(), queue()],
                 next_id: 0,
+                rate: ServiceRate {
+                    freed: 0,
+                    since: now,
+                    per_s: 0.0,
+                },
             }),
             idle: Notify::new(),
         })
@@ -217,12 +261,21 @@ impl Gate {
             }
             let id = state.next_id;
             state.next_id += 1;
+            // Those served before it: every request of its class or a more protected one.
+            let ahead: usize = state.queues[..=i].iter().map(|q| q.waiting.len()).sum();
+            let rate = state.rate.now(arrived);
             let queue = &mut state.queues[i];
             if queue.waiting.is_empty() && !queue.emptied_by_shedding {
                 queue.last_empty = arrived;
             }
             let standing = queue.standing(arrived, self.control.interval);
-            if queue.waiting.len() >= self.max_waiting {
+            // While the queue is served oldest first, a newcomer waits for everybody ahead.
+            let hopeless = !standing
+                && class != Class::Critical
+                && rate.is_some_and(|per_s| {
+                    (ahead + 1) as f64 / per_s > self.control.interval.as_secs_f64()
+                });
+            if queue.waiting.len() >= self.max_waiting || hopeless {
                 return Err(self.refusal(class, arrived - queue.last_empty, Duration::ZERO));
             }
             let (tx, rx) = oneshot::channel();
@@ -289,6 +342,7 @@ impl Gate {
     fn release(&self, state: &mut State, class: Class) {
         state.held[class.index()] -= 1;
         let now = Instant::now();
+        state.rate.freed(now);
         for class in Class::ALL {
             while self.may_take(state, class) {
                 let queue = &mut state.queues[class.index()];
@@ -468,6 +522,33 @@ mod tests {
         assert!(newcomer.await.unwrap().is_err());
         assert_eq!(shed_at.elapsed(), CONTROL.target);
         assert_eq!(gate.in_use(), 1, "the request ahead still runs");
+        drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_beyond_what_comes_free_within_the_interval_is_shed_at_once() {
+        let gate = Gate::new(4, CONTROL);
+        let mut held = fill(&gate, Class::Sale, 3).await;
+        // A slot comes free every 10 ms (100 a second), each taken again at once.
+        for _ in 0..10 {
+            tokio::time::advance(Duration::from_millis(10)).await;
+            held.pop();
+            held.push(gate.admit(Class::Sale).await.expect("a free slot"));
+        }
+        // 100 a second serve 10 within the 100 ms interval: a burst of 30 keeps 10 in line
+        // and sheds the other 20 without a wait.
+        let burst: Vec<_> = (0..30).map(|_| request(&gate, Class::Sale)).collect();
+        settle().await;
+        assert_eq!(gate.waiting()[Class::Sale.index()], 10);
+        let mut shed_at_once = 0;
+        for r in burst {
+            if r.is_finished() {
+                let refused = r.await.unwrap().err().expect("shed, not served");
+                assert_eq!(refused.waited, Duration::ZERO);
+                shed_at_once += 1;
+            }
+        }
+        assert_eq!(shed_at_once, 20);
         drop(held);
     }
 
