@@ -178,7 +178,9 @@ impl AppArgs {
             body_timeout: Some(self.body_timeout),
             queue_control: QueueControl {
                 target: self.queue_target.unwrap_or(QueueControl::DEFAULT.target),
-                interval: self.queue_interval.unwrap_or(QueueControl::DEFAULT.interval),
+                interval: self
+                    .queue_interval
+                    .unwrap_or(QueueControl::DEFAULT.interval),
             },
             tls: match &self.tls_ca {
                 Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,

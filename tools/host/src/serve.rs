@@ -83,6 +83,12 @@ where
 /// Serves the HTTP trigger of `app` on `listener` until `shutdown` is cancelled; then stops
 /// accepting (the listening socket closes, so new connections are refused), lets each request in
 /// flight finish and returns once every connection has closed. The caller bounds that wait.
+///
+/// Connections are accepted on a thread of their own, then served on the caller's runtime. In a
+/// spike the runtime's workers are busy with guests and with thousands of connections, and an
+/// accept loop among them would be polled once per round of all of them: the crowd would wait
+/// in the kernel's accept queue, where the host's queue control cannot see it, let alone answer
+/// it. On its own thread the loop keeps up, so every request reaches the queue control at once.
 pub async fn serve<A>(
     app: Arc<A>,
     listener: TcpListener,
@@ -92,24 +98,84 @@ pub async fn serve<A>(
 where
     A: AsRef<HttpTrigger> + Send + Sync + 'static,
 {
-    let open = Arc::new(Semaphore::new(options.max_connections as usize));
+    let max_connections = options.max_connections;
+    let open = Arc::new(Semaphore::new(max_connections as usize));
     let options = Arc::new(options);
-    loop {
-        let (stream, client, permit) = tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break,
-            accepted = accept(&listener, &open) => accepted,
-        };
-        let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            connection(app, stream, client, &options, &shutdown).await;
-            drop(permit);
-        });
-    }
-    drop(listener);
+    // Stops the accept loop when this future ends or is dropped, as well as on `shutdown`.
+    let stop = shutdown.child_token();
+    let _stop_on_drop = stop.clone().drop_guard();
+    let (accepted_all, done) = tokio::sync::oneshot::channel();
+    let accepting = Accepting {
+        listener: listener.into_std()?,
+        serving: tokio::runtime::Handle::current(),
+        open: open.clone(),
+        stop,
+    };
+    std::thread::Builder::new()
+        .name("seckill-accept".into())
+        .spawn(move || {
+            if let Err(e) = accepting.run(app, options, shutdown) {
+                tracing::error!("the accept loop stopped: {e}");
+            }
+            let _ = accepted_all.send(());
+        })?;
+    let _ = done.await;
     // Each connection holds a permit until it has closed.
-    let _ = open.acquire_many(options.max_connections).await;
+    let _ = open.acquire_many(max_connections).await;
     Ok(())
+}
+
+/// The accept loop's thread: what it accepts from, and where it hands connections.
+struct Accepting {
+    listener: std::net::TcpListener,
+    serving: tokio::runtime::Handle,
+    open: Arc<Semaphore>,
+    stop: CancellationToken,
+}
+
+impl Accepting {
+    /// Accepts until stopped, on a runtime of this thread's own; each connection is served on
+    /// `serving`.
+    fn run<A>(
+        self,
+        app: Arc<A>,
+        options: Arc<ServeOptions>,
+        shutdown: CancellationToken,
+    ) -> io::Result<()>
+    where
+        A: AsRef<HttpTrigger> + Send + Sync + 'static,
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(self.listener)?;
+            loop {
+                let (stream, client, permit) = tokio::select! {
+                    biased;
+                    _ = self.stop.cancelled() => break,
+                    accepted = accept(&listener, &self.open) => accepted,
+                };
+                // Moved to the serving runtime's reactor there.
+                let stream = match stream.into_std() {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        tracing::warn!("accepted connection from {client} lost: {e}");
+                        continue;
+                    }
+                };
+                let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
+                self.serving.spawn(async move {
+                    match TcpStream::from_std(stream) {
+                        Ok(stream) => connection(app, stream, client, &options, &shutdown).await,
+                        Err(e) => tracing::warn!("connection from {client} lost: {e}"),
+                    }
+                    drop(permit);
+                });
+            }
+            Ok(())
+        })
+    }
 }
 
 /// The next connection, once there is room for it.
