@@ -371,7 +371,7 @@ function change(before, after) {
   return after ? Object.entries(after).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(' ') : v}`).join('  ') : '–';
 }
 
-// ---- refunds due: payments confirmed late or for another amount --------------------------------
+// ---- refunds due: provider payments that paid nothing (late, another amount, a second one) -----
 const REASONS = {late: 'paid after the deadline', amount_mismatch: 'amount or currency differed', duplicate: 'a second payment for a paid order'};
 
 // Loads the selected event's payments owing a refund, one call at a time (asked for meanwhile,

@@ -23,13 +23,18 @@ pub(crate) fn record_exchange(exchange: &Exchange) {
         return;
     };
     let path = Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
-    let line = serde_json::to_string(exchange).expect("an exchange serializes");
+    let mut line = serde_json::to_string(exchange).expect("an exchange serializes");
+    line.push('\n');
+    // One line, one write, one writer at a time: a test's concurrent clients never interleave
+    // their lines, however long (a provider event is up to 256 KiB).
+    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _writing = WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let written = std::fs::create_dir_all(&dir).and_then(|()| {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)?;
-        writeln!(f, "{line}")
+        f.write_all(line.as_bytes())
     });
     if let Err(e) = written {
         panic!("recording an API exchange in {}: {e}", path.display());

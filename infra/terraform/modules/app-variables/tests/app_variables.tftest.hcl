@@ -346,8 +346,8 @@ run "settings_render_as_one_variable" {
     error_message = "the settings are not secret"
   }
   assert {
-    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_checkout_url", "release_batch"]
-    error_message = "the eight settings of the app (crates/spin-edge/src/config.rs)"
+    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_checkout_url", "payment_mode", "release_batch"]
+    error_message = "the nine settings of the app (crates/spin-edge/src/config.rs)"
   }
 }
 
@@ -428,6 +428,16 @@ run "demo_login_is_true_or_false" {
 
   variables {
     settings = { demo_login = "yes" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "payment_mode_is_test_or_live" {
+  command = plan
+
+  variables {
+    settings = { payment_mode = "production" }
   }
 
   expect_failures = [var.settings]
