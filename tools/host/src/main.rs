@@ -205,8 +205,13 @@ fn main() -> Result<()> {
         // One object per line: timestamp, level, message, the event's fields, target.
         LogFormat::Json => subscriber.json().flatten_event(true).init(),
     }
+    // New connections arrive from the accept thread through the runtime's shared queue, which a
+    // busy worker looks at only every `global_queue_interval` tasks of its own (61 by default):
+    // looking more often lets a crowd's requests reach the queue control, and be answered or
+    // shed, while the workers are busy with those already in.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .global_queue_interval(8)
         .build()?;
     let result = runtime.block_on(async move {
         match cli.command {

@@ -28,7 +28,9 @@ pub(crate) fn record_exchange(exchange: &Exchange) {
     // One line, one write, one writer at a time: a test's concurrent clients never interleave
     // their lines, however long (a provider event is up to 256 KiB).
     static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _writing = WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _writing = WRITING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let written = std::fs::create_dir_all(&dir).and_then(|()| {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
