@@ -136,7 +136,7 @@ impl RouteClass {
     }
 }
 
-/// The `seckill` tool table of the manifest, as far as this host reads it.
+/// The `seckill` tool table of the manifest, as far as this host reads it: read once at load.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolTable {
@@ -162,6 +162,41 @@ impl ToolTable {
                 message: format!("[application.tool.seckill]: {e}"),
             })
     }
+
+    /// The routes' own body limits; each must name a route.
+    pub(crate) fn body_limits(
+        &self,
+        file: &ManifestFile,
+    ) -> Result<HashMap<String, u64>, ManifestError> {
+        names_only_routes(file, "request_body_limits", self.request_body_limits.keys())?;
+        Ok(self.request_body_limits.clone())
+    }
+}
+
+/// Refuses an entry of the tool table `table` that names no `[[trigger.http]]` route (a typo, or
+/// a route since removed, would otherwise be ignored).
+fn names_only_routes<'a>(
+    file: &ManifestFile,
+    table: &str,
+    names: impl Iterator<Item = &'a String>,
+) -> Result<(), ManifestError> {
+    let routed = |name: &&String| {
+        file.manifest
+            .trigger
+            .http
+            .iter()
+            .any(|t| t.route.get_ref() == *name)
+    };
+    match names.filter(|n| !routed(n)).min() {
+        None => Ok(()),
+        Some(stray) => Err(ManifestError {
+            path: file.path.clone(),
+            line: 0,
+            message: format!(
+                "[application.tool.seckill.{table}] names `{stray}`, which no [[trigger.http]] route is"
+            ),
+        }),
+    }
 }
 
 /// Every HTTP route's classes, by the route as written in the manifest.
@@ -174,13 +209,21 @@ impl RequestClasses {
     /// A manifest without the table (an app that is not seckill) serves every route as
     /// [`Class::UNDECLARED`].
     pub fn of_manifest(file: &ManifestFile) -> Result<RequestClasses, ManifestError> {
+        Self::of_tool(file, ToolTable::of(file)?)
+    }
+
+    /// [`Self::of_manifest`], from the tool table the trigger read once.
+    pub(crate) fn of_tool(
+        file: &ManifestFile,
+        tool: ToolTable,
+    ) -> Result<RequestClasses, ManifestError> {
         let error = |message: String| ManifestError {
             path: file.path.clone(),
             line: 0,
             message,
         };
         let routes = file.manifest.trigger.http.iter().map(|t| &t.route);
-        let Some(mut table) = ToolTable::of(file)?.request_classes else {
+        let Some(mut table) = tool.request_classes else {
             let undeclared = RouteClass::one(Class::UNDECLARED);
             return Ok(RequestClasses(
                 routes
@@ -207,11 +250,7 @@ impl RequestClasses {
             })?;
             classes.insert(route.get_ref().clone(), class);
         }
-        if let Some(stray) = table.keys().min() {
-            return Err(error(format!(
-                "[application.tool.seckill.request_classes] names `{stray}`, which no [[trigger.http]] route is"
-            )));
-        }
+        names_only_routes(file, "request_classes", table.keys())?;
         Ok(RequestClasses(classes))
     }
 
@@ -314,6 +353,26 @@ source = "a.wasm"
     fn an_entry_that_names_no_route_stops_the_load() {
         let err = manifest(&format!("{TABLE}\n\"/c\" = \"read\"")).unwrap_err();
         assert!(err.message.contains("names `/c`"), "{err}");
+    }
+
+    #[test]
+    fn a_body_limit_that_names_no_route_stops_the_load() {
+        let limits = "[application.tool.seckill.request_body_limits]";
+        let file = |table: String| {
+            let text = format!(
+                "spin_manifest_version = 2\n[application]\nname = \"app\"\n{table}\n[[trigger.http]]\nroute = \"/a/...\"\ncomponent = \"a\"\n[component.a]\nsource = \"a.wasm\"\n"
+            );
+            ManifestFile::parse(Path::new("spin.toml"), text).unwrap()
+        };
+        let good = file(format!("{limits}\n\"/a/...\" = 262144"));
+        let limits_of = |f: &ManifestFile| ToolTable::of(f).and_then(|t| t.body_limits(f));
+        assert_eq!(limits_of(&good).unwrap()["/a/..."], 262_144);
+        let stray = file(format!("{limits}\n\"/b\" = 262144"));
+        let err = limits_of(&stray).unwrap_err();
+        assert!(
+            err.message.contains("request_body_limits] names `/b`"),
+            "{err}"
+        );
     }
 
     #[test]

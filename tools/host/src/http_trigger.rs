@@ -112,24 +112,9 @@ impl HttpTrigger {
         runtime: Arc<Runtime>,
         limits: RequestLimits,
     ) -> Result<HttpTrigger, ManifestError> {
-        let classes = RequestClasses::of_manifest(file)?;
-        let body_limits = ToolTable::of(file)?.request_body_limits;
-        let routed = |r: &String| {
-            file.manifest
-                .trigger
-                .http
-                .iter()
-                .any(|t| t.route.get_ref() == r)
-        };
-        if let Some(stray) = body_limits.keys().find(|r| !routed(r)) {
-            return Err(ManifestError {
-                path: file.path.clone(),
-                line: 0,
-                message: format!(
-                    "[application.tool.seckill.request_body_limits] names `{stray}`, which no [[trigger.http]] route is"
-                ),
-            });
-        }
+        let tool = ToolTable::of(file)?;
+        let body_limits = tool.body_limits(file)?;
+        let classes = RequestClasses::of_tool(file, tool)?;
         let handlers: Vec<_> = (0..runtime.len())
             .map(|c| ProxyPre::new(runtime.pre(c).clone()).ok())
             .collect();
