@@ -112,7 +112,9 @@ struct Contract {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Read when the script runs: its binary is reused by checkouts that share a target dir.
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let root = Path::new(&root);
     let dir = root.join("../../shared/lua");
     println!("cargo:rerun-if-changed=../../shared/lua");
     println!("cargo:rerun-if-changed=src/scripts/codes.in");

@@ -397,9 +397,11 @@ impl Answer {
     }
 }
 
-/// The host's `Server-Timing` on a shed answer: `queue;dur=<ms>, host;dur=<ms>`.
+/// The host's `Server-Timing` on a shed answer: `head;dur=<ms>, queue;dur=<ms>, host;dur=<ms>`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ServerTiming {
+    /// From the host's accept (or the head's first byte) until the request head was read whole.
+    pub head: Option<Duration>,
     /// Waiting in the host's instance-slot queue.
     pub queue: Option<Duration>,
     /// From the host's accept (or, on a kept-alive connection, the request head's first byte)
@@ -408,7 +410,8 @@ pub struct ServerTiming {
 }
 
 impl ServerTiming {
-    /// Reads the `queue` and `host` metrics of a `Server-Timing` value; others are ignored.
+    /// Reads the `head`, `queue` and `host` metrics of a `Server-Timing` value; others are
+    /// ignored.
     pub fn parse(value: &str) -> Self {
         let mut timing = ServerTiming::default();
         for metric in value.split(',') {
@@ -420,6 +423,7 @@ impl ServerTiming {
                 .filter(|ms| ms.is_finite() && *ms >= 0.0)
                 .map(|ms| Duration::from_secs_f64(ms / 1e3));
             match name {
+                "head" => timing.head = dur,
                 "queue" => timing.queue = dur,
                 "host" => timing.host = dur,
                 _ => {}
@@ -452,8 +456,9 @@ mod tests {
     }
 
     #[test]
-    fn server_timing_reads_queue_and_host() {
-        let timing = ServerTiming::parse("queue;dur=5.0, host;dur=7.5, cdn;desc=x");
+    fn server_timing_reads_head_queue_and_host() {
+        let timing = ServerTiming::parse("head;dur=1, queue;dur=5.0, host;dur=7.5, cdn;desc=x");
+        assert_eq!(timing.head, Some(Duration::from_millis(1)));
         assert_eq!(timing.queue, Some(Duration::from_millis(5)));
         assert_eq!(timing.host, Some(Duration::from_micros(7_500)));
         let timing = ServerTiming::parse("host;desc=\"x\";dur=1");

@@ -15,7 +15,8 @@
 //! client began sending (the generator's own scheduling on the cores it shares with the host,
 //! or waiting for a free pooled connection), the host's part (`Server-Timing`'s `host`: from
 //! its accept, or the request head's first byte on a kept-alive connection, to the answer), of
-//! which waiting in its slot queue (`queue`), and the rest (connecting, the listen backlog
+//! which until the head was read whole (`head`: the client sending it, the host's front reading
+//! it) and waiting in its slot queue (`queue`), and the rest (connecting, the listen backlog
 //! before the host's accept, the transfer); and the requests that got no response (the goal is
 //! none). Then how many critical requests were shed, and how many of them while a lower class
 //! was being served (the host's promise is none).
@@ -37,7 +38,7 @@ use seckill_testkit::{
 };
 
 use crate::fixture::{Buyer, open_event, polls, prepare_buyers};
-use crate::load::{Answer, Call, Calls, Conn, percentile, send};
+use crate::load::{Answer, Call, Calls, Conn, ServerTiming, percentile, send};
 use crate::measure::endpoint_row;
 use crate::options::SuiteArgs;
 use crate::server::HostProcess;
@@ -283,10 +284,7 @@ enum Fate {
     /// Answered (anything but the host's shed answer), with this status.
     Answered(u16),
     /// The host's `503`: its `Server-Timing`.
-    Shed {
-        host: Option<Duration>,
-        queue: Option<Duration>,
-    },
+    Shed(ServerTiming),
     /// No response.
     Dropped,
 }
@@ -294,10 +292,7 @@ enum Fate {
 impl Fate {
     fn of(answer: Result<Result<Answer>, tokio::time::error::Elapsed>) -> Self {
         match answer {
-            Ok(Ok(answer)) if answer.is_shed() => Fate::Shed {
-                host: answer.timing.host,
-                queue: answer.timing.queue,
-            },
+            Ok(Ok(answer)) if answer.is_shed() => Fate::Shed(answer.timing),
             Ok(Ok(answer)) => Fate::Answered(answer.status),
             _ => Fate::Dropped,
         }
@@ -411,9 +406,10 @@ struct Figures {
     statuses: BTreeMap<u16, u64>,
     shed: Vec<Duration>,
     /// Where a shed answer's time went: before the client began sending it, at the host (of
-    /// which in its queue), and the rest.
+    /// which reading its head and in its queue), and the rest.
     before: Vec<Duration>,
     host: Vec<Duration>,
+    head: Vec<Duration>,
     queue: Vec<Duration>,
     wire: Vec<Duration>,
     dropped: usize,
@@ -434,14 +430,15 @@ impl Figures {
                     f.answered_sending.push(sending);
                     *f.statuses.entry(status).or_default() += 1;
                 }
-                Fate::Shed { host, queue } => {
+                Fate::Shed(timing) => {
                     f.shed.push(latency);
                     f.before.push(o.sent.saturating_sub(o.due));
-                    if let Some(host) = host {
+                    if let Some(host) = timing.host {
                         f.host.push(host);
                         f.wire.push(sending.saturating_sub(host));
                     }
-                    f.queue.extend(queue);
+                    f.head.extend(timing.head);
+                    f.queue.extend(timing.queue);
                 }
                 Fate::Dropped => f.dropped += 1,
             }
@@ -452,6 +449,7 @@ impl Figures {
             &mut f.shed,
             &mut f.before,
             &mut f.host,
+            &mut f.head,
             &mut f.queue,
             &mut f.wire,
         ] {
@@ -492,9 +490,10 @@ impl Figures {
         if !self.shed.is_empty() {
             let _ = write!(
                 note,
-                " = before sending {} + host {} (of which queue {}) + the rest {}",
+                " = before sending {} + host {} (of which head {}, queue {}) + the rest {}",
                 p50_p99(&self.before),
                 p50_p99(&self.host),
+                p50_p99(&self.head),
                 p50_p99(&self.queue),
                 p50_p99(&self.wire),
             );
@@ -581,18 +580,19 @@ mod tests {
         }
     }
 
-    fn shed(host_ms: u64, queue_ms: u64) -> Fate {
-        Fate::Shed {
-            host: Some(Duration::from_millis(host_ms)),
+    fn shed(host_ms: u64, head_ms: u64, queue_ms: u64) -> Fate {
+        Fate::Shed(ServerTiming {
+            head: Some(Duration::from_millis(head_ms)),
             queue: Some(Duration::from_millis(queue_ms)),
-        }
+            host: Some(Duration::from_millis(host_ms)),
+        })
     }
 
     #[test]
     fn figures_split_a_shed_answers_time() {
         let outcomes = [
             outcome(Class::Read, 0, 10, Fate::Answered(200)),
-            outcome(Class::Read, 0, 20, shed(8, 5)),
+            outcome(Class::Read, 0, 20, shed(8, 1, 5)),
             outcome(Class::Read, 0, 30, Fate::Dropped),
             outcome(Class::Sale, 0, 5, Fate::Answered(202)),
         ];
@@ -604,7 +604,7 @@ mod tests {
         assert_eq!(f.wire, [Duration::from_millis(10)]);
         assert_eq!(
             f.note(),
-            "sent 3; answered 33.3 %, p50/p99 10.0/10.0 ms (from sending 8.0/8.0 ms) {200: 1}; shed 33.3 %, p50/p99 20.0/20.0 ms = before sending 2.0/2.0 ms + host 8.0/8.0 ms (of which queue 5.0/5.0 ms) + the rest 10.0/10.0 ms; dropped without a response 1;"
+            "sent 3; answered 33.3 %, p50/p99 10.0/10.0 ms (from sending 8.0/8.0 ms) {200: 1}; shed 33.3 %, p50/p99 20.0/20.0 ms = before sending 2.0/2.0 ms + host 8.0/8.0 ms (of which head 1.0/1.0 ms, queue 5.0/5.0 ms) + the rest 10.0/10.0 ms; dropped without a response 1;"
         );
     }
 
@@ -626,10 +626,10 @@ mod tests {
     fn critical_shed_counts_those_amid_lower_classes_served() {
         let outcomes = [
             outcome(Class::Read, 0, 50, Fate::Answered(200)),
-            outcome(Class::Critical, 10, 40, shed(5, 5)),
-            outcome(Class::Critical, 60, 70, shed(5, 5)),
+            outcome(Class::Critical, 10, 40, shed(5, 0, 5)),
+            outcome(Class::Critical, 60, 70, shed(5, 0, 5)),
             outcome(Class::Critical, 60, 80, Fate::Answered(200)),
-            outcome(Class::Sale, 65, 75, shed(5, 5)),
+            outcome(Class::Sale, 65, 75, shed(5, 0, 5)),
         ];
         assert_eq!(critical_shed(&outcomes), (2, 1));
     }

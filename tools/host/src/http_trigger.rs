@@ -188,15 +188,18 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body is read whole, under [`RequestLimits::body_timeout`] from now, before the request
 /// waits for an instance: a client that sends its body slowly holds a connection, never an
 /// instance, so slow bodies cannot take the instances the sale runs on.
+///
+/// Everything up to the slot runs where the caller runs (the front, [`crate::serve`]); the
+/// guest runs on `guests`, in a task of its own, as Spin runs a `wasi:http@0.2` guest
+/// (`crates/trigger-http/src/wasi.rs`): a client that goes away does not cancel it.
 pub async fn handle(
     trigger: &HttpTrigger,
     mut req: Request<impl RequestBody>,
     client: SocketAddr,
+    guests: &tokio::runtime::Handle,
 ) -> Result<Response<ResponseBody>, ConnectionError> {
-    let arrived = req
-        .extensions()
-        .get::<Arrived>()
-        .map_or_else(tokio::time::Instant::now, |a| a.0);
+    let headed = tokio::time::Instant::now();
+    let arrived = req.extensions().get::<Arrived>().map_or(headed, |a| a.0);
     strip_forbidden_headers(&mut req);
     let path = req.uri().path();
     if let Some(well_known) = path.strip_prefix(WELL_KNOWN_PREFIX) {
@@ -242,9 +245,14 @@ pub async fn handle(
         set_spin_headers(&mut req, &matched, client)?;
         let slot = match trigger.runtime.slots().admit(class).await {
             Ok(slot) => slot,
-            Err(refused) => return Ok(shed(refused, arrived)),
+            Err(refused) => return Ok(shed(refused, arrived, headed)),
         };
-        run(trigger, matched.component, slot, req).await
+        let pre = trigger
+            .handler(matched.component)
+            .expect("routes only point at HTTP components")
+            .clone();
+        let call = run(trigger.runtime.clone(), matched.component, pre, slot, req);
+        guests.spawn(call).await?
     };
     let resp = match result.await {
         Ok(resp) => resp,
@@ -268,13 +276,11 @@ fn routed(mut resp: Response<ResponseBody>, route: Cow<'static, str>) -> Respons
     resp
 }
 
-/// A guest's `handle` call, boxed so that it can outlive the request that started it.
+/// A guest's `handle` call, boxed so that it can outlive the response head.
 type GuestCall = Pin<Box<dyn Future<Output = wasmtime::Result<()>> + Send>>;
 
-/// Runs a guest call to completion even when the request future is dropped (the client went
-/// away): Spin runs a `wasi:http@0.2` guest in a task of its own (`wasi.rs`), so a client that
-/// disconnects does not cancel it. Polling it in place until the response head saves a spawn
-/// on the common path; only an abandoned or still-streaming call is spawned.
+/// Runs a guest call to completion after its response head: polling it in place until the head
+/// saves a spawn on the common path; only a call still writing its body is spawned.
 struct RunToCompletion(Option<GuestCall>);
 
 impl Drop for RunToCompletion {
@@ -368,17 +374,15 @@ async fn read_body(
     }
 }
 
-/// Runs component `c` on `req` in the instance `slot` holds.
+/// Runs component `c` (whose handler is `pre`) on `req` in the instance `slot` holds.
 async fn run(
-    trigger: &HttpTrigger,
+    runtime: Arc<Runtime>,
     c: usize,
+    pre: ProxyPre<Ctx>,
     slot: Permit,
     req: Request<Full<Bytes>>,
 ) -> Result<Response<ResponseBody>> {
-    let pre = trigger
-        .handler(c)
-        .expect("routes only point at HTTP components");
-    let mut store = trigger.runtime.store(c);
+    let mut store = runtime.store(c);
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let req = req.map(|body| body.map_err(|never| -> wasmtime_wasi_http::Error { match never {} }));
     let req = store
@@ -431,24 +435,31 @@ async fn run(
 
 /// The answer to a request the queue control refused an instance slot: `503` with
 /// `Retry-After` (by its class and how long the overload has lasted), the request never run
-/// (so retrying it is safe). `Server-Timing` says where its time at the host went: `queue`, in
-/// the slot queue; `host`, from its arrival (the connection's accept, or the head's first byte
-/// on a kept-alive connection) to this answer. Real Spin queues nothing: its pool holds
+/// (so retrying it is safe). `Server-Timing` says where its time at the host went: `host`, from
+/// its arrival (the connection's accept, or the head's first byte on a kept-alive connection)
+/// to this answer, of which `head` until its head was read whole (the client sending it, the
+/// front reading it) and `queue` in the slot queue. Real Spin queues nothing: its pool holds
 /// `SPIN_MAX_INSTANCE_COUNT` (1,000) instances (`crates/core/src/lib.rs`), and a request that
 /// finds it full fails to instantiate and gets `internal_error(None, …)`, an empty-bodied
 /// `500` (`respond_wasm_component` in `crates/trigger-http/src/server.rs`). We answer `503`,
 /// the status that says "overloaded, come back", and when.
-fn shed(refused: Refused, arrived: tokio::time::Instant) -> Response<ResponseBody> {
+fn shed(
+    refused: Refused,
+    arrived: tokio::time::Instant,
+    headed: tokio::time::Instant,
+) -> Response<ResponseBody> {
     let mut resp = refusal(StatusCode::SERVICE_UNAVAILABLE, SHED_MESSAGE.to_owned());
     let headers = resp.headers_mut();
     headers.insert(
         header::RETRY_AFTER,
         HeaderValue::from(refused.retry_after_s),
     );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let timing = format!(
-        "queue;dur={:.1}, host;dur={:.1}",
-        refused.waited.as_secs_f64() * 1e3,
-        arrived.elapsed().as_secs_f64() * 1e3
+        "head;dur={:.1}, queue;dur={:.1}, host;dur={:.1}",
+        ms(headed - arrived),
+        ms(refused.waited),
+        ms(arrived.elapsed())
     );
     if let Ok(timing) = HeaderValue::from_str(&timing) {
         headers.insert(HeaderName::from_static("server-timing"), timing);

@@ -205,10 +205,10 @@ fn main() -> Result<()> {
         // One object per line: timestamp, level, message, the event's fields, target.
         LogFormat::Json => subscriber.json().flatten_event(true).init(),
     }
-    // New connections arrive from the accept thread through the runtime's shared queue, which a
-    // busy worker looks at only every `global_queue_interval` tasks of its own (61 by default):
-    // looking more often lets a crowd's requests reach the queue control, and be answered or
-    // shed, while the workers are busy with those already in.
+    // The guests' runtime (connections are served on a front runtime of their own:
+    // `seckill_host::serve`). Admitted requests arrive from the front through the shared queue,
+    // which a busy worker looks at only every `global_queue_interval` tasks of its own (61 by
+    // default): looking more often starts a request that got its slot sooner.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .global_queue_interval(8)

@@ -5,8 +5,8 @@
 //! Otherwise it queues, and how long it may wait follows the queue's recent past, as the
 //! controlled delay of "Fail at scale" (Maurer, ACM Queue 2015) does: while its class's queue
 //! has been empty within the last [`QueueControl::interval`], a burst is forming and the request
-//! may wait up to that interval; once the queue has stood longer, the host is overloaded and a
-//! new request waits at most [`QueueControl::target`] before it is answered `503` with
+//! may wait until the queue has stood that interval (at least the target); once the queue has
+//! stood longer, the host is overloaded and a new request waits at most [`QueueControl::target`] before it is answered `503` with
 //! `Retry-After` (never run, so safe to retry). While a queue stands it is served newest first
 //! (adaptive LIFO, the same paper): the requests that are still fresh get the slots and the old
 //! ones, about to be shed anyway, go first. A shed request is answered at its own deadline,
@@ -280,12 +280,13 @@ impl Gate {
             }
             let (tx, rx) = oneshot::channel();
             queue.waiting.push_back((id, tx));
-            let wait = if standing {
-                self.control.target
+            // Still queued when the queue has stood an interval, it has waited its target.
+            let deadline = if standing {
+                arrived + self.control.target
             } else {
-                self.control.interval
+                (queue.last_empty + self.control.interval).max(arrived + self.control.target)
             };
-            (id, rx, arrived + wait)
+            (id, rx, deadline)
         };
         let mut ticket = Ticket {
             gate: self,
@@ -502,6 +503,27 @@ mod tests {
             let shed = r.await.unwrap().err().expect("shed at the target");
             assert_eq!(shed.waited, CONTROL.target);
         }
+        drop(held);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_joiner_of_a_burst_waits_until_the_queue_has_stood_not_a_whole_interval() {
+        let gate = Gate::new(4, CONTROL);
+        let held = fill(&gate, Class::Sale, 3).await;
+        let first = request(&gate, Class::Sale);
+        settle().await;
+        tokio::time::advance(CONTROL.interval - CONTROL.target * 4).await;
+        let late = request(&gate, Class::Sale);
+        settle().await;
+        tokio::time::advance(CONTROL.target * 4).await;
+        assert_eq!(first.await.unwrap().err().unwrap().waited, CONTROL.interval);
+        // Joined 20 ms before the queue had stood its interval: shed then, not 100 ms later.
+        let shed = late
+            .await
+            .unwrap()
+            .err()
+            .expect("shed when the queue has stood");
+        assert_eq!(shed.waited, CONTROL.target * 4);
         drop(held);
     }
 

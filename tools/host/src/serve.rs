@@ -15,7 +15,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -84,11 +84,14 @@ where
 /// accepting (the listening socket closes, so new connections are refused), lets each request in
 /// flight finish and returns once every connection has closed. The caller bounds that wait.
 ///
-/// Connections are accepted on a thread of their own, then served on the caller's runtime. In a
-/// spike the runtime's workers are busy with guests and with thousands of connections, and an
-/// accept loop among them would be polled once per round of all of them: the crowd would wait
-/// in the kernel's accept queue, where the host's queue control cannot see it, let alone answer
-/// it. On its own thread the loop keeps up, so every request reaches the queue control at once.
+/// Connections are accepted and served on a runtime of their own (the front: accepting,
+/// reading requests, queue control, writing answers); guests run on the caller's runtime
+/// ([`handle`] hands each admitted request over). In a spike the guests keep their runtime's
+/// workers busy, and a task among theirs is polled once per round of all of them: were the
+/// front's tasks there, the crowd would wait in the kernel's accept queue and in those rounds,
+/// where the queue control cannot see it, and a request it sheds would still wait its turn to
+/// be answered. On a front of its own, whose work per request is small, a request reaches the
+/// queue control at once and a shed one is answered at once.
 pub async fn serve<A>(
     app: Arc<A>,
     listener: TcpListener,
@@ -104,38 +107,38 @@ where
     // Stops the accept loop when this future ends or is dropped, as well as on `shutdown`.
     let stop = shutdown.child_token();
     let _stop_on_drop = stop.clone().drop_guard();
-    let (accepted_all, done) = tokio::sync::oneshot::channel();
-    let accepting = Accepting {
+    let (served_all, done) = tokio::sync::oneshot::channel();
+    let front = Front {
         listener: listener.into_std()?,
-        serving: tokio::runtime::Handle::current(),
-        open: open.clone(),
+        guests: tokio::runtime::Handle::current(),
+        open,
+        max_connections,
         stop,
     };
     std::thread::Builder::new()
-        .name("seckill-accept".into())
+        .name("seckill-front".into())
         .spawn(move || {
-            if let Err(e) = accepting.run(app, options, shutdown) {
+            if let Err(e) = front.run(app, options, shutdown) {
                 tracing::error!("the accept loop stopped: {e}");
             }
-            let _ = accepted_all.send(());
+            let _ = served_all.send(());
         })?;
     let _ = done.await;
-    // Each connection holds a permit until it has closed.
-    let _ = open.acquire_many(max_connections).await;
     Ok(())
 }
 
-/// The accept loop's thread: what it accepts from, and where it hands connections.
-struct Accepting {
+/// The front runtime's work: what it accepts from, and where guests run.
+struct Front {
     listener: std::net::TcpListener,
-    serving: tokio::runtime::Handle,
+    guests: tokio::runtime::Handle,
     open: Arc<Semaphore>,
+    max_connections: u32,
     stop: CancellationToken,
 }
 
-impl Accepting {
-    /// Accepts until stopped, on a runtime of this thread's own; each connection is served on
-    /// `serving`.
+impl Front {
+    /// Accepts until stopped and serves each connection, on a runtime of the front's own with a
+    /// worker per core; returns once every connection has closed.
     fn run<A>(
         self,
         app: Arc<A>,
@@ -145,7 +148,8 @@ impl Accepting {
     where
         A: AsRef<HttpTrigger> + Send + Sync + 'static,
     {
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .thread_name("seckill-front")
             .enable_all()
             .build()?;
         runtime.block_on(async move {
@@ -156,23 +160,23 @@ impl Accepting {
                     _ = self.stop.cancelled() => break,
                     accepted = accept(&listener, &self.open) => accepted,
                 };
-                // Moved to the serving runtime's reactor there.
-                let stream = match stream.into_std() {
-                    Ok(stream) => stream,
-                    Err(e) => {
-                        tracing::warn!("accepted connection from {client} lost: {e}");
-                        continue;
-                    }
-                };
+                let accepted = Instant::now();
                 let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
-                self.serving.spawn(async move {
-                    match TcpStream::from_std(stream) {
-                        Ok(stream) => connection(app, stream, client, &options, &shutdown).await,
-                        Err(e) => tracing::warn!("connection from {client} lost: {e}"),
-                    }
+                let guests = self.guests.clone();
+                tokio::spawn(async move {
+                    let serving = Serving {
+                        app,
+                        guests,
+                        client,
+                        accepted,
+                    };
+                    serving.connection(stream, &options, &shutdown).await;
                     drop(permit);
                 });
             }
+            drop(listener);
+            // Each connection holds a permit until it has closed.
+            let _ = self.open.acquire_many(self.max_connections).await;
             Ok(())
         })
     }
@@ -200,58 +204,74 @@ async fn accept(
     }
 }
 
-/// Serves one connection until it closes, or until its request in flight is answered after
-/// `shutdown`.
-async fn connection<A>(
+/// One connection: the app, where its guests run, and who it came from and when.
+struct Serving<A> {
     app: Arc<A>,
-    stream: TcpStream,
+    guests: tokio::runtime::Handle,
     client: SocketAddr,
-    options: &ServeOptions,
-    shutdown: &CancellationToken,
-) where
+    accepted: Instant,
+}
+
+impl<A> Serving<A>
+where
     A: AsRef<HttpTrigger> + Send + Sync + 'static,
 {
-    let accepted = Instant::now();
-    let _ = stream.set_nodelay(true);
-    let _open = options.metrics.clone().map(OpenConnection::new);
-    let clock = Arc::new(Clock::new());
-    let io = Watched::new(stream, clock.clone(), options);
-    let metrics = options.metrics.clone();
-    let first = std::sync::atomic::AtomicBool::new(true);
-    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-        // A request arrives with its connection, or later with its head's first byte.
-        let (phase, since) = clock.get();
-        let arrived = match first.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            true => accepted,
-            false if phase == Phase::Head => since,
-            false => Instant::now(),
-        };
-        req.extensions_mut().insert(Arrived(arrived));
-        // Set before the future is first polled: hyper may read the body before that.
-        clock.set(Phase::Serving);
-        let (app, clock, metrics) = (app.clone(), clock.clone(), metrics.clone());
-        async move {
-            let start = Instant::now();
-            let resp = handle((*app).as_ref(), req, client).await?;
-            if let Some(metrics) = &metrics {
-                metrics.request(&resp, start.elapsed());
+    /// Serves the connection until it closes, or until its request in flight is answered after
+    /// `shutdown`.
+    async fn connection(
+        self,
+        stream: TcpStream,
+        options: &ServeOptions,
+        shutdown: &CancellationToken,
+    ) {
+        let Serving {
+            app,
+            guests,
+            client,
+            accepted,
+        } = self;
+        let _ = stream.set_nodelay(true);
+        let _open = options.metrics.clone().map(OpenConnection::new);
+        let clock = Arc::new(Clock::new());
+        let io = Watched::new(stream, clock.clone(), options);
+        let metrics = options.metrics.clone();
+        let first = std::sync::atomic::AtomicBool::new(true);
+        let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            // A request arrives with its connection, or later with its head's first byte.
+            let (phase, since) = clock.get();
+            let arrived = match first.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                true => accepted,
+                false if phase == Phase::Head => since,
+                false => Instant::now(),
+            };
+            req.extensions_mut().insert(Arrived(arrived));
+            // Set before the future is first polled: hyper may read the body before that.
+            clock.set(Phase::Serving);
+            let (app, guests, clock, metrics) =
+                (app.clone(), guests.clone(), clock.clone(), metrics.clone());
+            async move {
+                let start = Instant::now();
+                let resp = handle((*app).as_ref(), req, client, &guests).await?;
+                if let Some(metrics) = &metrics {
+                    metrics.request(&resp, start.elapsed());
+                }
+                Ok::<_, ConnectionError>(resp.map(|body| Answered { body, clock }))
             }
-            Ok::<_, ConnectionError>(resp.map(|body| Answered { body, clock }))
+        });
+        let conn =
+            hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+        let mut conn = std::pin::pin!(conn);
+        let ended = tokio::select! {
+            ended = conn.as_mut() => ended,
+            _ = shutdown.cancelled() => {
+                // No keep-alive: an idle connection closes now, a busy one after its response.
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!("connection from {client} ended: {e}");
         }
-    });
-    let conn =
-        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
-    let mut conn = std::pin::pin!(conn);
-    let ended = tokio::select! {
-        ended = conn.as_mut() => ended,
-        _ = shutdown.cancelled() => {
-            // No keep-alive: an idle connection closes now, a busy one after its response.
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = ended {
-        tracing::debug!("connection from {client} ended: {e}");
     }
 }
 
@@ -283,26 +303,57 @@ enum Phase {
 }
 
 /// A connection's phase, shared by its socket, its service and its responses.
-struct Clock(Mutex<(Phase, Instant)>);
+struct Clock(Mutex<ClockState>);
+
+struct ClockState {
+    phase: Phase,
+    since: Instant,
+    /// The socket's reader, parked while a request was served: the phase that follows has a
+    /// deadline for it to arm.
+    reader: Option<Waker>,
+}
 
 impl Clock {
     fn new() -> Self {
-        Clock(Mutex::new((Phase::Idle, Instant::now())))
+        Clock(Mutex::new(ClockState {
+            phase: Phase::Idle,
+            since: Instant::now(),
+            reader: None,
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn get(&self) -> (Phase, Instant) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        let state = self.lock();
+        (state.phase, state.since)
     }
 
     fn set(&self, phase: Phase) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = (phase, Instant::now());
+        let mut state = self.lock();
+        (state.phase, state.since) = (phase, Instant::now());
+        if let Some(reader) = state.reader.take() {
+            reader.wake();
+        }
+    }
+
+    /// The phase, for a reader about to wait: while a request is served it waits without a
+    /// deadline, woken when the phase changes.
+    fn watch(&self, reader: &Waker) -> (Phase, Instant) {
+        let mut state = self.lock();
+        if state.phase == Phase::Serving {
+            state.reader = Some(reader.clone());
+        }
+        (state.phase, state.since)
     }
 
     /// Bytes arrived: an idle connection starts a request head.
     fn received(&self) {
-        let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.0 == Phase::Idle {
-            *state = (Phase::Head, Instant::now());
+        let mut state = self.lock();
+        if state.phase == Phase::Idle {
+            (state.phase, state.since) = (Phase::Head, Instant::now());
         }
     }
 }
@@ -357,7 +408,7 @@ impl AsyncRead for Watched {
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => {
-                let (phase, since) = this.clock.get();
+                let (phase, since) = this.clock.watch(cx.waker());
                 let (limit, what) = match phase {
                     Phase::Head => (this.header_timeout, "request head timed out"),
                     Phase::Idle => (this.idle_timeout, "idle keep-alive timed out"),
