@@ -157,7 +157,14 @@ fn pay(
     order: &str,
     now_ms: u64,
 ) -> Result<PaymentStatus, seckill_domain::Error> {
-    let payment = orders::start_payment(db, event, user, &OrderId::parse(order)?, None, now_ms)?;
+    let order_id = OrderId::parse(order)?;
+    let req = orders::PayRequest {
+        event,
+        user,
+        order_id: &order_id,
+        now_ms,
+    };
+    let payment = orders::start_payment(db, req, None)?;
     if payment.status != PaymentStatus::Pending {
         return Ok(payment.status);
     }

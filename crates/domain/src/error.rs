@@ -104,8 +104,13 @@ error_codes! {
     RateLimited = "rate_limited",
     /// Switched off, or not warmed up yet.
     SalePaused = "sale_paused",
-    /// Redis or Postgres could not be reached, timed out or was not ready.
+    /// Redis, Postgres or the payment provider could not be reached, timed out or was not
+    /// ready.
     Unavailable = "unavailable",
+    /// Pay: the payment provider is rate limiting us; try again after `Retry-After`.
+    ProviderBusy = "provider_busy",
+    /// Pay: the payment provider refused our request (its words in the message).
+    ProviderRefused = "provider_refused",
     /// Our fault, or data a dependency refuses.
     Internal = "internal",
 }
@@ -123,6 +128,8 @@ pub enum Dependency {
     Redis,
     /// The orders database.
     Postgres,
+    /// The payment provider's API.
+    Provider,
 }
 
 /// Why an operation did not happen.

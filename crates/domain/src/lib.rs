@@ -18,6 +18,7 @@
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod checkout;
 pub mod clock;
 pub mod error;
 pub mod event;

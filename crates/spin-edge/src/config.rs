@@ -67,8 +67,6 @@ pub struct Settings {
     pub release_batch: i64,
     /// `POST /shop/demo-login` mints a buyer token for any name: for trying a sale locally.
     pub demo_login: bool,
-    /// The payment provider's hosted checkout, where the storefront sends a buyer to pay.
-    pub payment_checkout_url: Option<String>,
     /// The provider's mode payments are taken in (`test` by default, `live` for real money):
     /// an event of the other mode is taken and ignored.
     pub payment_mode: PaymentMode,
@@ -88,7 +86,6 @@ impl Default for Settings {
             drain_max_deliveries: 5,
             release_batch: 1_000,
             demo_login: false,
-            payment_checkout_url: None,
             payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
         }
@@ -135,9 +132,6 @@ impl Settings {
                             ));
                         }
                     }
-                }
-                "payment_checkout_url" => {
-                    s.payment_checkout_url = (!value.is_empty()).then(|| value.to_owned())
                 }
                 "payment_mode" => s.payment_mode = PaymentMode::parse(value)?,
                 "trusted_proxies" => {
@@ -191,7 +185,7 @@ mod tests {
     fn settings_override_the_defaults_by_name() {
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
         let s = Settings::parse(
-            " drain_batch=50 , demo_login=true,release_batch=7,payment_checkout_url=https://p.example/c?x=1,payment_mode=live,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
+            " drain_batch=50 , demo_login=true,release_batch=7,payment_mode=live,trusted_proxies= 10.0.0.0/16  fd00::/8 ",
         )
         .unwrap();
         assert_eq!(
@@ -200,7 +194,6 @@ mod tests {
                 drain_batch: 50,
                 release_batch: 7,
                 demo_login: true,
-                payment_checkout_url: Some("https://p.example/c?x=1".into()),
                 payment_mode: seckill_domain::provider::PaymentMode::Live,
                 trusted_proxies: vec!["10.0.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()],
                 ..Settings::default()

@@ -42,7 +42,8 @@ pub fn status_of(code: ErrorCode) -> u16 {
         ChallengeRequired => 428,
         RateLimited => 429,
         Internal => 500,
-        SalePaused | Unavailable => 503,
+        ProviderRefused => 502,
+        SalePaused | Unavailable | ProviderBusy => 503,
     }
 }
 

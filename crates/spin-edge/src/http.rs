@@ -161,6 +161,24 @@ pub fn event_id(req: &Request) -> Result<EventId, ApiError> {
     Ok(EventId::parse(path_param(req, "event_id")?)?)
 }
 
+/// The origin the client reached us at (`scheme://host[:port]`), for links back to us: the
+/// `Host` Spin's full URL names, `https` when a proxy in front says it terminated TLS
+/// (`X-Forwarded-Proto`; a client that lies about it only breaks its own link).
+pub fn origin(req: &Request) -> String {
+    let full = req
+        .header("spin-full-url")
+        .and_then(|v| v.as_str())
+        .unwrap_or("http://localhost/");
+    let (scheme, rest) = full.split_once("://").unwrap_or(("http", full));
+    let authority = rest.split('/').next().unwrap_or("localhost");
+    let forwarded = req
+        .header("x-forwarded-proto")
+        .and_then(|v| v.as_str())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"));
+    let scheme = if forwarded { "https" } else { scheme };
+    format!("{scheme}://{authority}")
+}
+
 /// The first `name=` pair of the query.
 pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.query()

@@ -9,6 +9,8 @@ pub mod config;
 pub mod error;
 pub mod health;
 pub mod http;
+pub mod outbound;
+pub mod payments;
 pub mod postgres;
 pub mod redis;
 pub mod rest;

@@ -6,7 +6,7 @@
 //! | route | does |
 //! |---|---|
 //! | `POST /admin/jobs/drain` | [`orders::drain`] |
-//! | `POST /admin/jobs/timeout-release` | [`orders::release_expired`] |
+//! | `POST /admin/jobs/timeout-release` | [`payments::release_due`] |
 //! | `POST /admin/jobs/reconcile?event=<id>` | [`orders::reconcile`] with repair, one event or all |
 //!
 //! `drain` and `timeout-release` take `?for_ms=N` (at most [`MAX_FOR_MS`]): the job runs again
@@ -25,7 +25,7 @@ use seckill_domain::{auth, clock, orders};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::writer;
 use seckill_spin_edge::store;
-use seckill_spin_edge::{config, http};
+use seckill_spin_edge::{config, http, payments};
 use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -127,9 +127,9 @@ fn run(req: &Request) -> Result<Value, ApiError> {
             })?)
         }
         Job::TimeoutRelease => {
-            let batch = config::Settings::read()?.release_batch;
+            let settings = config::Settings::read()?;
             http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
-                orders::release_expired(&nodes, &db, clock::now_ms(), batch)
+                payments::release_due(&nodes, &db, &settings, clock::now_ms())
             })?)
         }
         Job::Reconcile => {

@@ -1,14 +1,15 @@
 //! `POST /api/events/{event_id}/orders/{order_id}/pay`: the buyer starts paying. Records the
-//! payment (amount, currency, deadline) and answers what to hand the payment provider; never
-//! marks anything paid: the provider's signed webhook does ([`orders::start_payment`],
-//! `functions/payment-webhook`).
+//! payment (amount, currency, deadline), opens its checkout session at the provider with the
+//! order's own amount, and answers the session's page; never marks anything paid: the
+//! provider's signed webhook does ([`orders::start_payment`], `functions/payment-webhook`).
 
 use seckill_domain::clock;
 use seckill_domain::ids::OrderId;
-use seckill_domain::orders::{self, Payment};
-use seckill_spin_edge::config::{self, Settings};
+use seckill_domain::orders::{self, Checkout, PayRequest, Payment};
+use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, path_param, require_method};
+use seckill_spin_edge::payments::ProviderClient;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
 
@@ -28,13 +29,24 @@ fn pay(req: &Request) -> Result<Payment, ApiError> {
     let user = buyer(req)?;
     let event = event_id(req)?;
     let order = OrderId::parse(path_param(req, "order_id")?)?;
-    let settings = Settings::read()?;
+    let pay = PayRequest {
+        event: &event,
+        user: &user,
+        order_id: &order,
+        now_ms: clock::now_ms(),
+    };
+    let provider = ProviderClient::configured()?;
+    // The buyer comes back to the storefront of the event, which polls the order.
+    let shop = format!("{}/shop/{}", http::origin(req), event.as_str());
+    let (success_url, cancel_url) = (format!("{shop}?checkout=done"), shop.clone());
+    let checkout = provider.as_ref().map(|api| Checkout {
+        api,
+        success_url: &success_url,
+        cancel_url: &cancel_url,
+    });
     Ok(orders::start_payment(
         &config::postgres()?,
-        &event,
-        &user,
-        &order,
-        settings.payment_checkout_url.as_deref(),
-        clock::now_ms(),
+        pay,
+        checkout.as_ref(),
     )?)
 }

@@ -1,10 +1,11 @@
 //! Scheduled timeout release: unpaid orders past their deadline expire and their units go back
-//! to their shards, exactly once ([`orders::release_expired`]). Also `POST /admin/jobs/timeout-release`.
+//! to their shards, exactly once, after their checkout sessions are closed at the provider
+//! ([`payments::release_due`]). Also `POST /admin/jobs/timeout-release`.
 
-use seckill_domain::{clock, orders};
-use seckill_spin_edge::config;
+use seckill_domain::clock;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::store;
+use seckill_spin_edge::{config, payments};
 
 /// The exported component.
 struct TimeoutRelease;
@@ -14,11 +15,11 @@ impl seckill_cron_bindings::Guest for TimeoutRelease {
         _: seckill_cron_bindings::Metadata,
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
-            Ok(orders::release_expired(
+            Ok(payments::release_due(
                 &store::nodes()?,
                 &config::postgres()?,
+                &config::Settings::read()?,
                 clock::now_ms(),
-                config::Settings::read()?.release_batch,
             )?)
         };
         run()

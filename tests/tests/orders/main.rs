@@ -6,6 +6,7 @@
 //! - `drain` — every order lands once; leases, the consumer group, the stream's length;
 //! - `dead_letters` — a duplicate delivery, a malformed entry, an entry Postgres refuses;
 //! - `pay` — paying, and paying racing timeout release;
+//! - `checkout` — paying through the provider's checkout sessions (the kit's Stripe sandbox);
 //! - `reconcile` — drift and the orders behind it;
 //! - `failures` — Postgres stopped, drains that die, Redis restarted, a broken event;
 //! - `multi_node` — one event's shards spread over several Redis nodes (these tests start their
@@ -23,6 +24,7 @@ use reqwest::Method;
 use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars};
 use serde_json::{Value, json};
 
+mod checkout;
 mod dead_letters;
 mod drain;
 mod failures;

@@ -186,8 +186,8 @@ fn paid_order(row: &[crate::sql::Cell]) -> Result<Paid, Error> {
 /// an order, that order.
 fn apply(db: &impl Sql, p: &Succeeded, now_ms: u64) -> Result<(Outcome, Option<Paid>), Error> {
     let rows = db.query(
-        "SELECT order_id, event_id, amount, currency, status FROM payments
-             WHERE payment_id = $1 FOR UPDATE",
+        "SELECT order_id, event_id, amount, currency, status, session_id IS NOT NULL
+             FROM payments WHERE payment_id = $1 FOR UPDATE",
         &[s(&p.payment_id)],
     )?;
     let Some(row) = rows.rows.first() else {
@@ -229,12 +229,22 @@ fn apply(db: &impl Sql, p: &Succeeded, now_ms: u64) -> Result<(Outcome, Option<P
         record(Some(RefundReason::Duplicate))?;
         return Ok((Outcome::RefundDueDuplicate, None));
     }
-    // The same compare-and-set timeout release races: before the deadline, from pending only.
+    // The same compare-and-set timeout release races, from pending only. A payment through a
+    // checkout session pays its order whenever its event arrives: release expires the session
+    // at the provider before the order, so a payment that completed came in time. Without a
+    // session, the deadline is the event's arrival.
+    let through_session = matches!(row.get(5), Some(crate::sql::Cell::Bool(true)));
     let paid = db.query(
         "UPDATE orders SET status = 'paid', paid_ms = $2, payment_ref = $3
-             WHERE order_id = $1 AND status = 'pending_payment' AND pay_deadline_ms > $2
+             WHERE order_id = $1 AND status = 'pending_payment'
+               AND (pay_deadline_ms > $2 OR $4::bigint = 1)
              RETURNING shard::bigint",
-        &[s(&order_id), P::Int64(now_ms as i64), s(&p.reference)],
+        &[
+            s(&order_id),
+            P::Int64(now_ms as i64),
+            s(&p.reference),
+            P::Int64(i64::from(through_session)),
+        ],
     )?;
     let Some(paid) = paid.rows.first() else {
         record(Some(RefundReason::Late))?;

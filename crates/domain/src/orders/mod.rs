@@ -16,10 +16,14 @@ mod repeat;
 pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm, provider_event_counts};
 pub use drain::{DrainOptions, DrainReport, catch_up, drain};
 pub use pay::{
-    MAX_PAYMENTS_LISTED, Payment, PaymentRecord, PaymentStatus, payments, start_payment,
+    Checkout, MAX_PAYMENTS_LISTED, PayRequest, Payment, PaymentRecord, PaymentStatus, payments,
+    start_payment,
 };
 pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
-pub use release::{ReleaseReport, release_expired};
+pub use release::{
+    Provider, ReleaseReport, SESSIONS_PER_RUN, SessionReport, close_sessions, release_due,
+    release_expired,
+};
 pub use repeat::{JobReport, Repeated, repeat_for};
 
 use crate::error::{Dependency, Error};

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{int, s, text, transaction};
+use crate::checkout::{self, NewSession, ProviderApi, SessionStatus};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids::{self, OrderId};
@@ -68,19 +69,58 @@ pub struct Payment {
     pub checkout_url: Option<String>,
 }
 
-/// Starts the payment of `order_id` (the caller's), or returns the one already started: one
-/// payment per order. An order past its deadline is refused with 409 `order_expired`; a paid
-/// one answers its succeeded payment.
+/// Who starts which payment, and when.
+#[derive(Debug, Clone, Copy)]
+pub struct PayRequest<'a> {
+    pub event: &'a EventId,
+    pub user: &'a str,
+    pub order_id: &'a OrderId,
+    pub now_ms: u64,
+}
+
+/// The provider's hosted checkout: its API, and the storefront pages it sends the buyer back to.
+pub struct Checkout<'a> {
+    pub api: &'a dyn ProviderApi,
+    /// Where the buyer lands after paying (`{CHECKOUT_SESSION_ID}` is filled in by the provider).
+    pub success_url: &'a str,
+    /// Where the provider's back link goes.
+    pub cancel_url: &'a str,
+}
+
+/// Starts the payment of the caller's order, or returns the one already started: one payment
+/// per order, and one checkout session per payment, created at the provider with the order's
+/// own amount (the buyer names nothing but the order). An order past its deadline is refused
+/// with 409 `order_expired`; a paid one answers its succeeded payment. Without a provider
+/// (`checkout` is `None`) the payment is recorded and answered without a checkout.
 pub fn start_payment(
     db: &impl Sql,
-    event: &EventId,
-    user: &str,
-    order_id: &OrderId,
-    checkout_url: Option<&str>,
-    now_ms: u64,
+    req: PayRequest,
+    checkout: Option<&Checkout>,
 ) -> Result<Payment, Error> {
-    let key = [s(order_id.as_str()), s(event.as_str()), s(user)];
-    let mut payment = transaction(db, || {
+    let (mut payment, session) = record_payment(db, &req)?;
+    if payment.status != PaymentStatus::Pending {
+        return Ok(payment);
+    }
+    let Some(checkout) = checkout else {
+        return Ok(payment);
+    };
+    payment.checkout_url = match session {
+        Some((SessionStatus::Open, url)) => url,
+        // Paid or closed at the provider: its event settles the payment.
+        Some(_) => None,
+        None => open_session(db, &req, checkout, &payment)?,
+    };
+    Ok(payment)
+}
+
+/// The stored session: its status and page.
+type StoredSession = Option<(SessionStatus, Option<String>)>;
+
+/// Records the payment (once per order) and reads it back with its session, in one transaction.
+fn record_payment(db: &impl Sql, req: &PayRequest) -> Result<(Payment, StoredSession), Error> {
+    let (order_id, now_ms) = (req.order_id, req.now_ms);
+    let key = [s(order_id.as_str()), s(req.event.as_str()), s(req.user)];
+    transaction(db, || {
         let order = db.query(
             "SELECT status, pay_deadline_ms, amount, currency FROM orders
                  WHERE order_id = $1 AND event_id = $2 AND user_id = $3 FOR UPDATE",
@@ -103,8 +143,8 @@ pub fn start_payment(
                 &[
                     s(&format!("pay_{}", ids::random_hex(16))),
                     s(order_id.as_str()),
-                    s(event.as_str()),
-                    s(user),
+                    s(req.event.as_str()),
+                    s(req.user),
                     P::Int64(int(row, 2)?),
                     s(&text(row, 3)?),
                     P::Int64(now_ms as i64),
@@ -113,14 +153,14 @@ pub fn start_payment(
             )?;
         }
         let found = db.query(
-            "SELECT payment_id, status, amount, currency, deadline_ms FROM payments
-                 WHERE order_id = $1",
+            "SELECT payment_id, status, amount, currency, deadline_ms, session_status, session_url
+                 FROM payments WHERE order_id = $1",
             &[s(order_id.as_str())],
         )?;
         match found.rows.first() {
             // A payment already confirmed is answered as it stands.
             Some(p) if open || !matches!(p.get(1), Some(Cell::Str(s)) if s == "pending") => {
-                Ok(Payment {
+                let payment = Payment {
                     payment_id: text(p, 0)?,
                     order_id: order_id.as_str().to_owned(),
                     status: PaymentStatus::parse(&text(p, 1)?)?,
@@ -128,18 +168,64 @@ pub fn start_payment(
                     currency: text(p, 3)?,
                     deadline_ms: int(p, 4)?,
                     checkout_url: None,
-                })
+                };
+                let session = match p.get(5) {
+                    Some(Cell::Str(status)) => Some((
+                        SessionStatus::parse(status)?,
+                        match p.get(6) {
+                            Some(Cell::Str(url)) => Some(url.clone()),
+                            _ => None,
+                        },
+                    )),
+                    _ => None,
+                };
+                Ok((payment, session))
             }
             _ => Err(Error::refused(
                 ErrorCode::OrderExpired,
                 "the payment window has closed",
             )),
         }
-    })?;
-    if payment.status == PaymentStatus::Pending {
-        payment.checkout_url = checkout_url.map(|base| checkout_link(base, &payment));
-    }
-    Ok(payment)
+    })
+}
+
+/// Creates the payment's checkout session at the provider (the payment id is its idempotency
+/// key: two pays at once get one session) and stores it; its page.
+fn open_session(
+    db: &impl Sql,
+    req: &PayRequest,
+    checkout: &Checkout,
+    payment: &Payment,
+) -> Result<Option<String>, Error> {
+    let product = format!("{} — order {}", req.event.as_str(), payment.order_id);
+    let session = checkout::create_session(
+        checkout.api,
+        &NewSession {
+            payment_id: &payment.payment_id,
+            order_id: &payment.order_id,
+            amount: payment.amount,
+            currency: &payment.currency,
+            product: &product,
+            success_url: checkout.success_url,
+            cancel_url: checkout.cancel_url,
+            now_s: req.now_ms / 1000,
+            deadline_s: (payment.deadline_ms.max(0) as u64).div_ceil(1000),
+        },
+    )?;
+    db.execute(
+        "UPDATE payments SET session_id = $2, session_url = NULLIF($3, ''), session_status = $4
+             WHERE payment_id = $1 AND (session_id IS NULL OR session_id = $2)",
+        &[
+            s(&payment.payment_id),
+            s(&session.id),
+            s(session.url.as_deref().unwrap_or("")),
+            s(session.status.as_str()),
+        ],
+    )?;
+    Ok(match session.status {
+        SessionStatus::Open => session.url,
+        _ => None,
+    })
 }
 
 /// A payment as operators see it: one of ours, with the provider payment that paid it, or a
@@ -225,30 +311,54 @@ pub fn payments(
         .collect()
 }
 
-/// The provider's hosted checkout for `payment`: its reference, amount and currency in the query
-/// (ids, digits and letters only: nothing to escape).
-fn checkout_link(base: &str, payment: &Payment) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!(
-        "{base}{sep}payment_id={}&amount={}&currency={}",
-        payment.payment_id, payment.amount, payment.currency
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{FakeSql, Outcome};
 
+    /// The provider: every session it creates is open, at its page; the amounts it was asked.
+    #[derive(Default)]
+    struct Provider(std::cell::RefCell<Vec<String>>);
+
+    impl ProviderApi for Provider {
+        fn call(&self, call: &checkout::ApiCall) -> Result<checkout::ApiAnswer, String> {
+            let amount = call
+                .form
+                .iter()
+                .find(|(k, _)| k == "line_items[0][price_data][unit_amount]")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            self.0.borrow_mut().push(amount);
+            Ok(checkout::ApiAnswer {
+                status: 200,
+                body: br#"{"id":"cs_1","url":"https://pay.example/c/pay/cs_1","status":"open",
+                    "payment_status":"unpaid","amount_total":1999,"currency":"eur"}"#
+                    .to_vec(),
+            })
+        }
+    }
+
+    fn start_with(db: &FakeSql, provider: &Provider) -> Result<Payment, Error> {
+        let (event, order) = (
+            EventId::parse("e1").unwrap(),
+            OrderId::parse("0abc").unwrap(),
+        );
+        let req = PayRequest {
+            event: &event,
+            user: "u1",
+            order_id: &order,
+            now_ms: 1_000,
+        };
+        let checkout = Checkout {
+            api: provider,
+            success_url: "https://shop.example/ok",
+            cancel_url: "https://shop.example/back",
+        };
+        start_payment(db, req, Some(&checkout))
+    }
+
     fn start(db: &FakeSql) -> Result<Payment, Error> {
-        start_payment(
-            db,
-            &EventId::parse("e1").unwrap(),
-            "u1",
-            &OrderId::parse("0abc").unwrap(),
-            Some("https://pay.example/checkout"),
-            1_000,
-        )
+        start_with(db, &Provider::default())
     }
 
     fn order(status: &str, deadline: i64) -> Outcome {
@@ -261,12 +371,19 @@ mod tests {
     }
 
     fn payment(status: &str) -> Outcome {
+        payment_with_session(status, None)
+    }
+
+    fn payment_with_session(status: &str, session: Option<(&str, &str)>) -> Outcome {
+        let cell = |v: Option<&str>| v.map_or(Cell::Null, |v| Cell::Str(v.into()));
         Outcome::Rows(vec![vec![
             Cell::Str("pay_1".into()),
             Cell::Str(status.into()),
             Cell::Int64(1999),
             Cell::Str("eur".into()),
             Cell::Int64(5_000),
+            cell(session.map(|s| s.0)),
+            cell(session.map(|s| s.1)),
         ]])
     }
 
@@ -275,24 +392,46 @@ mod tests {
         let db = FakeSql::default()
             .then(order("pending_payment", 5_000))
             .then(Outcome::Changed(1))
-            .then(payment("pending"));
-        let p = start(&db).unwrap();
+            .then(payment("pending"))
+            .then(Outcome::Changed(1));
+        let provider = Provider::default();
+        let p = start_with(&db, &provider).unwrap();
         assert_eq!(
             (p.status, p.amount, p.deadline_ms),
             (PaymentStatus::Pending, 1999, 5_000)
         );
+        // The session is the provider's, for the order's own amount.
         assert_eq!(
             p.checkout_url.as_deref(),
-            Some("https://pay.example/checkout?payment_id=pay_1&amount=1999&currency=eur")
+            Some("https://pay.example/c/pay/cs_1")
         );
+        assert_eq!(*provider.0.borrow(), ["1999"]);
         assert_eq!(
             db.verbs(),
-            ["BEGIN", "SELECT", "INSERT", "SELECT", "COMMIT"]
+            ["BEGIN", "SELECT", "INSERT", "SELECT", "COMMIT", "UPDATE"]
         );
         assert!(
             db.statements().iter().all(|s| !s.contains("'paid'")),
             "starting a payment never marks anything paid"
         );
+    }
+
+    #[test]
+    fn paying_again_answers_the_same_open_session_without_asking_the_provider() {
+        let db = FakeSql::default()
+            .then(order("pending_payment", 5_000))
+            .then(Outcome::Changed(0))
+            .then(payment_with_session(
+                "pending",
+                Some(("open", "https://pay.example/c/pay/cs_1")),
+            ));
+        let provider = Provider::default();
+        let p = start_with(&db, &provider).unwrap();
+        assert_eq!(
+            p.checkout_url.as_deref(),
+            Some("https://pay.example/c/pay/cs_1")
+        );
+        assert!(provider.0.borrow().is_empty());
     }
 
     #[test]

@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{int, mirror, text, transaction};
+use super::{confirm, int, mirror, s, text, transaction};
+use crate::checkout::{self, ProviderApi, SessionStatus};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
+use crate::provider::{Notice, PaymentMode, Succeeded};
 use crate::registry;
 use crate::scripts::set_order_status::Final;
 use crate::sharded::{Event, transfer};
@@ -30,11 +32,132 @@ pub struct ReleaseReport {
     /// Shards (`event/shard`) whose units could not go back this run, and events whose
     /// transfers could not be finished, with the reason.
     pub event_errors: BTreeMap<String, String>,
+    /// What the provider said of the checkout sessions of orders past their deadline.
+    pub sessions: SessionReport,
 }
 
-/// Expires unpaid orders past their deadline (compare-and-set, rows locked, ledger updated once
-/// per event) and gives their units back to Redis exactly once (the Redis step is idempotent
-/// and retried until Postgres records it as done).
+/// Checkout sessions closed at the provider before their orders' units go back.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct SessionReport {
+    /// Expired at the provider: their orders may expire.
+    pub expired: u64,
+    /// Paid before we could expire them: their orders were settled from the provider's record.
+    pub settled: u64,
+    /// Completed with the payment still processing: their orders wait for its event.
+    pub processing: u64,
+    /// Left for the next run: the provider rate limited us, or the run's budget was spent.
+    pub deferred: u64,
+    /// Sessions the provider could not answer for, with the reason (tried again next run).
+    pub errors: BTreeMap<String, String>,
+}
+
+/// Checkout sessions one release run asks the provider about at most: Stripe allows 25 API
+/// requests a second in test mode and 100 in live mode, shared with the pay route.
+pub const SESSIONS_PER_RUN: u32 = 20;
+
+/// The provider, for the sessions timeout release closes.
+pub struct Provider<'a> {
+    pub api: &'a dyn ProviderApi,
+    /// The deployment's mode, which a settlement is held to as an event is.
+    pub mode: PaymentMode,
+    /// The most sessions one run asks about (the provider's rate limits are per second).
+    pub budget: u32,
+}
+
+/// Before any order expires, the open checkout sessions of orders past their deadline are
+/// expired at the provider. The provider answers for each: expired (no payment can complete
+/// for it any more: the order may expire), or complete (the buyer paid first: the order is
+/// paid from the provider's record, whenever its webhook comes). Only then, in
+/// [`release_expired`], does a unit go back: an order whose session is still open never expires.
+pub fn close_sessions<S: Store>(
+    nodes: &Nodes<S>,
+    db: &impl Sql,
+    provider: &Provider,
+    now_ms: u64,
+) -> Result<SessionReport, Error> {
+    let due = db.query(
+        "SELECT p.session_id, p.payment_id FROM payments p JOIN orders o USING (order_id)
+             WHERE p.session_status = 'open' AND o.status = 'pending_payment'
+               AND o.pay_deadline_ms <= $1
+             ORDER BY o.pay_deadline_ms LIMIT $2",
+        &[
+            P::Int64(now_ms as i64),
+            P::Int64(i64::from(provider.budget) + 1),
+        ],
+    )?;
+    let mut report = SessionReport::default();
+    let mut rows = due.rows.iter();
+    for (n, row) in rows.by_ref().enumerate() {
+        if n as u32 == provider.budget {
+            report.deferred += 1;
+            break;
+        }
+        let (session_id, payment_id) = (text(row, 0)?, text(row, 1)?);
+        let session = match checkout::expire_session(provider.api, &session_id) {
+            Ok(session) => session,
+            Err(e) if e.code() == ErrorCode::ProviderBusy => {
+                report.deferred += 1;
+                break;
+            }
+            Err(e) => {
+                report.errors.insert(session_id, e.reason());
+                continue;
+            }
+        };
+        match (session.status, session.payment_intent.as_deref()) {
+            (SessionStatus::Expired, _) => report.expired += 1,
+            (SessionStatus::Complete, Some(intent)) if session.payment_status == "paid" => {
+                let notice = Notice::Succeeded(Succeeded {
+                    event_id: format!("settled:{session_id}"),
+                    reference: intent.to_owned(),
+                    payment_id,
+                    amount: session.amount_total.unwrap_or(0),
+                    currency: session.currency.clone().unwrap_or_default(),
+                    livemode: session.livemode,
+                });
+                confirm::confirm(nodes, db, &notice, provider.mode, now_ms)?;
+                report.settled += 1;
+            }
+            (SessionStatus::Complete, _) => report.processing += 1,
+            (SessionStatus::Open, _) => {
+                report
+                    .errors
+                    .insert(session_id, "still open after expiring it".into());
+                continue;
+            }
+        }
+        db.execute(
+            "UPDATE payments SET session_status = $2 WHERE session_id = $1",
+            &[s(&session.id), s(session.status.as_str())],
+        )?;
+    }
+    report.deferred += rows.count() as u64;
+    Ok(report)
+}
+
+/// Closes the checkout sessions of orders past their deadline ([`close_sessions`], when there
+/// is a provider), then releases what may go ([`release_expired`]).
+pub fn release_due<S: Store>(
+    nodes: &Nodes<S>,
+    db: &impl Sql,
+    provider: Option<&Provider>,
+    now_ms: u64,
+    limit: i64,
+) -> Result<ReleaseReport, Error> {
+    let sessions = match provider {
+        Some(provider) => close_sessions(nodes, db, provider, now_ms)?,
+        None => SessionReport::default(),
+    };
+    Ok(ReleaseReport {
+        sessions,
+        ..release_expired(nodes, db, now_ms, limit)?
+    })
+}
+
+/// Expires unpaid orders past their deadline whose checkout session (if any) the provider has
+/// closed (compare-and-set, rows locked, ledger updated once per event) and gives their units
+/// back to Redis exactly once (the Redis step is idempotent and retried until Postgres records
+/// it as done).
 pub fn release_expired(
     nodes: &Nodes<impl Store>,
     db: &impl Sql,
@@ -46,6 +169,8 @@ pub fn release_expired(
             "WITH due AS (
                  SELECT order_id, shard FROM orders
                  WHERE status = 'pending_payment' AND pay_deadline_ms <= $1
+                   AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = orders.order_id
+                                   AND p.session_status IN ('open', 'complete'))
                  ORDER BY pay_deadline_ms LIMIT $2 FOR UPDATE SKIP LOCKED
              ), gone AS (
                  UPDATE orders o SET status = 'expired', expired_ms = $1

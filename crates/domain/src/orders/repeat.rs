@@ -41,10 +41,18 @@ impl JobReport for ReleaseReport {
         self.released += later.released;
         // Still waiting after the last run: that run's count, not a sum.
         self.waiting_for_redis = later.waiting_for_redis;
+        self.transfers_credited += later.transfers_credited;
         self.event_errors.extend(later.event_errors);
+        let (s, l) = (&mut self.sessions, later.sessions);
+        s.expired += l.expired;
+        s.settled += l.settled;
+        s.processing += l.processing;
+        s.deferred = l.deferred;
+        s.errors.extend(l.errors);
     }
     fn idle(&self) -> bool {
-        self.expired == 0 && self.released == 0
+        let s = &self.sessions;
+        self.expired == 0 && self.released == 0 && s.expired == 0 && s.settled == 0
     }
 }
 

@@ -1,0 +1,271 @@
+//! Paying through the provider's checkout, with the kit's Stripe sandbox on the provider's
+//! side: the pay route opens a Checkout Session for the order's own amount, the provider's
+//! signed event pays the order, and timeout release expires an order's open session at the
+//! provider before its unit goes back, settling a session the buyer paid first. No order is
+//! ever both paid and released.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use reqwest::Method;
+use seckill_testkit::stripe::{RESTRICTED_KEY, WebhookFilter};
+use seckill_testkit::{
+    PAYMENT_WEBHOOK_SECRET, PgServer, RedisServer, StripeSandbox, TestApp, jwt_for,
+};
+use serde_json::{Value, json};
+
+use crate::{assert_books, drain_all, job, sell, vars};
+
+/// The app with the sandbox as its provider (the restricted key, the sandbox's API), and the
+/// sandbox's events going to the app's webhook.
+async fn with_sandbox() -> Result<(RedisServer, PgServer, TestApp, StripeSandbox)> {
+    let sandbox = StripeSandbox::start().await?;
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let mut v = vars(&redis, &pg, &[]);
+    v.push(("payment_api_url", sandbox.url().to_owned()));
+    v.push(("payment_api_key", RESTRICTED_KEY.to_owned()));
+    let app = TestApp::start(seckill_testkit::product_manifest(), &v).await?;
+    sandbox.add_webhook_endpoint(
+        &format!("{}/api/payments/webhook", app.base_url),
+        &[PAYMENT_WEBHOOK_SECRET],
+        &["*"],
+    );
+    Ok((redis, pg, app, sandbox))
+}
+
+/// `user` asks to pay `order` of `event`: the status and the answer.
+async fn pay(app: &TestApp, event: &str, user: &str, order: &str) -> Result<(u16, Value)> {
+    app.call(
+        Method::POST,
+        &format!("/api/events/{event}/orders/{order}/pay"),
+        Some(&jwt_for(user)),
+        None,
+    )
+    .await
+}
+
+/// The session id of a pay answer's checkout page (`…/c/pay/cs_…`).
+fn session_of(payment: &Value) -> Result<String> {
+    let url = payment["checkout_url"]
+        .as_str()
+        .with_context(|| format!("no checkout: {payment}"))?;
+    Ok(url.rsplit('/').next().unwrap_or_default().to_owned())
+}
+
+/// The order's status in Postgres.
+async fn order_status(pg: &PgServer, order: &str) -> Result<String> {
+    Ok(pg
+        .client()
+        .await?
+        .query_one("SELECT status FROM orders WHERE order_id = $1", &[&order])
+        .await?
+        .get(0))
+}
+
+/// Waits (bounded) until the order's status is `want`.
+async fn until_status(pg: &PgServer, order: &str, want: &str) -> Result<()> {
+    for _ in 0..100 {
+        if order_status(pg, order).await? == want {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!(
+        "order {order} is {}, not {want}",
+        order_status(pg, order).await?
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_charges_the_orders_own_amount_and_its_payment_pays_the_order() -> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "land", 4, 4, json!({})).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    let (status, payment) = pay(&app, "land", user, order).await?;
+    assert_eq!(status, 200, "{payment}");
+    let checkout = payment["checkout_url"].as_str().unwrap_or_default();
+    assert!(
+        checkout.starts_with(&format!("{}/c/pay/cs_", sandbox.url())),
+        "{payment}"
+    );
+    let id = session_of(&payment)?;
+    let session = sandbox.session(&id).context("the session")?;
+    let payment_id = payment["payment_id"].as_str().unwrap_or_default();
+    assert_eq!(
+        (session.amount_total, session.currency.as_str()),
+        (1999, "eur")
+    );
+    assert_eq!(
+        session.metadata.get("payment_id").map(String::as_str),
+        Some(payment_id)
+    );
+    assert_eq!(
+        session
+            .payment_intent_metadata
+            .get("payment_id")
+            .map(String::as_str),
+        Some(payment_id)
+    );
+    assert_eq!(session.client_reference_id.as_deref(), Some(order.as_str()));
+    // Paying again: the same open session, asked of the provider once.
+    let (_, again) = pay(&app, "land", user, order).await?;
+    assert_eq!(again["checkout_url"], payment["checkout_url"]);
+    assert_eq!(sandbox.calls_to("POST", "/v1/checkout/sessions").len(), 1);
+    let created = &sandbox.calls_to("POST", "/v1/checkout/sessions")[0];
+    assert_eq!(
+        created.idempotency_key.as_deref(),
+        Some(&*format!("session-{payment_id}"))
+    );
+    // A buyer who edits the page's address pays what the session says, not what they wrote.
+    let hosted = reqwest::Client::new()
+        .post(format!("{checkout}?amount=1&currency=usd"))
+        .form(&[("amount", "1")])
+        .send()
+        .await?;
+    assert!(hosted.status().is_success() || hosted.status().is_redirection());
+    let charged = sandbox.payment_intents();
+    assert_eq!(
+        charged
+            .iter()
+            .map(|p| (p.amount, p.currency.as_str()))
+            .collect::<Vec<_>>(),
+        [(1999, "eur")]
+    );
+    until_status(&pg, order, "paid").await?;
+    let (_, polled) = app
+        .call(
+            Method::GET,
+            "/api/events/land/orders/me",
+            Some(&jwt_for(user)),
+            None,
+        )
+        .await?;
+    assert_eq!(polled["state"], "paid", "{polled}");
+    assert_books(&app, &pg, "land", 4, &accepted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_paid_before_the_deadline_whose_webhook_is_held_is_settled_by_release_not_released()
+-> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "late", 2, 2, json!({ "payment_timeout_s": 2 })).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    let (_, payment) = pay(&app, "late", user, order).await?;
+    let id = session_of(&payment)?;
+    sandbox.hold_webhooks(WebhookFilter::All);
+    sandbox.pay(&id)?;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(
+        order_status(&pg, order).await?,
+        "pending_payment",
+        "its event is held"
+    );
+    let left = app.status("late").await?["stock_left"]
+        .as_i64()
+        .unwrap_or_default();
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["sessions"]["settled"], 1, "{report}");
+    assert_eq!(
+        order_status(&pg, order).await?,
+        "paid",
+        "settled from the provider's record"
+    );
+    assert_eq!(
+        app.status("late").await?["stock_left"].as_i64(),
+        Some(left + 1),
+        "only the unpaid order's unit went back: {report}"
+    );
+    // The other buyer never paid: no session, so their order expired and its unit went back.
+    assert_eq!(order_status(&pg, &accepted[1].1).await?, "expired");
+    // The held event comes at last and finds the payment recorded.
+    sandbox.release_webhooks();
+    for _ in 0..100 {
+        if sandbox.webhook_stats().pending == 0 && sandbox.webhook_stats().held == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let db = pg.client().await?;
+    let outcomes: Vec<String> = db
+        .query(
+            "SELECT outcome FROM provider_events WHERE payment_id = $1 ORDER BY received_ms",
+            &[&payment["payment_id"].as_str().unwrap_or_default()],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        outcomes.first().map(String::as_str),
+        Some("paid"),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes[1..]
+            .iter()
+            .all(|o| o == "already_recorded" || o == "ignored"),
+        "{outcomes:?}"
+    );
+    assert_eq!(order_status(&pg, order).await?, "paid");
+    assert_books(&app, &pg, "late", 2, &accepted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unpaid_session_is_expired_at_the_provider_before_its_unit_goes_back() -> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "late", 2, 2, json!({ "payment_timeout_s": 2 })).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    let (_, payment) = pay(&app, "late", user, order).await?;
+    let id = session_of(&payment)?;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let left = app.status("late").await?["stock_left"]
+        .as_i64()
+        .unwrap_or_default();
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(sandbox.session(&id).context("session")?.status, "expired");
+    assert_eq!(order_status(&pg, order).await?, "expired");
+    assert_eq!(
+        app.status("late").await?["stock_left"].as_i64(),
+        Some(left + 2),
+        "both units back on sale: {report}"
+    );
+    // Once expired at the provider, the session cannot be paid.
+    assert!(sandbox.pay(&id).is_err());
+    assert_books(&app, &pg, "late", 2, &accepted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_provider_reaches_the_buyer_as_503_with_retry_after() -> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "land", 2, 2, json!({})).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    sandbox.rate_limit_next(1);
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{}/api/events/land/orders/{order}/pay",
+            app.base_url
+        ))
+        .bearer_auth(jwt_for(user))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 503);
+    assert!(
+        resp.headers().get("retry-after").is_some(),
+        "{:?}",
+        resp.headers()
+    );
+    let body: Value = resp.json().await?;
+    assert_eq!(body["error"]["code"], "provider_busy", "{body}");
+    // The storefront tries again and gets its session.
+    let (status, payment) = pay(&app, "land", user, order).await?;
+    assert_eq!(status, 200, "{payment}");
+    session_of(&payment)?;
+    assert_books(&app, &pg, "land", 2, &accepted).await
+}
