@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The local stack, like `spin up`: sets up what is missing, starts redis-server and PostgreSQL in
 # .data/ on loopback (reused if already running), builds everything and serves the app on
-# http://127.0.0.1:3000 until Ctrl-C. Ports: SECKILL_REDIS_PORT (6379), SECKILL_PG_PORT (5432),
-# SECKILL_LISTEN (127.0.0.1:3000). Extra arguments go to `seckill-host up`.
+# http://127.0.0.1:3000 until Ctrl-C, paid through the test kit's Stripe sandbox as the local
+# payment provider (the way Stripe's test mode stands in for live: no account anywhere).
+# Ports: SECKILL_REDIS_PORT (6379), SECKILL_PG_PORT (5432), SECKILL_LISTEN (127.0.0.1:3000),
+# SECKILL_PROVIDER_LISTEN (127.0.0.1:3100). Extra arguments go to `seckill-host up`.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bash "$ROOT/scripts/setup.sh"
@@ -10,8 +12,9 @@ LISTEN=${SECKILL_LISTEN:-127.0.0.1:3000}
 DATA="$ROOT/.data"
 start_stores "$DATA" "${SECKILL_REDIS_PORT:-6379}" "${SECKILL_PG_PORT:-5432}"
 
-log "building components and host"
+log "building components, host and the payment sandbox"
 build_app
+(cd "$ROOT" && cargo build --quiet --release -p seckill-bench)
 
 # Local secrets, made once: the demo shop's JWT key, the admission HMAC key, and one operator,
 # `local`, whose secret (after `local:operator:`) is the admin token.
@@ -31,5 +34,16 @@ fi
 set -a; source "$DATA/secrets.env"; set +a
 log "admin token (SPIN_VARIABLE_OPERATORS, after local:operator:) and JWT key: $DATA/secrets.env"
 
-log "serving on http://$LISTEN (Ctrl-C stops the host; scripts/down.sh stops Redis and Postgres)"
-exec "$ROOT/target/release/seckill-host" up --manifest "$ROOT/spin.toml" --listen "$LISTEN" "$@"
+# The payment provider: the sandbox's API and hosted checkout, its events to our webhook.
+PROVIDER=${SECKILL_PROVIDER_LISTEN:-127.0.0.1:3100}
+BENCH="$ROOT/target/release/seckill-bench"
+"$BENCH" provider --listen "$PROVIDER" --webhook "http://$LISTEN/api/payments/webhook" \
+  --secret "${SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS%%,*}" &
+PROVIDER_PID=$!
+trap 'kill "$PROVIDER_PID" 2>/dev/null || true' EXIT
+export SPIN_VARIABLE_PAYMENT_API_URL="http://$PROVIDER"
+SPIN_VARIABLE_PAYMENT_API_KEY=$("$BENCH" provider --print-key)
+export SPIN_VARIABLE_PAYMENT_API_KEY
+
+log "serving on http://$LISTEN, payments at http://$PROVIDER (Ctrl-C stops both; scripts/down.sh stops Redis and Postgres)"
+"$ROOT/target/release/seckill-host" up --manifest "$ROOT/spin.toml" --listen "$LISTEN" "$@"

@@ -66,6 +66,14 @@ async function start() {
     say('Choose a sale.');
     return;
   }
+  // The provider sends the buyer back here after paying, in the window the checkout opened
+  // in: say so and close it; the storefront's own window sees the order paid when it polls.
+  if (new URLSearchParams(location.search).get('checkout') === 'done') {
+    say('Payment received. You can close this window: the shop shows your order.', 'ok');
+    $('status').dataset.checkout = 'done';
+    setTimeout(() => window.close(), 1500);
+    return;
+  }
   $('demo-form').addEventListener('submit', demoLogin);
   $('jwt-form').addEventListener('submit', (e) => { e.preventDefault(); signIn($('jwt').value.trim()); });
   $('signout').addEventListener('click', signOut);

@@ -6,7 +6,7 @@
 // Usage: node run.mjs [name filter]
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import vm from 'node:vm';
@@ -16,6 +16,8 @@ const BASE = process.env.SECKILL_URL;
 const ADMIN = process.env.SECKILL_ADMIN_TOKEN;
 const VIEWER = process.env.SECKILL_VIEWER_TOKEN;
 const PROVIDER = process.env.SECKILL_PROVIDER_URL;
+// The provider's webhook signing secret: the test plays the provider reporting a second charge.
+const WEBHOOK_SECRET = process.env.SECKILL_WEBHOOK_SECRET;
 const ARTIFACTS = process.env.SECKILL_ARTIFACTS || 'browser-artifacts';
 const REDIS = process.env.SECKILL_REDIS_URL;
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -122,12 +124,14 @@ async function reserve(p) {
   await status(p).filter({ hasText: 'Reserved' }).waitFor({ timeout: 60_000 });
 }
 
-/** Pays at the provider's hosted checkout (the sandbox): its Pay button, then its receipt. */
+/** Pays at the provider's hosted checkout (the sandbox): its Pay button, then back at the
+ * shop's return page, which says so and closes its window. */
 async function payAtProvider(checkout) {
   if (PROVIDER) assert.equal(new URL(checkout.url()).origin, new URL(PROVIDER).origin, checkout.url());
+  const closed = checkout.waitForEvent('close');
   await checkout.locator('#pay').click();
-  // The page may close itself once it has said so.
-  await Promise.race([checkout.locator('#done').waitFor(), checkout.waitForEvent('close')]);
+  await Promise.race([checkout.locator('#status[data-checkout="done"]').waitFor(), closed]);
+  if (!checkout.isClosed()) assert.equal(new URL(checkout.url()).origin, new URL(BASE).origin, checkout.url());
 }
 
 /** The console at desktop size, signed in with `token`, showing event `id`. */
@@ -395,27 +399,40 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await refunds.locator('#refunds-note').filter({ hasText: /^No payment owes a refund\.$/ }).waitFor({ timeout: 5_000 });
   await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(0\)$/ }).waitFor();
   assert.equal(await refunds.locator('tr.refund').count(), 0);
-  // A confirmation for another amount (the sandbox charges what its link says): one refund due,
-  // of the amount taken, and the order stays unpaid.
-  const mismatch = await api('POST', `/api/events/${id}/orders/${orders[2]}/pay`, { bearer: await jwt('crowd-2') });
-  assert.equal(mismatch.status, 200, JSON.stringify(mismatch.body));
-  const tampered = mismatch.body.checkout_url.replace(/([?&]amount=)\d+/, (_, key) => `${key}1`);
-  assert.notEqual(tampered, mismatch.body.checkout_url, mismatch.body.checkout_url);
+  // An edited checkout address pays what the session says, never what the address says.
+  const third = await api('POST', `/api/events/${id}/orders/${orders[2]}/pay`, { bearer: await jwt('crowd-2') });
+  assert.equal(third.status, 200, JSON.stringify(third.body));
   const checkout = await p.context().newPage();
-  await checkout.goto(tampered);
+  await checkout.goto(`${third.body.checkout_url}?amount=1&currency=usd`);
+  await checkout.locator('body').filter({ hasText: /19[.,]99/ }).waitFor();
   await payAtProvider(checkout);
   if (!checkout.isClosed()) await checkout.close();
+  await tile('Paid').filter({ hasText: /^3$/ }).waitFor({ timeout: 10_000 });
+  // The provider reports a second charge of that order (another integration charged the
+  // buyer again): one refund due, of the amount taken, and the order paid once.
+  const event = JSON.stringify({
+    id: 'evt_second_charge', object: 'event', type: 'payment_intent.succeeded', livemode: false,
+    created: Math.floor(Date.now() / 1000), api_version: '2024-06-20',
+    data: { object: { id: 'pi_second_charge', object: 'payment_intent', amount: 1999, amount_received: 1999,
+      currency: 'eur', status: 'succeeded', livemode: false, metadata: { payment_id: third.body.payment_id } } },
+  });
+  const t = Math.floor(Date.now() / 1000);
+  const v1 = createHmac('sha256', WEBHOOK_SECRET).update(`${t}.${event}`).digest('hex');
+  const delivered = await fetch(`${BASE}/api/payments/webhook`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` }, body: event,
+  });
+  assert.equal(delivered.status, 200, await delivered.text());
   await p.getByRole('button', { name: 'Reload refunds' }).click();
   reloads++;
   const row = refunds.locator('tr.refund');
   await row.first().waitFor({ timeout: 5_000 });
   await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(1\)$/ }).waitFor();
   const cells = await row.first().locator('td').allTextContents();
-  assert.deepEqual(cells.slice(0, 4), [orders[2], 'crowd-2', '€0.01', 'amount or currency differed'], cells.join(' | '));
+  assert.deepEqual(cells.slice(0, 4), [orders[2], 'crowd-2', '€19.99', 'a second payment for a paid order'], cells.join(' | '));
   assert.match(cells[4], /^pi_\w+$/, cells.join(' | '));
   assert.ok(cells[5] !== '–' && !/Invalid|NaN|undefined/.test(cells[5]), cells.join(' | '));
   assert.equal(await row.count(), 1);
-  await tile('Paid').filter({ hasText: /^2$/ }).waitFor();
+  await tile('Paid').filter({ hasText: /^3$/ }).waitFor();
   await shot(p, 'console-refunds');
   // The list is a Postgres query: the live view reads it at most every five seconds.
   const calls = refundCalls();

@@ -43,7 +43,7 @@ enum Cli {
     Demo(demo::DemoArgs),
     /// The native baseline server (started by `suite`).
     NativeServe(native::NativeArgs),
-    /// A payment provider's hosted checkout (sandbox), confirming payments by signed webhook.
+    /// The kit's Stripe sandbox on a fixed address: the local stack's payment provider.
     Provider(provider::ProviderArgs),
     /// The local stack the browser tests run against, and a command run against it.
     Stack(stack::StackArgs),

@@ -51,9 +51,10 @@ pub struct SessionReport {
     pub errors: BTreeMap<String, String>,
 }
 
-/// Checkout sessions one release run asks the provider about at most: Stripe allows 25 API
-/// requests a second in test mode and 100 in live mode, shared with the pay route.
-pub const SESSIONS_PER_RUN: u32 = 20;
+/// Checkout sessions one release run asks the provider about at most: a second of Stripe's
+/// live-mode limit (100 requests a second; 25 in test mode), which it shares with the pay
+/// route. A 429 ends the run early; the rest wait for the next run.
+pub const SESSIONS_PER_RUN: u32 = 100;
 
 /// The provider, for the sessions timeout release closes.
 pub struct Provider<'a> {

@@ -97,7 +97,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     sale.settle().await;
     watch.stop();
     let outcome = report::Outcome { first_wave, resold };
-    report::write(&servers.pg, &sale, &args, &outcome).await
+    report::write(&servers, &sale, &args, &outcome).await
 }
 
 /// The sale as its buyers see it: the host, the event's shard count (which the storefront
@@ -108,8 +108,9 @@ struct Sale {
     addr: SocketAddr,
     shards: u32,
     rec: Shared,
-    /// The payment provider the payers pay through: it confirms each payment by webhook.
-    provider: Arc<seckill_testkit::Provider>,
+    /// The payers' browser at the provider's hosted checkout (redirects not followed: the
+    /// return page is the storefront's).
+    browser: reqwest::Client,
     /// Each request's class, for the report.
     classes: Arc<Classifier>,
 }
@@ -118,16 +119,15 @@ impl Sale {
     /// A sale of an event of `shards` shards on the host at `addr`, whose routes `classes`
     /// sorts, and whose recorder's clock starts now.
     fn new(addr: SocketAddr, shards: u32, classes: Classifier) -> Self {
-        let provider = seckill_testkit::Provider::new(
-            reqwest::Client::new(),
-            format!("http://{addr}/api/payments/webhook"),
-            seckill_testkit::PAYMENT_WEBHOOK_SECRET,
-        );
+        let browser = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client");
         Sale {
             addr,
             shards,
             rec: Arc::new(Mutex::new(Recorder::new())),
-            provider: Arc::new(provider),
+            browser,
             classes: Arc::new(classes),
         }
     }
@@ -180,16 +180,6 @@ impl Sale {
             retry_after_s: answer.retry_after_s,
             body,
         })
-    }
-}
-
-impl Sale {
-    /// One of the provider's webhook deliveries (`body` and its signature), recorded as
-    /// `webhook`: the status and the JSON body, or an error when no response came.
-    async fn deliver(&self, body: String, signature: String) -> Result<(u16, Value)> {
-        let reply = self.ask("webhook", Call::webhook(body, signature)).await;
-        let reply = reply.ok_or_else(|| anyhow::anyhow!("webhook: no answer"))?;
-        Ok((reply.status, reply.body))
     }
 }
 

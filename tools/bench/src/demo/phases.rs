@@ -13,6 +13,11 @@ use super::recorder::{Phase, say};
 use super::setup::server_now_ms;
 use super::{DemoArgs, Sale, each};
 
+/// After paying at the provider, the storefront polls the order this often until it is paid
+/// (the provider's event, retried by the provider if it is shed), this many times at most.
+const PAID_POLL_EVERY: Duration = Duration::from_millis(1_500);
+const PAID_POLLS: u32 = 40;
+
 /// A buyer holding an admission token.
 #[derive(Clone)]
 pub struct Admitted {
@@ -193,11 +198,17 @@ impl Sale {
         let deadline = won.at + window;
         if self.landed(seed, &buyer.buyer, &won.order, deadline).await {
             won.landed_after = Some(won.at.elapsed());
+            // A moment to read the page and press "pay": 0.5–2 s.
+            let reading = Duration::from_millis(500 + seed * 6_007 % 1_500);
             if payer {
-                // A moment to read the page and press "pay": 0.5–2 s.
-                tokio::time::sleep(Duration::from_millis(500 + seed * 6_007 % 1_500)).await;
+                tokio::time::sleep(reading).await;
                 won.paid = self.pay(seed, &buyer.buyer, &won.order).await;
                 won.paid_after = won.paid.then(|| won.at.elapsed());
+            } else if seed.is_multiple_of(2) {
+                // Half of those who will not pay open the checkout and walk away: its session
+                // stays open at the provider until timeout release expires it.
+                tokio::time::sleep(reading).await;
+                let _ = buyer.buyer.start_payment(self, &won.order).await;
             }
         }
         Some(won)
@@ -238,9 +249,9 @@ impl Sale {
         false
     }
 
-    /// Pays for `order` as the storefront does: the pay route starts the payment (retried as
-    /// the storefront retries it), the buyer pays at the provider, the provider confirms it by
-    /// webhook; `true` if the order is paid.
+    /// Pays for `order` as the storefront does: the pay route opens the checkout (retried as
+    /// the storefront retries it), the buyer presses Pay on the provider's page, and the
+    /// storefront polls until the provider's event has paid the order; `true` if it did.
     async fn pay(&self, seed: u64, buyer: &Buyer, order: &str) -> bool {
         let payment = self
             .retrying("pay", seed, || async {
@@ -253,16 +264,33 @@ impl Sale {
         if payment["status"] == "succeeded" {
             return true;
         }
-        let delivered = self
-            .provider
-            .pay_via(&payment, |body, signature| self.deliver(body, signature));
-        match delivered.await {
-            Ok(delivered) => delivered.body["outcome"] == "paid",
+        let Some(checkout) = payment["checkout_url"].as_str() else {
+            eprintln!("no checkout for {order}: {payment}");
+            return false;
+        };
+        match self.browser.post(checkout).send().await {
+            Ok(r) if r.status().is_redirection() || r.status().is_success() => {}
+            Ok(r) => {
+                eprintln!("the provider refused to charge {order}: {}", r.status());
+                return false;
+            }
             Err(e) => {
-                eprintln!("the provider could not confirm {order}: {e:#}");
-                false
+                eprintln!("the provider's page did not answer for {order}: {e}");
+                return false;
             }
         }
+        for _ in 0..PAID_POLLS {
+            if let Ok(Reply {
+                status: 200, body, ..
+            }) = buyer.poll(self).await
+                && body["order_id"] == order
+                && body["state"] == "paid"
+            {
+                return true;
+            }
+            tokio::time::sleep(PAID_POLL_EVERY).await;
+        }
+        false
     }
 
     /// Runs `attempt` at `endpoint` until it is done or over, backing off between tries as the

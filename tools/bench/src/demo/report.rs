@@ -9,11 +9,13 @@ use std::net::SocketAddr;
 
 use anyhow::Result;
 use seckill_host::classes::Class;
-use seckill_testkit::{ADMIN_TOKEN, PgServer};
+use seckill_testkit::stripe::WebhookStats;
+use seckill_testkit::{ADMIN_TOKEN, PgServer, StripeSandbox};
 use serde_json::{Value, json};
 
 use super::phases::{TRIES, Winners};
 use super::recorder::{Sample, Unavailable};
+use super::setup::Servers;
 use super::{DemoArgs, EVENT, Sale};
 use crate::load::{Call, once, percentile};
 
@@ -32,8 +34,15 @@ pub const MAX_FAILED_SHARE: f64 = 0.01;
 /// Checks the books, writes the report and the chart into `args.out` and prints them; fails if
 /// a unit was oversold, an accepted order lost, the reconcile job found drift, nobody paid, or
 /// more than [`MAX_FAILED_SHARE`] of the requests got no response.
-pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcome) -> Result<()> {
+pub async fn write(
+    servers: &Servers,
+    sale: &Sale,
+    args: &DemoArgs,
+    outcome: &Outcome,
+) -> Result<()> {
+    let pg = &servers.pg;
     let in_pg = orders_in_postgres(pg).await?;
+    let money = Money::of(&servers.provider, pg, paid_orders(&in_pg)).await?;
     let accepted: HashSet<String> = outcome
         .first_wave
         .values()
@@ -113,6 +122,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         "classes": classes, "critical_shed": critical_shed,
         "redis_nodes": args.nodes,
         "redis_scripts_per_node": per_node, "redis_peak_scripts_per_s": peaks,
+        "provider": money.json(),
     });
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
@@ -137,6 +147,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
         "payers: order in Postgres after the buy {landed_after}, paid after the buy {paid_after} (of a {} s window)",
         args.payment_timeout_s
     );
+    println!("{}", money.line());
     println!("buyers who gave up after {TRIES} tries: {:?}", r.gave_up);
     println!(
         "requests without a response: {failed} of {} ({:.3} %, at most {:.0} %): {failures:?}",
@@ -157,6 +168,7 @@ pub async fn write(pg: &PgServer, sale: &Sale, args: &DemoArgs, outcome: &Outcom
     if paid == 0 {
         wrong.push("no payment went through".to_owned());
     }
+    wrong.extend(money.wrong());
     if failed_share > MAX_FAILED_SHARE {
         wrong.push(format!(
             "{failed} requests got no response ({:.2} % > {:.0} %)",
@@ -358,6 +370,108 @@ fn print_endpoints(endpoints: &Value) {
             e["answered_p99_ms"],
             e["statuses"]
         );
+    }
+}
+
+/// Orders paid in Postgres.
+fn paid_orders(in_pg: &HashMap<String, String>) -> usize {
+    in_pg.values().filter(|s| *s == "paid").count()
+}
+
+/// The money's side of the sale, from the provider's records and ours.
+struct Money {
+    sessions: usize,
+    sessions_expired: usize,
+    charged: usize,
+    webhooks: WebhookStats,
+    api_calls: usize,
+    rate_limited: usize,
+    paid_orders: usize,
+    /// Provider payments naming one of ours whose order is not paid.
+    charged_not_paid: Vec<String>,
+}
+
+impl Money {
+    async fn of(provider: &StripeSandbox, pg: &PgServer, paid_orders: usize) -> Result<Money> {
+        let sessions = provider.sessions();
+        let charged = provider.payment_intents();
+        let calls = provider.calls();
+        let db = pg.client().await?;
+        let mut charged_not_paid = Vec::new();
+        for pi in &charged {
+            let Some(payment_id) = pi.metadata.get("payment_id") else {
+                continue;
+            };
+            let row = db
+                .query_opt(
+                    "SELECT o.status FROM payments p JOIN orders o USING (order_id)
+                         WHERE p.payment_id = $1",
+                    &[payment_id],
+                )
+                .await?;
+            let status: Option<String> = row.map(|r| r.get(0));
+            if status.as_deref() != Some("paid") {
+                charged_not_paid.push(format!("{} ({status:?})", pi.id));
+            }
+        }
+        Ok(Money {
+            sessions: sessions.len(),
+            sessions_expired: sessions.iter().filter(|s| s.status == "expired").count(),
+            charged: charged.len(),
+            webhooks: provider.webhook_stats(),
+            api_calls: calls.len(),
+            rate_limited: calls.iter().filter(|c| c.status == 429).count(),
+            paid_orders,
+            charged_not_paid,
+        })
+    }
+
+    fn json(&self) -> Value {
+        let w = &self.webhooks;
+        json!({
+            "sessions": self.sessions, "sessions_expired": self.sessions_expired,
+            "charged": self.charged, "api_calls": self.api_calls,
+            "api_calls_rate_limited": self.rate_limited,
+            "api_calls_per_paid_order": self.per_paid(),
+            "webhooks_delivered": w.delivered, "webhook_attempts": w.attempts,
+            "webhook_failed_attempts": w.failed_attempts, "webhooks_retried": w.retried,
+            "webhook_failed_by_status": w.failed_statuses,
+            "webhooks_pending": w.pending + w.held, "webhooks_exhausted": w.exhausted,
+            "charged_not_paid": self.charged_not_paid,
+        })
+    }
+
+    fn per_paid(&self) -> f64 {
+        self.api_calls as f64 / self.paid_orders.max(1) as f64
+    }
+
+    fn line(&self) -> String {
+        let w = &self.webhooks;
+        format!(
+            "provider: {} sessions ({} expired by timeout release before their units went back), {} charged; API calls {} ({} rate limited), {:.2} per paid order; webhooks delivered {} in {} attempts ({} retried; failed attempts {:?}), {} still pending; charged but not paid: {}",
+            self.sessions,
+            self.sessions_expired,
+            self.charged,
+            self.api_calls,
+            self.rate_limited,
+            self.per_paid(),
+            w.delivered,
+            w.attempts,
+            w.retried,
+            w.failed_statuses,
+            w.pending + w.held,
+            self.charged_not_paid.len(),
+        )
+    }
+
+    /// What must not be: a buyer charged whose order is not paid.
+    fn wrong(&self) -> Option<String> {
+        (!self.charged_not_paid.is_empty()).then(|| {
+            format!(
+                "charged at the provider but not paid here: {:?}",
+                self.charged_not_paid
+            )
+        })
     }
 }
 

@@ -8,7 +8,10 @@ use anyhow::Result;
 use bytes::Bytes;
 use http::Method;
 use seckill_testkit::rest_facade::RestFacade;
-use seckill_testkit::{ADMIN_TOKEN, PgServer, RedisServer, TestCa};
+use seckill_testkit::stripe::RESTRICTED_KEY;
+use seckill_testkit::{
+    ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET, PgServer, RedisServer, StripeSandbox, TestCa,
+};
 use serde_json::{Value, json};
 
 use super::{DemoArgs, EVENT};
@@ -18,6 +21,9 @@ use crate::server::{HostProcess, point_redis_at};
 /// The demo's servers, alive for the whole run (and dropped in this order: the host first).
 pub struct Servers {
     pub host: HostProcess,
+    /// The payment provider (the kit's Stripe sandbox): checkout sessions, the hosted page,
+    /// signed events to the host's webhook with Stripe's retries.
+    pub provider: StripeSandbox,
     /// In front of Redis with `--rest`.
     _facade: Option<RestFacade>,
     _ca: TestCa,
@@ -44,7 +50,12 @@ impl Servers {
             .collect::<Result<_>>()?;
         let pg = PgServer::start()?;
         pg.migrate().await?;
+        let provider = StripeSandbox::start().await?;
+        // Stripe's default live-mode limit: every payer's session is one request.
+        provider.rate_limit_per_second(Some(PROVIDER_REQUESTS_PER_S));
         let mut vars = seckill_testkit::app_vars(&redis[0], &pg);
+        vars.push(("payment_api_url", provider.url().to_owned()));
+        vars.push(("payment_api_key", RESTRICTED_KEY.to_owned()));
         if nodes > 1 {
             seckill_testkit::over_nodes(&mut vars, &redis.iter().collect::<Vec<_>>());
             eprintln!("{nodes} Redis nodes: {}", vars_value(&vars, "redis_url"));
@@ -61,8 +72,14 @@ impl Servers {
         } else {
             (host(&vars, &extra, host_log)?, None)
         };
+        provider.add_webhook_endpoint(
+            &format!("http://{}/api/payments/webhook", host.addr),
+            &[PAYMENT_WEBHOOK_SECRET],
+            &["*"],
+        );
         Ok(Servers {
             host,
+            provider,
             _facade: facade,
             _ca: ca,
             pg,
@@ -70,6 +87,9 @@ impl Servers {
         })
     }
 }
+
+/// API requests a second the provider takes (Stripe's default in live mode; 25 in test mode).
+const PROVIDER_REQUESTS_PER_S: u32 = 100;
 
 /// The host with its cron triggers, its log (the guests' lines about each 5xx among it) in
 /// `log` rather than among the demo's story.

@@ -402,9 +402,14 @@ impl StripeSandbox {
 
     /// A sandbox configured by `config`, on a free loopback port.
     pub async fn start_with(config: SandboxConfig) -> Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        Self::start_on(([127, 0, 0, 1], 0).into(), config).await
+    }
+
+    /// A sandbox configured by `config`, on `addr`.
+    pub async fn start_on(addr: std::net::SocketAddr, config: SandboxConfig) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .context("binding the Stripe sandbox")?;
+            .with_context(|| format!("binding the Stripe sandbox to {addr}"))?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let inner = Arc::new(Inner {
             state: Mutex::new(State::new(config.api_version.clone(), config.refunds)),
