@@ -10,7 +10,8 @@ wiring. For each root:
               endpoints (checked in the module's own HCL too);
   supplied    every variable a deployment must set is delivered: `required = true`, no default,
               used by allowed_outbound_hosts, or a default that names the local stack (loopback);
-              an optional one (a default such as "": job_key, settings) may be left to it;
+              so is every variable modules/app-variables makes (payment_api_key included); any
+              other optional one (a default such as "": job_key, settings) may be left to it;
   settings    the root's `settings` input (a map) is validated against modules/app-variables'
               setting_patterns, passed to the module, and the module's rendering (`settings`:
               name=value pairs in name order joined by commas, with the module's
@@ -27,13 +28,20 @@ wiring. For each root:
               or a workload spec in the clear;
   sensitive   every input that holds a password, token or key, and every output that carries
               secret material, is `sensitive = true`;
+  payment     the payment provider's API: every variable modules/app-variables makes is delivered
+              (payment_api_key too, though the manifests give it a default); payment_api_url is
+              an input in the clear (not sensitive, the manifests' default, validated as an
+              https:// origin) passed to the module and delivered with the hosts; payment_api_key
+              is an optional attribute of the sensitive `secrets` input (default "", the
+              manifests' default), as in the module, which passes it on from var.secrets;
   hosts       with example endpoints of the root's services, the manifests' allowed_outbound_hosts
-              (rendered with the redis_origin / pg_host the root passes; "{{ redis_origin }}" is
-              a whole entry, resolved and then parsed, so its scheme comes from the variable)
-              parse as real Spin parses them (rediss:// needs an explicit port) and admit every
-              URL in redis_url and pg_url, in every component of both manifests; redis_origin
-              itself is scheme://host:port with redis_url's scheme; the root's multi-node host
-              patterns too. The manifests' own defaults admit their default URLs likewise;
+              (rendered with the redis_origin / pg_host / payment_api_url the root passes;
+              "{{ redis_origin }}" is a whole entry, resolved and then parsed, so its scheme
+              comes from the variable) parse as real Spin parses them (rediss:// needs an
+              explicit port) and admit every URL in redis_url and pg_url, and payment_api_url,
+              in every component of both manifests that reads them; redis_origin itself is
+              scheme://host:port with redis_url's scheme; the root's multi-node host patterns
+              too. The manifests' own defaults admit their default URLs likewise;
   spin        Spin's settings do not waste its CPU: no RUST_BACKTRACE (nor
               RUST_LIB_BACKTRACE) set to anything but 0 in any deploy path; self-hosted Spin (aws)
               runs `spin up --log-dir "" --runtime-config-file ...` with a static variables
@@ -123,6 +131,12 @@ SAMPLE_PG_HOST = {
     "spinkube": "db.example.net",
 }
 SAMPLE_PORT = {"aws": 6379, "serverless": 6379, "spinkube": 6380}
+# The payment provider's API: its origin (in the clear, an allowed_outbound_hosts entry of its
+# own) and its key (a secret the manifests make optional: "" turns the API off).
+PAYMENT_API_URL = "payment_api_url"
+PAYMENT_API_KEY = "payment_api_key"
+# The variables a component reaches by URL: each must be admitted by its allowed_outbound_hosts.
+REACHED_URLS = ("redis_url", "pg_url", PAYMENT_API_URL)
 
 SECRETISH_INPUT = re.compile(r"(^|_)(password|passwords|secrets|api_key|token|access_token|auth_token|private_key)$")
 SECRET_ATTRS = re.compile(r"\.(password|passwords|database_password|rest_token|read_only_rest_token|connection_uri|auth_token|secret_string)\b")
@@ -394,11 +408,12 @@ def check_module(repo: Path, report: Report):
     for name in ("redis_url", "redis_origin", "pg_url", "pg_host"):
         if expr(sv.get(name, "")) != f"local.{name}":
             problems.append(f"module spin_variables.{name} is not local.{name}")
-    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"}):
+    for name in sorted(set(sv) - {"redis_url", "redis_origin", "pg_url", "pg_host", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets", PAYMENT_API_URL, PAYMENT_API_KEY}):
         problems.append(f"module spin_variables.{name} is not a variable the manifests declare")
     hosts = mod.outputs.get("hosts", {}).get("value", {})
-    if not (isinstance(hosts, dict) and set(hosts) == {"redis_origin", "pg_host"} and expr(hosts.get("redis_origin")) == "local.redis_origin" and expr(hosts.get("pg_host")) == "local.pg_host"):
-        problems.append("module output hosts is not { redis_origin = local.redis_origin, pg_host = local.pg_host }")
+    want_hosts = {"redis_origin": "local.redis_origin", "pg_host": "local.pg_host", PAYMENT_API_URL: f"var.{PAYMENT_API_URL}"}
+    if not (isinstance(hosts, dict) and {k: expr(v) for k, v in hosts.items()} == want_hosts):
+        problems.append(f"module output hosts is not {{ {', '.join(f'{k} = {v}' for k, v in want_hosts.items())} }}")
     conditions = [expr(c.get("condition", "")) for c in mod.outputs.get("spin_variables", {}).get("precondition", [])]
     if not any(re.search(r"length\(local\.redis_uncovered\) == 0", c) for c in conditions):
         problems.append("module output spin_variables has no precondition that redis_origin admits every node (local.redis_uncovered)")
@@ -409,6 +424,24 @@ def check_module(repo: Path, report: Report):
         if mod.outputs.get(out, {}).get("sensitive") is not True:
             problems.append(f"module output {out} is not sensitive")
     report.check("module app-variables: URLs and hosts from one list of endpoints, TLS, redis_origin with redis_url's scheme", problems)
+
+    # The payment provider's API: the origin in the clear, the key a secret, optional.
+    manifests = load_manifests(repo)
+    problems = payment_input_problems(mod, manifests, "module")
+    if expr(sv.get(PAYMENT_API_URL, "")) != f"var.{PAYMENT_API_URL}":
+        problems.append(f"module spin_variables.{PAYMENT_API_URL} is not var.{PAYMENT_API_URL}")
+    # Every secret of the manifests the module makes comes from its sensitive `secrets` input
+    # (the URLs apart: built from the endpoints and passwords).
+    secret_names = {k for man in manifests.values() for k, d in man.get("variables", {}).items() if d.get("secret")}
+    for name in sorted((set(sv) & secret_names) - {"redis_url", "pg_url"}):
+        if expr(sv[name]) != f"var.secrets.{name}":
+            problems.append(f"module spin_variables.{name} is not var.secrets.{name}")
+    for out in ("hosts", "allowed_outbound_hosts"):
+        if mod.outputs.get(out, {}).get("sensitive") is True:
+            problems.append(f"module output {out} is sensitive: it carries no secret (payment_api_url is public)")
+    if f"var.{PAYMENT_API_URL}" not in expr(mod.outputs.get("allowed_outbound_hosts", {}).get("value", "")):
+        problems.append(f"module output allowed_outbound_hosts leaves out var.{PAYMENT_API_URL} (the entry \"{{{{ {PAYMENT_API_URL} }}}}\")")
+    report.check("module app-variables: the payment provider's API, payment_api_url in the clear and validated, payment_api_key an optional secret", problems)
 
     # The settings: one list of names (the app's), one rendering.
     problems = []
@@ -472,7 +505,7 @@ def module_schemes(mod: Root) -> tuple:
     return (url.group(1) if url else None, origin.group(1) if origin else None)
 
 
-def simulate(root_name: str, hosts: list, port: int, pattern, schemes: tuple) -> dict:
+def simulate(root_name: str, hosts: list, port: int, pattern, schemes: tuple, api_url: str = "https://api.stripe.com") -> dict:
     """The module's values for these endpoints (its HCL is checked by check_module; the schemes
     are the ones it writes, so an origin whose scheme disagrees with the URLs' shows here)."""
     url_scheme, origin_scheme = schemes
@@ -484,6 +517,8 @@ def simulate(root_name: str, hosts: list, port: int, pattern, schemes: tuple) ->
         "redis_origin": f"{origin_scheme}://{host}" if host is not None and origin_scheme else None,
         "pg_url": f"postgres://app:s3cret@{pg_host}/seckill?sslmode=require",
         "pg_host": pg_host,
+        # The module passes the root's input on (the input's default, checked elsewhere).
+        PAYMENT_API_URL: api_url,
     }
 
 
@@ -522,7 +557,7 @@ def hosts_problems(manifests, values: dict, label: str) -> list:
                 continue
             for var_tmpl in comp.get("variables", {}).values():
                 for v in re.findall(r"\{\{\s*(\w+)\s*\}\}", var_tmpl):
-                    if v not in ("redis_url", "pg_url"):
+                    if v not in REACHED_URLS:
                         continue
                     for url in values[v].split(","):
                         if not any(a.allows(url) for a in allowed):
@@ -546,9 +581,61 @@ def host_patterns(root: Root) -> list:
     return found
 
 
+def manifest_default(manifests, name: str):
+    """The one default both manifests give a variable (None when they give none or differ)."""
+    defaults = {str(man.get("variables", {}).get(name, {}).get("default")) for man in manifests.values()
+                if "default" in man.get("variables", {}).get(name, {})}
+    return defaults.pop() if len(defaults) == 1 else None
+
+
+def object_attributes(type_expr) -> dict:
+    """The attributes of an HCL `object({...})` type, name -> its type text."""
+    text = expr(type_expr) if not isinstance(type_expr, str) else unq(type_expr)
+    text = text[2:-1] if text.startswith("${") and text.endswith("}") else text
+    m = re.search(r"object\(\{(.*)\}\)", text, re.S)
+    if not m:
+        return {}
+    return {k: v.strip() for k, v in re.findall(r"(\w+)\s*=\s*((?:optional\([^)]*\)|\w+(?:\([^)]*\))?))", m.group(1))}
+
+
+def payment_input_problems(unit: Root, manifests, label: str) -> list:
+    """A root's or the module's inputs for the payment provider's API: `payment_api_url` a
+    validated, non-sensitive https:// origin with the manifests' default; `payment_api_key` an
+    optional attribute of the sensitive `secrets` object, defaulting to the manifests' default."""
+    problems = []
+    url = unit.variables.get(PAYMENT_API_URL)
+    want_url = manifest_default(manifests, PAYMENT_API_URL)
+    if url is None:
+        problems.append(f"{label} has no variable {PAYMENT_API_URL} (the provider's API origin)")
+    else:
+        if url.get("sensitive") is True:
+            problems.append(f"variable {PAYMENT_API_URL} is sensitive: the origin is no secret (it is an allowed_outbound_hosts entry)")
+        if want_url is None or unq(url.get("default")) != want_url:
+            problems.append(f"variable {PAYMENT_API_URL} defaults to {url.get('default')!r}, not the manifests' {want_url!r}")
+        conditions = [expr(v.get("condition", "")) for v in url.get("validation", [])]
+        if not any(f"var.{PAYMENT_API_URL}" in c and "https://" in c for c in conditions):
+            problems.append(f"variable {PAYMENT_API_URL} is not validated as an https:// origin")
+    secrets = unit.variables.get("secrets")
+    want_key = manifest_default(manifests, PAYMENT_API_KEY)
+    if secrets is None:
+        problems.append(f"{label} has no variable secrets")
+    else:
+        if secrets.get("sensitive") is not True:
+            problems.append("variable secrets is not sensitive")
+        attrs = object_attributes(secrets.get("type", ""))
+        key_type = attrs.get(PAYMENT_API_KEY)
+        if key_type is None:
+            problems.append(f"variable secrets lacks {PAYMENT_API_KEY} (the provider's restricted API key): it could never reach the app")
+        elif not re.fullmatch(rf'optional\(string,\s*"{re.escape(want_key or "")}"\)', key_type) or want_key is None:
+            problems.append(f"variable secrets does not make {PAYMENT_API_KEY} optional with the manifests' default {want_key!r}: {key_type!r}")
+    return problems
+
+
 def check_root(repo: Path, root: Root, manifests, report: Report):
     n = root.name
-    schemes = module_schemes(load_root(repo / "infra/terraform/modules/app-variables"))
+    module = load_root(repo / "infra/terraform/modules/app-variables")
+    schemes = module_schemes(module)
+    made = set(module.locals.get("spin_variables") or {})
     need = deployment_variables(manifests)
     all_vars = {k: v for man in manifests.values() for k, v in man.get("variables", {}).items()}
     secret_names = {k for k, v in all_vars.items() if v.get("secret")}
@@ -575,7 +662,24 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
             problems.append(f"{name} is not supplied ({why})")
     for name in sorted(supplied - set(all_vars)):
         problems.append(f"{name} is not a variable of the manifests")
+    # What the module makes is delivered, an optional variable too (payment_api_key: without it
+    # no buyer gets a checkout).
+    for name in sorted(made - supplied - set(need)):
+        problems.append(f"{name} is made by modules/app-variables but not delivered")
     report.check(f"{n}: supplies every variable a deployment must set", problems)
+
+    # the payment provider ----------------------------------------------------------------
+    problems = payment_input_problems(root, manifests, n)
+    call = root.modules.get("app_variables", {})
+    if expr(call.get(PAYMENT_API_URL, "")) != f"var.{PAYMENT_API_URL}":
+        problems.append(f"module app_variables does not get {PAYMENT_API_URL} = var.{PAYMENT_API_URL}")
+    if expr(call.get("secrets", "")) != "var.secrets":
+        problems.append("module app_variables does not get secrets = var.secrets")
+    if PAYMENT_API_URL not in host_map:
+        problems.append(f"{PAYMENT_API_URL} is not delivered in the clear with the hosts (spin_host_variables)")
+    if PAYMENT_API_KEY not in secret_map:
+        problems.append(f"{PAYMENT_API_KEY} is not delivered as a secret (spin_secret_variables)")
+    report.check(f"{n}: the payment provider's API, payment_api_url in the clear, payment_api_key a secret, both through the module", problems)
 
     # settings ----------------------------------------------------------------------------
     problems = []
@@ -683,17 +787,18 @@ def check_root(repo: Path, root: Root, manifests, report: Report):
     # hosts -------------------------------------------------------------------------------
     problems = []
     port = SAMPLE_PORT[n]
+    api_url = unq(var_default(root, PAYMENT_API_URL)) or manifest_default(manifests, PAYMENT_API_URL) or "https://api.stripe.com"
     for family, tmpl in SAMPLE_NODES[n].items():
-        one = simulate(n, [tmpl.format(i=0)], port, None, schemes)
+        one = simulate(n, [tmpl.format(i=0)], port, None, schemes, api_url)
         problems += hosts_problems(manifests, one, f"one {family} node")
         patterns = host_patterns(root)
         if n == "spinkube":
             continue  # the operator gives the pattern for several nodes
         nodes = [tmpl.format(i=i) for i in range(3)]
-        fits = [p for p in patterns if not hosts_problems(manifests, simulate(n, nodes, port, p, schemes), "")]
+        fits = [p for p in patterns if not hosts_problems(manifests, simulate(n, nodes, port, p, schemes, api_url), "")]
         if not fits:
             problems.append(f"three {family} nodes: none of the root's host patterns {patterns} lets every component reach them all")
-    report.check(f"{n}: redis_origin / pg_host match allowed_outbound_hosts of both manifests", problems)
+    report.check(f"{n}: redis_origin / pg_host / payment_api_url match allowed_outbound_hosts of both manifests", problems)
 
 
 def walk(value, path=()):
@@ -1425,10 +1530,10 @@ DEFECTS = [
      "    operators        = module.app_variables.spin_variables.operators\n", "",
      "operators is not supplied"),
     ("redis_origin not from the URLs' endpoints", "infra/terraform/aws/spin.tf",
-     "redis_origin = module.app_variables.hosts.redis_origin", 'redis_origin = "rediss://${var.redis_host_pattern}"',
+     "redis_origin    = module.app_variables.hosts.redis_origin", 'redis_origin    = "rediss://${var.redis_host_pattern}"',
      "not module.app_variables.hosts.redis_origin"),
     ("a root that still delivers redis_host", "infra/terraform/spinkube/main.tf",
-     "    redis_origin = module.app_variables.hosts.redis_origin\n", "    redis_host = module.app_variables.hosts.redis_origin\n",
+     "    redis_origin    = module.app_variables.hosts.redis_origin\n", "    redis_host      = module.app_variables.hosts.redis_origin\n",
      "redis_origin is not supplied"),
     ("a secret in user_data", "infra/terraform/aws/app.tf",
      "SECKILL_REGION              = var.region", "SECKILL_REGION = module.app_variables.environment[\"SPIN_VARIABLE_OPERATORS\"]",
@@ -1438,9 +1543,41 @@ DEFECTS = [
      'command     = "sh infra/terraform/files/migrate-locked.sh migrations ${module.app_variables.spin_variables.pg_url}"',
      "carries module.app_variables.spin_variables in the clear"),
     ("a secret variable delivered in the clear", "infra/terraform/serverless/main.tf",
-     "    pg_host      = module.app_variables.hosts.pg_host\n  }\n",
-     "    pg_host      = module.app_variables.hosts.pg_host\n    jwt_secret   = module.app_variables.hosts.pg_host\n  }\n",
+     "    pg_host         = module.app_variables.hosts.pg_host\n",
+     "    pg_host         = module.app_variables.hosts.pg_host\n    jwt_secret      = module.app_variables.hosts.pg_host\n",
      "jwt_secret is secret in the manifest but delivered in the clear"),
+    # The payment provider's API
+    ("the provider's API key not delivered", "infra/terraform/spinkube/main.tf",
+     "    payment_api_key = module.app_variables.spin_variables.payment_api_key\n", "",
+     "payment_api_key is made by modules/app-variables but not delivered"),
+    ("the provider's API key delivered in the clear", "infra/terraform/serverless/main.tf",
+     "    payment_api_url = module.app_variables.hosts.payment_api_url\n",
+     "    payment_api_url = module.app_variables.hosts.payment_api_url\n    payment_api_key = module.app_variables.hosts.payment_api_url\n",
+     "payment_api_key is secret in the manifest but delivered in the clear"),
+    ("a root whose secrets input cannot carry the API key", "infra/terraform/aws/variables.tf",
+     '    payment_api_key         = optional(string, "")\n', "",
+     "variable secrets lacks payment_api_key"),
+    ("the API key made required in the module", "infra/terraform/modules/app-variables/variables.tf",
+     '    payment_api_key         = optional(string, "")\n', "    payment_api_key         = string\n",
+     "variable secrets does not make payment_api_key optional"),
+    ("the API key input not sensitive", "infra/terraform/spinkube/variables.tf",
+     '    payment_api_key         = optional(string, "")\n  })\n  sensitive = true\n', '    payment_api_key         = optional(string, "")\n  })\n',
+     "variable secrets is not sensitive"),
+    ("the API origin not delivered", "infra/terraform/aws/spin.tf",
+     "    payment_api_url = module.app_variables.hosts.payment_api_url\n", "",
+     "payment_api_url is not supplied"),
+    ("the API origin accepted unvalidated", "infra/terraform/spinkube/variables.tf",
+     'can(regex("^https://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$", var.payment_api_url))', "length(var.payment_api_url) > 0",
+     "variable payment_api_url is not validated as an https:// origin"),
+    ("the API origin not passed to the module", "infra/terraform/serverless/main.tf",
+     "  payment_api_url   = var.payment_api_url\n", "",
+     "module app_variables does not get payment_api_url = var.payment_api_url"),
+    ("the module leaving the API origin out of allowed_outbound_hosts", "infra/terraform/modules/app-variables/outputs.tf",
+     '["postgres://${local.pg_host}", var.payment_api_url]', '["postgres://${local.pg_host}"]',
+     "module output allowed_outbound_hosts leaves out var.payment_api_url"),
+    ("a component that cannot reach the provider's API", "spin.toml",
+     'allowed_outbound_hosts = ["postgres://{{ pg_host }}", "{{ payment_api_url }}"]', 'allowed_outbound_hosts = ["postgres://{{ pg_host }}"]',
+     "spin.toml component pay may not reach https://api.stripe.com (payment_api_url)"),
     # The settings
     ("the settings no longer delivered", "infra/terraform/spinkube/main.tf",
      "spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)",

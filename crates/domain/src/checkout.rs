@@ -216,6 +216,71 @@ pub fn expire_session(api: &(impl ProviderApi + ?Sized), id: &str) -> Result<Ses
     }
 }
 
+/// A refund, as far as we read it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Refund {
+    pub id: String,
+    /// `pending`, `requires_action`, `succeeded`, `failed` or `canceled`.
+    pub status: String,
+    pub failure_reason: Option<String>,
+}
+
+/// `POST /v1/refunds`: pays back the whole of `payment_intent`; `idempotency_key` makes asking
+/// again (a lost answer, a retried run) return the same refund.
+pub fn create_refund(
+    api: &(impl ProviderApi + ?Sized),
+    payment_intent: &str,
+    reason: Option<&str>,
+    idempotency_key: &str,
+) -> Result<Refund, Error> {
+    let mut form = vec![("payment_intent".to_owned(), payment_intent.to_owned())];
+    if let Some(reason) = reason {
+        form.push(("reason".to_owned(), reason.to_owned()));
+    }
+    let call = ApiCall {
+        post: true,
+        path: "/v1/refunds".to_owned(),
+        form,
+        idempotency_key: Some(idempotency_key.to_owned()),
+    };
+    answer(api, &call)
+}
+
+/// How much of `payment_intent` was refunded so far, pending refunds included (its latest
+/// charge's `amount_refunded`): what a refund call that got no answer may have done.
+pub fn refunded_amount(
+    api: &(impl ProviderApi + ?Sized),
+    payment_intent: &str,
+) -> Result<i64, Error> {
+    #[derive(Deserialize)]
+    struct Intent {
+        latest_charge: Option<Charge>,
+    }
+    #[derive(Deserialize)]
+    struct Charge {
+        amount_refunded: i64,
+    }
+    let call = ApiCall {
+        post: false,
+        path: format!("/v1/payment_intents/{payment_intent}"),
+        form: vec![("expand[]".to_owned(), "latest_charge".to_owned())],
+        idempotency_key: None,
+    };
+    let intent: Intent = answer(api, &call)?;
+    Ok(intent.latest_charge.map_or(0, |c| c.amount_refunded))
+}
+
+/// `GET /v1/refunds/{id}`.
+pub fn retrieve_refund(api: &(impl ProviderApi + ?Sized), id: &str) -> Result<Refund, Error> {
+    let call = ApiCall {
+        post: false,
+        path: format!("/v1/refunds/{id}"),
+        form: Vec::new(),
+        idempotency_key: None,
+    };
+    answer(api, &call)
+}
+
 /// Sends `call` and reads a `T`; the provider's errors in our words: a 429 or a lock timeout
 /// is "busy, try again soon", a 5xx or no answer is the provider unavailable, any other 4xx is
 /// a refusal (`provider_refused`).

@@ -268,14 +268,15 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
 
 /// `GET /admin/events/{id}/payments?status=&limit=`: the event's payments, newest first;
 /// `status=refund_due` lists the provider payments that paid nothing (too late, another amount,
-/// a second payment for a paid order), which the operators refund at the provider.
+/// a second payment for a paid order), which timeout release pays back through the provider
+/// (`refund_pending`, then `refunded`).
 fn payments(req: &Request, event: &EventId) -> Result<Value, ApiError> {
     let status = match http::query_param(req, "status") {
         None | Some("") => None,
         Some(raw) => Some(orders::PaymentStatus::parse(raw).map_err(|_| {
             ApiError::new(
                 ErrorCode::BadQuery,
-                "status is pending, succeeded or refund_due",
+                "status is pending, succeeded, refund_due, refund_pending or refunded",
             )
         })?),
     };

@@ -64,7 +64,7 @@ locals {
       SECKILL_APP_ARTIFACT_URL    = var.app_artifact_url
       SECKILL_APP_ARTIFACT_SHA256 = var.app_artifact_sha256
       SECKILL_RDS_CA_URL          = local.rds_ca_url
-      SECKILL_SECRET_ARNS         = join(" ", [for k in local.spin_secret_names : "${k}=${aws_secretsmanager_secret.spin[k].arn}"])
+      SECKILL_SECRET_ARNS         = join(" ", [for k in local.spin_secret_names : "${k}=${aws_secretsmanager_secret.spin[k].arn}" if contains(keys(aws_secretsmanager_secret.spin), k)])
       # The migration step's (files/migrate.sh): the master's URL and the app role's password.
       SECKILL_MIGRATION_PG_URL_ARN = aws_secretsmanager_secret.migration["pg_url"].arn
       SECKILL_PG_APP_PASSWORD_ARN  = aws_secretsmanager_secret.migration["app_password"].arn

@@ -29,12 +29,12 @@ output "postgres_endpoint" {
 }
 
 output "spin_variables" {
-  description = "The non-secret Spin variables the instances get in the clear (redis_origin = rediss://host:port, pg_host, and settings: the load balancer's subnets as trusted_proxies, and any setting given)."
+  description = "The non-secret Spin variables the instances get in the clear (redis_origin = rediss://host:port, pg_host, payment_api_url, and settings: the load balancer's subnets as trusted_proxies, and any setting given)."
   value       = local.spin_public_variables
 }
 
 output "spin_secret_arns" {
-  description = "Secrets Manager ARN of each secret Spin variable (read by the instances at start)."
+  description = "Secrets Manager ARN of each secret Spin variable (read by the instances at start); payment_api_key only when it is set."
   value       = { for k, s in aws_secretsmanager_secret.spin : k => s.arn }
 }
 
@@ -45,7 +45,7 @@ output "spin_environment" {
 }
 
 output "allowed_outbound_hosts" {
-  description = "What the manifest's allowed_outbound_hosts entries resolve to: redis_origin (\"{{ redis_origin }}\", one entry for every Redis node) and \"postgres://{{ pg_host }}\"."
+  description = "What the manifest's allowed_outbound_hosts entries resolve to: redis_origin (\"{{ redis_origin }}\", one entry for every Redis node), \"postgres://{{ pg_host }}\" and the payment provider's API (\"{{ payment_api_url }}\")."
   value       = module.app_variables.allowed_outbound_hosts
 }
 

@@ -4,7 +4,8 @@
 #   origin-facing prefix list -> the one port its origin uses: the only ingress from outside, but
 #   for metrics_ingress_cidrs -> the metrics port (runtime = "seckill-host", metrics_listen set);
 #   LB -> app port; app -> Redis port; app -> Postgres port; app -> HTTPS (boot-time downloads,
-#   Secrets Manager). Redis and Postgres accept only the app's group and open nothing outward.
+#   Secrets Manager, the payment provider's API). Redis and Postgres accept only the app's group
+#   and open nothing outward.
 # Terraform removes the default allow-all egress rule of each group it creates.
 
 resource "aws_security_group" "lb" {

@@ -4,10 +4,11 @@
 # (sslmode=require) and pg_host from one address, so allowed_outbound_hosts always admits what
 # the URLs name.
 #
-# What holds a secret (spin.toml `secret = true`: the URLs carry passwords, the three keys and the
-# payment provider's webhook signing secrets)
+# What holds a secret (spin.toml `secret = true`: the URLs carry passwords, the three keys, the
+# payment provider's webhook signing secrets and its API key)
 # goes to Secrets Manager and is read by each instance at start; only names and ARNs are in
-# user_data. The rest (redis_origin, pg_host, and `settings`) is passed in the clear.
+# user_data. The rest (redis_origin, pg_host, payment_api_url, and `settings`) is passed in the
+# clear.
 #
 # Spin reads them from a file, not its environment: at each start the service writes every
 # variable of spin.toml (these values, then the manifest's defaults) into Spin's runtime config
@@ -37,6 +38,7 @@ module "app_variables" {
   }
   postgres_password = var.postgres_app_password
   secrets           = var.secrets
+  payment_api_url   = var.payment_api_url
   settings          = var.settings
   # Spin sees the load balancer as the peer: its nodes live in the public subnets, and it appends
   # the client's address to X-Forwarded-For (xff_header_processing_mode "append", app.tf).
@@ -53,22 +55,33 @@ locals {
     operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
+    # The payment provider's API key (pay, jobs, timeout release); "" when not given.
+    payment_api_key = module.app_variables.spin_variables.payment_api_key
   }
   # Names only (not sensitive): what for_each and user_data may carry.
-  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"]
+  spin_secret_names = ["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets", "payment_api_key"]
+  # The names that get a Secrets Manager secret: all but an empty payment_api_key (Secrets
+  # Manager stores no empty string). An instance without it keeps spin.toml's default, "": the
+  # provider's API off. Whether a key is set is no secret, hence nonsensitive().
+  spin_secret_stored = [
+    for k in local.spin_secret_names : k if k != "payment_api_key" || nonsensitive(var.secrets.payment_api_key != "")
+  ]
 
-  # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
+  # What allowed_outbound_hosts uses, from the same endpoints as the URLs, and the payment
+  # provider's API origin: in the clear.
   spin_host_variables = {
-    redis_origin = module.app_variables.hosts.redis_origin
-    pg_host      = module.app_variables.hosts.pg_host
+    redis_origin    = module.app_variables.hosts.redis_origin
+    pg_host         = module.app_variables.hosts.pg_host
+    payment_api_url = module.app_variables.hosts.payment_api_url
   }
-  # The non-secret variables (SPIN_VARIABLE_* in the service's environment file): the hosts, and
-  # `settings` (var.settings and the trusted proxies, rendered by the module).
+  # The non-secret variables (SPIN_VARIABLE_* in the service's environment file): the hosts, the
+  # provider's API origin, and `settings` (var.settings and the trusted proxies, rendered by the
+  # module).
   spin_public_variables = merge(module.app_variables.settings_variable, local.spin_host_variables)
 }
 
 resource "aws_secretsmanager_secret" "spin" {
-  for_each                = toset(local.spin_secret_names)
+  for_each                = toset(local.spin_secret_stored)
   name                    = "${var.name}/spin/${each.key}"
   description             = "seckill Spin variable ${each.key} (SPIN_VARIABLE_${upper(each.key)})"
   kms_key_id              = var.secrets_kms_key_id

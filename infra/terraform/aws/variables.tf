@@ -465,13 +465,13 @@ variable "app_artifact_sha256" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of spin.toml, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500,trusted_proxies=10.40.0.0/24 10.40.1.0/24\"), with trusted_proxies (the public subnets, where the load balancer is) set by this configuration, as are the connection variables and the secrets."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of spin.toml, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500,trusted_proxies=10.40.0.0/24 10.40.1.0/24\"), with trusted_proxies (the public subnets, where the load balancer is) set by this configuration, as are the connection variables and the secrets."
   type        = map(string)
   default     = {}
   validation {
     # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 
@@ -550,7 +550,7 @@ variable "web_acl_arn" {
 }
 
 variable "app_egress_cidrs" {
-  description = "Where the instances may open HTTPS connections (packages, Spin, the artifact, Secrets Manager)."
+  description = "Where the instances may open HTTPS connections on 443 (packages, Spin, the artifact, Secrets Manager, the payment provider's API: payment_api_url)."
   type        = list(string)
   default     = ["0.0.0.0/0"]
 }
@@ -572,21 +572,41 @@ variable "lb_idle_timeout" {
 # ---------------------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's four secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation). At least 32 characters each."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation), at least 32 characters each; and payment_api_key, the payment provider's restricted secret key (Stripe's `rk_test_…` / `rk_live_…`, of the mode the setting payment_mode names, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write only): optional, but without it (\"\", the default) the provider's API is off and no buyer gets a checkout, so a real sale needs it."
   type = object({
     jwt_secret              = string
     admission_secret        = string
     operators               = string
     payment_webhook_secrets = string
+    payment_api_key         = optional(string, "")
   })
   sensitive = true
   validation {
-    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
-    error_message = "Use at least 32 characters for each secret."
+    condition     = alltrue([for k, v in var.secrets : length(v) >= 32 if k != "payment_api_key"])
+    error_message = "Use at least 32 characters for each secret (payment_api_key apart: the provider makes it)."
   }
   validation {
     condition     = alltrue([for s in split(",", var.secrets.payment_webhook_secrets) : length(trimspace(s)) >= 32])
     error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."
+  }
+  validation {
+    condition     = var.secrets.payment_api_key == "" || can(regex("^rk_(test|live)_[0-9A-Za-z]{24,}$", var.secrets.payment_api_key))
+    error_message = "payment_api_key: \"\" (the provider's API off) or a Stripe restricted key, rk_test_… or rk_live_…, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write; not a secret key (sk_…), which may do anything on the account."
+  }
+  validation {
+    # A key of the other mode would open sessions whose payments the app then ignores.
+    condition     = var.secrets.payment_api_key == "" || startswith(var.secrets.payment_api_key, "rk_${lookup(var.settings, "payment_mode", "test")}_")
+    error_message = "payment_api_key: settings' payment_mode is ${lookup(var.settings, "payment_mode", "test")}, so the key is an rk_${lookup(var.settings, "payment_mode", "test")}_… one (the provider's events of the other mode are ignored: no payment would count)."
+  }
+}
+
+variable "payment_api_url" {
+  description = "The payment provider's API origin (Stripe's by default), passed in the clear as the Spin variable payment_api_url: also the whole allowed_outbound_hosts entry \"{{ payment_api_url }}\" of the pay, jobs and timeout-release components. The instances reach it through app_egress_cidrs on port 443."
+  type        = string
+  default     = "https://api.stripe.com"
+  validation {
+    condition     = can(regex("^https://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:443)?$", var.payment_api_url))
+    error_message = "payment_api_url: an https:// origin on port 443 (the instances' security group opens HTTPS out on 443 only), without a path or a trailing slash (https://api.stripe.com)."
   }
 }
 

@@ -47,6 +47,7 @@ module "app_variables" {
   }
   postgres_password = neon_project.db.database_password
   secrets           = var.secrets
+  payment_api_url   = var.payment_api_url
   settings          = var.settings
 }
 
@@ -60,13 +61,17 @@ locals {
     operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
+    # The payment provider's API key (pay, jobs, timeout release); "" when not given.
+    payment_api_key = module.app_variables.spin_variables.payment_api_key
     # Akamai's cron can put a secret only in the URL: it calls the job routes with ?key=.
     job_key = local.job_key
   }
-  # What allowed_outbound_hosts uses, from the same endpoints as the URLs.
+  # What allowed_outbound_hosts uses, from the same endpoints as the URLs, and the payment
+  # provider's API origin.
   spin_host_variables = {
-    redis_origin = module.app_variables.hosts.redis_origin
-    pg_host      = module.app_variables.hosts.pg_host
+    redis_origin    = module.app_variables.hosts.redis_origin
+    pg_host         = module.app_variables.hosts.pg_host
+    payment_api_url = module.app_variables.hosts.payment_api_url
   }
   # The non-secret variables: the hosts, and `settings` (var.settings rendered by the module)
   # only when a setting is given (else the manifest's default, "", stays).

@@ -9,6 +9,7 @@ module "app_variables" {
   postgres           = var.postgres
   postgres_password  = var.postgres_password
   secrets            = var.secrets
+  payment_api_url    = var.payment_api_url
   settings           = var.settings
   trusted_proxies    = var.trusted_proxies
 }
@@ -23,11 +24,15 @@ locals {
     operators        = module.app_variables.spin_variables.operators
     # Read by the payment webhook only.
     payment_webhook_secrets = module.app_variables.spin_variables.payment_webhook_secrets
+    # The payment provider's API key (pay, jobs, timeout release); "" when not given.
+    payment_api_key = module.app_variables.spin_variables.payment_api_key
   }
-  # What allowed_outbound_hosts uses, from the same endpoints as the URLs: in the clear.
+  # What allowed_outbound_hosts uses, from the same endpoints as the URLs, and the payment
+  # provider's API origin: in the clear.
   spin_host_variables = {
-    redis_origin = module.app_variables.hosts.redis_origin
-    pg_host      = module.app_variables.hosts.pg_host
+    redis_origin    = module.app_variables.hosts.redis_origin
+    pg_host         = module.app_variables.hosts.pg_host
+    payment_api_url = module.app_variables.hosts.payment_api_url
   }
   # The non-secret variables: the hosts, and `settings` (var.settings and the trusted proxies,
   # rendered by the module) only when one is given (else the manifest's default, "", stays).

@@ -24,7 +24,7 @@ output "secret_name" {
 }
 
 output "spin_variables" {
-  description = "The non-secret variables the SpinApp gets through its runtime config (redis_origin = rediss://host:port, pg_host, and settings when any setting is given)."
+  description = "The non-secret variables the SpinApp gets through its runtime config (redis_origin = rediss://host:port, pg_host, payment_api_url, and settings when any setting is given)."
   value       = local.spin_public_variables
 }
 
@@ -35,6 +35,6 @@ output "spin_environment" {
 }
 
 output "allowed_outbound_hosts" {
-  description = "What the manifest's allowed_outbound_hosts entries resolve to: redis_origin (\"{{ redis_origin }}\", one entry for every Redis node) and \"postgres://{{ pg_host }}\"."
+  description = "What the manifest's allowed_outbound_hosts entries resolve to: redis_origin (\"{{ redis_origin }}\", one entry for every Redis node), \"postgres://{{ pg_host }}\" and the payment provider's API (\"{{ payment_api_url }}\")."
   value       = module.app_variables.allowed_outbound_hosts
 }

@@ -269,3 +269,117 @@ async fn a_rate_limited_provider_reaches_the_buyer_as_503_with_retry_after() -> 
     session_of(&payment)?;
     assert_books(&app, &pg, "land", 2, &accepted).await
 }
+
+/// The provider payments naming `order`'s payment, oldest first: `[status, refund reason]`.
+async fn provider_payments(pg: &PgServer, order: &str) -> Result<Vec<(String, Option<String>)>> {
+    Ok(pg
+        .client()
+        .await?
+        .query(
+            "SELECT pp.status, pp.refund_reason FROM provider_payments pp
+                 JOIN payments p USING (payment_id) WHERE p.order_id = $1
+                 ORDER BY pp.received_ms, pp.provider_ref",
+            &[&order],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+}
+
+/// Waits (bounded) until `order`'s provider payments are `want` (in any order).
+async fn until_provider_payments(
+    pg: &PgServer,
+    order: &str,
+    want: &[(&str, Option<&str>)],
+) -> Result<()> {
+    let mut want: Vec<(String, Option<String>)> = want
+        .iter()
+        .map(|(s, r)| (s.to_string(), r.map(str::to_owned)))
+        .collect();
+    want.sort();
+    for _ in 0..100 {
+        let mut got = provider_payments(pg, order).await?;
+        got.sort();
+        if got == want {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("{:?}, not {want:?}", provider_payments(pg, order).await?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block_the_right_one()
+-> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "land", 2, 2, json!({})).await?;
+    drain_all(&app).await?;
+    let (user, order) = &accepted[0];
+    let (_, payment) = pay(&app, "land", user, order).await?;
+    let id = session_of(&payment)?;
+    // Another integration charges one cent naming our payment: it pays nothing and owes a
+    // refund, and the buyer's own payment still pays the order.
+    let cent = sandbox.charge_again(&id, Some(1))?;
+    until_provider_payments(&pg, order, &[("refund_due", Some("amount_mismatch"))]).await?;
+    let right = sandbox.pay(&id)?;
+    until_status(&pg, order, "paid").await?;
+    // And a second full charge of the paid order: a duplicate.
+    let second = sandbox.charge_again(&id, None)?;
+    until_provider_payments(
+        &pg,
+        order,
+        &[
+            ("refund_due", Some("amount_mismatch")),
+            ("paid", None),
+            ("refund_due", Some("duplicate")),
+        ],
+    )
+    .await?;
+    // The provider fails the job's first refund call: it is tried again after its back-off.
+    sandbox.server_error_next(1);
+    let (status, report) = job(&app, "timeout-release").await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["refunds"]["retrying"], 1, "{report}");
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    for _ in 0..3 {
+        let (status, report) = job(&app, "timeout-release").await?;
+        assert_eq!(status, 200, "{report}");
+    }
+    until_provider_payments(
+        &pg,
+        order,
+        &[
+            ("refunded", Some("amount_mismatch")),
+            ("paid", None),
+            ("refunded", Some("duplicate")),
+        ],
+    )
+    .await?;
+    // Exactly one refund each, of what each took; the buyer's own payment untouched.
+    let mut refunds: Vec<(String, i64, &str)> = sandbox
+        .refunds()
+        .into_iter()
+        .map(|r| (r.payment_intent, r.amount, r.status))
+        .collect();
+    refunds.sort();
+    let mut want = vec![(cent, 1, "succeeded"), (second, 1999, "succeeded")];
+    want.sort();
+    assert_eq!(refunds, want);
+    assert!(sandbox.refunds().iter().all(|r| r.payment_intent != right));
+    let (status, listed) = app
+        .admin(
+            Method::GET,
+            "/admin/events/land/payments?status=refunded",
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["payments"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    assert_eq!(order_status(&pg, order).await?, "paid");
+    assert_books(&app, &pg, "land", 2, &accepted).await
+}

@@ -10,6 +10,7 @@ mod drain;
 pub mod fault;
 mod pay;
 mod reconcile;
+mod refund;
 mod release;
 mod repeat;
 
@@ -20,6 +21,7 @@ pub use pay::{
     start_payment,
 };
 pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
+pub use refund::{RefundReport, pay_back};
 pub use release::{
     Provider, ReleaseReport, SESSIONS_PER_RUN, SessionReport, close_sessions, release_due,
     release_expired,

@@ -22,6 +22,10 @@ pub enum PaymentStatus {
     Succeeded,
     /// A provider payment that paid no order: the money goes back.
     RefundDue,
+    /// Its refund asked of the provider, not confirmed yet.
+    RefundPending,
+    /// Paid back.
+    Refunded,
 }
 
 impl PaymentStatus {
@@ -31,6 +35,8 @@ impl PaymentStatus {
             PaymentStatus::Pending => "pending",
             PaymentStatus::Succeeded => "succeeded",
             PaymentStatus::RefundDue => "refund_due",
+            PaymentStatus::RefundPending => "refund_pending",
+            PaymentStatus::Refunded => "refunded",
         }
     }
 
@@ -40,6 +46,8 @@ impl PaymentStatus {
             "pending" => PaymentStatus::Pending,
             "succeeded" => PaymentStatus::Succeeded,
             "refund_due" => PaymentStatus::RefundDue,
+            "refund_pending" => PaymentStatus::RefundPending,
+            "refunded" => PaymentStatus::Refunded,
             other => {
                 return Err(crate::sql::DbError::unexpected(format!(
                     "payment status {other:?}"
@@ -269,7 +277,7 @@ pub fn payments(
         "SELECT payment_id, order_id, user_id, status, refund_reason, amount, currency,
                 provider_ref, created_ms, received_ms
              FROM (SELECT p.payment_id, p.order_id, p.user_id,
-                          CASE WHEN pp.status = 'refund_due' THEN 'refund_due'
+                          CASE WHEN pp.status <> 'paid' THEN pp.status
                                ELSE p.status END AS status,
                           pp.refund_reason, coalesce(pp.amount, p.amount) AS amount,
                           coalesce(pp.currency, p.currency) AS currency, pp.provider_ref,

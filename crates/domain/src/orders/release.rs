@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{confirm, int, mirror, s, text, transaction};
+use super::{RefundReport, confirm, int, mirror, s, text, transaction};
 use crate::checkout::{self, ProviderApi, SessionStatus};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
@@ -34,6 +34,8 @@ pub struct ReleaseReport {
     pub event_errors: BTreeMap<String, String>,
     /// What the provider said of the checkout sessions of orders past their deadline.
     pub sessions: SessionReport,
+    /// Refunds owed, paid back through the provider.
+    pub refunds: RefundReport,
 }
 
 /// Checkout sessions closed at the provider before their orders' units go back.
@@ -137,7 +139,8 @@ pub fn close_sessions<S: Store>(
 }
 
 /// Closes the checkout sessions of orders past their deadline ([`close_sessions`], when there
-/// is a provider), then releases what may go ([`release_expired`]).
+/// is a provider), releases what may go ([`release_expired`]), then pays back the refunds owed
+/// ([`super::pay_back`]): the money's sweep, on timeout release's schedule.
 pub fn release_due<S: Store>(
     nodes: &Nodes<S>,
     db: &impl Sql,
@@ -149,9 +152,15 @@ pub fn release_due<S: Store>(
         Some(provider) => close_sessions(nodes, db, provider, now_ms)?,
         None => SessionReport::default(),
     };
+    let released = release_expired(nodes, db, now_ms, limit)?;
+    let refunds = match provider {
+        Some(provider) => super::pay_back(db, provider.api, now_ms, provider.budget)?,
+        None => RefundReport::default(),
+    };
     Ok(ReleaseReport {
         sessions,
-        ..release_expired(nodes, db, now_ms, limit)?
+        refunds,
+        ..released
     })
 }
 

@@ -49,6 +49,12 @@ impl JobReport for ReleaseReport {
         s.processing += l.processing;
         s.deferred = l.deferred;
         s.errors.extend(l.errors);
+        let (r, l) = (&mut self.refunds, later.refunds);
+        r.requested += l.requested;
+        r.refunded += l.refunded;
+        r.retrying += l.retrying;
+        r.deferred = l.deferred;
+        r.errors.extend(l.errors);
     }
     fn idle(&self) -> bool {
         let s = &self.sessions;

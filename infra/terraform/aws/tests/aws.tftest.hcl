@@ -87,6 +87,7 @@ variables {
     admission_secret        = "test-admission-secret-test-admission"
     operators               = "ops:operator:test-operator-secret-test-operator-00"
     payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+    payment_api_key         = "rk_test_0123456789abcdefABCDEF0123456789"
   }
 }
 
@@ -118,12 +119,12 @@ run "memorydb_by_default" {
     error_message = "SPIN_VARIABLE_PG_URL: the RDS address, sslmode=require"
   }
   assert {
-    condition     = output.spin_variables == { redis_origin = "rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432", settings = "trusted_proxies=10.40.0.0/24 10.40.1.0/24" }
-    error_message = "redis_origin (redis_url's scheme, rediss://) and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port); settings trusts the load balancer's subnets"
+    condition     = output.spin_variables == { redis_origin = "rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", pg_host = "seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432", payment_api_url = "https://api.stripe.com", settings = "trusted_proxies=10.40.0.0/24 10.40.1.0/24" }
+    error_message = "redis_origin (redis_url's scheme, rediss://) and pg_host name the same endpoints as the URLs, with explicit ports (rediss:// has no default port); payment_api_url is Stripe's by default; settings trusts the load balancer's subnets"
   }
   assert {
-    condition     = output.allowed_outbound_hosts == ["rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", "postgres://seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432"]
-    error_message = "the hosts spin.toml lets the functions reach: one Redis entry, then Postgres"
+    condition     = output.allowed_outbound_hosts == ["rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379", "postgres://seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432", "https://api.stripe.com"]
+    error_message = "the hosts spin.toml lets the functions reach: one Redis entry, then Postgres, then the payment provider's API"
   }
   assert {
     condition     = output.spin_environment["SPIN_VARIABLE_REDIS_ORIGIN"] == output.spin_variables.redis_origin && startswith(output.spin_environment["SPIN_VARIABLE_REDIS_URL"], "rediss://") && !contains(keys(output.spin_environment), "SPIN_VARIABLE_REDIS_HOST")
@@ -230,7 +231,7 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
 
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.secrets.payment_api_key, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
@@ -247,8 +248,8 @@ run "instances_boot_spin_with_cron_and_no_secret_in_user_data" {
     error_message = "IMDSv2 only"
   }
   assert {
-    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
-    error_message = "the instances may read the six secret variables and the migration's two secrets, and nothing else"
+    condition     = jsondecode(aws_iam_role_policy.app.policy).Statement[0].Action == ["secretsmanager:GetSecretValue"] && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 9
+    error_message = "the instances may read the seven secret variables and the migration's two secrets, and nothing else"
   }
   assert {
     condition     = length(jsondecode(aws_iam_role_policy.app.policy).Statement) == 1
@@ -266,7 +267,7 @@ run "default_runtime_is_spin_with_the_same_user_data_as_before" {
   # launch template version, no refresh. When boot.sh.tftpl's Spin path, a file it ships or the
   # variables it carries change on purpose, put the new hash here.
   assert {
-    condition     = sha256(local.user_data) == "a9aebe3520977d1f206252e34c7cefe82e7755874c3233a25ebb4f6a7c960b65"
+    condition     = sha256(local.user_data) == "4de01232bfe10549928d699e3d244778b9cb44209e222fcbff7424b0a573283b"
     error_message = "runtime = \"spin\" no longer renders the user_data of before (sha256 ${sha256(local.user_data)}, ${length(local.user_data)} bytes)"
   }
   assert {
@@ -320,6 +321,7 @@ run "seckill_host_runtime" {
         # fetched from Secrets Manager at each start into the file the drop-in adds.
         "\nSPIN_VARIABLE_REDIS_ORIGIN=\"rediss://clustercfg.seckill-redis-0.abc123.memorydb.us-east-1.amazonaws.com:6379\"\n",
         "\nSPIN_VARIABLE_PG_HOST=\"seckill-postgres.abc123.us-east-1.rds.amazonaws.com:5432\"\n",
+        "\nSPIN_VARIABLE_PAYMENT_API_URL=\"https://api.stripe.com\"\n",
         "\nSECKILL_APP_PORT=\"3000\"\n",
         "SECKILL_SECRET_ARNS=\"redis_url=arn:aws:secretsmanager:",
         "EnvironmentFile=-/etc/seckill/boot.env",
@@ -344,14 +346,14 @@ run "seckill_host_runtime" {
   }
   assert {
     condition = alltrue([
-      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.redis_password, var.postgres_password, var.postgres_app_password] :
+      for s in [var.secrets.jwt_secret, var.secrets.admission_secret, var.secrets.operators, var.secrets.payment_webhook_secrets, var.secrets.payment_api_key, var.redis_password, var.postgres_password, var.postgres_app_password] :
       !strcontains(base64decode(aws_launch_template.app.user_data), s)
     ])
     error_message = "no secret in user_data"
   }
   assert {
-    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
-    error_message = "the same network and permissions as under Spin: no metrics port open, the eight secrets readable"
+    condition     = length([for k, r in aws_vpc_security_group_ingress_rule.this : k if r.cidr_ipv4 != null]) == 1 && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 9
+    error_message = "the same network and permissions as under Spin: no metrics port open, the nine secrets readable"
   }
 }
 
@@ -526,7 +528,7 @@ run "settings_reach_the_instances_as_one_variable" {
     error_message = "settings is in the SPIN_VARIABLE_* output"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"])
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets", "payment_api_key"])
     error_message = "settings is not a secret"
   }
 }
@@ -611,9 +613,130 @@ run "secrets_are_sensitive" {
     error_message = "the non-secret outputs stay readable"
   }
   assert {
-    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"])
-    error_message = "every variable spin.toml marks secret goes to Secrets Manager"
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets", "payment_api_key"])
+    error_message = "every variable spin.toml marks secret goes to Secrets Manager (job_key apart: no scheduler here needs it)"
   }
+}
+
+# --- The payment provider's API -------------------------------------------------------------
+
+run "the_providers_api_reaches_the_instances" {
+  command = apply
+
+  assert {
+    condition     = aws_secretsmanager_secret_version.spin["payment_api_key"].secret_string == var.secrets.payment_api_key && aws_secretsmanager_secret.spin["payment_api_key"].name == "seckill/spin/payment_api_key"
+    error_message = "the API key is a Secrets Manager secret like the other secret variables"
+  }
+  assert {
+    condition     = strcontains(base64decode(aws_launch_template.app.user_data), " payment_api_key=arn:aws:secretsmanager:") && strcontains(base64decode(aws_launch_template.app.user_data), "\nSPIN_VARIABLE_PAYMENT_API_URL=\"https://api.stripe.com\"\n")
+    error_message = "the instances read the key from Secrets Manager at start, and get the API's origin in the clear in boot.env"
+  }
+  assert {
+    condition     = !issensitive(output.spin_variables.payment_api_url) && output.spin_environment["SPIN_VARIABLE_PAYMENT_API_KEY"] == var.secrets.payment_api_key
+    error_message = "the origin is public, the key only in the sensitive environment output"
+  }
+  assert {
+    condition     = contains([for r in aws_vpc_security_group_egress_rule.this : r.from_port if r.security_group_id == aws_security_group.app.id && r.cidr_ipv4 == "0.0.0.0/0"], 443)
+    error_message = "the instances may open HTTPS to the provider's API"
+  }
+}
+
+run "without_an_api_key_no_secret_holds_it" {
+  command = apply
+
+  variables {
+    secrets = {
+      jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
+      admission_secret        = "test-admission-secret-test-admission"
+      operators               = "ops:operator:test-operator-secret-test-operator-00"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+    }
+  }
+
+  assert {
+    condition     = toset(keys(aws_secretsmanager_secret.spin)) == toset(["redis_url", "pg_url", "jwt_secret", "admission_secret", "operators", "payment_webhook_secrets"])
+    error_message = "Secrets Manager stores no empty string: an empty payment_api_key gets no secret (spin.toml's default \"\" stays)"
+  }
+  assert {
+    condition     = !strcontains(base64decode(aws_launch_template.app.user_data), "payment_api_key") && length(jsondecode(aws_iam_role_policy.app.policy).Statement[0].Resource) == 8
+    error_message = "the instances neither fetch nor may read a key that is not there"
+  }
+  assert {
+    condition     = output.spin_environment["SPIN_VARIABLE_PAYMENT_API_KEY"] == ""
+    error_message = "the key is \"\" (the provider's API off)"
+  }
+}
+
+run "a_live_key_with_payment_mode_live" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
+      admission_secret        = "test-admission-secret-test-admission"
+      operators               = "ops:operator:test-operator-secret-test-operator-00"
+      payment_webhook_secrets = "whsec_live-webhook-secret-live-webhook-0"
+      payment_api_key         = "rk_live_0123456789abcdefABCDEF0123456789"
+    }
+    settings = { payment_mode = "live" }
+  }
+
+  assert {
+    condition     = output.spin_variables.settings == "payment_mode=live,trusted_proxies=10.40.0.0/24 10.40.1.0/24"
+    error_message = "payment_mode travels in settings"
+  }
+}
+
+run "rejects_a_live_key_in_test_mode" {
+  command = plan
+  variables {
+    secrets = {
+      jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
+      admission_secret        = "test-admission-secret-test-admission"
+      operators               = "ops:operator:test-operator-secret-test-operator-00"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+      payment_api_key         = "rk_live_0123456789abcdefABCDEF0123456789"
+    }
+  }
+  expect_failures = [var.secrets]
+}
+
+run "rejects_an_unrestricted_secret_key" {
+  command = plan
+  variables {
+    secrets = {
+      jwt_secret              = "test-jwt-secret-test-jwt-secret-0000"
+      admission_secret        = "test-admission-secret-test-admission"
+      operators               = "ops:operator:test-operator-secret-test-operator-00"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+      payment_api_key         = "sk_test_0123456789abcdefABCDEF0123456789"
+    }
+  }
+  expect_failures = [var.secrets]
+}
+
+run "rejects_an_api_url_with_a_path" {
+  command = plan
+  variables {
+    payment_api_url = "https://api.stripe.com/v1"
+  }
+  expect_failures = [var.payment_api_url]
+}
+
+run "rejects_an_api_url_over_plain_http" {
+  command = plan
+  variables {
+    payment_api_url = "http://api.stripe.com"
+  }
+  expect_failures = [var.payment_api_url]
+}
+
+run "rejects_an_api_url_on_a_port_the_instances_cannot_reach" {
+  command = plan
+  variables {
+    payment_api_url = "https://api.stripe.com:8443"
+  }
+  expect_failures = [var.payment_api_url]
 }
 
 run "elasticache_when_asked" {

@@ -17,6 +17,8 @@ secrets = {
   operators        = "ops:operator:example-operator-secret-example-operator"
   # The payment provider's webhook signing secret(s), comma-separated (Stripe's whsec_…).
   payment_webhook_secrets = "whsec_example-webhook-secret-example-0"
+  # Its restricted API key (Stripe's rk_test_… / rk_live_…, of payment_mode's mode).
+  payment_api_key = "rk_test_example0000000000000000000000000"
 }
 
 # HTTPS on 443, HTTP redirected (an example ARN: plan does not look it up).

@@ -1,7 +1,7 @@
 # Provider-free: turns endpoints and credentials into the Spin variables of spin.toml and
 # spin.http.toml. TLS everywhere: rediss:// to Redis, sslmode=require to Postgres (Spin verifies
-# the certificate for any sslmode but disable). The optional settings and the trusted proxies
-# become the one variable `settings`.
+# the certificate for any sslmode but disable), https:// to the payment provider's API. The
+# optional settings and the trusted proxies become the one variable `settings`.
 #
 # redis_origin is what each component's allowed_outbound_hosts entry "{{ redis_origin }}" becomes:
 # scheme://host:port with the one scheme redis_url's nodes use (rediss: this module builds TLS
@@ -67,6 +67,10 @@ locals {
     operators        = var.secrets.operators
     # Comma-separated: during a rotation the old and the new one both verify.
     payment_webhook_secrets = var.secrets.payment_webhook_secrets
+    # The payment provider's API: its origin (also the allowed_outbound_hosts entry
+    # "{{ payment_api_url }}" of pay, jobs and timeout-release) and the restricted key ("": off).
+    payment_api_url = var.payment_api_url
+    payment_api_key = var.secrets.payment_api_key
   }
 
   # The app's optional settings and their defaults (crates/spin-edge/src/config.rs, `Settings`):
@@ -81,18 +85,16 @@ locals {
     drain_max_deliveries  = "5"     # deliveries before an entry goes to the dead letters
     release_batch         = "1000"  # timeout release: orders / units per event per run
     demo_login            = "false" # "true": anyone may mint a buyer token (local trials only)
-    payment_checkout_url  = ""      # the payment provider's hosted checkout ("": none)
     payment_mode          = "test"  # the provider's mode payments are taken in: test or live
   }
   # What each setting accepts: "true" or "false" where the default is one, "test" or "live"
-  # where it is one of those, a URL where it is ""
-  # (https, without a comma: commas separate the settings), else a whole number (at most 9
-  # digits: every setting's type holds it). The app refuses anything else at run time.
+  # where it is one of those, else a whole number (at most 9 digits: every setting's type holds
+  # it). The app refuses anything else, an unknown name too, at run time.
   # The app's trusted_proxies is not among them: it is var.trusted_proxies, which a root derives
   # from its network.
   setting_patterns = {
     for k, d in local.setting_defaults : k => (
-      d == "" ? "^(https://[^,\\s]+)?$" : contains(["true", "false"], d) ? "^(true|false)$" : contains(["test", "live"], d) ? "^(test|live)$" : "^[0-9]{1,9}$"
+      contains(["true", "false"], d) ? "^(true|false)$" : contains(["test", "live"], d) ? "^(test|live)$" : "^[0-9]{1,9}$"
     )
   }
   setting_values = merge(var.settings, length(var.trusted_proxies) > 0 ? {

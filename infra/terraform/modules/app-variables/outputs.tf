@@ -1,5 +1,5 @@
 output "spin_variables" {
-  description = "The app's Spin variables by name (spin.toml's [variables]): the connection variables, the secrets, and `settings` when any setting or trusted proxy is given."
+  description = "The app's Spin variables by name (spin.toml's [variables]): the connection variables, the payment provider's API (payment_api_url, payment_api_key), the secrets, and `settings` when any setting or trusted proxy is given."
   value       = merge(local.spin_variables, local.settings_variable)
   sensitive   = true
 
@@ -18,10 +18,11 @@ output "spin_variables" {
 }
 
 output "hosts" {
-  description = "The non-secret variables allowed_outbound_hosts uses: redis_origin (scheme://host:port, the scheme redis_url's nodes use: \"{{ redis_origin }}\" is a whole entry) and pg_host (host:port, after \"postgres://\"). Built from the same endpoints as redis_url and pg_url, so a root can pass them in the clear (spin_variables checks that redis_origin is set and admits every node)."
+  description = "The non-secret variables allowed_outbound_hosts uses: redis_origin (scheme://host:port, the scheme redis_url's nodes use: \"{{ redis_origin }}\" is a whole entry), pg_host (host:port, after \"postgres://\") and payment_api_url (the provider's https:// origin: \"{{ payment_api_url }}\" is a whole entry). redis_origin and pg_host are built from the same endpoints as redis_url and pg_url, so a root can pass them in the clear (spin_variables checks that redis_origin is set and admits every node)."
   value = {
-    redis_origin = local.redis_origin
-    pg_host      = local.pg_host
+    redis_origin    = local.redis_origin
+    pg_host         = local.pg_host
+    payment_api_url = var.payment_api_url
   }
 }
 
@@ -32,8 +33,8 @@ output "environment" {
 }
 
 output "allowed_outbound_hosts" {
-  description = "What the manifests' allowed_outbound_hosts entries resolve to: \"{{ redis_origin }}\" and \"postgres://{{ pg_host }}\"."
-  value       = concat(compact([local.redis_origin]), ["postgres://${local.pg_host}"])
+  description = "What the manifests' allowed_outbound_hosts entries resolve to: \"{{ redis_origin }}\", \"postgres://{{ pg_host }}\" and \"{{ payment_api_url }}\"."
+  value       = concat(compact([local.redis_origin]), ["postgres://${local.pg_host}", var.payment_api_url])
 }
 
 output "settings" {

@@ -69,17 +69,18 @@ variable "postgres_password" {
 }
 
 variable "secrets" {
-  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one)."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one), payment_api_key (optional: the payment provider's restricted secret key, Stripe's `rk_test_…` / `rk_live_…` with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write, of the mode the setting payment_mode names; \"\", the default, turns the provider's API off: no checkout, so a real sale needs it)."
   type = object({
     jwt_secret              = string
     admission_secret        = string
     operators               = string
     payment_webhook_secrets = string
+    payment_api_key         = optional(string, "")
   })
   sensitive = true
   validation {
-    condition     = alltrue([for v in values(var.secrets) : length(v) >= 32])
-    error_message = "Use at least 32 characters for each secret."
+    condition     = alltrue([for k, v in var.secrets : length(v) >= 32 if k != "payment_api_key"])
+    error_message = "Use at least 32 characters for each secret (payment_api_key apart: the provider makes it)."
   }
   validation {
     condition = alltrue([
@@ -94,15 +95,35 @@ variable "secrets" {
     condition     = alltrue([for s in split(",", var.secrets.payment_webhook_secrets) : length(trimspace(s)) >= 32])
     error_message = "payment_webhook_secrets: one or more signing secrets separated by commas, each at least 32 characters (Stripe's whsec_…)."
   }
+  validation {
+    condition     = var.secrets.payment_api_key == "" || can(regex("^rk_(test|live)_[0-9A-Za-z]{24,}$", var.secrets.payment_api_key))
+    error_message = "payment_api_key: \"\" (the provider's API off) or a Stripe restricted key, rk_test_… or rk_live_…, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write; not a secret key (sk_…), which may do anything on the account."
+  }
+  validation {
+    # A key of the other mode would open sessions whose payments the app then ignores.
+    condition     = var.secrets.payment_api_key == "" || startswith(var.secrets.payment_api_key, "rk_${lookup(var.settings, "payment_mode", "test")}_")
+    error_message = "payment_api_key: payment_mode is ${lookup(var.settings, "payment_mode", "test")}, so the key is an rk_${lookup(var.settings, "payment_mode", "test")}_… one (the provider's events of the other mode are ignored: no payment would count)."
+  }
+}
+
+variable "payment_api_url" {
+  description = "The payment provider's API origin (Stripe's by default): https://host[:port], no path. The Spin variable payment_api_url, which is also the whole allowed_outbound_hosts entry \"{{ payment_api_url }}\" of the pay, jobs and timeout-release components."
+  type        = string
+  default     = "https://api.stripe.com"
+  nullable    = false
+  validation {
+    condition     = can(regex("^https://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$", var.payment_api_url))
+    error_message = "payment_api_url: an https:// origin, scheme, host and an optional port, without a path or a trailing slash (https://api.stripe.com)."
+  }
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_checkout_url (the payment provider's hosted checkout, https://…, no comma), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
   type        = map(string)
   default     = {}
   validation {
     condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", payment_checkout_url an https:// URL without a comma, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
   }
 }
 

@@ -45,15 +45,23 @@ run "one_node_over_tls" {
     error_message = "the payment provider's webhook signing secrets are offered as SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS"
   }
   assert {
-    condition     = length(output.environment) == 8
-    error_message = "the eight variables spin.toml needs from a deployment"
+    condition     = output.spin_variables.payment_api_url == "https://api.stripe.com" && output.hosts.payment_api_url == "https://api.stripe.com"
+    error_message = "payment_api_url defaults to Stripe's API, offered in the clear with the other hosts"
+  }
+  assert {
+    condition     = output.spin_variables.payment_api_key == "" && output.environment["SPIN_VARIABLE_PAYMENT_API_KEY"] == ""
+    error_message = "payment_api_key is optional: none given, it is \"\" (the provider's API off), still set like every other variable"
+  }
+  assert {
+    condition     = length(output.environment) == 10
+    error_message = "the ten variables of spin.toml a deployment sets (job_key and settings apart)"
   }
   assert {
     condition     = output.settings == "" && length(output.settings_variable) == 0 && !contains(keys(output.spin_variables), "settings")
     error_message = "no settings given: the variable settings is not set (the manifest's default stays)"
   }
   assert {
-    condition     = output.allowed_outbound_hosts == ["rediss://redis-1.cache.example.com:6379", "postgres://db.example.com:5432"]
+    condition     = output.allowed_outbound_hosts == ["rediss://redis-1.cache.example.com:6379", "postgres://db.example.com:5432", "https://api.stripe.com"]
     error_message = "the hosts the manifest must allow"
   }
 }
@@ -78,8 +86,8 @@ run "several_nodes_share_a_pattern" {
     error_message = "one pattern reaches every node, behind redis_url's scheme"
   }
   assert {
-    condition     = output.allowed_outbound_hosts == ["rediss://*.cache.example.com:6379", "postgres://db.example.com:5432"]
-    error_message = "one Redis entry, then Postgres"
+    condition     = output.allowed_outbound_hosts == ["rediss://*.cache.example.com:6379", "postgres://db.example.com:5432", "https://api.stripe.com"]
+    error_message = "one Redis entry, then Postgres, then the payment provider's API"
   }
 }
 
@@ -297,7 +305,7 @@ run "one_password_per_node" {
     error_message = "each node carries its own password"
   }
   assert {
-    condition     = output.hosts == { redis_origin = "rediss://*.upstash.io:6379", pg_host = "db.example.com:5432" }
+    condition     = output.hosts == { redis_origin = "rediss://*.upstash.io:6379", pg_host = "db.example.com:5432", payment_api_url = "https://api.stripe.com" }
     error_message = "the hosts output carries what allowed_outbound_hosts uses, in the clear"
   }
   assert {
@@ -338,7 +346,7 @@ run "settings_render_as_one_variable" {
     error_message = "the one Spin variable settings, for a root to pass in the clear"
   }
   assert {
-    condition     = output.environment["SPIN_VARIABLE_SETTINGS"] == output.settings && output.spin_variables.settings == output.settings && length(output.environment) == 9
+    condition     = output.environment["SPIN_VARIABLE_SETTINGS"] == output.settings && output.spin_variables.settings == output.settings && length(output.environment) == 11
     error_message = "settings is offered with the other variables, as SPIN_VARIABLE_SETTINGS"
   }
   assert {
@@ -346,8 +354,8 @@ run "settings_render_as_one_variable" {
     error_message = "the settings are not secret"
   }
   assert {
-    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_checkout_url", "payment_mode", "release_batch"]
-    error_message = "the nine settings of the app (crates/spin-edge/src/config.rs)"
+    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_mode", "release_batch"]
+    error_message = "the eight settings of the app (crates/spin-edge/src/config.rs), trusted_proxies apart"
   }
 }
 
@@ -363,34 +371,14 @@ run "every_setting_at_once" {
       drain_max_deliveries  = "3"
       release_batch         = "10"
       demo_login            = "true"
-      payment_checkout_url  = "https://pay.example.com/checkout?shop=seckill"
+      payment_mode          = "live"
     }
   }
 
   assert {
-    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,payment_checkout_url=https://pay.example.com/checkout?shop=seckill,release_batch=10"
+    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,payment_mode=live,release_batch=10"
     error_message = "every setting, sorted by name"
   }
-}
-
-run "a_checkout_url_with_a_comma_is_refused" {
-  command = plan
-
-  variables {
-    settings = { payment_checkout_url = "https://pay.example.com/checkout?a=1,b=2" }
-  }
-
-  expect_failures = [var.settings]
-}
-
-run "a_checkout_url_is_https" {
-  command = plan
-
-  variables {
-    settings = { payment_checkout_url = "http://pay.example.com/checkout" }
-  }
-
-  expect_failures = [var.settings]
 }
 
 run "an_unknown_setting_is_refused" {
@@ -492,4 +480,126 @@ run "trusted_proxies_is_not_a_setting" {
   }
 
   expect_failures = [var.settings]
+}
+
+run "the_providers_api_key_travels_as_a_secret" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+      payment_api_key         = "rk_test_0123456789abcdefABCDEF0123456789"
+    }
+  }
+
+  assert {
+    condition     = output.spin_variables.payment_api_key == "rk_test_0123456789abcdefABCDEF0123456789" && output.environment["SPIN_VARIABLE_PAYMENT_API_KEY"] == "rk_test_0123456789abcdefABCDEF0123456789"
+    error_message = "payment_api_key reaches the app as SPIN_VARIABLE_PAYMENT_API_KEY"
+  }
+  assert {
+    condition     = issensitive(output.spin_variables) && issensitive(output.environment) && !contains(keys(output.hosts), "payment_api_key")
+    error_message = "the key is only in the sensitive outputs, never with the hosts"
+  }
+}
+
+run "a_live_key_in_live_mode" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-"
+      payment_webhook_secrets = "whsec_live-webhook-secret-live-webhook-0"
+      payment_api_key         = "rk_live_0123456789abcdefABCDEF0123456789"
+    }
+    settings = { payment_mode = "live" }
+  }
+
+  assert {
+    condition     = output.spin_variables.payment_api_key == "rk_live_0123456789abcdefABCDEF0123456789" && output.settings == "payment_mode=live"
+    error_message = "a live key with payment_mode = live"
+  }
+}
+
+run "a_live_key_in_test_mode_is_refused" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+      payment_api_key         = "rk_live_0123456789abcdefABCDEF0123456789"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "a_full_secret_key_is_refused" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+      payment_api_key         = "sk_test_0123456789abcdefABCDEF0123456789"
+    }
+  }
+
+  expect_failures = [var.secrets]
+}
+
+run "another_api_origin" {
+  command = plan
+
+  variables {
+    payment_api_url = "https://payments-gw.example.com:8443"
+  }
+
+  assert {
+    condition     = output.spin_variables.payment_api_url == "https://payments-gw.example.com:8443" && output.hosts.payment_api_url == "https://payments-gw.example.com:8443"
+    error_message = "payment_api_url is passed as given"
+  }
+  assert {
+    condition     = output.allowed_outbound_hosts[2] == "https://payments-gw.example.com:8443"
+    error_message = "\"{{ payment_api_url }}\" resolves to the origin given"
+  }
+}
+
+run "an_api_url_with_a_path_is_refused" {
+  command = plan
+
+  variables {
+    payment_api_url = "https://api.stripe.com/v1"
+  }
+
+  expect_failures = [var.payment_api_url]
+}
+
+run "an_api_url_with_a_trailing_slash_is_refused" {
+  command = plan
+
+  variables {
+    payment_api_url = "https://api.stripe.com/"
+  }
+
+  expect_failures = [var.payment_api_url]
+}
+
+run "an_api_url_over_plain_http_is_refused" {
+  command = plan
+
+  variables {
+    payment_api_url = "http://api.stripe.com"
+  }
+
+  expect_failures = [var.payment_api_url]
 }
