@@ -270,6 +270,58 @@ pub fn refunded_amount(
     Ok(intent.latest_charge.map_or(0, |c| c.amount_refunded))
 }
 
+/// A page of the provider's events, newest first: each event as sent (a webhook's body), with
+/// its id and creation time.
+#[derive(Debug, Clone, Default)]
+pub struct EventPage {
+    pub events: Vec<(String, u64, Vec<u8>)>,
+    pub has_more: bool,
+}
+
+/// `GET /v1/events?type=…&created[gte]=…`: one page of up to 100 events of `kind` created at
+/// or after `since_s`, after event `starting_after` (the list is newest first).
+pub fn list_events(
+    api: &(impl ProviderApi + ?Sized),
+    kind: &str,
+    since_s: u64,
+    starting_after: Option<&str>,
+) -> Result<EventPage, Error> {
+    #[derive(Deserialize)]
+    struct List {
+        data: Vec<serde_json::Value>,
+        has_more: bool,
+    }
+    let mut form = vec![
+        ("type".to_owned(), kind.to_owned()),
+        ("created[gte]".to_owned(), since_s.to_string()),
+        ("limit".to_owned(), "100".to_owned()),
+    ];
+    if let Some(id) = starting_after {
+        form.push(("starting_after".to_owned(), id.to_owned()));
+    }
+    let call = ApiCall {
+        post: false,
+        path: "/v1/events".to_owned(),
+        form,
+        idempotency_key: None,
+    };
+    let list: List = answer(api, &call)?;
+    let events = list
+        .data
+        .into_iter()
+        .map(|e| {
+            let id = e["id"].as_str().unwrap_or_default().to_owned();
+            let created = e["created"].as_u64().unwrap_or_default();
+            let body = serde_json::to_vec(&e).map_err(Error::bug)?;
+            Ok((id, created, body))
+        })
+        .collect::<Result<_, Error>>()?;
+    Ok(EventPage {
+        events,
+        has_more: list.has_more,
+    })
+}
+
 /// `GET /v1/refunds/{id}`.
 pub fn retrieve_refund(api: &(impl ProviderApi + ?Sized), id: &str) -> Result<Refund, Error> {
     let call = ApiCall {

@@ -5,6 +5,7 @@
 //! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
 //! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
 
+mod backstop;
 mod confirm;
 mod drain;
 pub mod fault;
@@ -14,6 +15,7 @@ mod refund;
 mod release;
 mod repeat;
 
+pub use backstop::{BackstopReport, recover_events};
 pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm, provider_event_counts};
 pub use drain::{DrainOptions, DrainReport, catch_up, drain};
 pub use pay::{

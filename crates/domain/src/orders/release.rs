@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{RefundReport, confirm, int, mirror, s, text, transaction};
+use super::{BackstopReport, RefundReport, confirm, int, mirror, s, text, transaction};
 use crate::checkout::{self, ProviderApi, SessionStatus};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
@@ -36,6 +36,8 @@ pub struct ReleaseReport {
     pub sessions: SessionReport,
     /// Refunds owed, paid back through the provider.
     pub refunds: RefundReport,
+    /// Payments recovered from the provider's events list (webhooks lost).
+    pub backstop: BackstopReport,
 }
 
 /// Checkout sessions closed at the provider before their orders' units go back.
@@ -57,6 +59,9 @@ pub struct SessionReport {
 /// live-mode limit (100 requests a second; 25 in test mode), which it shares with the pay
 /// route. A 429 ends the run early; the rest wait for the next run.
 pub const SESSIONS_PER_RUN: u32 = 100;
+
+/// Pages of the provider's events one run reads at most (100 events each).
+pub const EVENT_PAGES_PER_RUN: u32 = 10;
 
 /// The provider, for the sessions timeout release closes.
 pub struct Provider<'a> {
@@ -138,9 +143,10 @@ pub fn close_sessions<S: Store>(
     Ok(report)
 }
 
-/// Closes the checkout sessions of orders past their deadline ([`close_sessions`], when there
-/// is a provider), releases what may go ([`release_expired`]), then pays back the refunds owed
-/// ([`super::pay_back`]): the money's sweep, on timeout release's schedule.
+/// The money's sweep, on timeout release's schedule, when there is a provider: payments whose
+/// webhook was lost recovered from its events list ([`super::recover_events`]), the checkout
+/// sessions of orders past their deadline closed ([`close_sessions`]); then what may go is
+/// released ([`release_expired`]) and the refunds owed paid back ([`super::pay_back`]).
 pub fn release_due<S: Store>(
     nodes: &Nodes<S>,
     db: &impl Sql,
@@ -148,6 +154,18 @@ pub fn release_due<S: Store>(
     now_ms: u64,
     limit: i64,
 ) -> Result<ReleaseReport, Error> {
+    // Payments whose webhook was lost first, so that their orders are paid, not released.
+    let backstop = match provider {
+        Some(provider) => super::recover_events(
+            nodes,
+            db,
+            provider.api,
+            provider.mode,
+            now_ms,
+            EVENT_PAGES_PER_RUN,
+        )?,
+        None => BackstopReport::default(),
+    };
     let sessions = match provider {
         Some(provider) => close_sessions(nodes, db, provider, now_ms)?,
         None => SessionReport::default(),
@@ -160,6 +178,7 @@ pub fn release_due<S: Store>(
     Ok(ReleaseReport {
         sessions,
         refunds,
+        backstop,
         ..released
     })
 }

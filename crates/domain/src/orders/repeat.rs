@@ -55,6 +55,13 @@ impl JobReport for ReleaseReport {
         r.retrying += l.retrying;
         r.deferred = l.deferred;
         r.errors.extend(l.errors);
+        let (b, l) = (&mut self.backstop, later.backstop);
+        b.pages += l.pages;
+        b.events += l.events;
+        b.recovered += l.recovered;
+        b.paid += l.paid;
+        b.complete = l.complete;
+        b.error = l.error;
     }
     fn idle(&self) -> bool {
         let s = &self.sessions;
