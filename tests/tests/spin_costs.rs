@@ -8,16 +8,19 @@
 //!
 //! | route | component | variable lookups | of which from `get`s | `get`s | outbound opens | allowed-host entries parsed | before: lookups, entries |
 //! |---|---|---:|---:|---:|---:|---:|---:|
-//! | `POST …/admission/challenge` | `issue-token` | 13 = 10 + 3 | 3 | 3 | 1 | 1 | – |
-//! | `POST …/admission` | `issue-token` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
-//! | `POST …/precheck` | `precheck` | 14 = 10 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
-//! | `POST …/buy` | `buy` | 12 = 10 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
-//! | `GET …/orders/me` (poll) | `poll` | 12 = 10 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
+//! | `POST …/admission/challenge` | `issue-token` | 15 = 12 + 3 | 3 | 3 | 1 | 1 | – |
+//! | `POST …/admission` | `issue-token` | 16 = 12 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
+//! | `POST …/precheck` | `precheck` | 16 = 12 + 4 | 4 | 4 | 1 | 1 | 19, 3 |
+//! | `POST …/buy` | `buy` | 14 = 12 + 2 | 2 | 2 | 1 | 1 | 18, 3 |
+//! | `GET …/orders/me` (poll) | `poll` | 14 = 12 + 2 | 2 | 3 | 1 | 2 | 19, 4 |
 //!
-//! - **10**: `spin.toml`'s `[variables]`: where Redis and Postgres are (`redis_url`,
+//! - **12**: `spin.toml`'s `[variables]`: where Redis and Postgres are (`redis_url`,
 //!   `redis_origin`, `pg_url`, `pg_host`), the five secrets (the payment provider's webhook
-//!   secrets among them: only its webhook reads them, every instance resolves them), and
-//!   `settings`, the optional knobs in one variable. The first allowed-hosts check of an instance resolves every application
+//!   secrets among them: only its webhook reads them, every instance resolves them), the
+//!   payment provider's API (`payment_api_url`, which `allowed_outbound_hosts` of the pay route
+//!   and the jobs names, and `payment_api_key`: two variables, as Redis's URL and origin are,
+//!   because an allowed host is a whole variable), and `settings`, the optional knobs in one
+//!   variable. The first allowed-hosts check of an instance resolves every application
 //!   variable (`crates/factor-outbound-networking/src/lib.rs`, `prepare`;
 //!   `crates/expressions/src/lib.rs`, `ProviderResolver::prepare`), whichever it needs.
 //! - **`get`s**, one lookup per `{{ variable }}` of the component variable's template:
@@ -48,7 +51,7 @@ use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, product_manifest
 use serde_json::{Value, json};
 
 /// The application variables `spin.toml` declares: every instance's first open resolves them.
-const APP_VARIABLES: u64 = 10;
+const APP_VARIABLES: u64 = 12;
 
 /// Per request: `gets` variable reads naming `templated` application variables between them,
 /// so [`APP_VARIABLES`] + `templated` lookups; one open; `entries` hosts parsed.
