@@ -412,6 +412,7 @@ async function loadRefunds() {
       [p.order_id], [p.user_id], [money(p.amount, p.currency), 'n'],
       [REASONS[p.refund_reason] || p.refund_reason || '–'], [p.provider_ref || '–'],
       [p.confirmed_ms ? new Date(p.confirmed_ms).toLocaleString() : '–'],
+      [p.refund_error ? `failed, tried again: ${p.refund_error}` : '–'],
     ];
     tr.append(...cells.map(([text, cls]) => {
       const td = document.createElement('td');

@@ -347,7 +347,24 @@ async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block
     for _ in 0..40 {
         let (status, report) = job(&app, "timeout-release").await?;
         assert_eq!(status, 200, "{report}");
-        retried |= report["refunds"]["retrying"].as_u64() > Some(0);
+        if report["refunds"]["retrying"].as_u64() > Some(0) && !retried {
+            retried = true;
+            // Operators see why, while it waits for its next attempt.
+            let (_, listed) = app
+                .admin(
+                    Method::GET,
+                    "/admin/events/land/payments?status=refund_due",
+                    None,
+                )
+                .await?;
+            let errors: Vec<&str> = listed["payments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["refund_error"].as_str())
+                .collect();
+            assert_eq!(errors, ["expired_or_canceled_card"], "{listed}");
+        }
         let done = provider_payments(&pg, order).await?;
         if done.iter().filter(|(s, _)| s == "refunded").count() == 2 {
             break;

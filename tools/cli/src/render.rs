@@ -297,10 +297,13 @@ pub fn payments(v: &Value) -> String {
     listed
         .iter()
         .map(|p| {
-            let status = match p["refund_reason"].as_str() {
-                Some(reason) => format!("refund due ({reason})"),
-                None => p["status"].as_str().unwrap_or("?").to_owned(),
-            };
+            let mut status = p["status"].as_str().unwrap_or("?").replace('_', " ");
+            if let Some(reason) = p["refund_reason"].as_str() {
+                status = format!("{status} ({reason})");
+            }
+            if let Some(error) = p["refund_error"].as_str() {
+                status = format!("{status}, last refund failed: {error}");
+            }
             format!(
                 "{} · order {} · {} · {} {} (smallest unit) · {status} · provider {}",
                 p["payment_id"].as_str().unwrap_or("?"),

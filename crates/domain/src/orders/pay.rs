@@ -256,6 +256,8 @@ pub struct PaymentRecord {
     pub currency: String,
     /// The provider's reference, once it confirmed.
     pub provider_ref: Option<String>,
+    /// Why the last attempt to refund it failed (it is tried again after a back-off).
+    pub refund_error: Option<String>,
     /// When the buyer started it (Unix ms).
     pub created_ms: i64,
     /// When the provider's payment was taken.
@@ -275,13 +277,13 @@ pub fn payments(
 ) -> Result<Vec<PaymentRecord>, Error> {
     let rows = db.query(
         "SELECT payment_id, order_id, user_id, status, refund_reason, amount, currency,
-                provider_ref, created_ms, received_ms
+                provider_ref, created_ms, received_ms, refund_error
              FROM (SELECT p.payment_id, p.order_id, p.user_id,
                           CASE WHEN pp.status <> 'paid' THEN pp.status
                                ELSE p.status END AS status,
                           pp.refund_reason, coalesce(pp.amount, p.amount) AS amount,
                           coalesce(pp.currency, p.currency) AS currency, pp.provider_ref,
-                          p.created_ms, pp.received_ms
+                          p.created_ms, pp.received_ms, pp.refund_error
                    FROM payments p
                    LEFT JOIN provider_payments pp ON pp.payment_id = p.payment_id
                    WHERE p.event_id = $1) listed
@@ -314,6 +316,7 @@ pub fn payments(
                     Some(Cell::Null) => None,
                     _ => Some(int(row, 9)?),
                 },
+                refund_error: optional_text(row, 10)?,
             })
         })
         .collect()
@@ -469,6 +472,7 @@ mod tests {
             Cell::Str("eur".into()),
             Cell::Str("pi_1".into()),
             Cell::Int64(1_000),
+            Cell::Null,
             Cell::Null,
         ]]));
         let event = EventId::parse("e1").unwrap();
