@@ -14,6 +14,7 @@ use seckill_testkit::{
 };
 use serde_json::{Value, json};
 
+use crate::pay::start_payment;
 use crate::{assert_books, drain_all, job, sell, vars};
 
 /// The app with the sandbox as its provider (the restricted key, the sandbox's API), and the
@@ -32,17 +33,6 @@ async fn with_sandbox() -> Result<(RedisServer, PgServer, TestApp, StripeSandbox
         &["*"],
     );
     Ok((redis, pg, app, sandbox))
-}
-
-/// `user` asks to pay `order` of `event`: the status and the answer.
-async fn pay(app: &TestApp, event: &str, user: &str, order: &str) -> Result<(u16, Value)> {
-    app.call(
-        Method::POST,
-        &format!("/api/events/{event}/orders/{order}/pay"),
-        Some(&jwt_for(user)),
-        None,
-    )
-    .await
 }
 
 /// The session id of a pay answer's checkout page (`…/c/pay/cs_…`).
@@ -83,7 +73,7 @@ async fn a_session_charges_the_orders_own_amount_and_its_payment_pays_the_order(
     let accepted = sell(&app, "land", 4, 4, json!({})).await?;
     drain_all(&app).await?;
     let (user, order) = &accepted[0];
-    let (status, payment) = pay(&app, "land", user, order).await?;
+    let (status, payment) = start_payment(&app, "land", user, order).await?;
     assert_eq!(status, 200, "{payment}");
     let checkout = payment["checkout_url"].as_str().unwrap_or_default();
     assert!(
@@ -110,7 +100,7 @@ async fn a_session_charges_the_orders_own_amount_and_its_payment_pays_the_order(
     );
     assert_eq!(session.client_reference_id.as_deref(), Some(order.as_str()));
     // Paying again: the same open session, asked of the provider once.
-    let (_, again) = pay(&app, "land", user, order).await?;
+    let (_, again) = start_payment(&app, "land", user, order).await?;
     assert_eq!(again["checkout_url"], payment["checkout_url"]);
     assert_eq!(sandbox.calls_to("POST", "/v1/checkout/sessions").len(), 1);
     let created = &sandbox.calls_to("POST", "/v1/checkout/sessions")[0];
@@ -153,7 +143,7 @@ async fn a_session_paid_before_the_deadline_whose_webhook_is_held_is_settled_by_
     let accepted = sell(&app, "late", 2, 2, json!({ "payment_timeout_s": 2 })).await?;
     drain_all(&app).await?;
     let (user, order) = &accepted[0];
-    let (_, payment) = pay(&app, "late", user, order).await?;
+    let (_, payment) = start_payment(&app, "late", user, order).await?;
     let id = session_of(&payment)?;
     sandbox.hold_webhooks(WebhookFilter::All);
     sandbox.pay(&id)?;
@@ -224,7 +214,7 @@ async fn an_unpaid_session_is_expired_at_the_provider_before_its_unit_goes_back(
     let accepted = sell(&app, "late", 2, 2, json!({ "payment_timeout_s": 2 })).await?;
     drain_all(&app).await?;
     let (user, order) = &accepted[0];
-    let (_, payment) = pay(&app, "late", user, order).await?;
+    let (_, payment) = start_payment(&app, "late", user, order).await?;
     let id = session_of(&payment)?;
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let left = app.status("late").await?["stock_left"]
@@ -268,7 +258,7 @@ async fn a_rate_limited_provider_reaches_the_buyer_as_503_with_retry_after() -> 
     let body: Value = resp.json().await?;
     assert_eq!(body["error"]["code"], "provider_busy", "{body}");
     // The storefront tries again and gets its session.
-    let (status, payment) = pay(&app, "land", user, order).await?;
+    let (status, payment) = start_payment(&app, "land", user, order).await?;
     assert_eq!(status, 200, "{payment}");
     session_of(&payment)?;
     assert_books(&app, &pg, "land", 2, &accepted).await
@@ -320,7 +310,7 @@ async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block
     let accepted = sell(&app, "land", 2, 2, json!({})).await?;
     drain_all(&app).await?;
     let (user, order) = &accepted[0];
-    let (_, payment) = pay(&app, "land", user, order).await?;
+    let (_, payment) = start_payment(&app, "land", user, order).await?;
     let id = session_of(&payment)?;
     // Another integration charges one cent naming our payment: it pays nothing and owes a
     // refund, and the buyer's own payment still pays the order.
@@ -428,7 +418,7 @@ async fn payments_whose_webhooks_were_lost_are_recovered_from_the_events_list_ac
     let accepted = sell(&app, "lost", n as u64, n, json!({})).await?;
     drain_all(&app).await?;
     for (user, order) in &accepted {
-        let (status, payment) = pay(&app, "lost", user, order).await?;
+        let (status, payment) = start_payment(&app, "lost", user, order).await?;
         assert_eq!(status, 200, "{payment}");
         sandbox.pay_without_webhooks(&session_of(&payment)?)?;
     }

@@ -30,7 +30,7 @@ async fn payment_answer(app: &TestApp, user: &str, order: &str) -> Result<Value>
 }
 
 /// `user` starts paying `order` of `event`: the pay route's answer.
-async fn start_payment(
+pub(crate) async fn start_payment(
     app: &TestApp,
     event: &str,
     user: &str,
