@@ -43,6 +43,19 @@ pub struct BackstopReport {
     pub error: Option<String>,
 }
 
+impl BackstopReport {
+    /// A later run's report added to this one's (a job repeated for its time budget).
+    pub(super) fn add(&mut self, later: Self) {
+        self.pages += later.pages;
+        self.events += later.events;
+        self.recovered += later.recovered;
+        self.paid += later.paid;
+        // Whether the last run read every page, and why not.
+        self.complete = later.complete;
+        self.error = later.error;
+    }
+}
+
 /// Reads the provider's events since the cursor, up to `max_pages` pages, and applies each.
 pub fn recover_events<S: Store>(
     nodes: &Nodes<S>,

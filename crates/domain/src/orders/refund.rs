@@ -29,6 +29,17 @@ pub struct RefundReport {
     pub errors: BTreeMap<String, String>,
 }
 
+impl RefundReport {
+    /// A later run's report added to this one's (a job repeated for its time budget).
+    pub(super) fn add(&mut self, later: Self) {
+        self.requested += later.requested;
+        self.refunded += later.refunded;
+        self.retrying += later.retrying;
+        self.deferred = later.deferred;
+        self.errors.extend(later.errors);
+    }
+}
+
 /// The longest a failed refund waits before it is tried again.
 const MAX_BACK_OFF_MS: u64 = 3_600_000;
 

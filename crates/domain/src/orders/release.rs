@@ -55,6 +55,18 @@ pub struct SessionReport {
     pub errors: BTreeMap<String, String>,
 }
 
+impl SessionReport {
+    /// A later run's report added to this one's (a job repeated for its time budget).
+    pub(super) fn add(&mut self, later: Self) {
+        self.expired += later.expired;
+        self.settled += later.settled;
+        self.processing += later.processing;
+        // Still left after the last run: that run's count, not a sum.
+        self.deferred = later.deferred;
+        self.errors.extend(later.errors);
+    }
+}
+
 /// Checkout sessions one release run asks the provider about at most: a second of Stripe's
 /// live-mode limit (100 requests a second; 25 in test mode), which it shares with the pay
 /// route. A 429 ends the run early; the rest wait for the next run.

@@ -43,25 +43,9 @@ impl JobReport for ReleaseReport {
         self.waiting_for_redis = later.waiting_for_redis;
         self.transfers_credited += later.transfers_credited;
         self.event_errors.extend(later.event_errors);
-        let (s, l) = (&mut self.sessions, later.sessions);
-        s.expired += l.expired;
-        s.settled += l.settled;
-        s.processing += l.processing;
-        s.deferred = l.deferred;
-        s.errors.extend(l.errors);
-        let (r, l) = (&mut self.refunds, later.refunds);
-        r.requested += l.requested;
-        r.refunded += l.refunded;
-        r.retrying += l.retrying;
-        r.deferred = l.deferred;
-        r.errors.extend(l.errors);
-        let (b, l) = (&mut self.backstop, later.backstop);
-        b.pages += l.pages;
-        b.events += l.events;
-        b.recovered += l.recovered;
-        b.paid += l.paid;
-        b.complete = l.complete;
-        b.error = l.error;
+        self.sessions.add(later.sessions);
+        self.refunds.add(later.refunds);
+        self.backstop.add(later.backstop);
     }
     fn idle(&self) -> bool {
         let s = &self.sessions;
