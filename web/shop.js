@@ -389,11 +389,12 @@ async function poll() {
         schedulePoll(3000);
       }
     } else if (b.state === 'paid') {
-      paid();
+      paid(b.refund);
     } else {
       $('pay').classList.add('hidden');
-      say('Your order expired: the payment window closed and the item went back on sale.', 'bad');
-      finish();
+      say('Your order expired: the payment window closed and the item went back on sale.' +
+        refundNote(b.refund), 'bad');
+      settle(b.refund);
     }
   } else if (b.status === 'sold_out') {
     say(messageFor('sold_out'), 'bad');
@@ -428,10 +429,32 @@ async function pay() {
   schedulePoll(1500);
 }
 
-function paid() {
+function paid(refund) {
   $('pay').classList.add('hidden');
-  say('Paid. Thank you — your item is on its way.', 'ok');
-  finish();
+  say('Paid. Thank you — your item is on its way.' + refundNote(refund), 'ok');
+  settle(refund);
+}
+
+// Money paid for the order that it did not need (a second payment, another amount), and
+// where its refund stands.
+function refundNote(refund) {
+  if (!refund) return '';
+  const one = refund.payments === 1;
+  const what = one ? 'A payment of yours this order did not need' :
+    `${refund.payments} payments of yours this order did not need`;
+  if (refund.state === 'refunded') return ` ${what} ${one ? 'was' : 'were'} refunded.`;
+  return ` ${what} ${one ? 'is' : 'are'} being refunded.`;
+}
+
+// An order past payment is done, unless money it did not need is still being paid back: then
+// the page keeps asking, slowly, until it is.
+function settle(refund) {
+  if (refund && refund.state === 'pending') {
+    $('queue').classList.add('hidden');
+    schedulePoll(5000 + jitter(5000));
+  } else {
+    finish();
+  }
 }
 
 start();

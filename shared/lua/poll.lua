@@ -1,9 +1,9 @@
 -- poll: a user's result, from Redis only. Its one write elects, at most once per
 -- `poll_drain_ms`, a poll whose order is still queued to drain this shard after answering
 -- (the poll-carried drain, for platforms whose scheduler is coarse; 0 turns it off).
---- keys(shard): cfg bought drained orders drain_nudge stock empty
+--- keys(shard): cfg bought drained orders drain_nudge stock empty refunds
 --- args: user poll_drain_ms home_hash
---- ok: order_id:text status:order_status seq:u64 drained:u64 drain_rate:u64 drain_due:flag
+--- ok: order_id:text status:order_status seq:u64 drained:u64 drain_rate:u64 drain_due:flag refund:text refund_payments:u64
 -- Otherwise: {WRONG_SHARD, shards} | {NONE, sold_out (0/1)} (no order) | {NOT_FOUND}.
 local cfg = hmget(K_CFG, 'start_ms', 'warmed', 'shard', 'shards')
 if not cfg.start_ms then return {NOT_FOUND} end
@@ -22,4 +22,7 @@ if o.status == 'queued' and every_ms > 0
     and redis.call('SET', K_DRAIN_NUDGE, '1', 'NX', 'PX', every_ms) then
   due = 1
 end
-return {OK, order, o.status, tonumber(o.seq), get_number(K_DRAINED), rate, due}
+-- What is paid back to the buyer, if anything ('' and 0 when nothing).
+local refund, payments = string.match(redis.call('HGET', K_REFUNDS, order) or '', '^(%a+)|(%d+)$')
+return {OK, order, o.status, tonumber(o.seq), get_number(K_DRAINED), rate, due, refund or '',
+  tonumber(payments or '0')}

@@ -932,6 +932,7 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     let expected = PollResult::Order {
         order_id: expired.order_id.clone(),
         state: OrderStatus::Expired,
+        refund: None,
     };
     assert_eq!(polled, expected);
     let late = users[STOCK as usize..]

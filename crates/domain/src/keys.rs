@@ -19,6 +19,7 @@
 //! | `{sk:E/s}:ptok:<user>` | string, TTL | the user's one-time purchase token |
 //! | `{sk:E/s}:bought` | hash | user → order id (one per user: a user only buys at home) |
 //! | `{sk:E/s}:orders` | hash | order id → `status|shard|seq` ([`OrderStatus`]) |
+//! | `{sk:E/s}:refunds` | hash | order id → `state|payments`: what is paid back to its buyer ([`RefundState`]) |
 //! | `{sk:E/s}:queue` | stream | this shard's order intents for the drain |
 //! | `{sk:E/s}:seq` / `:drained` | counter | this shard's orders accepted / drained |
 //! | `{sk:E/s}:counts` | hash | refusals by reply code; orders `paid` / `expired` (for the console) |
@@ -77,6 +78,34 @@ impl OrderStatus {
         ]
         .into_iter()
         .find(|s| s.as_str() == word)
+    }
+}
+
+/// Where the money a buyer paid for an order and that paid nothing (a second payment, another
+/// amount, a late one) stands, as the shard's `:refunds` hash holds it (and poll reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundState {
+    /// Owed or under way at the provider.
+    Pending,
+    /// Every such payment refunded.
+    Refunded,
+}
+
+impl RefundState {
+    /// The word the scripts write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundState::Pending => "pending",
+            RefundState::Refunded => "refunded",
+        }
+    }
+
+    /// The state `word` names, if any.
+    pub fn parse(word: &str) -> Option<Self> {
+        [RefundState::Pending, RefundState::Refunded]
+            .into_iter()
+            .find(|s| s.as_str() == word)
     }
 }
 
@@ -200,6 +229,10 @@ impl ShardKeys {
     /// in one command).
     pub fn orders(&self) -> String {
         self.key("orders")
+    }
+    /// What is paid back to each order's buyer (hash: order id → `state|payments`), for poll.
+    pub fn refunds(&self) -> String {
+        self.key("refunds")
     }
     /// Order intents waiting for the drain.
     pub fn queue(&self) -> String {

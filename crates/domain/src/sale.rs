@@ -13,7 +13,7 @@ use crate::auth;
 use crate::error::{Dependency, Error};
 use crate::event::EventId;
 use crate::ids;
-use crate::keys::{MasterKeys, OrderStatus};
+use crate::keys::{MasterKeys, OrderStatus, RefundState};
 use crate::nodes::Nodes;
 use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
@@ -83,11 +83,24 @@ pub enum PollResult {
         order_id: String,
         /// Past queued.
         state: OrderStatus,
+        /// Money the buyer paid for it that paid nothing, and where its refund stands.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refund: Option<Refund>,
     },
     /// No order, and nothing left to buy.
     SoldOut,
     /// No order (yet).
     None,
+}
+
+/// Payments of an order that paid nothing (a second payment, another amount, a late one), paid
+/// back by the refund job ([`crate::orders::pay_back`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refund {
+    /// `pending` until every one of them is refunded.
+    pub state: RefundState,
+    /// How many payments.
+    pub payments: u64,
 }
 
 /// What a poll found, and whether it was elected to drain.
@@ -108,6 +121,10 @@ fn polled(state: scripts::poll::OrderState, shard: u32) -> Polled {
     match state {
         OrderState::Order(o) if o.status != OrderStatus::Queued => Polled {
             result: PollResult::Order {
+                refund: RefundState::parse(&o.refund).map(|state| Refund {
+                    state,
+                    payments: o.refund_payments,
+                }),
                 order_id: o.order_id,
                 state: o.status,
             },

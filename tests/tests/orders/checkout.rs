@@ -303,6 +303,16 @@ async fn until_provider_payments(
     anyhow::bail!("{:?}, not {want:?}", provider_payments(pg, order).await?)
 }
 
+/// `user`'s poll of their order at `event`.
+async fn poll(app: &TestApp, event: &str, user: &str) -> Result<Value> {
+    let path = app.sale_path(event, "orders/me");
+    let (status, polled) = app
+        .call(Method::GET, &path, Some(&jwt_for(user)), None)
+        .await?;
+    anyhow::ensure!(status == 200, "poll: {status} {polled}");
+    Ok(polled)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block_the_right_one()
 -> Result<()> {
@@ -354,6 +364,9 @@ async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block
                 .filter_map(|p| p["refund_error"].as_str())
                 .collect();
             assert_eq!(errors, ["expired_or_canceled_card"], "{listed}");
+            // And the buyer sees money on its way back.
+            let polled = poll(&app, "land", user).await?;
+            assert_eq!(polled["refund"]["state"], "pending", "{polled}");
         }
         let done = provider_payments(&pg, order).await?;
         if done.iter().filter(|(s, _)| s == "refunded").count() == 2 {
@@ -406,6 +419,15 @@ async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block
         "{listed}"
     );
     assert_eq!(order_status(&pg, order).await?, "paid");
+    // The buyer's poll (from Redis) says both were refunded; the other buyer's says nothing.
+    let polled = poll(&app, "land", user).await?;
+    assert_eq!(
+        (&polled["state"], &polled["refund"]),
+        (&json!("paid"), &json!({"state": "refunded", "payments": 2})),
+        "{polled}"
+    );
+    let other = poll(&app, "land", &accepted[1].0).await?;
+    assert_eq!(other.get("refund"), None, "{other}");
     assert_books(&app, &pg, "land", 2, &accepted).await
 }
 

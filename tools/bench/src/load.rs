@@ -434,12 +434,25 @@ impl ServerTiming {
 }
 
 /// One request on a fresh connection, as a browser sends it when the server closed its last.
+///
+/// The connection is driven in this task rather than spawned: a spawned connection writes the
+/// request only when its task's turn comes, behind every other request of a crowd, which the
+/// host would count as a slow client (its `head`).
 pub async fn send(addr: SocketAddr, call: Call) -> Result<Answer> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
     let req = call.request(&addr.to_string())?;
-    Answer::read(sender.send_request(req).await?).await
+    let exchange = async move { Answer::read(sender.send_request(req).await?).await };
+    tokio::pin!(exchange);
+    tokio::select! {
+        answer = &mut exchange => answer,
+        // Closed by the server: whatever it sent is buffered for the exchange to read.
+        closed = conn => {
+            closed?;
+            exchange.await
+        }
+    }
 }
 
 #[cfg(test)]

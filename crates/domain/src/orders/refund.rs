@@ -12,7 +12,12 @@ use serde::Serialize;
 use super::{int, s, text};
 use crate::checkout::{self, ProviderApi, Refund};
 use crate::error::{Error, ErrorCode};
+use crate::event::EventId;
+use crate::keys::{RefundState, ShardKeys};
+use crate::nodes::Nodes;
+use crate::scripts;
 use crate::sql::{Cell, Param as P, Sql};
+use crate::store::Store;
 
 /// What a refund run did.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -25,6 +30,8 @@ pub struct RefundReport {
     pub retrying: u64,
     /// Left for the next run: the provider rate limited us, or the run's budget was spent.
     pub deferred: u64,
+    /// Orders whose buyers' polls were told where their refunds stand.
+    pub buyers_told: u64,
     /// By provider payment, why its refund is not paid yet.
     pub errors: BTreeMap<String, String>,
 }
@@ -36,6 +43,7 @@ impl RefundReport {
         self.refunded += later.refunded;
         self.retrying += later.retrying;
         self.deferred = later.deferred;
+        self.buyers_told += later.buyers_told;
         self.errors.extend(later.errors);
     }
 }
@@ -49,8 +57,22 @@ fn back_off_ms(attempts: i64) -> u64 {
     (1_000u64 << doublings).min(MAX_BACK_OFF_MS)
 }
 
-/// Refunds what is owed and follows the refunds under way, at most `budget` of them a run.
-pub fn pay_back(
+/// Refunds what is owed and follows the refunds under way, at most `budget` of them a run;
+/// then tells the buyers' polls where their refunds stand ([`tell_buyers`]).
+pub fn pay_back<S: Store>(
+    nodes: &Nodes<S>,
+    db: &impl Sql,
+    api: &dyn ProviderApi,
+    now_ms: u64,
+    budget: u32,
+) -> Result<RefundReport, Error> {
+    let mut report = refund_owed(db, api, now_ms, budget)?;
+    report.buyers_told = tell_buyers(nodes, db, budget)?;
+    Ok(report)
+}
+
+/// Refunds what is owed and follows the refunds under way, at most `budget` of them.
+fn refund_owed(
     db: &impl Sql,
     api: &dyn ProviderApi,
     now_ms: u64,
@@ -125,6 +147,53 @@ pub fn pay_back(
     }
     report.deferred += rows.count() as u64;
     Ok(report)
+}
+
+/// Mirrors, for at most `budget` orders, where the refunds of their payments that paid nothing
+/// stand into each order's shard ([`scripts::set_refund`]), until what the buyer was told
+/// matches the record. A node that does not answer leaves its orders for the next run.
+fn tell_buyers<S: Store>(nodes: &Nodes<S>, db: &impl Sql, budget: u32) -> Result<u64, Error> {
+    let untold = db.query(
+        "SELECT o.event_id, o.shard, o.order_id, bool_and(pp.status = 'refunded'),
+                count(*)::bigint, string_agg(pp.provider_ref || '=' || pp.status, ',')
+             FROM provider_payments pp JOIN payments p USING (payment_id)
+             JOIN orders o ON o.order_id = p.order_id
+             WHERE pp.status <> 'paid' AND p.order_id IN (
+                 SELECT p.order_id FROM provider_payments pp JOIN payments p USING (payment_id)
+                 WHERE pp.status <> 'paid' AND pp.buyer_told IS DISTINCT FROM pp.status
+                 LIMIT $1)
+             GROUP BY o.event_id, o.shard, o.order_id",
+        &[P::Int64(i64::from(budget))],
+    )?;
+    let mut told = 0;
+    for row in &untold.rows {
+        let (event, order) = (text(row, 0)?, text(row, 2)?);
+        let event = EventId::parse(&event).map_err(Error::bug)?;
+        let shard = u32::try_from(int(row, 1)?).map_err(Error::bug)?;
+        let state = match row.get(3) {
+            Some(Cell::Bool(true)) => RefundState::Refunded,
+            _ => RefundState::Pending,
+        };
+        let payments = u64::try_from(int(row, 4)?).unwrap_or(0);
+        let k = ShardKeys::new(&event, shard);
+        let mirrored = nodes.on_shard(&event, shard, |store| {
+            scripts::set_refund::run(store, &k, &order, state, payments)
+        });
+        if mirrored.is_err() {
+            continue;
+        }
+        // Each payment marked with the state it had when read: one that moved since is told
+        // again next run.
+        db.execute(
+            "UPDATE provider_payments pp SET buyer_told = seen.status
+                 FROM (SELECT split_part(e, '=', 1) AS provider_ref, split_part(e, '=', 2) AS status
+                       FROM unnest(string_to_array($1, ',')) AS e) seen
+                 WHERE pp.provider_ref = seen.provider_ref",
+            &[s(&text(row, 5)?)],
+        )?;
+        told += 1;
+    }
+    Ok(told)
 }
 
 /// Records what the provider said of a refund.

@@ -184,7 +184,7 @@ pub fn release_due<S: Store>(
     };
     let released = release_expired(nodes, db, now_ms, limit)?;
     let refunds = match provider {
-        Some(provider) => super::pay_back(db, provider.api, now_ms, provider.budget)?,
+        Some(provider) => super::pay_back(nodes, db, provider.api, now_ms, provider.budget)?,
         None => RefundReport::default(),
     };
     Ok(ReleaseReport {

@@ -177,6 +177,8 @@ fn a_queued_order_polls_with_its_position_and_wait() {
             10.into(),
             10.into(),
             1.into(),
+            "".into(),
+            0.into(),
         ],
     );
     let polled = poll(&store);
@@ -192,7 +194,7 @@ fn a_queued_order_polls_with_its_position_and_wait() {
 }
 
 #[test]
-fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
+fn a_drained_order_polls_with_its_stored_state_and_refund_and_never_drains() {
     let store = FakeStore::holding_every_script().answers(
         &POLL,
         &[
@@ -203,6 +205,8 @@ fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
             40.into(),
             0.into(),
             1.into(),
+            "pending".into(),
+            2.into(),
         ],
     );
     let polled = poll(&store);
@@ -210,7 +214,11 @@ fn a_drained_order_polls_with_its_stored_state_and_never_drains() {
         polled.result,
         PollResult::Order {
             order_id: "o1".into(),
-            state: OrderStatus::Paid
+            state: OrderStatus::Paid,
+            refund: Some(Refund {
+                state: RefundState::Pending,
+                payments: 2
+            }),
         }
     );
     assert!(!polled.drain_due);

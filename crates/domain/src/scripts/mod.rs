@@ -27,6 +27,7 @@ pub mod reconcile_read;
 pub mod register_event;
 pub mod set_fields;
 pub mod set_order_status;
+pub mod set_refund;
 pub mod shard_credit;
 pub mod shard_lend;
 pub mod shard_lent;

@@ -91,12 +91,18 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let admitted = sale.admission(args.users).await;
     sale.countdown(start_ms).await?;
     let first_wave = sale.buy_wave(&admitted, &args).await;
+    let paid_twice = sale.pay_twice(&servers.provider, &first_wave);
     sale.payment_window(&first_wave, args.payment_timeout_s)
         .await;
     let resold = sale.resale(&admitted, &first_wave).await;
-    sale.settle().await;
+    let refunds_shown = sale.settle(&paid_twice).await;
     watch.stop();
-    let outcome = report::Outcome { first_wave, resold };
+    let outcome = report::Outcome {
+        first_wave,
+        resold,
+        paid_twice: paid_twice.len(),
+        refunds_shown,
+    };
     report::write(&servers, &sale, &args, &outcome).await
 }
 

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use seckill_testkit::StripeSandbox;
 use seckill_testkit::walk::{Answer, Buyer, Reply};
 
 use super::recorder::{Phase, say};
@@ -41,6 +42,11 @@ pub struct Winner {
     /// How long after the buy the payment was accepted.
     pub paid_after: Option<Duration>,
 }
+
+/// One in this many paid winners pays a second time.
+const PAYS_TWICE_EVERY: usize = 25;
+/// How long the settle phase waits for the second payments' refunds to show in polls.
+const REFUND_WAIT: Duration = Duration::from_secs(60);
 
 /// The first wave's winners, by user.
 pub type Winners = HashMap<String, Winner>;
@@ -356,8 +362,70 @@ impl Sale {
     }
 
     /// The drain lands the resale's orders.
-    pub async fn settle(&self) {
+    pub async fn settle(&self, paid_twice: &[(String, String)]) -> usize {
         self.enter(Phase::Settle);
         tokio::time::sleep(Duration::from_secs(3)).await;
+        self.refunds_shown(paid_twice).await
+    }
+
+    /// One in [`PAYS_TWICE_EVERY`] paid winners pays their order a second time (another tab, a
+    /// bank's retry): the provider charges the order's checkout session again. The refund job
+    /// pays it back. Returns their users and orders.
+    pub fn pay_twice(
+        &self,
+        provider: &StripeSandbox,
+        first_wave: &Winners,
+    ) -> Vec<(String, String)> {
+        let mut paid: Vec<(&String, &Winner)> = first_wave.iter().filter(|(_, w)| w.paid).collect();
+        paid.sort_by_key(|(user, _)| *user);
+        let sessions = provider.sessions();
+        let twice: Vec<(String, String)> = paid
+            .into_iter()
+            .step_by(PAYS_TWICE_EVERY)
+            .filter_map(|(user, won)| {
+                let session = sessions.iter().find(|s| {
+                    s.client_reference_id.as_deref() == Some(won.order.as_str())
+                        && s.status == "complete"
+                })?;
+                match provider.charge_again(&session.id, None) {
+                    Ok(_) => Some((user.clone(), won.order.clone())),
+                    Err(e) => {
+                        eprintln!("the provider did not charge {} again: {e}", won.order);
+                        None
+                    }
+                }
+            })
+            .collect();
+        say(format_args!(
+            "  {} payers paid their order a second time; the refund job pays it back",
+            twice.len()
+        ));
+        twice
+    }
+
+    /// How many of `paid_twice`'s buyers see their second payment refunded when they poll
+    /// (the refund job runs with timeout release, every 5 s), waiting at most a minute.
+    async fn refunds_shown(&self, paid_twice: &[(String, String)]) -> usize {
+        let deadline = Instant::now() + REFUND_WAIT;
+        let mut shown = 0;
+        for (user, order) in paid_twice {
+            let buyer = self.buyer(user);
+            loop {
+                if let Ok(Reply {
+                    status: 200, body, ..
+                }) = buyer.poll(self).await
+                    && body["order_id"] == order.as_str()
+                    && body["refund"]["state"] == "refunded"
+                {
+                    shown += 1;
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(PAID_POLL_EVERY).await;
+            }
+        }
+        shown
     }
 }

@@ -24,6 +24,10 @@ pub struct Outcome {
     pub first_wave: Winners,
     /// Orders accepted in the resale.
     pub resold: Vec<String>,
+    /// Paid orders their buyers paid a second time.
+    pub paid_twice: usize,
+    /// Of those, the buyers whose poll showed the second payment refunded.
+    pub refunds_shown: usize,
 }
 
 /// The share of requests that may get no response (refused connections, connections closed
@@ -42,7 +46,7 @@ pub async fn write(
 ) -> Result<()> {
     let pg = &servers.pg;
     let in_pg = orders_in_postgres(pg).await?;
-    let money = Money::of(&servers.provider, pg, paid_orders(&in_pg)).await?;
+    let money = Money::of(&servers.provider, pg, paid_orders(&in_pg), outcome).await?;
     let accepted: HashSet<String> = outcome
         .first_wave
         .values()
@@ -387,12 +391,25 @@ struct Money {
     api_calls: usize,
     rate_limited: usize,
     paid_orders: usize,
-    /// Provider payments naming one of ours whose order is not paid.
+    /// Provider payments naming one of ours whose order is not paid and that are not refunded.
     charged_not_paid: Vec<String>,
+    /// Payments that paid nothing (`refund_due`…`refunded` here), refunds the provider made,
+    /// and the first of those not refunded at the end.
+    refunds_owed: usize,
+    refunds_paid: usize,
+    refunds_unpaid: Vec<String>,
+    /// Orders paid twice, and the buyers whose poll showed the refund.
+    paid_twice: usize,
+    refunds_shown: usize,
 }
 
 impl Money {
-    async fn of(provider: &StripeSandbox, pg: &PgServer, paid_orders: usize) -> Result<Money> {
+    async fn of(
+        provider: &StripeSandbox,
+        pg: &PgServer,
+        paid_orders: usize,
+        outcome: &Outcome,
+    ) -> Result<Money> {
         let sessions = provider.sessions();
         let charged = provider.payment_intents();
         let calls = provider.calls();
@@ -402,6 +419,9 @@ impl Money {
             let Some(payment_id) = pi.metadata.get("payment_id") else {
                 continue;
             };
+            if pi.amount_refunded == pi.amount {
+                continue;
+            }
             let row = db
                 .query_opt(
                     "SELECT o.status FROM payments p JOIN orders o USING (order_id)
@@ -414,7 +434,29 @@ impl Money {
                 charged_not_paid.push(format!("{} ({status:?})", pi.id));
             }
         }
+        let owed = db
+            .query(
+                "SELECT provider_ref, status FROM provider_payments WHERE status <> 'paid'
+                     ORDER BY provider_ref",
+                &[],
+            )
+            .await?;
+        let refunds_unpaid: Vec<String> = owed
+            .iter()
+            .filter(|r| r.get::<_, String>(1) != "refunded")
+            .map(|r| format!("{} ({})", r.get::<_, String>(0), r.get::<_, String>(1)))
+            .collect();
+        let refunds_paid = provider
+            .refunds()
+            .iter()
+            .filter(|r| r.status == "succeeded")
+            .count();
         Ok(Money {
+            refunds_owed: owed.len(),
+            refunds_paid,
+            refunds_unpaid,
+            paid_twice: outcome.paid_twice,
+            refunds_shown: outcome.refunds_shown,
             sessions: sessions.len(),
             sessions_expired: sessions.iter().filter(|s| s.status == "expired").count(),
             charged: charged.len(),
@@ -438,6 +480,9 @@ impl Money {
             "webhook_failed_by_status": w.failed_statuses,
             "webhooks_pending": w.pending + w.held, "webhooks_exhausted": w.exhausted,
             "charged_not_paid": self.charged_not_paid,
+            "refunds_owed": self.refunds_owed, "refunds_paid": self.refunds_paid,
+            "refunds_unpaid": self.refunds_unpaid,
+            "orders_paid_twice": self.paid_twice, "refunds_shown_to_buyers": self.refunds_shown,
         })
     }
 
@@ -448,7 +493,7 @@ impl Money {
     fn line(&self) -> String {
         let w = &self.webhooks;
         format!(
-            "provider: {} sessions ({} expired by timeout release before their units went back), {} charged; API calls {} ({} rate limited), {:.2} per paid order; webhooks delivered {} in {} attempts ({} retried; failed attempts {:?}), {} still pending; charged but not paid: {}",
+            "provider: {} sessions ({} expired by timeout release before their units went back), {} charged; API calls {} ({} rate limited), {:.2} per paid order; webhooks delivered {} in {} attempts ({} retried; failed attempts {:?}), {} still pending; charged but not paid: {}\nrefunds: {} payments paid nothing ({} orders paid twice), {} refunded by the provider, {} not refunded; buyers whose poll showed the refund: {} of {}",
             self.sessions,
             self.sessions_expired,
             self.charged,
@@ -461,17 +506,36 @@ impl Money {
             w.failed_statuses,
             w.pending + w.held,
             self.charged_not_paid.len(),
+            self.refunds_owed,
+            self.paid_twice,
+            self.refunds_paid,
+            self.refunds_unpaid.len(),
+            self.refunds_shown,
+            self.paid_twice,
         )
     }
 
-    /// What must not be: a buyer charged whose order is not paid.
-    fn wrong(&self) -> Option<String> {
-        (!self.charged_not_paid.is_empty()).then(|| {
-            format!(
+    /// What must not be: a buyer charged whose order is not paid and who was not refunded; a
+    /// refund still owed at the end; a buyer not shown their refund.
+    fn wrong(&self) -> Vec<String> {
+        let mut wrong = Vec::new();
+        if !self.charged_not_paid.is_empty() {
+            wrong.push(format!(
                 "charged at the provider but not paid here: {:?}",
                 self.charged_not_paid
-            )
-        })
+            ));
+        }
+        if !self.refunds_unpaid.is_empty() {
+            wrong.push(format!("refunds not paid: {:?}", self.refunds_unpaid));
+        }
+        if self.refunds_shown < self.paid_twice {
+            wrong.push(format!(
+                "{} of {} buyers paid twice were not shown their refund",
+                self.paid_twice - self.refunds_shown,
+                self.paid_twice
+            ));
+        }
+        wrong
     }
 }
 
