@@ -133,6 +133,7 @@ async fn a_session_charges_the_orders_own_amount_and_its_payment_pays_the_order(
         )
         .await?;
     assert_eq!(polled["state"], "paid", "{polled}");
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "land", 4, &accepted).await
 }
 
@@ -205,6 +206,7 @@ async fn a_session_paid_before_the_deadline_whose_webhook_is_held_is_settled_by_
         "{outcomes:?}"
     );
     assert_eq!(order_status(&pg, order).await?, "paid");
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "late", 2, &accepted).await
 }
 
@@ -231,6 +233,7 @@ async fn an_unpaid_session_is_expired_at_the_provider_before_its_unit_goes_back(
     );
     // Once expired at the provider, the session cannot be paid.
     assert!(sandbox.pay(&id).is_err());
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "late", 2, &accepted).await
 }
 
@@ -261,6 +264,7 @@ async fn a_rate_limited_provider_reaches_the_buyer_as_503_with_retry_after() -> 
     let (status, payment) = start_payment(&app, "land", user, order).await?;
     assert_eq!(status, 200, "{payment}");
     session_of(&payment)?;
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "land", 2, &accepted).await
 }
 
@@ -301,6 +305,66 @@ async fn until_provider_payments(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     anyhow::bail!("{:?}, not {want:?}", provider_payments(pg, order).await?)
+}
+
+/// The money's books against the provider's: every provider payment that names one of ours
+/// either pays exactly one order (the one paid provider payment of a paid order) or is owed,
+/// or was paid, a refund of at most what it took, never refunded twice; a paid order's unit
+/// was never released.
+async fn assert_money(pg: &PgServer, sandbox: &StripeSandbox) -> Result<()> {
+    let db = pg.client().await?;
+    let refunds = sandbox.refunds();
+    for pi in sandbox.payment_intents() {
+        let Some(payment) = pi.metadata.get("payment_id") else {
+            continue;
+        };
+        let row = db
+            .query_opt(
+                "SELECT pp.status, o.status FROM provider_payments pp
+                     JOIN payments p USING (payment_id) JOIN orders o USING (order_id)
+                     WHERE pp.provider_ref = $1 AND pp.payment_id = $2",
+                &[&pi.id, payment],
+            )
+            .await?
+            .with_context(|| format!("{} is recorded", pi.id))?;
+        let (recorded, order): (String, String) = (row.get(0), row.get(1));
+        let made = refunds
+            .iter()
+            .filter(|r| r.payment_intent == pi.id && r.status != "failed")
+            .count();
+        match recorded.as_str() {
+            "paid" => {
+                assert_eq!(order, "paid", "{} paid its order", pi.id);
+                assert_eq!(made, 0, "{} paid an order and is not refunded", pi.id);
+            }
+            _ => {
+                assert!(made <= 1, "{} refunded once at most: {made}", pi.id);
+                assert!(pi.amount_refunded <= pi.amount, "{}", pi.id);
+                if recorded == "refunded" {
+                    assert_eq!(
+                        (made, pi.amount_refunded),
+                        (1, pi.amount),
+                        "{} refunded whole",
+                        pi.id
+                    );
+                }
+            }
+        }
+    }
+    let wrong: i64 = db
+        .query_one(
+            "SELECT count(*) FROM orders o WHERE status = 'paid' AND (released_in_redis
+                 OR (SELECT count(*) FROM provider_payments pp JOIN payments p USING (payment_id)
+                     WHERE p.order_id = o.order_id AND pp.status = 'paid') <> 1)",
+            &[],
+        )
+        .await?
+        .get(0);
+    assert_eq!(
+        wrong, 0,
+        "each paid order has one paid provider payment and kept its unit"
+    );
+    Ok(())
 }
 
 /// `user`'s poll of their order at `event`.
@@ -428,6 +492,7 @@ async fn payments_that_paid_nothing_are_refunded_once_by_the_job_and_never_block
     );
     let other = poll(&app, "land", &accepted[1].0).await?;
     assert_eq!(other.get("refund"), None, "{other}");
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "land", 2, &accepted).await
 }
 
@@ -462,5 +527,6 @@ async fn payments_whose_webhooks_were_lost_are_recovered_from_the_events_list_ac
     // The next run reads the overlap again and changes nothing.
     let (_, again) = job(&app, "timeout-release").await?;
     assert_eq!(again["backstop"]["recovered"], 0, "{again}");
+    assert_money(&pg, &sandbox).await?;
     assert_books(&app, &pg, "lost", n as i64, &accepted).await
 }
