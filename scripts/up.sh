@@ -45,5 +45,5 @@ export SPIN_VARIABLE_PAYMENT_API_URL="http://$PROVIDER"
 SPIN_VARIABLE_PAYMENT_API_KEY=$("$BENCH" provider --print-key)
 export SPIN_VARIABLE_PAYMENT_API_KEY
 
-log "serving on http://$LISTEN, payments at http://$PROVIDER (Ctrl-C stops both; scripts/down.sh stops Redis and Postgres)"
+log "serving on http://$LISTEN, payments at http://$PROVIDER (its dashboard: http://$PROVIDER/dashboard; Ctrl-C stops both; scripts/down.sh stops Redis and Postgres)"
 "$ROOT/target/release/seckill-host" up --manifest "$ROOT/spin.toml" --listen "$LISTEN" "$@"

@@ -234,6 +234,29 @@ test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async 
   await status(p).filter({ hasText: 'Paid' }).waitFor({ timeout: 15_000 });
   assert.ok(await p.locator('#pay').isHidden(), 'no pay button once paid');
   await shot(p, 'paid');
+  // Paid twice (the provider's test-mode dashboard charges the order's session again): the
+  // refund job pays the second payment back, and the buyer's page says so.
+  if (PROVIDER) {
+    const dash = await p.context().newPage();
+    await dash.goto(`${PROVIDER}/dashboard`);
+    const order = callsTo(p, '/pay')[0].path.split('/orders/')[1].split('/')[0];
+    const session = dash.locator('#sessions tr[data-session]').filter({ hasText: order });
+    await session.getByRole('button', { name: 'Charge again' }).click();
+    await session.getByRole('button', { name: 'Charge again' }).waitFor({ state: 'attached' });
+    let refunded = false;
+    for (let i = 0; i < 20 && !refunded; i++) {
+      assert.equal((await api('POST', '/admin/jobs/timeout-release')).status, 200);
+      await p.reload();
+      refunded = await status(p).filter({ hasText: 'A payment of yours this order did not need was refunded.' })
+        .waitFor({ timeout: 1_500 }).then(() => true, () => false);
+    }
+    assert.ok(refunded, 'the buyer sees the second payment refunded');
+    await dash.reload();
+    await dash.locator('#refunds tr[data-refund]').filter({ hasText: 'succeeded' }).first().waitFor();
+    await shot(p, 'refunded');
+    await shot(dash, 'provider-dashboard');
+    await dash.close();
+  }
   await p.context().close();
 });
 

@@ -33,11 +33,11 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::form;
-use super::hosted;
 use super::ids::{new_id, wall_s};
 use super::schema::{self, Field};
 use super::state::{Origin, Session, SessionStatus, State, Stored, Unpayable, metadata_of};
 use super::{Call, Inner, Permission};
+use super::{dashboard, hosted};
 
 type Resp = Response<Full<Bytes>>;
 
@@ -81,6 +81,11 @@ async fn handle(inner: Arc<Inner>, req: Request<hyper::body::Incoming>) -> Resul
     }
     if path.starts_with("/v1/") {
         return api(inner, req).await;
+    }
+    if path.starts_with(dashboard::PATH) {
+        let post = req.method() == hyper::Method::POST;
+        let _ = req.into_body().collect().await;
+        return Ok(dashboard::handle(&inner, post, &path));
     }
     Ok(hosted::page(404, "en", "<h1>Not found</h1>"))
 }

@@ -22,6 +22,7 @@
 //! | `GET /v1/events` | [List all events](https://docs.stripe.com/api/events/list) | cursors, `type` wildcards, `types[]`, `created`, `delivery_success`, 30 days |
 //! | `GET /v1/events/:id` | [Retrieve an event](https://docs.stripe.com/api/events/retrieve) | |
 //! | `GET`/`POST /c/pay/:session` | the hosted Checkout page | charges the stored amount |
+//! | `GET /dashboard`, `POST /dashboard/sessions/:id/charge_again` | the Dashboard in test mode | sessions, payments, refunds; a second payment for a paid session |
 //!
 //! Across endpoints: [Authentication](https://docs.stripe.com/api/authentication) and
 //! [restricted keys](https://docs.stripe.com/keys#limit-access), [Errors](https://docs.stripe.com/api/errors)
@@ -47,6 +48,7 @@
 //! ```
 
 mod api;
+mod dashboard;
 mod error;
 mod form;
 mod hosted;
@@ -339,6 +341,19 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// Runs `f` on the state brought up to now (sessions expired, events due), then starts the
+    /// deliveries it queued.
+    pub fn with_state<T>(self: &Arc<Self>, f: impl FnOnce(&mut State, i64) -> T) -> T {
+        let now = self.clock.now();
+        let out = {
+            let mut state = self.state.lock().expect("sandbox state");
+            state.tick(now, &self.base_url);
+            f(&mut state, now)
+        };
+        self.flush();
+        out
+    }
+
     /// Keeps a task to abort when the sandbox goes.
     pub fn track(&self, task: AbortHandle) {
         let mut tasks = self.tasks.lock().expect("sandbox tasks");
@@ -452,14 +467,7 @@ impl StripeSandbox {
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut State, i64) -> T) -> T {
-        let now = self.inner.clock.now();
-        let out = {
-            let mut state = self.inner.state.lock().expect("sandbox state");
-            state.tick(now, &self.inner.base_url);
-            f(&mut state, now)
-        };
-        self.inner.flush();
-        out
+        self.inner.with_state(f)
     }
 
     // ---- webhook endpoints -----------------------------------------------------------------
@@ -533,23 +541,8 @@ impl StripeSandbox {
     /// session itself untouched — what a buyer paying one order twice, or another
     /// integration, produces.
     pub fn charge_again(&self, id: &str, amount: Option<i64>) -> Result<String> {
-        self.with_state(|s, now| {
-            let session = s
-                .sessions
-                .get(id)
-                .context("no such checkout session")?
-                .clone();
-            Ok(s.create_payment(
-                amount.unwrap_or(session.amount_total),
-                &session.currency,
-                session.pi_metadata.clone(),
-                session.pi_description.clone(),
-                None,
-                None,
-                &Origin::default(),
-                now,
-            ))
-        })
+        self.with_state(|s, now| s.charge_again(id, amount, now))
+            .context("no such checkout session")
     }
 
     /// A succeeded PaymentIntent outside Checkout (another integration on the same account)

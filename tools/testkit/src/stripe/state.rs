@@ -686,6 +686,22 @@ impl State {
 
     // ---- payments --------------------------------------------------------------------------
 
+    /// A second, separate payment naming session `id`'s order (its `payment_intent_data`
+    /// metadata), for `amount` (default the session's); `None` when there is no such session.
+    pub fn charge_again(&mut self, id: &str, amount: Option<i64>, now: i64) -> Option<String> {
+        let session = self.sessions.get(id)?.clone();
+        Some(self.create_payment(
+            amount.unwrap_or(session.amount_total),
+            &session.currency,
+            session.pi_metadata.clone(),
+            session.pi_description.clone(),
+            None,
+            None,
+            &Origin::default(),
+            now,
+        ))
+    }
+
     /// A succeeded payment: a PaymentIntent and its Charge, with their events.
     #[allow(clippy::too_many_arguments)]
     pub fn create_payment(
