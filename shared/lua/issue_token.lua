@@ -20,15 +20,19 @@ local difficulty = tonumber(cfg.pow_difficulty or '0')
 if tonumber(A_POW_BITS) < difficulty then
   return refused(K_COUNTS, {CHALLENGE_REQUIRED, difficulty})
 end
--- The address's bucket before the challenge is spent: a client told to slow down keeps its
--- solution for the next try.
+-- A used challenge is refused before the address's bucket is touched (a replay spends none of
+-- an honest address's tokens); the bucket before the challenge is marked used (a client told
+-- to slow down keeps its solution for the next try).
+local challenged = A_CHALLENGE_TTL_MS ~= '0'
+if challenged and redis.call('EXISTS', K_USED_CHALLENGE) == 1 then
+  return refused(K_COUNTS, {CHALLENGE_USED})
+end
 if not take_token(K_ADDR_BUCKET, tonumber(cfg.admission_addr_rate or '0'),
     tonumber(cfg.admission_addr_burst or '0'), now) then
   return refused(K_COUNTS, {LIMITED})
 end
-if A_CHALLENGE_TTL_MS ~= '0'
-    and not redis.call('SET', K_USED_CHALLENGE, '1', 'PX', A_CHALLENGE_TTL_MS, 'NX') then
-  return refused(K_COUNTS, {CHALLENGE_USED})
+if challenged then
+  redis.call('SET', K_USED_CHALLENGE, '1', 'PX', A_CHALLENGE_TTL_MS)
 end
 local admitted = {OK, cfg.admission_version or '', tonumber(cfg.end_ms)}
 if redis.call('SISMEMBER', K_ADMITTED, A_USER) == 1 then return admitted end

@@ -83,7 +83,7 @@ fn sell_over(
             event,
             shards,
             &user,
-            "127.0.0.1".parse().ok(),
+            Some("127.0.0.1"),
             None,
             SECRET,
             now,

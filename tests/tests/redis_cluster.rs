@@ -384,7 +384,7 @@ impl Ev {
             &self.id,
             self.shards,
             user,
-            "127.0.0.1".parse().ok(),
+            Some("127.0.0.1"),
             None,
             ADMISSION_SECRET.as_bytes(),
             clock::now_ms(),

@@ -173,10 +173,10 @@ fn new_version() -> String {
 
 /// The master's fields as shard `shard` of `shards` holds them: its index, its part of the
 /// admission cap (`multiplier × stock` split exactly: the first `cap % shards` shards admit one
-/// more) and of the event-wide buy bucket (each shard refills `buy_rate / shards`, holds
-/// `buy_burst / shards` rounded up). Each part binds the buyers homed on that shard, which the
-/// home hash spreads evenly; a crowd that all hashes to one shard is admitted up to that shard's
-/// part only.
+/// more) and of the event-wide buckets, the buy bucket and each address's admission bucket
+/// (each shard refills `rate / shards`, holds `burst / shards` rounded up, at least 1). Each
+/// part binds the buyers homed on that shard, which the home hash spreads evenly; a crowd that
+/// all hashes to one shard is admitted up to that shard's part only.
 fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
     let get = |name: &str| {
         fields
@@ -187,7 +187,7 @@ fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
     let n = f64::from(shards);
     let mut out: Fields = fields
         .iter()
-        .filter(|(name, _)| !matches!(*name, "buy_rate" | "buy_burst"))
+        .filter(|(name, _)| !BUCKETS.iter().any(|(r, b)| name == r || name == b))
         .cloned()
         .collect();
     out.push(("shard", shard.to_string()));
@@ -196,13 +196,22 @@ fn shard_fields(fields: &Fields, shard: u32, shards: u32) -> Fields {
         let part = cap / u64::from(shards) + u64::from(u64::from(shard) < cap % u64::from(shards));
         out.push(("admission_cap", part.to_string()));
     }
-    if let (Some(rate), Some(burst)) = (get("buy_rate"), get("buy_burst")) {
-        let (rate, burst): (f64, f64) = (rate.parse().unwrap_or(0.0), burst.parse().unwrap_or(0.0));
-        out.push(("buy_rate", (rate / n).to_string()));
-        out.push(("buy_burst", (burst / n).ceil().max(1.0).to_string()));
+    for (rate_name, burst_name) in BUCKETS {
+        if let (Some(rate), Some(burst)) = (get(rate_name), get(burst_name)) {
+            let (rate, burst): (f64, f64) =
+                (rate.parse().unwrap_or(0.0), burst.parse().unwrap_or(0.0));
+            out.push((rate_name, (rate / n).to_string()));
+            out.push((burst_name, (burst / n).ceil().max(1.0).to_string()));
+        }
     }
     out
 }
+
+/// The event-wide token buckets each shard holds a part of: (rate field, burst field).
+const BUCKETS: [(&str, &str); 2] = [
+    ("buy_rate", "buy_burst"),
+    ("admission_addr_rate", "admission_addr_burst"),
+];
 
 /// Creates or updates a sharded event: registered, then the master, then every shard's copy,
 /// all with one new version. Returns whether it was created, and its shard count (the
@@ -496,12 +505,14 @@ mod tests {
     }
 
     #[test]
-    fn each_shard_holds_its_exact_part_of_the_admission_cap_and_the_buy_bucket() {
+    fn each_shard_holds_its_exact_part_of_the_admission_cap_and_the_event_wide_buckets() {
         let fields: Fields = vec![
             ("stock", "10".into()),
             ("admission_multiplier", "3".into()),
             ("buy_rate", "100".into()),
             ("buy_burst", "10".into()),
+            ("admission_addr_rate", "20".into()),
+            ("admission_addr_burst", "200".into()),
         ];
         let parts: Vec<Fields> = (0..4).map(|s| shard_fields(&fields, s, 4)).collect();
         let field = |f: &Fields, name: &str| f.iter().find(|(n, _)| *n == name).unwrap().1.clone();
@@ -515,6 +526,14 @@ mod tests {
             assert_eq!(
                 (field(f, "buy_rate"), field(f, "buy_burst")),
                 ("25".into(), "3".into())
+            );
+            // One address's admissions hold per event, not per shard its users home on.
+            assert_eq!(
+                (
+                    field(f, "admission_addr_rate"),
+                    field(f, "admission_addr_burst")
+                ),
+                ("5".into(), "50".into())
             );
             assert_eq!(
                 field(f, "stock"),

@@ -18,6 +18,22 @@ pub fn canonical(addr: IpAddr) -> IpAddr {
     addr.to_canonical()
 }
 
+/// The IPv6 prefix whose addresses share one admission bucket by default: a /64 is what one
+/// subscriber (a home, a phone) is given, and a client may take any address in it.
+pub const DEFAULT_IPV6_BUCKET_PREFIX: u8 = 64;
+
+/// The name of the admission bucket `addr` draws from: an IPv4 address itself; an IPv6
+/// address its `/v6_prefix` network (`2001:db8:1:2::/64`), so rotating through one's own
+/// prefix gains nothing.
+pub fn bucket_key(addr: IpAddr, v6_prefix: u8) -> String {
+    match canonical(addr) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => ipnet::Ipv6Net::new(v6, v6_prefix.min(128))
+            .map(|n| n.trunc().to_string())
+            .unwrap_or_else(|_| v6.to_string()),
+    }
+}
+
 /// The bit string of `addr`'s canonical form (every bit of it).
 pub fn bits(addr: IpAddr) -> String {
     let addr = canonical(addr);
@@ -104,6 +120,18 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_ipv6_client_shares_its_prefix_bucket_and_ipv4_keeps_its_address() {
+        let a = bucket_key(ip("2001:db8:1:2::1"), 64);
+        assert_eq!(a, "2001:db8:1:2::/64");
+        assert_eq!(bucket_key(ip("2001:db8:1:2:ffff:ee:dd:cc"), 64), a);
+        assert_ne!(bucket_key(ip("2001:db8:1:3::1"), 64), a);
+        assert_eq!(bucket_key(ip("2001:db8:1:3::1"), 48), "2001:db8:1::/48");
+        assert_eq!(bucket_key(ip("2001:db8::1"), 128), "2001:db8::1/128");
+        assert_eq!(bucket_key(ip("192.0.2.7"), 64), "192.0.2.7");
+        assert_eq!(bucket_key(ip("::ffff:192.0.2.7"), 64), "192.0.2.7");
     }
 
     fn cidr(s: &str) -> Cidr {

@@ -212,7 +212,7 @@ pub fn issue_token<S: Store>(
     event: &EventId,
     shards: u32,
     user: &str,
-    client: Option<IpAddr>,
+    client: Option<&str>,
     solution: Option<&Solution>,
     admission_secret: &[u8],
     now_ms: u64,

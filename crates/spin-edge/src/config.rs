@@ -74,6 +74,9 @@ pub struct Settings {
     /// separated by spaces: only their `X-Forwarded-For` is believed
     /// ([`crate::http::client_ip`]). None by default: the peer is the client.
     pub trusted_proxies: Vec<Cidr>,
+    /// The IPv6 prefix length whose addresses share one admission bucket
+    /// ([`seckill_domain::net::bucket_key`]): 64 by default, 1–128.
+    pub admission_ipv6_prefix: u8,
 }
 
 impl Default for Settings {
@@ -88,6 +91,7 @@ impl Default for Settings {
             demo_login: false,
             payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
+            admission_ipv6_prefix: seckill_domain::net::DEFAULT_IPV6_BUCKET_PREFIX,
         }
     }
 }
@@ -134,6 +138,12 @@ impl Settings {
                     }
                 }
                 "payment_mode" => s.payment_mode = PaymentMode::parse(value)?,
+                "admission_ipv6_prefix" => {
+                    s.admission_ipv6_prefix = number(name, value)?;
+                    if !(1..=128).contains(&s.admission_ipv6_prefix) {
+                        return Err(format!("setting {name}: {value} is not 1 to 128"));
+                    }
+                }
                 "trusted_proxies" => {
                     s.trusted_proxies = value
                         .split_whitespace()

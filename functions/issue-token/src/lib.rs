@@ -6,8 +6,8 @@
 //!   (first come, up to multiplier × stock), or a lottery registration ([`sale::issue_token`]).
 //!   Asking again returns the same token.
 
-use seckill_domain::clock;
 use seckill_domain::sale::{self, Admission, Solution};
+use seckill_domain::{clock, net};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, buyer, event_id, require_method};
@@ -65,12 +65,15 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
             Some(http::json_body(req)?)
         };
     let secret = config::get(config::ADMISSION_SECRET)?;
+    let settings = config::Settings::read()?;
+    let client = http::client_ip(req, &settings)
+        .map(|ip| net::bucket_key(ip, settings.admission_ipv6_prefix));
     Ok(sale::issue_token(
         &store::nodes()?,
         &event,
         http::shards_hint(req)?,
         &user,
-        http::client_ip(req, &config::Settings::read()?),
+        client.as_deref(),
         solution.as_ref(),
         secret.as_bytes(),
         clock::now_ms(),

@@ -170,6 +170,104 @@ async fn one_address_gets_its_burst_of_admissions_then_429() -> Result<()> {
     assert_sold_exactly(&app, event, 10, 0).await
 }
 
+/// A replayed challenge is refused before the address's bucket is touched: replays spend
+/// none of an honest address's tokens. A client refused for its address's bucket keeps its
+/// solved challenge for the next try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_challenge_spends_no_tokens_and_a_limited_one_stays_unused() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    let event = "replayed";
+    app.open_event(
+        event,
+        json!({ "stock": 10, "shards": 1, "pow_difficulty": 4,
+                "admission_addr_rate": 0.001, "admission_addr_burst": 2 }),
+    )
+    .await?;
+    let solved = match app.solved_challenge(event, "first").await? {
+        Ok(body) => body,
+        Err((status, body)) => anyhow::bail!("challenge: {status} {body}"),
+    };
+    let (status, body) = admit(&app, event, "first", Some(&solved)).await?;
+    assert_eq!(status, 200, "{body}");
+    for _ in 0..5 {
+        let (status, body) = admit(&app, event, "first", Some(&solved)).await?;
+        assert_eq!((status, code(&body)), (409, "challenge_used"), "{body}");
+    }
+    // The address's second token is still there for another user behind it.
+    let (status, body) = app.admission(event, "second").await?;
+    assert_eq!(status, 200, "{body}");
+    // Now the bucket is empty: the third user is limited, and their solution stays unused.
+    let third = match app.solved_challenge(event, "third").await? {
+        Ok(body) => body,
+        Err((status, body)) => anyhow::bail!("challenge: {status} {body}"),
+    };
+    let (status, body) = admit(&app, event, "third", Some(&third)).await?;
+    assert_eq!((status, code(&body)), (429, "rate_limited"), "{body}");
+    let (status, body) = admit(&app, event, "third", Some(&third)).await?;
+    assert_eq!((status, code(&body)), (429, "rate_limited"), "{body}");
+    assert_eq!(app.status(event).await?["admitted"], 2);
+    assert_sold_exactly(&app, event, 10, 0).await
+}
+
+/// Admissions from `users`, each solving a challenge, sent through the trusted proxy as
+/// coming from `addr(i)`: how many were admitted and how many refused `rate_limited`.
+async fn admit_from(
+    app: &TestApp,
+    event: &str,
+    users: std::ops::Range<u32>,
+    addr: impl Fn(u32) -> String,
+) -> Result<(usize, usize)> {
+    let (mut admitted, mut limited) = (0, 0);
+    for i in users {
+        let user = format!("crowd{i}");
+        let solved = match app.solved_challenge(event, &user).await? {
+            Ok(body) => body,
+            Err((status, body)) => anyhow::bail!("challenge: {status} {body}"),
+        };
+        let (status, body) = app
+            .call_with_headers(
+                Method::POST,
+                &app.sale_path(event, "admission"),
+                Some(&jwt_for(&user)),
+                Some(&solved),
+                &[("x-forwarded-for", &addr(i))],
+            )
+            .await?;
+        match (status, code(&body)) {
+            (200, _) => admitted += 1,
+            (429, "rate_limited") => limited += 1,
+            _ => anyhow::bail!("{user}: {status} {body}"),
+        }
+    }
+    Ok((admitted, limited))
+}
+
+/// One address's admission bucket holds for the event, whichever shards its users home on
+/// (each shard holds its part), and an IPv6 client's bucket is its /64's: rotating through
+/// it gains nothing, while another /64 has its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_bucket_holds_per_event_and_an_ipv6_client_shares_its_64() -> Result<()> {
+    let (_redis, _pg, app) = crate::switches::start_behind_a_proxy().await?;
+    let config = json!({ "stock": 40, "shards": 4, "pow_difficulty": 4,
+                         "admission_addr_rate": 0.001, "admission_addr_burst": 4 });
+    app.open_event("v4", config.clone()).await?;
+    let (admitted, limited) = admit_from(&app, "v4", 0..16, |_| "198.51.100.7".into()).await?;
+    assert!(
+        (1..=4).contains(&admitted) && admitted + limited == 16,
+        "{admitted} admitted, {limited} limited"
+    );
+    app.open_event("v6", config).await?;
+    let (admitted, limited) =
+        admit_from(&app, "v6", 0..16, |i| format!("2001:db8:1:2::{:x}", i + 1)).await?;
+    assert!(
+        (1..=4).contains(&admitted) && admitted + limited == 16,
+        "{admitted} admitted, {limited} limited"
+    );
+    let (admitted, _) = admit_from(&app, "v6", 16..17, |_| "2001:db8:1:3::1".into()).await?;
+    assert_eq!(admitted, 1, "another /64 has a bucket of its own");
+    assert_sold_exactly(&app, "v4", 40, 0).await
+}
+
 /// An admission token names its event's admission version: switching the admission mode (or
 /// re-creating the event) voids the tokens handed out before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

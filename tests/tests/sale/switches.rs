@@ -30,7 +30,7 @@ async fn a_denied_address_is_403_denied() -> Result<()> {
 }
 
 /// The app behind a proxy the test plays: the host's peer, 127.0.0.1, is trusted.
-async fn start_behind_a_proxy() -> Result<(RedisServer, PgServer, TestApp)> {
+pub(crate) async fn start_behind_a_proxy() -> Result<(RedisServer, PgServer, TestApp)> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     let mut vars = app_vars(&redis, &pg);
     vars.push(("trusted_proxies", "127.0.0.1/32".into()));

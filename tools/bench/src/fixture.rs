@@ -101,7 +101,7 @@ pub fn prepare_buyers(
                 event,
                 SHARDS,
                 &user,
-                "127.0.0.1".parse().ok(),
+                Some("127.0.0.1"),
                 None,
                 secret,
                 now,

@@ -248,7 +248,7 @@ fn admit(store: &FakeStore, solution: Option<&Solution>) -> Result<Admission, Er
         &event(),
         SHARDS,
         "u1",
-        Some("10.0.0.1".parse().unwrap()),
+        Some("10.0.0.1"),
         solution,
         b"secret",
         NOW_MS,

@@ -2,8 +2,6 @@
 //! for the lottery), behind the admission gate: the opening time, the proof of work the guest
 //! checked (used once, at the event's difficulty now) and the client address's bucket.
 
-use std::net::IpAddr;
-
 use super::issue_token_contract::{Args, Keys, OkReply, call};
 use super::{ScriptError, code};
 use crate::keys::ShardKeys;
@@ -25,18 +23,18 @@ pub enum Issued {
     Registered,
 }
 
-/// Runs it for `user` from `client` (unknown clients share one bucket), with the checked
-/// `proof` if one came.
+/// Runs it for `user` from the client whose address bucket is `client`
+/// ([`crate::net::bucket_key`]; unknown clients share one bucket), with the checked `proof` if
+/// one came.
 pub fn run(
     store: &impl Store,
     k: &ShardKeys,
     user: &str,
-    client: Option<IpAddr>,
+    client: Option<&str>,
     proof: Option<&Proof>,
     home_hash: u64,
 ) -> Result<Issued, ScriptError> {
-    let addr = client.map(|ip| ip.to_string()).unwrap_or_default();
-    let keys = Keys::at(k, &addr, proof.map_or("", |p| p.id.as_str()));
+    let keys = Keys::at(k, client.unwrap_or(""), proof.map_or("", |p| p.id.as_str()));
     let args = Args {
         user: user.to_owned(),
         home_hash: home_hash.to_string(),
