@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode};
+use crate::json_integer;
 
 /// An event id: 1–64 of `[A-Za-z0-9_-]`, safe inside Redis keys and URLs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -93,32 +94,35 @@ pub struct EventConfig {
     /// The item on sale.
     pub sku: String,
     /// The price of one unit in the currency's smallest unit (cents), as Stripe's prices.
-    #[serde(deserialize_with = "whole::number")]
+    #[serde(deserialize_with = "json_integer::number")]
     pub unit_amount: u64,
     /// The ISO 4217 code of the price's currency, in lowercase (`eur`), as Stripe's.
     pub currency: String,
     /// Units for sale.
-    #[serde(deserialize_with = "whole::number")]
+    #[serde(deserialize_with = "json_integer::number")]
     pub stock: u64,
     /// Stock shards ([`SHARD_COUNTS`]), at most one per unit of stock ([`Self::shard_count`]).
-    #[serde(default = "defaults::shards", deserialize_with = "whole::number")]
+    #[serde(
+        default = "defaults::shards",
+        deserialize_with = "json_integer::number"
+    )]
     pub shards: u32,
     /// Sale opens (Unix ms, server clock).
-    #[serde(deserialize_with = "whole::number")]
+    #[serde(deserialize_with = "json_integer::number")]
     pub start_ms: u64,
     /// Sale closes (Unix ms).
-    #[serde(deserialize_with = "whole::number")]
+    #[serde(deserialize_with = "json_integer::number")]
     pub end_ms: u64,
     /// First come or lottery.
     #[serde(default)]
     pub admission_mode: AdmissionMode,
     /// Admission opens (Unix ms); 0: as soon as the event exists.
-    #[serde(default, deserialize_with = "whole::number")]
+    #[serde(default, deserialize_with = "json_integer::number")]
     pub admission_opens_ms: u64,
     /// Leading zero bits of SHA-256 an admission's proof of work must show (0: no challenge).
     #[serde(
         default = "defaults::pow_difficulty",
-        deserialize_with = "whole::number"
+        deserialize_with = "json_integer::number"
     )]
     pub pow_difficulty: u32,
     /// Admissions per second per client address (token-bucket refill, in each home shard);
@@ -128,45 +132,57 @@ pub struct EventConfig {
     /// Per-address admission bucket capacity.
     #[serde(
         default = "defaults::admission_addr_burst",
-        deserialize_with = "whole::number"
+        deserialize_with = "json_integer::number"
     )]
     pub admission_addr_burst: u32,
     /// Admission tokens per unit of stock (10 → 2,000,000 tokens for 200,000 items).
-    #[serde(default = "defaults::multiplier", deserialize_with = "whole::number")]
+    #[serde(
+        default = "defaults::multiplier",
+        deserialize_with = "json_integer::number"
+    )]
     pub admission_multiplier: u32,
     /// Unpaid orders are released after this long.
     #[serde(
         default = "defaults::payment_timeout_s",
-        deserialize_with = "whole::number"
+        deserialize_with = "json_integer::number"
     )]
     pub payment_timeout_s: u64,
     /// How long a purchase token from precheck stays valid.
     #[serde(
         default = "defaults::purchase_token_ttl_ms",
-        deserialize_with = "whole::number"
+        deserialize_with = "json_integer::number"
     )]
     pub purchase_token_ttl_ms: u64,
     /// Prechecks per second per user (token-bucket refill); 0 = unlimited.
     #[serde(default = "defaults::user_rate")]
     pub user_rate: f64,
     /// Per-user bucket capacity.
-    #[serde(default = "defaults::user_burst", deserialize_with = "whole::number")]
+    #[serde(
+        default = "defaults::user_burst",
+        deserialize_with = "json_integer::number"
+    )]
     pub user_burst: u32,
     /// Buys per second for the whole event; 0 = unlimited.
     #[serde(default)]
     pub buy_rate: f64,
     /// Event-wide buy bucket capacity.
-    #[serde(default, deserialize_with = "whole::number")]
+    #[serde(default, deserialize_with = "json_integer::number")]
     pub buy_burst: u32,
     /// The operator's on/off switch.
     #[serde(default = "defaults::enabled")]
     pub enabled: bool,
     /// Expected drain throughput (orders/s), for poll's wait estimate.
-    #[serde(default = "defaults::drain_rate", deserialize_with = "whole::number")]
+    #[serde(
+        default = "defaults::drain_rate",
+        deserialize_with = "json_integer::number"
+    )]
     pub drain_rate: u32,
     /// Gray release: the share of users (0-100 %, by a stable hash of event and user,
     /// [`crate::ids::gray_bucket`]) who may pass precheck; raising it lets more in, live.
-    #[serde(default = "defaults::gray_percent", deserialize_with = "whole::number")]
+    #[serde(
+        default = "defaults::gray_percent",
+        deserialize_with = "json_integer::number"
+    )]
     pub gray_percent: u32,
     /// Limits counted but not enforced: a refusal they would make is counted (`shadow_<limit>`
     /// in the counts) and the request goes on, so a new limit is tried on live traffic first.
@@ -229,84 +245,18 @@ mod defaults {
     }
 }
 
-/// The integer fields of [`EventConfig`] and [`Switches`] take any JSON number whose value is a
-/// whole number in the field's range: `5`, `5.0` and `5e0` alike, as JSON Schema's
-/// `type: integer` (api/openapi.yaml) does. `5.5`, a negative number or one beyond the field's
-/// type is refused (`400 malformed_json`, like any other wrong type).
-mod whole {
-    use std::fmt;
-    use std::marker::PhantomData;
+/// The latest time an event may name, Unix ms: the end of year 9999. Times go through the Lua
+/// scripts, whose numbers are doubles; this is far below 2^53, so none is ever rounded (or,
+/// returned to Redis as an integer, overflowed).
+pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 
-    use serde::de::{self, Deserializer, Unexpected, Visitor};
-
-    /// An unsigned integer type a field holds.
-    pub trait Whole: Sized + TryFrom<u64> {
-        /// Its largest value.
-        const MAX: u64;
-    }
-
-    impl Whole for u32 {
-        const MAX: u64 = u32::MAX as u64;
-    }
-
-    impl Whole for u64 {
-        const MAX: u64 = u64::MAX;
-    }
-
-    /// 2^64, the smallest `f64` beyond `u64::MAX` (which an `f64` cannot hold exactly).
-    const TWO_TO_THE_64: f64 = 18_446_744_073_709_551_616.0;
-
-    struct WholeVisitor<T>(PhantomData<T>);
-
-    impl<T: Whole> WholeVisitor<T> {
-        fn fit<E: de::Error>(&self, v: u64, as_read: Unexpected<'_>) -> Result<T, E> {
-            T::try_from(v).map_err(|_| E::invalid_value(as_read, self))
-        }
-    }
-
-    impl<T: Whole> Visitor<'_> for WholeVisitor<T> {
-        type Value = T;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "a whole number from 0 to {}", T::MAX)
-        }
-
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-            self.fit(v, Unexpected::Unsigned(v))
-        }
-
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-            match u64::try_from(v) {
-                Ok(u) => self.fit(u, Unexpected::Signed(v)),
-                Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
-            }
-        }
-
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-            // NaN and infinities have no whole value (their `fract` is NaN); -0.0 is 0.
-            if v.fract() == 0.0 && (0.0..TWO_TO_THE_64).contains(&v) {
-                self.fit(v as u64, Unexpected::Float(v))
-            } else {
-                Err(E::invalid_value(Unexpected::Float(v), &self))
-            }
-        }
-    }
-
-    /// A required (or defaulted) integer field.
-    pub fn number<'de, D: Deserializer<'de>, T: Whole>(d: D) -> Result<T, D::Error> {
-        d.deserialize_any(WholeVisitor(PhantomData))
-    }
-
-    /// An optional integer field: `null` is `None` (absent is `None` through
-    /// `#[serde(default)]`).
-    pub fn optional<'de, D: Deserializer<'de>, T: Whole>(d: D) -> Result<Option<T>, D::Error> {
-        struct Present<T>(T);
-        impl<'de, T: Whole> de::Deserialize<'de> for Present<T> {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                number(d).map(Present)
-            }
-        }
-        Ok(<Option<Present<T>> as de::Deserialize>::deserialize(d)?.map(|p| p.0))
+/// `ms` as field `name` may hold it.
+fn check_time(name: &str, ms: u64) -> Result<(), Error> {
+    match ms <= MAX_TIME_MS {
+        true => Ok(()),
+        false => Err(invalid(format!(
+            "{name} must be at most {MAX_TIME_MS} (the end of year 9999)"
+        ))),
     }
 }
 
@@ -380,6 +330,9 @@ impl EventConfig {
                 SHARD_COUNTS.end()
             )));
         }
+        check_time("start_ms", self.start_ms)?;
+        check_time("end_ms", self.end_ms)?;
+        check_time("admission_opens_ms", self.admission_opens_ms)?;
         if self.start_ms >= self.end_ms {
             return Err(invalid("start_ms must be before end_ms"));
         }
@@ -511,37 +464,37 @@ pub struct Switches {
     /// Open or pause the sale.
     pub enabled: Option<bool>,
     /// Move the end.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub end_ms: Option<u64>,
     /// Per-user precheck limit.
     pub user_rate: Option<f64>,
     /// Per-user precheck bucket capacity.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub user_burst: Option<u32>,
     /// Event-wide buy limit.
     pub buy_rate: Option<f64>,
     /// Event-wide buy bucket capacity.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub buy_burst: Option<u32>,
     /// Purchase token lifetime.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub purchase_token_ttl_ms: Option<u64>,
     /// Expected drain throughput, for wait estimates.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub drain_rate: Option<u32>,
     /// Move the admission opening.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub admission_opens_ms: Option<u64>,
     /// The proof of work new admissions must show.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub pow_difficulty: Option<u32>,
     /// Per-address admission limit.
     pub admission_addr_rate: Option<f64>,
     /// Per-address admission bucket capacity.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub admission_addr_burst: Option<u32>,
     /// The gray release's share of users, 0-100 %.
-    #[serde(default, deserialize_with = "whole::optional")]
+    #[serde(default, deserialize_with = "json_integer::optional")]
     pub gray_percent: Option<u32>,
     /// The limits in shadow mode (all of them: `[]` enforces every limit).
     pub shadow: Option<Vec<Limit>>,
@@ -555,6 +508,7 @@ impl Switches {
             f.push(("enabled", if v { "1" } else { "0" }.to_owned()));
         }
         if let Some(v) = self.end_ms {
+            check_time("end_ms", v)?;
             f.push(("end_ms", v.to_string()));
         }
         // A rate and its bucket capacity change together: a bucket of capacity 0 with a rate
@@ -597,6 +551,7 @@ impl Switches {
             }
         }
         if let Some(v) = self.admission_opens_ms {
+            check_time("admission_opens_ms", v)?;
             f.push(("admission_opens_ms", v.to_string()));
         }
         if let Some(v) = self.pow_difficulty {
@@ -921,6 +876,43 @@ pub(crate) mod tests {
                 "{missing}"
             );
         }
+    }
+
+    #[test]
+    fn times_beyond_what_lua_holds_exactly_are_refused() {
+        let late = MAX_TIME_MS + 1;
+        for c in [
+            EventConfig {
+                end_ms: late,
+                ..config()
+            },
+            EventConfig {
+                start_ms: late - 10,
+                end_ms: late,
+                ..config()
+            },
+            EventConfig {
+                admission_opens_ms: late,
+                ..config()
+            },
+        ] {
+            match c.validate() {
+                Err(Error::Invalid { message, .. }) => {
+                    assert!(message.contains("at most 253402300799999"), "{message}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let c = EventConfig {
+            end_ms: MAX_TIME_MS,
+            ..config()
+        };
+        assert!(c.validate().is_ok());
+        let s: Switches = serde_json::from_str(r#"{"end_ms":9223372036854775807}"#).unwrap();
+        assert!(s.fields().is_err());
+        let s: Switches =
+            serde_json::from_str(r#"{"admission_opens_ms":9007199254740993}"#).unwrap();
+        assert!(s.fields().is_err());
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub struct GlobalLimit {
     /// Tokens a second, across events.
     pub rate: f64,
     /// Capacity.
+    #[serde(deserialize_with = "crate::json_integer::number")]
     pub burst: u32,
 }
 
@@ -120,4 +121,24 @@ pub fn spread<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<Spread, Error> 
         events: live.len(),
         shards: total,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_may_be_written_as_any_whole_json_number() {
+        for body in [
+            r#"{"rate":2,"burst":5}"#,
+            r#"{"rate":2,"burst":5.0}"#,
+            r#"{"rate":2,"burst":5e0}"#,
+        ] {
+            let l: GlobalLimit = serde_json::from_str(body).unwrap();
+            assert_eq!(l.burst, 5, "{body}");
+        }
+        for body in [r#"{"rate":2,"burst":5.5}"#, r#"{"rate":2,"burst":-5}"#] {
+            assert!(serde_json::from_str::<GlobalLimit>(body).is_err(), "{body}");
+        }
+    }
 }

@@ -24,6 +24,7 @@ pub mod error;
 pub mod event;
 pub mod global;
 pub mod ids;
+mod json_integer;
 pub mod keys;
 pub mod net;
 pub mod nodes;

@@ -59,6 +59,7 @@ impl Change {
 #[serde(deny_unknown_fields)]
 pub struct RollbackTo {
     /// The version.
+    #[serde(deserialize_with = "crate::json_integer::number")]
     pub version: i64,
 }
 
@@ -203,6 +204,25 @@ fn row(r: &[Cell]) -> Result<Version, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_may_be_written_as_any_whole_json_number() {
+        for body in [
+            r#"{"version":287}"#,
+            r#"{"version":287.0}"#,
+            r#"{"version":2.87e2}"#,
+        ] {
+            let r: RollbackTo = serde_json::from_str(body).unwrap();
+            assert_eq!(r.version, 287, "{body}");
+        }
+        for body in [
+            r#"{"version":287.5}"#,
+            r#"{"version":-1}"#,
+            r#"{"version":"287"}"#,
+        ] {
+            assert!(serde_json::from_str::<RollbackTo>(body).is_err(), "{body}");
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -31,6 +31,45 @@ async fn reconcile_names_the_orders_behind_a_drift() -> Result<()> {
     Ok(())
 }
 
+/// An event never warmed up has no stock in Redis and nothing sold: nothing to reconcile, so
+/// no drift and no alarm, until it is warmed; then its books are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_never_warmed_up_has_no_drift() -> Result<()> {
+    let (_redis, _pg, app) = start(&[]).await?;
+    let (status, resp) = app
+        .admin(
+            Method::PUT,
+            "/admin/events/cold",
+            Some(
+                &json!({ "sku": "x", "unit_amount": 100, "currency": "eur", "stock": 7,
+                          "start_ms": 1, "end_ms": 4_000_000_000_000u64 }),
+            ),
+        )
+        .await?;
+    assert_eq!(status, 201, "{resp}");
+    let reconcile = || app.admin(Method::POST, "/admin/jobs/reconcile?event=cold", None);
+    let (status, books) = reconcile().await?;
+    assert_eq!(status, 200, "{books}");
+    let b = &books["events"][0];
+    assert_eq!(
+        (&b["warmed"], &b["drift"]),
+        (&json!(false), &json!(0)),
+        "{b}"
+    );
+    let (status, resp) = app
+        .admin(Method::POST, "/admin/events/cold/warmup", None)
+        .await?;
+    assert_eq!(status, 200, "{resp}");
+    let (_, books) = reconcile().await?;
+    let b = &books["events"][0];
+    assert_eq!(
+        (&b["warmed"], &b["drift"], &b["remaining_in_redis"]),
+        (&json!(true), &json!(0), &json!(7)),
+        "{b}"
+    );
+    Ok(())
+}
+
 /// Run again over three Redis nodes (`scripts/test.sh`): what the layout of the shards over
 /// the nodes can change.
 mod over_nodes {

@@ -68,6 +68,29 @@ async fn an_invalid_event_config_is_400_invalid_config() -> Result<()> {
     assert_eq!((status, code(&resp)), (400, "invalid_config"), "{resp}");
     let (status, _) = app.admin(Method::GET, "/admin/events/nul", None).await?;
     assert_eq!(status, 404, "a refused event is not created");
+    // A time the Lua scripts cannot hold exactly (beyond 2^53): refused here, never a 500 at
+    // admission; nor may a switch move an end there.
+    let (status, resp) = app
+        .admin(
+            Method::PUT,
+            "/admin/events/far",
+            Some(&json!({ "sku": "x", "unit_amount": 100, "currency": "eur", "pow_difficulty": 0, "admission_addr_rate": 0, "stock": 1, "start_ms": 1, "end_ms": 9_223_372_036_854_775_807u64 })),
+        )
+        .await?;
+    assert_eq!((status, code(&resp)), (400, "invalid_config"), "{resp}");
+    let (status, _) = app.admin(Method::GET, "/admin/events/far", None).await?;
+    assert_eq!(status, 404, "a refused event is not created");
+    app.open_event("near", json!({ "stock": 1 })).await?;
+    let (status, resp) = app
+        .admin(
+            Method::PATCH,
+            "/admin/events/near",
+            Some(&json!({ "end_ms": 9_007_199_254_740_993u64 })),
+        )
+        .await?;
+    assert_eq!((status, code(&resp)), (400, "invalid_config"), "{resp}");
+    let (status, body) = app.admission("near", "alice").await?;
+    assert_eq!(status, 200, "{body}");
     Ok(())
 }
 

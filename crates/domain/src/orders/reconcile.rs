@@ -90,6 +90,9 @@ pub struct Reconciliation {
     pub event_id: String,
     /// Units put on sale.
     pub initial_stock: i64,
+    /// Whether the stock was loaded into Redis (warm-up). Before it nothing can sell: every
+    /// term is 0 and so is the drift.
+    pub warmed: bool,
     /// Units left in the Redis shards.
     pub remaining_in_redis: i64,
     /// Units lent from one shard to another and not credited yet (a tail cut short, or caught
@@ -183,6 +186,9 @@ pub fn reconcile<S: Store>(
         .get("stock")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| Error::bug(format!("event {} has no stock", event.as_str())))?;
+    if config.get("warmed").map(String::as_str) != Some("1") {
+        return Ok(Reconciliation::not_warmed(event, initial));
+    }
     if repair {
         transfer::repair(&e, 0)?;
     }
@@ -283,6 +289,28 @@ impl PostgresBooks {
 }
 
 impl Reconciliation {
+    /// An event whose stock was never loaded into Redis: nothing to reconcile.
+    fn not_warmed(event: &EventId, initial: i64) -> Self {
+        Reconciliation {
+            event_id: event.as_str().to_owned(),
+            initial_stock: initial,
+            warmed: false,
+            remaining_in_redis: 0,
+            in_transit: 0,
+            in_flight: 0,
+            held_in_postgres: 0,
+            awaiting_release: 0,
+            dead_letters: 0,
+            dead_orders: 0,
+            drift: 0,
+            ledger_drift: None,
+            unreleased_orders: Vec::new(),
+            missing_in_postgres: Vec::new(),
+            unknown_to_redis: Vec::new(),
+            repaired: false,
+        }
+    }
+
     /// The books of `event` side by side; the offenders are not named yet.
     fn of(event: &EventId, initial: i64, redis: &RedisBooks, pg: &PostgresBooks) -> Self {
         let unreleased: Vec<String> = pg.unreleased.values().flatten().cloned().collect();
@@ -293,6 +321,7 @@ impl Reconciliation {
         Reconciliation {
             event_id: event.as_str().to_owned(),
             initial_stock: initial,
+            warmed: true,
             remaining_in_redis: redis.remaining,
             in_transit: redis.in_transit,
             in_flight,
