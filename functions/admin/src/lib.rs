@@ -36,7 +36,7 @@ use seckill_domain::global::{self, GlobalLimit};
 use seckill_domain::versions::{self, Change};
 use seckill_domain::{clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::http::{self, event_id, json_body, operator};
+use seckill_spin_edge::http::{self, json_body, operator};
 use seckill_spin_edge::{config, store};
 
 mod metrics;
@@ -107,9 +107,18 @@ impl Applied {
     }
 }
 
+/// One event's routes, `/admin/events/{event_id}[/rest]`, read from the path itself: a client
+/// may send `spin-path-match-*` headers of its own, which Spin passes through on the routes
+/// without that capture.
+fn event_route(path: &str) -> Option<(&str, &str)> {
+    let tail = path.strip_prefix("/admin/events/")?;
+    let (event, rest) = tail.find('/').map_or((tail, ""), |i| tail.split_at(i));
+    (!event.is_empty()).then_some((event, rest))
+}
+
 fn route(req: &Request) -> Result<Answer, ApiError> {
     let who = operator(req)?;
-    if req.header("spin-path-match-event-id").is_none() {
+    let Some((event, rest)) = event_route(req.path()) else {
         let path = req.path();
         return if path.starts_with("/admin/audit") {
             audit_records(req).map(Answer::Read)
@@ -130,12 +139,8 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
         } else {
             list(req).map(Answer::Read)
         };
-    }
-    let event = event_id(req)?;
-    let rest = req
-        .header("spin-path-info")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    };
+    let event = EventId::parse(event)?;
     let write = match (req.method(), rest) {
         (Method::Get, "" | "/") => {
             return Ok(Answer::Read(http::to_value(&admin::status(

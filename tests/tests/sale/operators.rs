@@ -404,3 +404,32 @@ mod over_rest {
         Ok(())
     }
 }
+
+/// A client-sent `spin-path-match-event-id` (Spin passes it through on routes without that
+/// capture) does not steer the admin function: it routes on the route Spin matched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sent_path_match_header_does_not_steer_the_admin_routes() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    let (status, body) = app
+        .call_with_headers(
+            Method::GET,
+            "/admin/whoami",
+            Some(seckill_testkit::ADMIN_TOKEN),
+            None,
+            &[("spin-path-match-event-id", "e1")],
+        )
+        .await?;
+    assert_eq!((status, &body["role"]), (200, &json!("operator")), "{body}");
+    let (status, body) = app
+        .call_with_headers(
+            Method::GET,
+            "/admin/events",
+            Some(seckill_testkit::ADMIN_TOKEN),
+            None,
+            &[("spin-path-match-event-id", "e1")],
+        )
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["events"].is_array(), "{body}");
+    Ok(())
+}
