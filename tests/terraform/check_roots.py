@@ -434,6 +434,9 @@ def check_module(repo: Path, report: Report):
     # (the URLs apart: built from the endpoints and passwords).
     secret_names = {k for man in manifests.values() for k, d in man.get("variables", {}).items() if d.get("secret")}
     for name in sorted((set(sv) & secret_names) - {"redis_url", "pg_url"}):
+        # operators: var.secrets.operators and the scheduler's entry (check_scheduler_credentials).
+        if name == "operators" and expr(sv[name]) == "local.operators":
+            continue
         if expr(sv[name]) != f"var.secrets.{name}":
             problems.append(f"module spin_variables.{name} is not var.secrets.{name}")
     for out in ("hosts", "allowed_outbound_hosts"):
@@ -486,8 +489,16 @@ def app_settings(repo: Path):
     names = re.findall(r"(?m)^\s*pub (\w+):", struct.group(1))
     values = dict(re.findall(r"(?m)^\s*(\w+): ([\w.:]+),", default.group(1)))
     # An optional setting (`None`) defaults to "" (none); an enum's variant (`PaymentMode::Test`)
-    # is its name in the settings (`test`).
+    # is its name in the settings (`test`); a constant (`seckill_domain::net::DEFAULT_X`) its
+    # value, read from crates/<crate>/src/<module>.rs.
     def literal(v):
+        const = re.fullmatch(r"seckill_(\w+)::((?:\w+::)*)([A-Z][A-Z0-9_]*)", v)
+        if const:
+            module = const.group(2).rstrip(":").replace("::", "/") or "lib"
+            source = repo / "crates" / const.group(1).replace("_", "-") / "src" / f"{module}.rs"
+            text = source.read_text() if source.is_file() else ""
+            m = re.search(rf"(?m)^\s*pub const {const.group(3)}: [\w:<>]+ = ([\w.]+);", text)
+            return m.group(1).replace("_", "") if m else "?"
         return "" if v == "None" else v.rsplit("::", 1)[1].lower() if "::" in v else v.replace("_", "")
     return {n: literal(values.get(n, "?")) for n in names}
 
@@ -1487,6 +1498,291 @@ def check_references(repo: Path, report: Report):
                      reference_problems(load_root(path), outputs_of))
 
 
+# ---------------------------------------------------------------------------------------------
+# Who runs the jobs: the schedulers' own credential, never a person's secret
+# ---------------------------------------------------------------------------------------------
+# The app's operators are `name:role:secret` entries, roles viewer, operator and scheduler (the
+# job routes, /admin/jobs/*, and nothing else). Every root takes `scheduler_token` (sensitive,
+# validated) and passes it to modules/app-variables, which adds `scheduler:scheduler:<token>` to
+# the operators; a scheduler that calls the job routes sends that token (SpinKube's ticker, from
+# a header file mounted from the Secret), and nothing hands a person's secret to one.
+
+SCHEDULER_ENTRY = "scheduler:scheduler:${var.scheduler_token}"
+
+
+def scheduler_token_problems(decl, where: str, required: bool) -> list:
+    if decl is None:
+        return [f"{where} has no variable scheduler_token"]
+    problems = []
+    if decl.get("sensitive") is not True:
+        problems.append(f"{where}: variable scheduler_token is not sensitive")
+    if not any("var.scheduler_token" in expr(v.get("condition", "")) and "{32,}" in expr(v.get("condition", "")) for v in decl.get("validation", [])):
+        problems.append(f"{where}: variable scheduler_token is not validated to at least 32 characters")
+    if required and "default" in decl:
+        problems.append(f"{where}: variable scheduler_token has a default: the ticker needs one")
+    return problems
+
+
+def code_lines(text: str) -> str:
+    """HCL text without comments and descriptions (where a word may name what code must not do)."""
+    return "\n".join(l for l in text.splitlines() if not re.match(r"\s*(#|//|description\s*=|error_message\s*=)", l))
+
+
+def check_scheduler_credentials(repo: Path, report: Report):
+    tf = repo / "infra/terraform"
+    mod = load_root(tf / "modules/app-variables")
+    problems = scheduler_token_problems(mod.variables.get("scheduler_token"), "module", False)
+    ops = expr(mod.locals.get("operators", ""))
+    if not ("var.secrets.operators" in ops and f",{SCHEDULER_ENTRY}" in ops):
+        problems.append(f"module local.operators is not var.secrets.operators with \",{SCHEDULER_ENTRY}\" appended: {ops!r}")
+    if expr((mod.locals.get("spin_variables") or {}).get("operators", "")) != "local.operators":
+        problems.append("module spin_variables.operators is not local.operators")
+    conditions = [expr(v.get("condition", "")) for v in mod.variables.get("secrets", {}).get("validation", [])]
+    if not any(re.search(r"\((?=[a-z|]*\bscheduler\b)(?=[a-z|]*\boperator\b)(?=[a-z|]*\bviewer\b)[a-z|]+\)", c) for c in conditions):
+        problems.append("module variable secrets does not accept the roles viewer, operator and scheduler in operators")
+    out = mod.outputs.get("scheduler_token", {})
+    if expr(out.get("value", "")) != "var.scheduler_token" or out.get("sensitive") is not True:
+        problems.append("module has no sensitive output scheduler_token = var.scheduler_token")
+    for name, body in mod.outputs.items():
+        if re.search(r":operator:|operator_entries", json.dumps(body.get("value"))):
+            problems.append(f"module output {name} hands out an operator's (a person's) secret")
+    report.check("module app-variables: the schedulers' token is an operators entry of its own (role scheduler); no output hands out a person's secret", problems)
+
+    for n in ROOTS:
+        root = load_root(tf / n)
+        problems = scheduler_token_problems(root.variables.get("scheduler_token"), n, n == "spinkube")
+        if expr(root.modules.get("app_variables", {}).get("scheduler_token", "")) != "var.scheduler_token":
+            problems.append("module app_variables does not get scheduler_token = var.scheduler_token")
+        code = code_lines(root.text)
+        if re.search(r"\boperator_secret\b|:operator:", code):
+            problems.append("the root takes an operator's (a person's) secret out of operators")
+        if n == "spinkube":
+            secret = root.resources.get(("kubernetes_secret_v1", "spin"), {})
+            data = json.dumps(secret.get("data", ""))
+            if not re.search(r'authorization = \\"Authorization: Bearer \$\{(module\.app_variables|var)\.scheduler_token\}\\"', data):
+                problems.append(f"the ticker's header file (the Secret's key authorization) is not `Authorization: Bearer <scheduler_token>`: {data[:200]}")
+            ticker = root.resources.get(("kubernetes_deployment_v1", "ticker"), {})
+            mounted = json.dumps(ticker)
+            if not (re.search(r'"secret_name": "\$\{kubernetes_secret_v1\.spin\.metadata\[0\]\.name\}"', mounted) and '"key": "\\"authorization\\""' in mounted):
+                problems.append("the ticker does not mount the Secret's key authorization")
+            script = unq(root.locals.get("ticker_script", ""))
+            if "-H @/run/seckill/authorization" not in script:
+                problems.append("the ticker's curl does not send the header file (-H @/run/seckill/authorization)")
+            paths = re.findall(r'call "([^"?]*)', script)
+            if not paths or any(not re.fullmatch(r"/admin/jobs/[\w-]+", p) for p in paths):
+                problems.append(f"the ticker calls more than the job routes: {paths}")
+        report.check(f"{n}: a scheduler sends the scheduler token (role scheduler), never an operator's secret", problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# SpinKube: the app's pods on the network (a NetworkPolicy)
+# ---------------------------------------------------------------------------------------------
+
+NON_PUBLIC = {
+    "0.0.0.0/0": {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16"},
+    "::/0": {"fc00::/7", "::1/128", "fe80::/10"},
+}
+
+
+def blocks_of(body: dict, name: str) -> list:
+    """(block, iterator) for each block `name` of body: static ones (iterator None) and the
+    content of each `dynamic "name"` ({"iterator": ..., "for_each": <expression>})."""
+    found = [(b, None) for b in body.get(name, [])]
+    for d in body.get("dynamic", []):
+        for label, spec in d.items():
+            if unq(label) == name:
+                it = unq(spec.get("iterator", name))
+                found += [(c, {"iterator": it, "for_each": expr(spec.get("for_each", ""))}) for c in spec.get("content", [])]
+    return found
+
+
+def check_network_policy(repo: Path, root: Root, report: Report):
+    title = "spinkube: a NetworkPolicy lets the app's pods take requests from the proxies and the ticker, and reach DNS, Redis, Postgres and public HTTPS only"
+    policies = {n: b for (t, n), b in root.resources.items() if t == "kubernetes_network_policy_v1"}
+    if len(policies) != 1:
+        report.check(title, [f"expected one kubernetes_network_policy_v1, found {sorted(policies)}"])
+        return
+    (name, body), = policies.items()
+    problems = []
+    switch = re.fullmatch(r"var\.(\w+) == null \? 0 : 1", expr(body.get("count", "")))
+    if switch is None or root.variables.get(switch.group(1), {}).get("default") != {}:
+        problems.append(f"{name}: count is not `var.X == null ? 0 : 1` with X on by default ({{}}): {body.get('count')!r}")
+    spec = (body.get("spec") or [{}])[0]
+    apps = [expr(b.get("manifest", {}).get("metadata", {}).get("name", "")) for (t, _), b in root.resources.items()
+            if t == "kubernetes_manifest" and unq(b.get("manifest", {}).get("kind")) == "SpinApp"]
+    sel = [m for ps in spec.get("pod_selector", []) for m in ps.get("match_expressions", [])]
+    if not (len(sel) == 1 and unq(sel[0].get("key")) == "core.spinkube.dev/app-name" and unq(sel[0].get("operator")) == "In"
+            and sorted(expr(v) for v in sel[0].get("values", [])) == sorted(apps) and apps):
+        problems.append(f"{name}: the pod selector is not core.spinkube.dev/app-name In the SpinApps' names {apps}: {sel}")
+    if sorted(unq(x) for x in spec.get("policy_types", [])) != ["Egress", "Ingress"]:
+        problems.append(f"{name}: policy_types {spec.get('policy_types')} are not Ingress and Egress")
+
+    # Ingress: the proxies' namespaces and the ticker's pods, nothing else.
+    ticker = root.resources.get(("kubernetes_deployment_v1", "ticker"), {})
+    ticker_labels = json.dumps(((((ticker.get("spec") or [{}])[0].get("template") or [{}])[0].get("metadata") or [{}])[0]).get("labels"))
+    kinds = []
+    for rule in spec.get("ingress", []):
+        peers = blocks_of(rule, "from")
+        if not peers:
+            problems.append(f"{name}: an ingress rule without `from` admits every source")
+        for peer, _ in peers:
+            ns = [m for s in peer.get("namespace_selector", []) for m in s.get("match_expressions", [])]
+            pods = [s.get("match_labels") for s in peer.get("pod_selector", [])]
+            if peer.get("ip_block"):
+                problems.append(f"{name}: an ingress rule admits an address range: {peer['ip_block']}")
+            elif ns and not pods and len(ns) == 1 and unq(ns[0].get("key")) == "kubernetes.io/metadata.name" and unq(ns[0].get("operator")) == "In" \
+                    and expr(ns[0].get("values", "")) == "local.network_policy_ingress_namespaces":
+                kinds.append("proxies")
+            elif pods and not peer.get("namespace_selector") and json.dumps(pods[0]) == ticker_labels:
+                kinds.append("ticker")
+            else:
+                problems.append(f"{name}: an ingress peer that is neither the proxies' namespaces nor the ticker's pods: {peer}")
+    if sorted(kinds) != ["proxies", "ticker"]:
+        problems.append(f"{name}: ingress admits {sorted(kinds)}, not the proxies' namespaces and the ticker")
+    ns_local = expr(root.locals.get("network_policy_ingress_namespaces", ""))
+    if not ("var.network_policy.ingress_namespaces" in ns_local and "var.gateway.namespace" in ns_local):
+        problems.append(f"local.network_policy_ingress_namespaces is not network_policy.ingress_namespaces, else the Gateway's namespace: {ns_local!r}")
+
+    # Egress: DNS, Redis, Postgres, public HTTPS; each with its destinations and ports.
+    public = root.locals.get("network_policy_public")
+    https_ports = expr(root.locals.get("network_policy_https_ports", ""))
+    redis_ports = expr(root.locals.get("network_policy_redis_ports", ""))
+    kinds = []
+    for rule in spec.get("egress", []):
+        peers, ports = blocks_of(rule, "to"), blocks_of(rule, "ports")
+        if not peers:
+            problems.append(f"{name}: an egress rule without `to` reaches every address")
+            continue
+        if not ports:
+            problems.append(f"{name}: an egress rule without `ports` reaches every port")
+            continue
+        port_set = sorted((expr(p.get("port", "")) if it is None else f"{it['for_each']}", unq(p.get("protocol", ""))) for p, it in ports)
+        ips = [(b, it) for peer, it in peers for b in peer.get("ip_block", [])]
+        selectors = [peer for peer, _ in peers if peer.get("namespace_selector") or peer.get("pod_selector")]
+        sources = sorted({it["for_each"] if it else "literal" for _, it in ips})
+        if port_set == [("53", "TCP"), ("53", "UDP")] and selectors and not ips:
+            if not all(unq(k) == "kubernetes.io/metadata.name" for s in selectors for ns in s.get("namespace_selector", []) for k in (ns.get("match_labels") or {})):
+                problems.append(f"{name}: DNS is allowed to pods other than the DNS namespace's")
+            kinds.append("dns")
+        elif port_set == [("local.network_policy_redis_ports", "TCP")] and sources == ["var.network_policy.redis_cidrs"] and not selectors:
+            if not re.fullmatch(r"distinct\(\[for (\w+) in var\.redis_endpoints : \1\.port\]\)", redis_ports):
+                problems.append(f"local.network_policy_redis_ports is not the ports of var.redis_endpoints: {redis_ports!r}")
+            kinds.append("redis")
+        elif port_set == [("tostring(var.postgres.port)", "TCP")] and sources == ["var.network_policy.postgres_cidrs"] and not selectors:
+            kinds.append("postgres")
+        elif port_set == [("local.network_policy_https_ports", "TCP")] and sources == ["local.network_policy_public"] and not selectors:
+            if not (re.search(r"\b443\b", https_ports) and "var.payment_api_url" in https_ports):
+                problems.append(f"local.network_policy_https_ports is not 443 and payment_api_url's port: {https_ports!r}")
+            if not isinstance(public, dict) or not public:
+                problems.append("local.network_policy_public is not a literal map of ranges to their exceptions")
+            else:
+                for cidr, excepts in public.items():
+                    want = NON_PUBLIC.get(cidr)
+                    missing = sorted((want or {"?"}) - {unq(e) for e in (excepts or [])})
+                    if want is None or missing:
+                        problems.append(f"{name}: HTTPS to {cidr} reaches private, loopback or link-local addresses: {missing} not excepted")
+            if any(expr(b.get("except", "")) != f"{it['iterator']}.value" or expr(b.get("cidr", "")) != f"{it['iterator']}.key" for b, it in ips):
+                problems.append(f"{name}: the HTTPS rule's ip_block is not each range of local.network_policy_public with its exceptions")
+            kinds.append("https")
+        else:
+            problems.append(f"{name}: an egress rule that is none of DNS, Redis, Postgres, public HTTPS: ports {port_set}, destinations {sources or selectors}")
+    if sorted(kinds) != ["dns", "https", "postgres", "redis"]:
+        problems.append(f"{name}: egress rules {sorted(kinds)}, not dns, https, postgres and redis once each")
+    report.check(title, problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The demo sign-in only where a root says it is a demo
+# ---------------------------------------------------------------------------------------------
+
+DEMO_PATTERN = 'demo_login = var.demo_environment ? "^(true|false)$" : "^false$"'
+
+
+def demo_environment_problems(decl, where: str) -> list:
+    if decl is None:
+        return [f"{where} has no variable demo_environment"]
+    if expr(decl.get("type", "")) != "bool" or decl.get("default") is not False:
+        return [f"{where}: variable demo_environment is not a bool defaulting to false: {decl}"]
+    return []
+
+
+def check_demo_environment(repo: Path, report: Report):
+    tf = repo / "infra/terraform"
+    mod = load_root(tf / "modules/app-variables")
+    problems = demo_environment_problems(mod.variables.get("demo_environment"), "module")
+    if DEMO_PATTERN not in re.sub(r"\s+", " ", expr(mod.locals.get("setting_patterns", ""))):
+        problems.append(f"module local.setting_patterns does not make demo_login \"false\" only, but in a demo environment ({DEMO_PATTERN})")
+    report.check("module app-variables: demo_login = \"true\" only with demo_environment", problems)
+    for n in ROOTS:
+        root = load_root(tf / n)
+        problems = demo_environment_problems(root.variables.get("demo_environment"), n)
+        if expr(root.modules.get("app_variables", {}).get("demo_environment", "")) != "var.demo_environment":
+            problems.append("module app_variables does not get demo_environment = var.demo_environment")
+        report.check(f"{n}: settings refuse demo_login = \"true\" unless demo_environment", problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# AWS: CloudFront's cache key holds the query parameters the cached routes read, no others
+# ---------------------------------------------------------------------------------------------
+
+def glob_matches(glob: str, path: str) -> bool:
+    return re.fullmatch(re.escape(glob).replace(r"\*", ".*").replace(r"\?", "."), path) is not None
+
+
+def component_sources(repo: Path, man, component: str) -> list:
+    """The Rust sources of a manifest component: the crate its build command names (-p NAME)."""
+    command = man.get("component", {}).get(component, {}).get("build", {}).get("command", "")
+    m = re.search(r"-p\s+([\w-]+)", command)
+    if not m:
+        return []
+    for cargo in sorted((repo / "functions").glob("*/Cargo.toml")):
+        if re.search(rf'(?m)^name\s*=\s*"{re.escape(m.group(1))}"', cargo.read_text()):
+            return sorted((cargo.parent / "src").rglob("*.rs"))
+    return []
+
+
+def check_cdn_cache_key(repo: Path, root: Root, manifests, report: Report):
+    title = "aws: CloudFront's cache key holds exactly the query parameters the cached routes read"
+    problems = []
+    cached = [unq(g) for g in root.locals.get("cdn_cached_paths") or []]
+    if not cached:
+        report.check(title, ["cdn.tf has no literal local cdn_cached_paths"])
+        return
+    allowed = root.locals.get("cdn_cached_query_parameters")
+    if not isinstance(allowed, list):
+        problems.append("cdn.tf has no literal local cdn_cached_query_parameters (the query parameters the cached routes read)")
+    allowed = sorted(unq(a) for a in allowed) if isinstance(allowed, list) else None
+    policy = root.resources.get(("aws_cloudfront_cache_policy", "origin_cache_control"), {})
+    qs = [q for p in policy.get("parameters_in_cache_key_and_forwarded_to_origin", []) for q in p.get("query_strings_config", [])]
+    behaviour = expr(qs[0].get("query_string_behavior", "")) if qs else ""
+    items = json.dumps(blocks_of(qs[0], "query_strings")) if qs else ""
+    if not (re.fullmatch(r'length\(local\.cdn_cached_query_parameters\) > 0 \? "whitelist" : "none"', behaviour) and "local.cdn_cached_query_parameters" in items):
+        problems.append(f"the cache policy's query strings are not local.cdn_cached_query_parameters (whitelist, or none when empty): behaviour {behaviour!r}")
+    behaviours = [b for d in root.resources.get(("aws_cloudfront_distribution", "app"), {}).get("dynamic", [])
+                  for label, b in d.items() if unq(label) == "ordered_cache_behavior" and "origin_cache_control" in json.dumps(b)]
+    if not any(expr(b.get("for_each", "")) == "local.cdn_cached_paths" for b in behaviours):
+        problems.append("no ordered_cache_behavior over local.cdn_cached_paths uses the cache policy")
+    man = manifests["spin.toml"]
+    components = sorted({t.get("component") for t in man.get("trigger", {}).get("http", []) if isinstance(t.get("route"), str)
+                         and any(glob_matches(g, s) for g in cached for s in route_samples(t["route"]))})
+    read, unknown = set(), []
+    for c in components:
+        sources = component_sources(repo, man, c)
+        if not sources:
+            problems.append(f"component {c} serves a cached path, but its sources (functions/*, by its build's -p) are not found")
+        for src in sources:
+            text = src.read_text()
+            read |= set(re.findall(r'query_param\(\s*[^,()]+,\s*"([^"]+)"\s*\)', text))
+            if re.search(r"\bshards_hint\(", text):
+                read.add("shards")
+            if re.search(r"\.query\(\)", text):
+                unknown.append(f"{src.relative_to(repo)} reads the query string itself (.query()): name its parameters with http::query_param")
+    problems += unknown
+    if allowed is not None and sorted(read) != allowed:
+        problems.append(f"the cached routes ({', '.join(cached)}: components {components}) read the query parameters {sorted(read)}, the cache key holds {allowed}")
+    report.check(title, problems)
+
+
 def run_checks(repo: Path, report: Report):
     manifests = load_manifests(repo)
     check_manifest_defaults(manifests, report)
@@ -1497,9 +1793,13 @@ def run_checks(repo: Path, report: Report):
         check_spin_settings(repo, root, report)
         if name == "aws":
             check_host_runtime(repo, root, report)
+            check_cdn_cache_key(repo, root, manifests, report)
         if name == "spinkube":
             check_alert_rules(repo, root, report)
             check_critical_routes(repo, root, manifests, report)
+            check_network_policy(repo, root, report)
+    check_scheduler_credentials(repo, report)
+    check_demo_environment(repo, report)
     check_deploy_guide(repo, report)
     check_runtime_config_writer(repo, manifests, report)
     check_references(repo, report)
@@ -1724,6 +2024,54 @@ DEFECTS = [
      "      image          = var.image\n      executor       = var.executor\n      replicas       = var.critical_replicas",
      '      image          = "ghcr.io/acme/other:1"\n      executor       = var.executor\n      replicas       = var.critical_replicas',
      "the critical SpinApp's image"),
+    # Who runs the jobs: the schedulers' own token
+    ("the ticker back on an operator's secret", "infra/terraform/spinkube/main.tf",
+     'authorization = "Authorization: Bearer ${module.app_variables.scheduler_token}"',
+     'authorization = "Authorization: Bearer ${split(":", split(",", var.secrets.operators)[0])[2]}"',
+     "the ticker's header file (the Secret's key authorization) is not"),
+    ("the ticker calling more than the job routes", "infra/terraform/spinkube/main.tf",
+     'call "/admin/jobs/timeout-release" 60', 'call "/admin/events" 60',
+     "the ticker calls more than the job routes"),
+    ("a root that does not pass the scheduler token", "infra/terraform/serverless/main.tf",
+     "  scheduler_token   = var.scheduler_token\n", "",
+     "module app_variables does not get scheduler_token = var.scheduler_token"),
+    ("the scheduler's entry left out of operators", "infra/terraform/modules/app-variables/main.tf",
+     "    operators        = local.operators\n", "    operators        = var.secrets.operators\n",
+     "module spin_variables.operators is not local.operators"),
+    ("a scheduler token of any length", "infra/terraform/spinkube/variables.tf",
+     'condition     = can(regex("^[A-Za-z0-9._~+/-]{32,}=*$", var.scheduler_token))', "condition     = length(var.scheduler_token) > 0",
+     "variable scheduler_token is not validated"),
+    # The SpinKube root's NetworkPolicy
+    ("HTTPS out to private ranges", "infra/terraform/spinkube/main.tf",
+     '"0.0.0.0/0" = ["10.0.0.0/8", ', '"0.0.0.0/0" = [',
+     "HTTPS to 0.0.0.0/0 reaches private, loopback or link-local addresses: ['10.0.0.0/8']"),
+    ("an egress rule open to every port", "infra/terraform/spinkube/main.tf",
+     '      ports {\n        port     = tostring(var.postgres.port)\n        protocol = "TCP"\n      }\n', "",
+     "an egress rule without `ports` reaches every port"),
+    ("ingress from every namespace", "infra/terraform/spinkube/main.tf",
+     '            operator = "In"\n            values   = local.network_policy_ingress_namespaces\n', '            operator = "Exists"\n',
+     "an ingress peer that is neither the proxies' namespaces nor the ticker's pods"),
+    ("the NetworkPolicy off by default", "infra/terraform/spinkube/variables.tf",
+     "  default = {}\n", "  default = null\n",
+     "with X on by default"),
+    # The demo sign-in
+    ("a root that does not pass demo_environment", "infra/terraform/spinkube/main.tf",
+     "  demo_environment   = var.demo_environment\n", "",
+     "module app_variables does not get demo_environment = var.demo_environment"),
+    ("demo_login = true anywhere", "infra/terraform/modules/app-variables/main.tf",
+     'demo_login            = var.demo_environment ? "^(true|false)$" : "^false$"', 'demo_login            = "^(true|false)$"',
+     "module local.setting_patterns does not make demo_login"),
+    ("a demo environment by default", "infra/terraform/aws/variables.tf",
+     "buy as anyone). False by default: the plan refuses demo_login = \\\"true\\\".\"\n  type        = bool\n  default     = false",
+     "buy as anyone). False by default: the plan refuses demo_login = \\\"true\\\".\"\n  type        = bool\n  default     = true",
+     "variable demo_environment is not a bool defaulting to false"),
+    # CloudFront's cache key
+    ("the cache key taking every query string", "infra/terraform/aws/cdn.tf",
+     'query_string_behavior = length(local.cdn_cached_query_parameters) > 0 ? "whitelist" : "none"', 'query_string_behavior = "all"',
+     "the cache policy's query strings are not local.cdn_cached_query_parameters"),
+    ("a cached route reading a query parameter the key leaves out", "functions/web/src/lib.rs",
+     "fn answer(req: Request) -> Response {\n", 'fn answer(req: Request) -> Response {\n    let _ = http::query_param(&req, "page");\n',
+     "read the query parameters ['page'], the cache key holds []"),
     # References to what the root or module does not declare
     ("an undeclared variable", "infra/terraform/spinkube/main.tf",
      "replicas = var.replicas", "replicas = var.replica_count",
@@ -1758,9 +2106,12 @@ def self_check(repo: Path, report: Report):
         shutil.copytree(repo / "infra/terraform", base / "infra/terraform", ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
         for m in MANIFESTS:
             shutil.copy(repo / m, base / m)
-        for rel in (SETTINGS_SOURCE, ALERT_RULES):
+        for rel in (SETTINGS_SOURCE, ALERT_RULES, "crates/domain/src/net.rs"):
             (base / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(repo / rel, base / rel)
+        # The components' sources (the CDN's cache key is held to what they read).
+        for cargo in (repo / "functions").glob("*/Cargo.toml"):
+            shutil.copytree(cargo.parent, base / cargo.parent.relative_to(repo), ignore=shutil.ignore_patterns("target"))
         pristine = Report(quiet=True)
         run_checks(base, pristine)
         report.check("self-check: an unmodified copy passes", [f"copy fails: {f}" for f in pristine.failures])

@@ -198,3 +198,37 @@ mod over_rest {
         Ok(())
     }
 }
+
+/// A path in another spelling than its one canonical form (`//admin`, which the router
+/// forgives while a load balancer's `/admin/*` rule does not match it) is refused, not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_canonical_path_is_404_not_found() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    app.open_event("e1", json!({})).await?;
+    for path in [
+        "//admin/events/e1",
+        "//admin/events",
+        "/admin//events",
+        "/api/events/e1//orders/me",
+    ] {
+        let (status, body) = app
+            .call(Method::GET, path, Some(seckill_testkit::ADMIN_TOKEN), None)
+            .await?;
+        // Refused by the app (`not_found`), or by the router before it (Spin's empty 404).
+        assert_eq!(status, 404, "{path}: {body}");
+        assert!(
+            body.as_str() == Some("") || code(&body) == "not_found",
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = app
+        .call(
+            Method::GET,
+            "/admin/events/e1",
+            Some(seckill_testkit::ADMIN_TOKEN),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "{body}");
+    Ok(())
+}
