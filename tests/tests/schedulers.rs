@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use reqwest::Method;
-use seckill_testkit::{PgServer, RedisServer, TestApp, app_vars, derived_from, jwt_for};
+use seckill_testkit::{
+    ADMIN_TOKEN, OPERATOR, PgServer, RedisServer, SCHEDULER, SCHEDULER_TOKEN, TestApp,
+    VIEWER_TOKEN, app_vars, derived_from, jwt_for,
+};
 use serde_json::json;
 
 /// The scheduler's key in these tests (`job_key`).
@@ -237,5 +240,109 @@ async fn a_coarse_scheduler_with_a_budget_keeps_orders_flowing() -> Result<()> {
         30,
         "nothing drains between calls"
     );
+    Ok(())
+}
+
+/// A scheduler's credential (the `scheduler` role) runs the jobs and nothing else; a viewer
+/// runs none. Every run a person starts is in the audit, and a scheduler credential's first.
+/// One run of a job at a time across the fleet: while one holds the job's lease, another is
+/// `409 conflict`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_runs_the_jobs_and_nothing_else_one_run_at_a_time() -> Result<()> {
+    let (_redis, pg, app) = start(&[]).await?;
+    app.open_event("ticked", json!({ "stock": 2 })).await?;
+    for _ in 0..3 {
+        let (status, body) = app
+            .call(
+                Method::POST,
+                "/admin/jobs/reconcile",
+                Some(SCHEDULER_TOKEN),
+                None,
+            )
+            .await?;
+        assert_eq!(status, 200, "{body}");
+    }
+    for (method, path) in [
+        (Method::GET, "/admin/events"),
+        (Method::GET, "/admin/events/ticked"),
+        (Method::POST, "/admin/events/ticked/warmup"),
+        (Method::GET, "/admin/audit"),
+        (Method::GET, "/admin/health"),
+        (Method::GET, "/admin/whoami"),
+    ] {
+        let (status, body) = app.call(method, path, Some(SCHEDULER_TOKEN), None).await?;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (403, &json!("forbidden")),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = app
+        .call(Method::POST, "/admin/jobs/drain", Some(VIEWER_TOKEN), None)
+        .await?;
+    assert_eq!(status, 403, "a viewer runs no job: {body}");
+    for _ in 0..2 {
+        let (status, body) = app
+            .call(
+                Method::POST,
+                "/admin/jobs/reconcile",
+                Some(ADMIN_TOKEN),
+                None,
+            )
+            .await?;
+        assert_eq!(status, 200, "{body}");
+    }
+    let db = pg.client().await?;
+    let runs: Vec<(String, String, i64)> = db
+        .query(
+            "SELECT operator, role, count(*) FROM operator_audit
+                 WHERE path LIKE '/admin/jobs/%' GROUP BY operator, role ORDER BY operator",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            (OPERATOR.to_owned(), "operator".to_owned(), 2),
+            (SCHEDULER.to_owned(), "scheduler".to_owned(), 1)
+        ]
+    );
+    // A drain running for 3 s holds the lease: a second run meanwhile is refused, and one
+    // after it runs.
+    let long = app.call(
+        Method::POST,
+        "/admin/jobs/drain?for_ms=3000",
+        Some(SCHEDULER_TOKEN),
+        None,
+    );
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        app.call(
+            Method::POST,
+            "/admin/jobs/drain",
+            Some(SCHEDULER_TOKEN),
+            None,
+        )
+        .await
+    };
+    let ((first, report), (second, refused)) = tokio::try_join!(long, meanwhile)?;
+    assert_eq!(first, 200, "{report}");
+    assert_eq!(
+        (second, &refused["error"]["code"]),
+        (409, &json!("conflict")),
+        "{refused}"
+    );
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/admin/jobs/drain",
+            Some(SCHEDULER_TOKEN),
+            None,
+        )
+        .await?;
+    assert_eq!(status, 200, "the lease was handed back: {body}");
     Ok(())
 }

@@ -61,6 +61,25 @@ impl Entry {
         Self::of(who, (method, path), event.as_str(), changed, status, at_ms)
     }
 
+    /// A run of a job by `who` (`POST /admin/jobs/drain`), answered now with `status` and
+    /// `answer` (its report, or the error).
+    pub fn job_run(
+        who: &Operator,
+        (method, path): (&str, &str),
+        answer: Option<Value>,
+        status: u16,
+        at_ms: u64,
+    ) -> Self {
+        Self::of(
+            who,
+            (method, path),
+            Self::NO_EVENT,
+            (None, answer),
+            status,
+            at_ms,
+        )
+    }
+
     /// A write by `who` to the settings of every event (`PUT`), answered now with `status`.
     pub fn global(
         who: &Operator,
@@ -111,12 +130,35 @@ fn json_param(v: Option<&Value>) -> Param {
 
 /// Stores `entry`; returns its id.
 pub fn record(db: &impl Sql, entry: &Entry) -> Result<i64, Error> {
+    let row = insert(db, entry, "")?
+        .ok_or_else(|| DbError::unexpected("INSERT … RETURNING id returned no row"))?;
+    Ok(row)
+}
+
+/// Records a run of a job (`entry`, under [`Entry::NO_EVENT`]) as the audit keeps them: every
+/// run a person starts, and of a scheduler's only the first its credential makes (a scheduler
+/// runs the jobs every second: the host's metrics count those). Returns whether it was stored.
+pub fn record_job_run(db: &impl Sql, entry: &Entry) -> Result<bool, Error> {
+    let only_first = match entry.role {
+        Role::Scheduler => {
+            " WHERE NOT EXISTS (SELECT 1 FROM operator_audit
+                   WHERE event_id = $6 AND operator = $2 AND role = $3)"
+        }
+        Role::Operator | Role::Viewer => "",
+    };
+    Ok(insert(db, entry, only_first)?.is_some())
+}
+
+/// Inserts `entry` (unless `condition`, over the same parameters, says not to); its id.
+fn insert(db: &impl Sql, entry: &Entry, condition: &str) -> Result<Option<i64>, Error> {
     let rows = db.query(
-        "INSERT INTO operator_audit
-             (at_ms, operator, role, method, path, event_id, before, after, status)
-         VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7::text, '')::jsonb,
-                 NULLIF($8::text, '')::jsonb, $9::bigint::integer)
-         RETURNING id",
+        &format!(
+            "INSERT INTO operator_audit
+                 (at_ms, operator, role, method, path, event_id, before, after, status)
+             SELECT $1, $2, $3, $4, $5, $6, NULLIF($7::text, '')::jsonb,
+                    NULLIF($8::text, '')::jsonb, $9::bigint::integer{condition}
+             RETURNING id"
+        ),
         &[
             Param::Int64(entry.at_ms),
             Param::Str(entry.operator.clone()),
@@ -129,11 +171,7 @@ pub fn record(db: &impl Sql, entry: &Entry) -> Result<i64, Error> {
             Param::Int64(i64::from(entry.status)),
         ],
     )?;
-    let row = rows
-        .rows
-        .first()
-        .ok_or_else(|| DbError::unexpected("INSERT … RETURNING id returned no row"))?;
-    Ok(int(row, 0)?)
+    Ok(rows.rows.first().map(|row| int(row, 0)).transpose()?)
 }
 
 /// The newest `limit` records (at most [`MAX_LIMIT`]), of one event or of all, newest first.

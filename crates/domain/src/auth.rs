@@ -205,6 +205,9 @@ pub enum Role {
     Viewer,
     /// Reads and writes: events, switches, deny lists, draw, warm-up, the jobs.
     Operator,
+    /// Runs the scheduled jobs (`/admin/jobs/*`) and nothing else: the credential a scheduler
+    /// (a ticker, a cron service) holds, so that none holds a person's power.
+    Scheduler,
 }
 
 impl Role {
@@ -213,6 +216,7 @@ impl Role {
         match self {
             Role::Viewer => "viewer",
             Role::Operator => "operator",
+            Role::Scheduler => "scheduler",
         }
     }
 
@@ -221,6 +225,7 @@ impl Role {
         match name {
             "viewer" => Some(Role::Viewer),
             "operator" => Some(Role::Operator),
+            "scheduler" => Some(Role::Scheduler),
             _ => None,
         }
     }
@@ -236,16 +241,48 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Lets an operator through to a write; a viewer gets `403 forbidden`.
+    /// Lets an operator through to a write; a viewer or a scheduler gets `403 forbidden`.
     pub fn may_write(&self) -> Result<(), Error> {
         match self.role {
             Role::Operator => Ok(()),
-            Role::Viewer => Err(Error::refused(
-                ErrorCode::Forbidden,
-                format!("{} is a viewer: viewers may only read", self.name),
-            )),
+            Role::Viewer => Err(forbidden(format!(
+                "{} is a viewer: viewers may only read",
+                self.name
+            ))),
+            Role::Scheduler => Err(self.only_jobs()),
         }
     }
+
+    /// Lets a person (a viewer or an operator) through to a read; a scheduler gets
+    /// `403 forbidden`.
+    pub fn may_read(&self) -> Result<(), Error> {
+        match self.role {
+            Role::Viewer | Role::Operator => Ok(()),
+            Role::Scheduler => Err(self.only_jobs()),
+        }
+    }
+
+    /// Lets an operator or a scheduler run the jobs; a viewer gets `403 forbidden`.
+    pub fn may_run_jobs(&self) -> Result<(), Error> {
+        match self.role {
+            Role::Operator | Role::Scheduler => Ok(()),
+            Role::Viewer => Err(forbidden(format!(
+                "{} is a viewer: the jobs write",
+                self.name
+            ))),
+        }
+    }
+
+    fn only_jobs(&self) -> Error {
+        forbidden(format!(
+            "{} is a scheduler: schedulers may only run the jobs",
+            self.name
+        ))
+    }
+}
+
+fn forbidden(message: String) -> Error {
+    Error::refused(ErrorCode::Forbidden, message)
 }
 
 /// Whether `name` can name an operator in the audit: 1-64 of `[A-Za-z0-9._@-]`.
@@ -425,6 +462,19 @@ mod tests {
     }
 
     const TEAM: &str = "ann:operator:s3cret-ann, vic:viewer:s3cret-vic";
+
+    #[test]
+    fn a_scheduler_runs_the_jobs_and_nothing_else() {
+        let ops = Operators::parse("tick:scheduler:s3cret-tick, vic:viewer:s3cret-vic").unwrap();
+        let tick = ops.authenticate(Some("s3cret-tick")).unwrap();
+        assert_eq!(tick.role, Role::Scheduler);
+        assert!(tick.may_run_jobs().is_ok());
+        assert_eq!(tick.may_read().unwrap_err().code(), ErrorCode::Forbidden);
+        assert_eq!(tick.may_write().unwrap_err().code(), ErrorCode::Forbidden);
+        let vic = ops.authenticate(Some("s3cret-vic")).unwrap();
+        assert!(vic.may_read().is_ok());
+        assert_eq!(vic.may_run_jobs().unwrap_err().code(), ErrorCode::Forbidden);
+    }
 
     #[test]
     fn each_secret_names_its_operator_and_role() {

@@ -32,10 +32,11 @@
 //! | `{sk:E}:cfg` / `{sk:E}:stock` | hash | the master configuration (`version`; `soldout` when the drain last read every shard at 0); units left per shard as the drain last read them |
 //! | `{sk:registry}:events` | set | every event, for the scheduled jobs (a slot of its own, on each node) |
 //! | `{sk:registry}:global` | hash | the global bucket across events (`rate`, `burst`): a copy on each node; each live shard's `cfg` holds its part |
+//! | `{sk:registry}:job:<job>` | string, TTL | the jobs route's lease of a job: one run at a time across the fleet (on the first node) |
 //! | `{sk:registry}:archived` | set | the events an operator archived (out of the console's default list) |
 //!
-//! Only purchase tokens, rate buckets, challenge marks, the drain's lease and nudge, and the
-//! beliefs expire; nothing a sale depends on does.
+//! Only purchase tokens, rate buckets, challenge marks, the drain's lease and nudge, the jobs'
+//! leases, and the beliefs expire; nothing a sale depends on does.
 
 use serde::Serialize;
 
@@ -320,6 +321,11 @@ impl Registry {
     /// The global bucket across events (`rate`, `burst`).
     pub fn global_limit(&self) -> String {
         "{sk:registry}:global".to_owned()
+    }
+    /// The lease of a job run from the jobs route (`drain`, `timeout-release`, `reconcile`):
+    /// the run that holds it, until it gives it back or it expires.
+    pub fn job_lease(&self, job: &str) -> String {
+        format!("{{sk:registry}}:job:{job}")
     }
 }
 

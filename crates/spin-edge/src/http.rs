@@ -250,9 +250,17 @@ pub fn buyer(req: &Request) -> Result<String, ApiError> {
     Ok(auth::verify_jwt(token, secret.as_bytes(), clock::now_ms() / 1000)?.sub)
 }
 
-/// The operator whose secret is the bearer token, whatever their role: enough to read. A
-/// malformed `operators` variable is a configuration error (500).
+/// The person (a viewer or an operator) whose secret is the bearer token: enough to read; a
+/// scheduler's secret is `403 forbidden`. A malformed `operators` variable is a configuration
+/// error (500).
 pub fn operator(req: &Request) -> Result<auth::Operator, ApiError> {
+    let who = credential(req)?;
+    who.may_read()?;
+    Ok(who)
+}
+
+/// Whoever the bearer secret names, a scheduler included (the job routes take schedulers).
+pub fn credential(req: &Request) -> Result<auth::Operator, ApiError> {
     let operators = auth::Operators::parse(&config::get(config::OPERATORS)?)?;
     Ok(operators.authenticate(bearer(req))?)
 }

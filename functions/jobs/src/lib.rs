@@ -1,7 +1,10 @@
 //! The scheduled work over HTTP, for platforms without a cron trigger (Akamai Functions'
-//! `spin aka crons`, Kubernetes CronJobs): behind an operator's bearer secret (a viewer's is
+//! `spin aka crons`, Kubernetes CronJobs): behind a scheduler's bearer secret (the `scheduler`
+//! role, which runs the jobs and nothing else) or an operator's (a viewer's is
 //! `403 forbidden`: a job writes), or `?key=` with the `job_key` secret for a scheduler that can
-//! send neither a header nor a body (Akamai's calls a path and query with GET). The jobs are idempotent, so GET runs them as POST does.
+//! send neither a header nor a body (Akamai's calls a path and query with GET). The jobs are
+//! idempotent, so GET runs them as POST does. Every run a person starts is in the audit, and a
+//! scheduler credential's first run; the others are counted in the host's metrics.
 //!
 //! | route | does |
 //! |---|---|
@@ -21,10 +24,11 @@ use std::time::Duration;
 
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
-use seckill_domain::{auth, clock, orders};
+use seckill_domain::nodes::Nodes;
+use seckill_domain::{audit, auth, clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::http::writer;
-use seckill_spin_edge::store;
+use seckill_spin_edge::postgres::SpinPg;
+use seckill_spin_edge::store::{self, SpinStore};
 use seckill_spin_edge::{config, http, payments};
 use serde_json::Value;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
@@ -36,9 +40,42 @@ async fn handle(req: IncomingRequest) -> Response {
     seckill_spin_edge::http::serve(req, answer).await
 }
 
-/// The request, its body read within the limit.
+/// The request, its body read within the limit: who runs it, the run, its audit record.
 fn answer(req: Request) -> Response {
-    http::respond(200, run(&req))
+    let who = match authorize(&req) {
+        Ok(who) => who,
+        Err(e) => return http::error(&e),
+    };
+    let ran = run(&req);
+    audit_run(&req, &who, &ran);
+    http::respond(200, ran)
+}
+
+/// Records the run as the audit keeps job runs ([`audit::record_job_run`]: every run a person
+/// starts, a scheduler credential's first). A failure to record is logged, not the caller's:
+/// the job has run.
+fn audit_run(req: &Request, who: &auth::Operator, ran: &Result<Value, ApiError>) {
+    let (status, answer) = match ran {
+        Ok(report) => (200, Some(report.clone())),
+        Err(e) => (e.status, serde_json::from_str(&e.to_json()).ok()),
+    };
+    let entry = audit::Entry::job_run(
+        who,
+        (req.method().to_string().as_str(), req.path()),
+        answer,
+        status,
+        clock::now_ms(),
+    );
+    let recorded = config::postgres()
+        .map_err(|e| e.reason())
+        .and_then(|db| audit::record_job_run(&db, &entry).map_err(|e| e.reason()));
+    if let Err(e) = recorded {
+        eprintln!(
+            "jobs: the run of {} by {} was not audited: {e}",
+            req.path(),
+            who.name
+        );
+    }
 }
 
 /// The longest `for_ms` a job route accepts: a minute, the finest period of a Kubernetes
@@ -58,14 +95,21 @@ enum Job {
 }
 
 impl Job {
+    /// Its name in the route.
+    fn name(self) -> &'static str {
+        match self {
+            Job::Drain => "drain",
+            Job::TimeoutRelease => "timeout-release",
+            Job::Reconcile => "reconcile",
+        }
+    }
+
     /// The `:job` of the route; any other name is `404 not_found`.
     fn parse(name: &str) -> Result<Job, ApiError> {
-        match name {
-            "drain" => Ok(Job::Drain),
-            "timeout-release" => Ok(Job::TimeoutRelease),
-            "reconcile" => Ok(Job::Reconcile),
-            other => Err(ApiError::not_found(format!("no job `{other}`"))),
-        }
+        [Job::Drain, Job::TimeoutRelease, Job::Reconcile]
+            .into_iter()
+            .find(|job| job.name() == name)
+            .ok_or_else(|| ApiError::not_found(format!("no job `{name}`")))
     }
 }
 
@@ -91,21 +135,29 @@ fn event(req: &Request) -> Result<Option<EventId>, ApiError> {
         .transpose()?)
 }
 
-/// An operator allowed to write (bearer secret), or a scheduler holding the job key (`?key=`;
-/// only when `job_key` is set). The jobs are not audited: schedulers run them every second,
-/// and they change no configuration.
-fn authorize(req: &Request) -> Result<(), ApiError> {
+/// The name a run by the job key (`?key=`) is audited under, as a scheduler's.
+const JOB_KEY_SCHEDULER: &str = "job_key";
+
+/// An operator or a scheduler (bearer secret), or a scheduler holding the job key (`?key=`;
+/// only when `job_key` is set); a viewer is `403 forbidden`.
+fn authorize(req: &Request) -> Result<auth::Operator, ApiError> {
     match http::query_param(req, "key") {
-        Some(key) => Ok(auth::check_job_key(
-            key,
-            &config::get_or(config::JOB_KEY, String::new()),
-        )?),
-        None => writer(req).map(drop),
+        Some(key) => {
+            auth::check_job_key(key, &config::get_or(config::JOB_KEY, String::new()))?;
+            Ok(auth::Operator {
+                name: JOB_KEY_SCHEDULER.to_owned(),
+                role: auth::Role::Scheduler,
+            })
+        }
+        None => {
+            let who = http::credential(req)?;
+            who.may_run_jobs()?;
+            Ok(who)
+        }
     }
 }
 
 fn run(req: &Request) -> Result<Value, ApiError> {
-    authorize(req)?;
     if !matches!(req.method(), Method::Post | Method::Get) {
         return Err(ApiError::method_not_allowed("GET, POST"));
     }
@@ -115,6 +167,20 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     // drain and the release, `event` reconcile.
     let (budget, event) = (budget(req)?, event(req)?);
     let (nodes, db) = (store::nodes()?, config::postgres()?);
+    let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
+    registry::run_job(&nodes, job.name(), budget_ms, || {
+        run_once(job, budget, event, &nodes, &db)
+    })
+}
+
+/// Runs `job` for `budget` (`event`: reconcile's one event).
+fn run_once(
+    job: Job,
+    budget: Duration,
+    event: Option<EventId>,
+    nodes: &Nodes<SpinStore>,
+    db: &SpinPg,
+) -> Result<Value, ApiError> {
     match job {
         Job::Drain => {
             let opts = config::Settings::read()?.drain_options();
@@ -123,18 +189,18 @@ fn run(req: &Request) -> Result<Value, ApiError> {
                     until: Some(until).filter(|_| !budget.is_zero()),
                     ..opts.clone()
                 };
-                orders::drain(&nodes, &db, &opts, clock::now_ms())
+                orders::drain(nodes, db, &opts, clock::now_ms())
             })?)
         }
         Job::TimeoutRelease => {
             let settings = config::Settings::read()?;
             http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
-                payments::release_due(&nodes, &db, &settings, clock::now_ms())
+                payments::release_due(nodes, db, &settings, clock::now_ms())
             })?)
         }
         Job::Reconcile => {
             let events = event.map(|e| vec![e]);
-            http::to_value(&orders::reconcile_all(&nodes, &db, events, true)?)
+            http::to_value(&orders::reconcile_all(nodes, db, events, true)?)
         }
     }
 }

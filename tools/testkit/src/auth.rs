@@ -14,12 +14,17 @@ pub const VIEWER_TOKEN: &str = "test-viewer-token";
 pub const OPERATOR: &str = "test-operator";
 /// The viewer's name.
 pub const VIEWER: &str = "test-viewer";
+/// The bearer token of [`SCHEDULER`], who may only run the jobs.
+pub const SCHEDULER_TOKEN: &str = "test-scheduler-token";
+/// The scheduler's name.
+pub const SCHEDULER: &str = "test-ticker";
 
-/// The `operators` variable of the test apps: [`OPERATOR`] with two secrets, [`VIEWER`].
+/// The `operators` variable of the test apps: [`OPERATOR`] with two secrets, [`VIEWER`],
+/// [`SCHEDULER`].
 pub fn operators() -> String {
     format!(
         "{OPERATOR}:operator:{ADMIN_TOKEN},{OPERATOR}:operator:{ROTATED_ADMIN_TOKEN},\
-         {VIEWER}:viewer:{VIEWER_TOKEN}"
+         {VIEWER}:viewer:{VIEWER_TOKEN},{SCHEDULER}:scheduler:{SCHEDULER_TOKEN}"
     )
 }
 

@@ -48,8 +48,8 @@ pub mod walk;
 
 pub use app::{TEST_POW_DIFFICULTY, TestApp, TestAppBuilder};
 pub use auth::{
-    ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, OPERATOR, ROTATED_ADMIN_TOKEN, VIEWER, VIEWER_TOKEN,
-    jwt_for, operators,
+    ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, OPERATOR, ROTATED_ADMIN_TOKEN, SCHEDULER,
+    SCHEDULER_TOKEN, VIEWER, VIEWER_TOKEN, jwt_for, operators,
 };
 pub use manifests::{
     app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,

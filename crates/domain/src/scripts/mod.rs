@@ -18,6 +18,7 @@ pub mod draw;
 pub mod event_info;
 pub mod global_limit;
 pub mod issue_token;
+pub mod job_lease;
 pub mod list_events;
 pub mod poll;
 pub mod precheck;
