@@ -69,6 +69,21 @@ wiring. For each root:
               terraform: the module is provider-free), send every route's sample paths with every
               method, ranked as Envoy Gateway ranks matches, to the critical SpinApp exactly when
               the manifest's class of that (route, method) is critical.
+  jobs        every root takes `scheduler_token` (sensitive, validated to 32 characters or more;
+              required on SpinKube) and passes it to modules/app-variables, which appends
+              `scheduler:scheduler:<token>` to the operators (roles viewer, operator, scheduler)
+              and hands out no operator's secret; SpinKube's ticker sends that token from a
+              header file mounted from the Secret and calls the job routes only.
+  network     the SpinKube root's NetworkPolicy (on by default) selects both SpinApps' pods and
+              admits requests from the proxies' namespaces and the ticker only; its egress rules
+              are DNS (53), Redis (its nodes' ports), Postgres (its port) and HTTPS (443 and
+              payment_api_url's port) at 0.0.0.0/0 and ::/0 with the private, loopback and
+              link-local ranges excepted; none without destinations or ports.
+  demo        every root has `demo_environment` (a bool, false) passed to the module, whose
+              pattern for demo_login admits "true" only then.
+  cdn         the AWS root's CloudFront cache key holds exactly the query parameters that the
+              components serving its cached paths (spin.toml's routes) read in their sources
+              (`http::query_param(req, "x")`, `shards_hint`), no others.
 
 Every root and every module (modules/*) is also checked for references: each var.X, local.X,
 module.X (and module.X.OUT of a local module), data.T.N and resource T.N its expressions use is
@@ -194,13 +209,19 @@ class Root:
     outputs: dict = field(default_factory=dict)
 
 
+# Parsed files by their text: the self-check's copies differ from the tree by one edit each, and
+# parsing is most of a run's time.
+_PARSED: dict = {}
+
+
 def load_root(path: Path) -> Root:
     root = Root(path.name, path)
     for tf in sorted(path.glob("*.tf")):
         text = tf.read_text()
         root.text += text + "\n"
-        with tf.open() as f:
-            doc = clean(hcl2.load(f))
+        if text not in _PARSED:
+            _PARSED[text] = clean(hcl2.loads(text))
+        doc = json.loads(json.dumps(_PARSED[text]))  # a copy: callers may not share it
         for block in doc.get("variable", []):
             root.variables.update(block)
         for block in doc.get("locals", []):

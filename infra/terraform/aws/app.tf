@@ -395,39 +395,36 @@ resource "aws_lb_listener" "https" {
   ssl_policy        = var.ssl_policy
   certificate_arn   = var.certificate_arn
 
-  # Behind CloudFront only its requests are served (the rule from_cdn, cdn.tf).
+  # What no rule forwards is refused: the rules forward the manifest's routes only (below). Behind
+  # CloudFront, a request without its origin header is answered 403 (cdn.tf).
   default_action {
-    type             = var.cdn ? "fixed-response" : "forward"
-    target_group_arn = var.cdn ? null : aws_lb_target_group.app.arn
+    type = "fixed-response"
 
-    dynamic "fixed_response" {
-      for_each = var.cdn ? [1] : []
-      content {
-        content_type = "application/json"
-        status_code  = "403"
-        message_body = local.not_through_cdn
-      }
+    fixed_response {
+      content_type = "application/json"
+      status_code  = var.cdn ? "403" : "404"
+      message_body = var.cdn ? local.not_through_cdn : local.not_found
     }
   }
 }
 
 # Port 80 redirects to HTTPS when there is a certificate, and serves plain HTTP only without one
-# (allow_plain_http; behind CloudFront, only CloudFront's requests).
+# (allow_plain_http; behind CloudFront, only CloudFront's requests): then its rules forward the
+# routes and its default refuses the rest, as the HTTPS listener's do.
 resource "aws_lb_listener" "http" {
   load_balancer_arn = aws_lb.app.arn
   port              = 80
   protocol          = "HTTP"
 
   default_action {
-    type             = local.https ? "redirect" : (var.cdn ? "fixed-response" : "forward")
-    target_group_arn = local.https || var.cdn ? null : aws_lb_target_group.app.arn
+    type = local.https ? "redirect" : "fixed-response"
 
     dynamic "fixed_response" {
-      for_each = !local.https && var.cdn ? [1] : []
+      for_each = local.https ? [] : [1]
       content {
         content_type = "application/json"
-        status_code  = "403"
-        message_body = local.not_through_cdn
+        status_code  = var.cdn ? "403" : "404"
+        message_body = var.cdn ? local.not_through_cdn : local.not_found
       }
     }
 
@@ -444,27 +441,115 @@ resource "aws_lb_listener" "http" {
   lifecycle {
     precondition {
       condition     = local.lb_rule_count <= 100
-      error_message = "The load balancer would hold ${local.lb_rule_count} listener rules, over ALB's 100: the critical routes' rules repeat operator_cidrs for the operators' paths; give fewer, wider ranges."
+      error_message = "The load balancer would hold ${local.lb_rule_count} listener rules, over ALB's 100: the operators' routes' rules repeat operator_cidrs; give fewer, wider ranges."
+    }
+  }
+}
+
+# --- Only the app's routes, in their canonical form -----------------------------------------
+# The listener forwards the path patterns of the manifest's routes (modules/request-classes reads
+# spin.toml, the manifest the instances run) and nothing else: its default action answers any
+# other path 404 with the API's JSON error (403 behind CloudFront without its origin header). A
+# path with `//` anywhere is refused first: Spin's router drops repeated leading slashes, so
+# `//admin/events/e1` would reach the admin function while no pattern of the operators' paths
+# (`/admin/*`) matches it. Rules, first match wins:
+#   1    non_canonical: `*//*` -> 404;
+#   100  request_class: the critical routes (below);
+#   300  operators_allowed: the operators' routes from operator_cidrs (with operator_cidrs);
+#   1000 operators_only: `/admin/*`, `/console*` -> 403 (with operator_cidrs);
+#   1100 known_paths: every other route's patterns (the operators' too without operator_cidrs);
+#   2000 from_cdn: CloudFront's other requests -> 404 (with cdn);
+#   then the listener's default: 404, or 403 behind CloudFront.
+# A rule holds at most 5 condition values, 3 to a condition (each path, address and the origin
+# header counts one) and 5 wildcards: the paths go 3 to a rule (fewer when they hold 2 or more
+# wildcards), 2 beside 3 addresses.
+
+locals {
+  # The listener that serves the app: HTTPS, else plain HTTP.
+  app_listener_arn     = local.https ? aws_lb_listener.https[0].arn : aws_lb_listener.http.arn
+  operator_paths       = ["/admin/*", "/console*"]
+  operator_cidr_groups = chunklist(var.operator_cidrs, 3)
+  not_through_cdn      = jsonencode({ error = { code = "forbidden", message = "this address serves CloudFront only" } })
+  not_found            = jsonencode({ error = { code = "not_found", message = "no such route" } })
+
+  # Every route's patterns, and which of them lie under the operators' paths.
+  lb_known_paths    = distinct(flatten([for r in module.request_classes.routes : module.request_classes.alb_path_patterns[r]]))
+  lb_operator_paths = [for p in local.lb_known_paths : p if anytrue([for o in local.operator_paths : can(regex("^${replace(replace(o, ".", "\\."), "*", ".*")}$", p))])]
+  # With operator_cidrs the operators' routes are forwarded from those ranges only; without, with
+  # the rest.
+  lb_path_sets = {
+    operators = length(var.operator_cidrs) > 0 ? local.lb_operator_paths : []
+    public    = [for p in local.lb_known_paths : p if length(var.operator_cidrs) == 0 || !contains(local.lb_operator_paths, p)]
+  }
+  # The paths in chunks that fit a rule: by their wildcards, 3 (or 2 beside the addresses) to a
+  # rule, at most 5 wildcards.
+  lb_path_chunks = { for set, paths in local.lb_path_sets : set => concat([], [
+    for w in sort(distinct([for p in paths : format("%02d", length(regexall("[*?]", p)))])) : chunklist(
+      [for p in paths : p if format("%02d", length(regexall("[*?]", p))) == w],
+      max(1, min(set == "operators" ? 2 - local.lb_header_values : 3, floor(5 / max(1, tonumber(w))))),
+    )
+  ]...) }
+  lb_operator_rules = [for combo in setproduct(local.lb_path_chunks.operators, local.operator_cidr_groups) : { paths = combo[0], source_ips = combo[1] }]
+}
+
+resource "aws_lb_listener_rule" "non_canonical" {
+  listener_arn = local.app_listener_arn
+  priority     = local.lb_priority.non_canonical
+
+  action {
+    type = "fixed-response"
+    fixed_response {
+      content_type = "application/json"
+      status_code  = "404"
+      message_body = jsonencode({ error = { code = "not_found", message = "no route has an empty path segment" } })
+    }
+  }
+  condition {
+    path_pattern {
+      values = ["*//*"]
+    }
+  }
+}
+
+resource "aws_lb_listener_rule" "known_paths" {
+  count        = length(local.lb_path_chunks.public)
+  listener_arn = local.app_listener_arn
+  priority     = local.lb_priority.known + count.index
+
+  action {
+    type             = "forward"
+    target_group_arn = aws_lb_target_group.app.arn
+  }
+  condition {
+    path_pattern {
+      values = local.lb_path_chunks.public[count.index]
+    }
+  }
+  dynamic "condition" {
+    for_each = var.cdn ? [1] : []
+    content {
+      http_header {
+        http_header_name = local.cdn_origin_header
+        values           = [var.cdn_origin_secret]
+      }
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(local.lb_path_chunks.public[count.index]) + local.lb_header_values <= 5 && length(local.lb_path_chunks.public[count.index]) <= 3 && length(regexall("[*?]", join("", local.lb_path_chunks.public[count.index]))) <= 5
+      error_message = "A route rule exceeds ALB's limits (5 values and 5 wildcards per rule, 3 values per condition): ${jsonencode(local.lb_path_chunks.public[count.index])}."
     }
   }
 }
 
 # --- Operators' paths from operators' addresses only (operator_cidrs) ------------------------
-# ALB conditions cannot be negated: requests for the operators' paths from operator_cidrs are
-# forwarded by the first rules, and the last answers any other such request 403 with the API's
-# JSON error. A rule holds at most 5 condition values (each path and each address counts one),
-# so the addresses go 3 to a rule beside the 2 paths.
-
-locals {
-  # The listener that serves the app: HTTPS, else plain HTTP (which then forwards).
-  app_listener_arn     = local.https ? aws_lb_listener.https[0].arn : aws_lb_listener.http.arn
-  operator_paths       = ["/admin/*", "/console*"]
-  operator_cidr_groups = chunklist(var.operator_cidrs, 3)
-  not_through_cdn      = jsonencode({ error = { code = "forbidden", message = "this address serves CloudFront only" } })
-}
+# ALB conditions cannot be negated: requests for the operators' routes from operator_cidrs are
+# forwarded by the first rules, and the last answers any other request for the operators' paths
+# 403 with the API's JSON error.
 
 resource "aws_lb_listener_rule" "operators_allowed" {
-  count        = length(local.operator_cidr_groups)
+  count        = length(local.lb_operator_rules)
   listener_arn = local.app_listener_arn
   priority     = local.lb_priority.operators + count.index
 
@@ -474,12 +559,21 @@ resource "aws_lb_listener_rule" "operators_allowed" {
   }
   condition {
     path_pattern {
-      values = local.operator_paths
+      values = local.lb_operator_rules[count.index].paths
     }
   }
   condition {
     source_ip {
-      values = local.operator_cidr_groups[count.index]
+      values = local.lb_operator_rules[count.index].source_ips
+    }
+  }
+  dynamic "condition" {
+    for_each = var.cdn ? [1] : []
+    content {
+      http_header {
+        http_header_name = local.cdn_origin_header
+        values           = [var.cdn_origin_secret]
+      }
     }
   }
 }
@@ -512,8 +606,9 @@ resource "aws_lb_listener_rule" "operators_only" {
 #      GET and HEAD of /admin/events): path + those methods -> the main group;
 #   2. every critical route: path (+ its critical methods, where only some are) -> the critical
 #      group;
-#   3. the operators' rules (operator_cidrs) and the CDN's origin check;
-#   4. the listener's default action: the main group (or 403 behind CloudFront).
+#   3. the operators' rules (operator_cidrs), every other route's patterns to the main group
+#      (above), the CDN's 404;
+#   4. the listener's default action: 404 (or 403 behind CloudFront).
 # Behind CloudFront rules 1 and 2 also require the origin header, as the CDN's rule does; with
 # operator_cidrs, the rules for the operators' paths carry the operators' ranges, so an address
 # outside them still meets the 403 of rule 3. ALB's limits: at most 3 values per condition and 5
@@ -527,7 +622,7 @@ module "request_classes" {
 }
 
 locals {
-  lb_priority = { critical = 100, operators = 300, cdn = 900, operators_only = 1000 }
+  lb_priority = { non_canonical = 1, critical = 100, operators = 300, operators_only = 1000, known = 1100, cdn = 2000 }
 
   # Each critical route as ALB rule material: its paths, the methods (empty: any) and whether it
   # lies under the operators' paths (then operator_cidrs applies to it).
@@ -566,7 +661,7 @@ locals {
       ) : { target = target, paths = combo[0], methods = combo[1], source_ips = combo[2] }
     ]
   ]])
-  lb_rule_count = length(local.lb_class_rules) + length(local.operator_cidr_groups) + (length(var.operator_cidrs) > 0 ? 1 : 0) + (var.cdn ? 1 : 0)
+  lb_rule_count = 1 + length(local.lb_class_rules) + length(local.lb_operator_rules) + (length(var.operator_cidrs) > 0 ? 1 : 0) + length(local.lb_path_chunks.public) + (var.cdn ? 1 : 0)
 }
 
 resource "aws_lb_listener_rule" "request_class" {

@@ -2,8 +2,10 @@
 # shop's pages and `GET /shop/events/{id}` are cached for as long as the app's Cache-Control says
 # (about a second for an event, with stale-while-revalidate and a strong ETag; CloudFront
 # revalidates with If-None-Match and the app answers 304), so one origin request per edge and
-# second serves every buyer refreshing there. The API, admin and console pass through uncached
-# with every viewer header (Authorization included), query string and cookie.
+# second serves every buyer refreshing there. Their cache key holds the path and only the query
+# parameters those routes read (none: a random `?x=` neither splits the cache nor reaches the
+# origin). The API, admin and console pass through uncached with every viewer header
+# (Authorization included), query string and cookie.
 #
 # The client's address: CloudFront appends the viewer's address to X-Forwarded-For, and the load
 # balancer passes the header on unchanged (xff_header_processing_mode "preserve" with the CDN,
@@ -28,6 +30,11 @@ locals {
   cdn_cached_methods               = ["GET", "HEAD"]
   cdn_passthrough_paths            = ["/api/*", "/admin/*", "/console*", "/shop/demo-login"]
   cdn_cached_paths                 = ["/shop/events/*", "/shop", "/shop/*"]
+  # The query parameters the cached routes read (the web component's GET and HEAD of /shop/...:
+  # none; the storefront's own `?event=` and `?checkout=` are read by its script in the browser),
+  # the only ones in their cache key and forwarded to the origin. tests/terraform/check_roots.py
+  # holds this list to the components' sources.
+  cdn_cached_query_parameters = []
 }
 
 data "aws_ec2_managed_prefix_list" "cloudfront" {
@@ -36,7 +43,7 @@ data "aws_ec2_managed_prefix_list" "cloudfront" {
 }
 
 # The shop's reads: cached exactly as the origin's Cache-Control says (no header, not cached);
-# the key is the path and query string, nothing a viewer sends besides.
+# the key is the path and the query parameters those routes read, nothing a viewer sends besides.
 resource "aws_cloudfront_cache_policy" "origin_cache_control" {
   count       = var.cdn ? 1 : 0
   name        = "${var.name}-origin-cache-control"
@@ -55,7 +62,13 @@ resource "aws_cloudfront_cache_policy" "origin_cache_control" {
       header_behavior = "none"
     }
     query_strings_config {
-      query_string_behavior = "all"
+      query_string_behavior = length(local.cdn_cached_query_parameters) > 0 ? "whitelist" : "none"
+      dynamic "query_strings" {
+        for_each = length(local.cdn_cached_query_parameters) > 0 ? [1] : []
+        content {
+          items = local.cdn_cached_query_parameters
+        }
+      }
     }
   }
 }
@@ -154,17 +167,21 @@ resource "aws_cloudfront_distribution" "app" {
   }
 }
 
-# The load balancer's side of the origin secret: requests that carry it go to the app (after the
-# request-class rules, which require it too and send the critical routes to their own group:
-# app.tf); any other gets the listener's default answer, 403.
+# The load balancer's side of the origin secret: the rules that forward the app's routes require
+# it (app.tf); CloudFront's requests for any other path get this rule's 404, and requests without
+# it the listener's default answer, 403.
 resource "aws_lb_listener_rule" "from_cdn" {
   count        = var.cdn ? 1 : 0
   listener_arn = local.app_listener_arn
   priority     = local.lb_priority.cdn
 
   action {
-    type             = "forward"
-    target_group_arn = aws_lb_target_group.app.arn
+    type = "fixed-response"
+    fixed_response {
+      content_type = "application/json"
+      status_code  = "404"
+      message_body = local.not_found
+    }
   }
   condition {
     http_header {

@@ -27,7 +27,7 @@ locals {
   # refused CLIENT SETINFO. tests/terraform/check_redis_acl.py fails when the code runs a command
   # not here, or when one here is no longer run.
   redis_app_commands = [
-    "del", "eval", "evalsha", "exists", "get", "hdel", "hget", "hgetall", "hincrby", "hmget",
+    "del", "eval", "evalsha", "exists", "get", "hdel", "hexists", "hget", "hgetall", "hincrby", "hmget",
     "hscan", "hset", "hsetnx", "hvals", "incr", "incrby", "pexpire", "ping", "pttl", "sadd",
     "scard", "set", "sismember", "smembers", "spop", "srem", "time", "xack", "xadd", "xautoclaim",
     "xgroup", "xinfo", "xlen", "xpending", "xrange", "xreadgroup", "xtrim",

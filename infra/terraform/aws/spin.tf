@@ -40,6 +40,8 @@ module "app_variables" {
   secrets           = var.secrets
   payment_api_url   = var.payment_api_url
   settings          = var.settings
+  scheduler_token   = var.scheduler_token
+  demo_environment  = var.demo_environment
   # Spin sees the load balancer as the peer: its nodes live in the public subnets, and it appends
   # the client's address to X-Forwarded-For (xff_header_processing_mode "append", app.tf).
   trusted_proxies = local.public_cidrs

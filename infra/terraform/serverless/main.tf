@@ -49,6 +49,8 @@ module "app_variables" {
   secrets           = var.secrets
   payment_api_url   = var.payment_api_url
   settings          = var.settings
+  scheduler_token   = var.scheduler_token
+  demo_environment  = var.demo_environment
 }
 
 locals {

@@ -65,13 +65,13 @@ variable "manifest" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"false\"; \"true\" only with demo_environment), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"); empty, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
     # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"false\" (\"true\" only with demo_environment = true), payment_mode \"test\" or \"live\", admission_ipv6_prefix 1 to 128, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 
@@ -157,7 +157,7 @@ variable "postgres_role" {
 # --- Secrets ----------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation), at least 32 characters each; and payment_api_key, the payment provider's restricted secret key (Stripe's `rk_test_…` / `rk_live_…`, of the mode the setting payment_mode names, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write only): optional, but without it (\"\", the default) the provider's API is off and no buyer gets a checkout, so a real sale needs it."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer, operator or scheduler; the secret is that one's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation), at least 32 characters each; and payment_api_key, the payment provider's restricted secret key (Stripe's `rk_test_…` / `rk_live_…`, of the mode the setting payment_mode names, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write only): optional, but without it (\"\", the default) the provider's API is off and no buyer gets a checkout, so a real sale needs it."
   type = object({
     jwt_secret              = string
     admission_secret        = string
@@ -183,6 +183,24 @@ variable "secrets" {
     condition     = var.secrets.payment_api_key == "" || startswith(var.secrets.payment_api_key, "rk_${lookup(var.settings, "payment_mode", "test")}_")
     error_message = "payment_api_key: settings' payment_mode is ${lookup(var.settings, "payment_mode", "test")}, so the key is an rk_${lookup(var.settings, "payment_mode", "test")}_… one (the provider's events of the other mode are ignored: no payment would count)."
   }
+}
+
+variable "scheduler_token" {
+  description = "The bearer token of an outside scheduler that calls the job routes (Fermyon Cloud has none of its own): added to operators as scheduler:scheduler:<token>, a role that runs the job routes (/admin/jobs/*) and nothing else, sent as `Authorization: Bearer <token>`. Null (the default): no such entry. Akamai's cron can send no header: it uses job_key."
+  type        = string
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.scheduler_token == null ? true : can(regex("^[A-Za-z0-9._~+/-]{32,}=*$", var.scheduler_token))
+    error_message = "scheduler_token: at least 32 of A-Z a-z 0-9 . _ ~ + / - (then = padding), e.g. openssl rand -hex 32; it is sent as `Authorization: Bearer <token>`."
+  }
+}
+
+variable "demo_environment" {
+  description = "Whether this deployment is a demo: only then may settings' demo_login be \"true\" (anyone may mint a buyer token and buy as anyone). False by default: the plan refuses demo_login = \"true\"."
+  type        = bool
+  default     = false
+  nullable    = false
 }
 
 variable "payment_api_url" {

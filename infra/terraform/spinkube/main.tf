@@ -11,6 +11,8 @@ module "app_variables" {
   secrets            = var.secrets
   payment_api_url    = var.payment_api_url
   settings           = var.settings
+  scheduler_token    = var.scheduler_token
+  demo_environment   = var.demo_environment
   trusted_proxies    = var.trusted_proxies
 }
 
@@ -96,9 +98,10 @@ resource "kubernetes_secret_v1" "spin" {
   }
   type = "Opaque"
   data = merge(local.spin_secret_variables, {
-    # The ticker's header file (curl -H @file): an operator's secret (the jobs write, a viewer's
-    # is refused) never reaches a command line.
-    authorization = "Authorization: Bearer ${module.app_variables.operator_secret}"
+    # The ticker's header file (curl -H @file): the scheduler's own token (its operators entry
+    # scheduler:scheduler:<token> runs the job routes and nothing else), never a person's secret,
+    # and never on a command line.
+    authorization = "Authorization: Bearer ${module.app_variables.scheduler_token}"
     # Spin's runtime config (runtimeConfig.loadFromSecret reads this key).
     "runtime-config.toml" = module.runtime_config.toml
   })
@@ -371,7 +374,8 @@ resource "kubernetes_manifest" "backend_traffic_policy" {
 # ticker calls POST /admin/jobs/drain?for_ms=N (the app drains for N ms), then one timeout-release
 # pass, then again at once; reconcile every reconcile_every_s. The drain's lease in Redis makes a
 # second ticker (or a rollout overlap) harmless. It calls the critical SpinApp's Service: the
-# jobs are critical, so a buyers' flood on the main app never starves the drain.
+# jobs are critical, so a buyers' flood on the main app never starves the drain. It sends the
+# scheduler token (role scheduler: the job routes and nothing else) from the Secret's header file.
 
 locals {
   ticker_script = <<-EOT
@@ -462,6 +466,148 @@ resource "kubernetes_deployment_v1" "ticker" {
   }
 
   depends_on = [kubernetes_manifest.spinapp_critical]
+}
+
+# --- The app's pods on the network: a NetworkPolicy (var.network_policy) -------------------------
+# Both SpinApps' pods (the operator labels them core.spinkube.dev/app-name = <SpinApp>) take
+# requests only from the namespaces of the proxies in front (the Gateway's, or
+# network_policy.ingress_namespaces) and from the ticker, and open connections only to DNS, to
+# Redis and Postgres on their ports (at network_policy.redis_cidrs / postgres_cidrs), and over
+# HTTPS to public addresses: the payment provider's API (payment_api_url, and its port when not
+# 443) and, later, shops' endpoints. Private (RFC 1918), loopback and link-local ranges are
+# excepted from that HTTPS rule, so a component cannot reach the cluster's services, the nodes or
+# a cloud's metadata endpoint by it; the ticker and the migration Job are not selected.
+
+locals {
+  network_policy_ingress_namespaces = var.network_policy == null ? [] : (
+    var.network_policy.ingress_namespaces != null ? var.network_policy.ingress_namespaces : (
+      var.gateway == null ? [] : [coalesce(var.gateway.namespace, var.namespace)]
+    )
+  )
+  # HTTPS to the internet, not to private, loopback or link-local addresses.
+  network_policy_public = {
+    "0.0.0.0/0" = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8", "169.254.0.0/16"]
+    "::/0"      = ["fc00::/7", "::1/128", "fe80::/10"]
+  }
+  network_policy_https_ports = distinct([443, tonumber(try(regex(":([0-9]+)$", var.payment_api_url)[0], "443"))])
+  network_policy_redis_ports = distinct([for e in var.redis_endpoints : e.port])
+}
+
+resource "kubernetes_network_policy_v1" "app" {
+  count = var.network_policy == null ? 0 : 1
+
+  metadata {
+    name      = var.app_name
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+  }
+
+  spec {
+    pod_selector {
+      match_expressions {
+        key      = "core.spinkube.dev/app-name"
+        operator = "In"
+        values   = [var.app_name, local.critical_app_name]
+      }
+    }
+    policy_types = ["Ingress", "Egress"]
+
+    # The proxies in front (the Gateway's or the ingress controller's pods), and the ticker.
+    ingress {
+      from {
+        namespace_selector {
+          match_expressions {
+            key      = "kubernetes.io/metadata.name"
+            operator = "In"
+            values   = local.network_policy_ingress_namespaces
+          }
+        }
+      }
+      from {
+        pod_selector {
+          match_labels = { app = "${var.app_name}-ticker" }
+        }
+      }
+    }
+
+    # DNS: the cluster's resolver.
+    egress {
+      to {
+        namespace_selector {
+          match_labels = { "kubernetes.io/metadata.name" = var.network_policy.dns_namespace }
+        }
+      }
+      ports {
+        port     = "53"
+        protocol = "UDP"
+      }
+      ports {
+        port     = "53"
+        protocol = "TCP"
+      }
+    }
+
+    # Redis: its nodes' ports.
+    egress {
+      dynamic "to" {
+        for_each = var.network_policy.redis_cidrs
+        content {
+          ip_block {
+            cidr = to.value
+          }
+        }
+      }
+      dynamic "ports" {
+        for_each = local.network_policy_redis_ports
+        content {
+          port     = tostring(ports.value)
+          protocol = "TCP"
+        }
+      }
+    }
+
+    # Postgres: its port.
+    egress {
+      dynamic "to" {
+        for_each = var.network_policy.postgres_cidrs
+        content {
+          ip_block {
+            cidr = to.value
+          }
+        }
+      }
+      ports {
+        port     = tostring(var.postgres.port)
+        protocol = "TCP"
+      }
+    }
+
+    # HTTPS to public addresses: the payment provider's API, shops' endpoints.
+    egress {
+      dynamic "to" {
+        for_each = local.network_policy_public
+        content {
+          ip_block {
+            cidr   = to.key
+            except = to.value
+          }
+        }
+      }
+      dynamic "ports" {
+        for_each = local.network_policy_https_ports
+        content {
+          port     = tostring(ports.value)
+          protocol = "TCP"
+        }
+      }
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(local.network_policy_ingress_namespaces) > 0
+      error_message = "network_policy: no namespace may reach the app. Without gateway, give network_policy.ingress_namespaces (the namespaces of the pods that proxy to the app: your ingress controller's), or set network_policy = null."
+    }
+  }
 }
 
 # --- Alerts: the rules file as a PrometheusRule --------------------------------------------------

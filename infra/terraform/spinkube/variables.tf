@@ -96,13 +96,13 @@ variable "envoy_gateway" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"), with trusted_proxies (its own input); with neither, the manifest's default stays. The connection variables and the secrets are set by this configuration."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"false\"; \"true\" only with demo_environment), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Passed in the clear as the one Spin variable `settings` of the manifest, the pairs joined by commas in name order (\"drain_batch=1000,release_batch=500\"), with trusted_proxies (its own input); with neither, the manifest's default stays. The connection variables and the secrets are set by this configuration."
   type        = map(string)
   default     = {}
   validation {
     # The names and what each accepts: modules/app-variables (setting_patterns), the one list.
     condition     = alltrue([for k, v in var.settings : can(regex(module.app_variables.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(module.app_variables.setting_patterns))}; demo_login is \"false\" (\"true\" only with demo_environment = true), payment_mode \"test\" or \"live\", admission_ipv6_prefix 1 to 128, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(module.app_variables.setting_patterns[k], v))])}."
   }
 }
 
@@ -110,6 +110,26 @@ variable "trusted_proxies" {
   description = "CIDR ranges of the proxies that reach the app's pods: your Ingress or Gateway controller's pods, i.e. the cluster's pod CIDR (the default, 10.42.0.0/16, is k3s's and k3d's, as in SpinKube's quickstart; kubeadm with flannel uses 10.244.0.0/16, Calico 192.168.0.0/16: `kubectl get nodes -o jsonpath='{.items[*].spec.podCIDR}'`). From them X-Forwarded-For is believed (the client is its right-most entry outside these ranges); from anywhere else the peer is the client. The controller must append the client's address to X-Forwarded-For (ingress-nginx does). [] trusts no proxy."
   type        = list(string)
   default     = ["10.42.0.0/16"]
+}
+
+variable "network_policy" {
+  description = "A NetworkPolicy on both SpinApps' pods. Ingress: only from ingress_namespaces (the namespaces of the pods that proxy to the app: Envoy Gateway's proxies run in its own namespace, envoy-gateway-system, by default; ingress-nginx in ingress-nginx; a Prometheus scraping the Service directly needs its namespace here too; default: the Gateway's namespace) and from the ticker. Egress: only DNS (port 53 to dns_namespace's pods), Redis (redis_endpoints' ports at redis_cidrs), Postgres (postgres' port at postgres_cidrs) and HTTPS (443, and payment_api_url's port) to any address but private (RFC 1918), loopback and link-local ones: the payment provider's API and shops' endpoints. Narrow redis_cidrs and postgres_cidrs to your services' ranges. Null: no policy (the cluster's CNI must enforce NetworkPolicies for it to matter)."
+  type = object({
+    ingress_namespaces = optional(list(string))
+    dns_namespace      = optional(string, "kube-system")
+    redis_cidrs        = optional(list(string), ["0.0.0.0/0"])
+    postgres_cidrs     = optional(list(string), ["0.0.0.0/0"])
+  })
+  default = {}
+  validation {
+    condition = var.network_policy == null ? true : (
+      alltrue([for c in concat(var.network_policy.redis_cidrs, var.network_policy.postgres_cidrs) : can(cidrhost(c, 0))]) &&
+      length(var.network_policy.redis_cidrs) > 0 && length(var.network_policy.postgres_cidrs) > 0 &&
+      length(var.network_policy.dns_namespace) > 0 &&
+      (var.network_policy.ingress_namespaces == null ? true : length(var.network_policy.ingress_namespaces) > 0)
+    )
+    error_message = "network_policy: redis_cidrs and postgres_cidrs are non-empty lists of CIDR ranges; dns_namespace and ingress_namespaces (when given) are not empty."
+  }
 }
 
 # --- Managed Redis and Postgres ---------------------------------------------------------------
@@ -197,7 +217,7 @@ variable "reconcile_every_s" {
 # --- Secrets ----------------------------------------------------------------------------------
 
 variable "secrets" {
-  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation), at least 32 characters each; and payment_api_key, the payment provider's restricted secret key (Stripe's `rk_test_…` / `rk_live_…`, of the mode the setting payment_mode names, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write only): optional, but without it (\"\", the default) the provider's API is off and no buyer gets a checkout, so a real sale needs it."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer, operator or scheduler; the secret is that one's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: the old and the new one during a rotation), at least 32 characters each; and payment_api_key, the payment provider's restricted secret key (Stripe's `rk_test_…` / `rk_live_…`, of the mode the setting payment_mode names, with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write only): optional, but without it (\"\", the default) the provider's API is off and no buyer gets a checkout, so a real sale needs it."
   type = object({
     jwt_secret              = string
     admission_secret        = string
@@ -223,6 +243,23 @@ variable "secrets" {
     condition     = var.secrets.payment_api_key == "" || startswith(var.secrets.payment_api_key, "rk_${lookup(var.settings, "payment_mode", "test")}_")
     error_message = "payment_api_key: settings' payment_mode is ${lookup(var.settings, "payment_mode", "test")}, so the key is an rk_${lookup(var.settings, "payment_mode", "test")}_… one (the provider's events of the other mode are ignored: no payment would count)."
   }
+}
+
+variable "scheduler_token" {
+  description = "The ticker's bearer token: added to operators as scheduler:scheduler:<token>, a role that runs the job routes (/admin/jobs/*) and nothing else, and sent by the ticker from a header file mounted from the Secret. Required: the ticker holds no person's secret."
+  type        = string
+  sensitive   = true
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._~+/-]{32,}=*$", var.scheduler_token))
+    error_message = "scheduler_token: at least 32 of A-Z a-z 0-9 . _ ~ + / - (then = padding), e.g. openssl rand -hex 32; the ticker sends it as `Authorization: Bearer <token>`."
+  }
+}
+
+variable "demo_environment" {
+  description = "Whether this deployment is a demo: only then may settings' demo_login be \"true\" (anyone may mint a buyer token and buy as anyone). False by default: the plan refuses demo_login = \"true\"."
+  type        = bool
+  default     = false
+  nullable    = false
 }
 
 variable "payment_api_url" {

@@ -4,8 +4,8 @@
 # calls the job routes without pause (the scheduler a CronJob cannot be: it fires once a minute
 # at best); a second SpinApp of the same image reserved for the critical routes (the manifest's
 # request classes), which the ticker calls, and with a Gateway given, HTTPRoutes sending the
-# critical (route, method) pairs there and the rest to the app; optionally Envoy Gateway policies
-# and the alerts as a PrometheusRule. Redis and Postgres are managed services given as variables. DEPLOY.md walks
+# critical (route, method) pairs there and the rest to the app; a NetworkPolicy on the app's pods;
+# optionally Envoy Gateway policies and the alerts as a PrometheusRule. Redis and Postgres are managed services given as variables. DEPLOY.md walks
 # through it.
 #
 # The kubernetes provider cannot be installed on the CI machines: this root is checked by

@@ -192,8 +192,8 @@ run "only_the_listener_is_open_to_the_world" {
     error_message = "without a certificate, only port 80 is open"
   }
   assert {
-    condition     = length(aws_lb_listener.https) == 0 && aws_lb_listener.http.default_action[0].type == "forward"
-    error_message = "without a certificate, HTTP forwards"
+    condition     = length(aws_lb_listener.https) == 0 && aws_lb_listener.http.default_action[0].type == "fixed-response" && length(aws_lb_listener_rule.known_paths) > 0 && alltrue([for r in aws_lb_listener_rule.known_paths : r.listener_arn == aws_lb_listener.http.arn])
+    error_message = "without a certificate, HTTP serves the app: its rules forward the routes (its default refuses the rest)"
   }
   assert {
     condition     = alltrue([for s in aws_autoscaling_group.app.vpc_zone_identifier : contains([for p in aws_subnet.private : p.id], s)])
@@ -417,8 +417,20 @@ run "operator_cidrs_restrict_admin_and_console" {
   }
 
   assert {
-    condition     = length(aws_lb_listener_rule.operators_allowed) == 2 && length(aws_lb_listener_rule.operators_only) == 1
-    error_message = "four ranges: two forwarding rules (3 addresses to a rule), then the refusal"
+    condition     = length(aws_lb_listener_rule.operators_allowed) == 2 * length(local.lb_path_chunks.operators) && length(aws_lb_listener_rule.operators_only) == 1
+    error_message = "four ranges: two groups of up to 3 addresses, each with every chunk of the operators' routes' patterns, then the refusal"
+  }
+  assert {
+    condition = alltrue(flatten([
+      for p in local.lb_operator_paths : [
+        for cidr in var.operator_cidrs : anytrue([
+          for r in aws_lb_listener_rule.operators_allowed :
+          contains(flatten([for c in r.condition : c.path_pattern[0].values if length(c.path_pattern) > 0]), p) &&
+          contains(flatten([for c in r.condition : c.source_ip[0].values if length(c.source_ip) > 0]), cidr)
+        ])
+      ]
+    ])) && toset(local.lb_operator_paths) == toset([for p in flatten(values(module.request_classes.alb_path_patterns)) : p if startswith(p, "/admin/") || startswith(p, "/console")])
+    error_message = "every pattern of the operators' routes is forwarded from every operator range, and nothing else under /admin/ or /console"
   }
   assert {
     condition = alltrue([
@@ -873,6 +885,67 @@ run "rejects_short_app_secrets" {
   expect_failures = [var.secrets]
 }
 
+# --- Who may run the jobs, and the demo sign-in ----------------------------------------------
+
+# A scheduler calling the job routes over HTTP holds a credential of its own (role scheduler:
+# the job routes and nothing else), never a person's secret.
+run "the_scheduler_token_joins_the_operators" {
+  command = apply
+
+  variables {
+    scheduler_token = "sched-token-sched-token-sched-token-00"
+  }
+
+  assert {
+    condition     = aws_secretsmanager_secret_version.spin["operators"].secret_string == "${var.secrets.operators},scheduler:scheduler:sched-token-sched-token-sched-token-00"
+    error_message = "the operators secret holds the people's entries, then scheduler:scheduler:<scheduler_token>"
+  }
+  assert {
+    condition     = !strcontains(base64decode(aws_launch_template.app.user_data), var.scheduler_token) && issensitive(var.scheduler_token)
+    error_message = "the scheduler token is a secret: never in user_data"
+  }
+}
+
+run "no_scheduler_token_no_scheduler_entry" {
+  command = apply
+
+  assert {
+    condition     = aws_secretsmanager_secret_version.spin["operators"].secret_string == var.secrets.operators
+    error_message = "without scheduler_token (the cron trigger needs none), operators is as given"
+  }
+}
+
+run "rejects_a_short_scheduler_token" {
+  command = plan
+  variables {
+    scheduler_token = "sched-token-too-short"
+  }
+  expect_failures = [var.scheduler_token]
+}
+
+# demo_login = "true" lets anyone mint a buyer token: only where the root says it is a demo.
+run "rejects_demo_login_outside_a_demo_environment" {
+  command = plan
+  variables {
+    settings = { demo_login = "true" }
+  }
+  expect_failures = [var.settings]
+}
+
+run "demo_login_in_a_demo_environment" {
+  command = plan
+
+  variables {
+    demo_environment = true
+    settings         = { demo_login = "true" }
+  }
+
+  assert {
+    condition     = output.spin_variables.settings == "demo_login=true,trusted_proxies=10.40.0.0/24 10.40.1.0/24"
+    error_message = "demo_environment = true admits demo_login = \"true\""
+  }
+}
+
 # --- The critical routes' own capacity (the manifest's request classes) ----------------------
 # Each run sends every route of spin.toml (its sample paths, modules/request-classes) with every
 # method (PURGE standing for the methods no entry names) through the listener's rules in priority
@@ -894,7 +967,7 @@ run "every_critical_pair_reaches_the_critical_group" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main"
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -902,7 +975,7 @@ run "every_critical_pair_reaches_the_critical_group" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -919,7 +992,7 @@ run "every_critical_pair_reaches_the_critical_group" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main"
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -927,7 +1000,7 @@ run "every_critical_pair_reaches_the_critical_group" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -988,7 +1061,7 @@ run "critical_routing_behind_cloudfront" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = v.header ? (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main") : "403"
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -996,7 +1069,7 @@ run "critical_routing_behind_cloudfront" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -1013,7 +1086,7 @@ run "critical_routing_behind_cloudfront" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = v.header ? (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main") : "403"
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -1021,7 +1094,7 @@ run "critical_routing_behind_cloudfront" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -1054,7 +1127,7 @@ run "critical_routing_with_operator_cidrs" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = v.ip != "2001:db8::/48" && (startswith(p, "/admin/") || startswith(p, "/console")) ? "403" : (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main")
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -1062,7 +1135,7 @@ run "critical_routing_with_operator_cidrs" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -1079,7 +1152,7 @@ run "critical_routing_with_operator_cidrs" {
                 class   = lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"])
                 want    = v.ip != "2001:db8::/48" && (startswith(p, "/admin/") || startswith(p, "/console")) ? "403" : (lookup(module.request_classes.classes[route], m, module.request_classes.classes[route]["*"]) == "critical" ? "critical" : "main")
                 got = concat([
-                  for r in values({ for r in concat(aws_lb_listener_rule.request_class, aws_lb_listener_rule.from_cdn, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only) : format("%05d", r.priority) => r }) :
+                  for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
                   r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
                   if alltrue([for c in r.condition : (
                     (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
@@ -1087,7 +1160,7 @@ run "critical_routing_with_operator_cidrs" {
                     (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
                     (length(c.http_header) == 0 || v.header)
                   )])
-                ], [(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action[0].type == "forward" ? "main" : "403"])[0]
+                ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
               }
             ]
           ]
@@ -1098,6 +1171,269 @@ run "critical_routing_with_operator_cidrs" {
   assert {
     condition     = alltrue([for r in aws_lb_listener_rule.request_class : r.priority < min(aws_lb_listener_rule.operators_allowed[*].priority...)])
     error_message = "the request-class rules come before the operators' rules"
+  }
+}
+
+# --- Paths the app does not serve, or not in this form (non-canonical) ---------------------
+# Spin's router drops repeated leading slashes, so `//admin/events/e1` reaches the admin
+# function while the load balancer's patterns (`/admin/*`) do not match it. The listener forwards
+# only the manifest's routes' patterns (modules/request-classes) and refuses any path with `//`;
+# anything else gets its default action: 404 (403 behind CloudFront without the origin header).
+
+# The load balancer alone (plain HTTP): every such request is answered 404 at the listener.
+run "non_canonical_and_unknown_paths_never_reach_the_app" {
+  command = apply
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = "", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = "404"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests the app has no route for reach it: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = "", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = "404"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+  assert {
+    condition = (
+      aws_lb_listener.http.default_action[0].type == "fixed-response" &&
+      aws_lb_listener.http.default_action[0].fixed_response[0].status_code == "404" &&
+      jsondecode(aws_lb_listener.http.default_action[0].fixed_response[0].message_body).error.code == "not_found" &&
+      aws_lb_listener_rule.non_canonical.priority < min(aws_lb_listener_rule.request_class[*].priority...) &&
+      toset(one([for c in aws_lb_listener_rule.non_canonical.condition : c.path_pattern[0].values if length(c.path_pattern) > 0])) == toset(["*//*"])
+    )
+    error_message = "the listener's default is the API's 404 JSON error, and paths with `//` are refused before any other rule"
+  }
+}
+
+# operator_cidrs: `//admin/...` from an address outside them must not reach the app (the attack),
+# nor from an operator's (no route's canonical path); other unknown operators' paths meet the 403.
+run "non_canonical_paths_never_reach_the_operators_paths_from_elsewhere" {
+  command = apply
+
+  variables {
+    certificate_arn = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    operator_cidrs  = ["198.51.100.0/24", "203.0.113.7/32", "192.0.2.0/28", "2001:db8::/48"]
+  }
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = " from an operator", ip = "2001:db8::/48", header = false }, { label = " from elsewhere", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = (!strcontains(p, "//") && (startswith(p, "/admin/") || startswith(p, "/console"))) ? "403" : "404"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests the app has no route for reach it: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = " from an operator", ip = "2001:db8::/48", header = false }, { label = " from elsewhere", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = (!strcontains(p, "//") && (startswith(p, "/admin/") || startswith(p, "/console"))) ? "403" : "404"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+  assert {
+    condition     = aws_lb_listener.https[0].default_action[0].type == "fixed-response" && aws_lb_listener.https[0].default_action[0].fixed_response[0].status_code == "404"
+    error_message = "the HTTPS listener's default is 404"
+  }
+}
+
+# CloudFront in front: through it (the origin header) such requests get 404; without the header,
+# the default 403 (or the `//` rule's 404).
+run "non_canonical_paths_never_reach_the_app_behind_cloudfront" {
+  command = apply
+
+  variables {
+    cdn                       = true
+    certificate_arn           = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    cdn_origin_domain_name    = "origin.shop.example.com"
+    cdn_origin_secret         = "test-origin-secret-test-origin-secret-00"
+    cloudfront_prefix_list_id = "pl-3b927c52"
+  }
+
+  assert {
+    condition = length([
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = " through CloudFront", ip = "203.0.113.9/32", header = true }, { label = " without the origin header", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = (v.header || strcontains(p, "//")) ? "404" : "403"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]) == 0
+    error_message = "requests the app has no route for reach it: ${nonsensitive(join("; ", [
+      for q in flatten([
+        for p in concat(
+          # every route's paths with a repeated leading slash (Spin's router drops it), and with every slash doubled
+          [for p in flatten(values(module.request_classes.sample_paths)) : "/${p}"],
+          [for p in flatten(values(module.request_classes.sample_paths)) : replace(p, "/", "//")],
+          # paths no route serves (but those the manifest now has)
+          [for p in ["/", "/index.html", "/nope", "/admin", "/api", "/api/", "/ADMIN/events", "/shop.json", "/.well-known/spin/info", "/admin/../admin/events"] : p if !contains(flatten(values(module.request_classes.sample_paths)), p)],
+          ) : [
+          for m in ["GET", "HEAD", "POST", "PUT", "DELETE"] : [
+            for v in [{ label = " through CloudFront", ip = "203.0.113.9/32", header = true }, { label = " without the origin header", ip = "203.0.113.9/32", header = false }] : {
+              request = "${m} ${p}${v.label}"
+              want    = (v.header || strcontains(p, "//")) ? "404" : "403"
+              got = concat([
+                for r in values({ for r in concat([aws_lb_listener_rule.non_canonical], aws_lb_listener_rule.request_class, aws_lb_listener_rule.operators_allowed, aws_lb_listener_rule.operators_only, aws_lb_listener_rule.known_paths, aws_lb_listener_rule.from_cdn) : format("%05d", r.priority) => r }) :
+                r.action[0].type == "forward" ? (r.action[0].target_group_arn == aws_lb_target_group.critical.arn ? "critical" : "main") : r.action[0].fixed_response[0].status_code
+                if alltrue([for c in r.condition : (
+                  (length(c.path_pattern) == 0 || anytrue([for g in flatten(c.path_pattern[*].values) : can(regex("^${replace(replace(g, ".", "\\."), "*", ".*")}$", p))])) &&
+                  (length(c.http_request_method) == 0 || contains(flatten(c.http_request_method[*].values), m)) &&
+                  (length(c.source_ip) == 0 || contains(flatten(c.source_ip[*].values), v.ip)) &&
+                  (length(c.http_header) == 0 || v.header)
+                )])
+              ], [for a in(length(aws_lb_listener.https) > 0 ? aws_lb_listener.https[0] : aws_lb_listener.http).default_action : a.type == "forward" ? "main" : a.fixed_response[0].status_code])[0]
+            }
+          ]
+        ]
+      ]) : "${q.request} -> ${q.got}, not ${q.want}" if q.want != q.got
+    ]))}"
+  }
+}
+
+# --- CloudFront's cache key --------------------------------------------------------------------
+
+# The cached routes (the shop's pages, assets and event reads, served by the web component) read
+# no query parameter: a random `?x=` must neither make a cache entry of its own (a flood of them
+# would reach the origin) nor be forwarded.
+run "the_cdn_cache_key_holds_no_query_parameter_the_cached_routes_do_not_read" {
+  command = apply
+
+  variables {
+    cdn                       = true
+    certificate_arn           = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    cdn_origin_domain_name    = "origin.shop.example.com"
+    cdn_origin_secret         = "test-origin-secret-test-origin-secret-00"
+    cloudfront_prefix_list_id = "pl-3b927c52"
+  }
+
+  assert {
+    condition = (
+      aws_cloudfront_cache_policy.origin_cache_control[0].parameters_in_cache_key_and_forwarded_to_origin[0].query_strings_config[0].query_string_behavior == "none" &&
+      length(aws_cloudfront_cache_policy.origin_cache_control[0].parameters_in_cache_key_and_forwarded_to_origin[0].query_strings_config[0].query_strings) == 0
+    )
+    error_message = "the cached routes' cache key takes ${aws_cloudfront_cache_policy.origin_cache_control[0].parameters_in_cache_key_and_forwarded_to_origin[0].query_strings_config[0].query_string_behavior} query strings: they read none"
+  }
+  assert {
+    condition = alltrue([
+      for b in aws_cloudfront_distribution.app[0].ordered_cache_behavior :
+      b.cache_policy_id == aws_cloudfront_cache_policy.origin_cache_control[0].id && b.origin_request_policy_id == null if contains(["/shop/events/*", "/shop", "/shop/*"], b.path_pattern)
+    ]) && length([for b in aws_cloudfront_distribution.app[0].ordered_cache_behavior : b if contains(["/shop/events/*", "/shop", "/shop/*"], b.path_pattern)]) == 3
+    error_message = "every cached behaviour uses that cache policy and no origin request policy (which could forward other query strings)"
+  }
+  assert {
+    condition     = aws_cloudfront_cache_policy.origin_cache_control[0].parameters_in_cache_key_and_forwarded_to_origin[0].cookies_config[0].cookie_behavior == "none" && aws_cloudfront_cache_policy.origin_cache_control[0].parameters_in_cache_key_and_forwarded_to_origin[0].headers_config[0].header_behavior == "none"
+    error_message = "no cookie or header in the key either"
   }
 }
 

@@ -54,8 +54,9 @@ locals {
   pg_host = "${var.postgres.host}:${var.postgres.port}"
   pg_url  = "postgres://${urlencode(var.postgres.user)}:${urlencode(var.postgres_password)}@${local.pg_host}/${urlencode(var.postgres.database)}?sslmode=require"
 
-  # The operators' entries, name:role:secret (the secret is all after the second colon).
-  operator_entries = [for e in split(",", var.secrets.operators) : trimspace(e)]
+  # The operators' entries as given, then the schedulers' own (scheduler_token): a credential that
+  # runs the job routes and nothing else, so no scheduler holds a person's secret.
+  operators = var.scheduler_token == null ? var.secrets.operators : "${var.secrets.operators},scheduler:scheduler:${var.scheduler_token}"
 
   spin_variables = {
     redis_url        = local.redis_url
@@ -64,7 +65,7 @@ locals {
     pg_host          = local.pg_host
     jwt_secret       = var.secrets.jwt_secret
     admission_secret = var.secrets.admission_secret
-    operators        = var.secrets.operators
+    operators        = local.operators
     # Comma-separated: during a rotation the old and the new one both verify.
     payment_webhook_secrets = var.secrets.payment_webhook_secrets
     # The payment provider's API: its origin (also the allowed_outbound_hosts entry
@@ -84,19 +85,25 @@ locals {
     drain_reclaim_idle_ms = "30000" # idle time before an entry is delivered again
     drain_max_deliveries  = "5"     # deliveries before an entry goes to the dead letters
     release_batch         = "1000"  # timeout release: orders / units per event per run
-    demo_login            = "false" # "true": anyone may mint a buyer token (local trials only)
+    demo_login            = "false" # "true": anyone may mint a buyer token (demos only)
     payment_mode          = "test"  # the provider's mode payments are taken in: test or live
+    admission_ipv6_prefix = "64"    # the IPv6 prefix whose addresses share one admission bucket
   }
   # What each setting accepts: "true" or "false" where the default is one, "test" or "live"
   # where it is one of those, else a whole number (at most 9 digits: every setting's type holds
-  # it). The app refuses anything else, an unknown name too, at run time.
+  # it); admission_ipv6_prefix 1 to 128, and demo_login "true" only in a demo environment
+  # (var.demo_environment): anyone could then be anyone. The app refuses anything else, an
+  # unknown name too, at run time.
   # The app's trusted_proxies is not among them: it is var.trusted_proxies, which a root derives
   # from its network.
-  setting_patterns = {
+  setting_patterns = merge({
     for k, d in local.setting_defaults : k => (
       contains(["true", "false"], d) ? "^(true|false)$" : contains(["test", "live"], d) ? "^(test|live)$" : "^[0-9]{1,9}$"
     )
-  }
+    }, {
+    admission_ipv6_prefix = "^([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])$"
+    demo_login            = var.demo_environment ? "^(true|false)$" : "^false$"
+  })
   setting_values = merge(var.settings, length(var.trusted_proxies) > 0 ? {
     trusted_proxies = join(" ", var.trusted_proxies)
   } : {})

@@ -52,8 +52,8 @@ output "setting_patterns" {
   value       = local.setting_patterns
 }
 
-output "operator_secret" {
-  description = "The secret of the first entry of secrets.operators with the role operator: the bearer token of a scheduler that calls the job routes (a viewer's is refused)."
-  value       = [for e in local.operator_entries : regex("^[^:]*:operator:(.*)$", e)[0] if can(regex("^[^:]*:operator:", e))][0]
+output "scheduler_token" {
+  description = "The schedulers' bearer token (var.scheduler_token, the secret of the operators entry scheduler:scheduler:<token>; null when not given): what a scheduler that calls the job routes sends, never a person's secret."
+  value       = var.scheduler_token
   sensitive   = true
 }

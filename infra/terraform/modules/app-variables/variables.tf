@@ -69,7 +69,7 @@ variable "postgres_password" {
 }
 
 variable "secrets" {
-  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer or operator; the secret is that operator's bearer token, and one name may hold two secrets while one is rotated), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one), payment_api_key (optional: the payment provider's restricted secret key, Stripe's `rk_test_…` / `rk_live_…` with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write, of the mode the setting payment_mode names; \"\", the default, turns the provider's API off: no checkout, so a real sale needs it)."
+  description = "The app's secrets: jwt_secret (HS256 key of the shop's login tokens: buyers are whoever its tokens say), admission_secret (HMAC key of admission tokens and challenges), operators (name:role:secret entries separated by commas, role viewer, operator or scheduler; the secret is that one's bearer token, and one name may hold two secrets while one is rotated; scheduler_token adds the scheduler's entry), payment_webhook_secrets (the payment provider's webhook signing secrets, Stripe's `whsec_…`, comma-separated: during a rotation the old and the new one), payment_api_key (optional: the payment provider's restricted secret key, Stripe's `rk_test_…` / `rk_live_…` with Checkout Sessions: Write, PaymentIntents: Read and Refunds: Write, of the mode the setting payment_mode names; \"\", the default, turns the provider's API off: no checkout, so a real sale needs it)."
   type = object({
     jwt_secret              = string
     admission_secret        = string
@@ -84,11 +84,11 @@ variable "secrets" {
   }
   validation {
     condition = alltrue([
-      for e in split(",", var.secrets.operators) : can(regex("^[A-Za-z0-9._@-]{1,64}:(viewer|operator):[^,]{32,}$", trimspace(e)))
+      for e in split(",", var.secrets.operators) : can(regex("^[A-Za-z0-9._@-]{1,64}:(viewer|operator|scheduler):[^,]{32,}$", trimspace(e)))
       ]) && anytrue([
       for e in split(",", var.secrets.operators) : can(regex("^[^:]+:operator:", trimspace(e)))
     ])
-    error_message = "operators: name:role:secret entries separated by commas (a name is 1-64 of A-Z a-z 0-9 . _ @ -, a role viewer or operator, a secret at least 32 characters), at least one of them an operator."
+    error_message = "operators: name:role:secret entries separated by commas (a name is 1-64 of A-Z a-z 0-9 . _ @ -, a role viewer, operator or scheduler, a secret at least 32 characters), at least one of them an operator."
   }
 
   validation {
@@ -106,6 +106,24 @@ variable "secrets" {
   }
 }
 
+variable "scheduler_token" {
+  description = "The bearer token of the schedulers that call the job routes over HTTP (SpinKube's ticker, an outside cron): rendered as one more operators entry, scheduler:scheduler:<token>, whose role runs the job routes (/admin/jobs/*) and nothing else, so no scheduler holds a person's secret. At least 32 of A-Z a-z 0-9 . _ ~ + / - (then = padding), as a Bearer token is written. Null (the default): no such entry."
+  type        = string
+  default     = null
+  sensitive   = true
+  validation {
+    condition     = var.scheduler_token == null ? true : can(regex("^[A-Za-z0-9._~+/-]{32,}=*$", var.scheduler_token))
+    error_message = "scheduler_token: at least 32 of A-Z a-z 0-9 . _ ~ + / - (then = padding), e.g. openssl rand -hex 32; it is sent as `Authorization: Bearer <token>` and is an entry of the comma-separated operators."
+  }
+}
+
+variable "demo_environment" {
+  description = "Whether this deployment is a demo: only then may the setting demo_login be \"true\" (anyone may mint a buyer token, so anyone may buy as anyone)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 variable "payment_api_url" {
   description = "The payment provider's API origin (Stripe's by default): https://host[:port], no path. The Spin variable payment_api_url, which is also the whole allowed_outbound_hosts entry \"{{ payment_api_url }}\" of the pay, jobs and timeout-release components."
   type        = string
@@ -118,12 +136,12 @@ variable "payment_api_url" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"true\" or \"false\"), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"false\"; \"true\" only with demo_environment), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in), admission_ipv6_prefix (1 to 128: the IPv6 prefix whose addresses share one admission bucket). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
   type        = map(string)
   default     = {}
   validation {
     condition     = alltrue([for k, v in var.settings : can(regex(local.setting_patterns[k], v))])
-    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"true\" or \"false\", payment_mode \"test\" or \"live\", the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
+    error_message = "settings: each name is one of ${join(", ", keys(local.setting_patterns))}; demo_login is \"false\" (or \"true\" with demo_environment = true: a demo, where anyone may be anyone), payment_mode \"test\" or \"live\", admission_ipv6_prefix 1 to 128, the others whole numbers (0 to 999999999). Refused: ${join(", ", [for k, v in var.settings : "${k}=${v}" if !can(regex(local.setting_patterns[k], v))])}."
   }
 }
 

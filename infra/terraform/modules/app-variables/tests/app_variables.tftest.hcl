@@ -269,22 +269,85 @@ run "operators_need_one_who_may_write" {
   expect_failures = [var.secrets]
 }
 
-run "the_schedulers_token_is_an_operators_secret" {
+# --- Schedulers: a credential of their own, which runs the jobs and nothing else ---------------
+
+run "the_scheduler_token_is_an_entry_of_its_own" {
+  command = plan
+
+  variables {
+    scheduler_token = "sched-token-sched-token-sched-token-00"
+  }
+
+  assert {
+    condition     = output.spin_variables.operators == "${var.secrets.operators},scheduler:scheduler:sched-token-sched-token-sched-token-00" && output.environment["SPIN_VARIABLE_OPERATORS"] == output.spin_variables.operators
+    error_message = "scheduler_token is one more operators entry, name scheduler, role scheduler, after the people's"
+  }
+  assert {
+    condition     = output.scheduler_token == var.scheduler_token && issensitive(output.scheduler_token)
+    error_message = "the token a scheduler sends is an output of its own, sensitive"
+  }
+}
+
+run "without_a_scheduler_token_the_operators_are_as_given" {
+  command = plan
+
+  assert {
+    condition     = output.spin_variables.operators == var.secrets.operators && output.scheduler_token == null
+    error_message = "no scheduler_token: no scheduler entry"
+  }
+}
+
+run "a_short_scheduler_token_is_refused" {
+  command = plan
+
+  variables {
+    scheduler_token = "sched-token-too-short"
+  }
+
+  expect_failures = [var.scheduler_token]
+}
+
+run "a_scheduler_token_that_breaks_the_list_is_refused" {
+  command = plan
+
+  variables {
+    scheduler_token = "sched-token-sched-token-sched-token-00,ann:operator:x"
+  }
+
+  expect_failures = [var.scheduler_token]
+}
+
+run "operators_may_name_schedulers" {
   command = plan
 
   variables {
     secrets = {
       jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
       admission_secret        = "admission-secret-admission-secret-0"
-      operators               = "vic:viewer:vic-secret-vic-secret-vic-secret-vic-,ann:operator:ann:secret-ann-secret-ann-secret-ann"
+      operators               = "ann:operator:ann-secret-ann-secret-ann-secret-ann-,cron:scheduler:cron-secret-cron-secret-cron-secret-"
       payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
     }
   }
 
   assert {
-    condition     = output.operator_secret == "ann:secret-ann-secret-ann-secret-ann"
-    error_message = "the first operator's secret, all after the second colon; never a viewer's"
+    condition     = output.spin_variables.operators == var.secrets.operators
+    error_message = "role scheduler is one of the roles (viewer, operator, scheduler)"
   }
+}
+
+run "a_scheduler_is_no_operator" {
+  command = plan
+
+  variables {
+    secrets = {
+      jwt_secret              = "jwt-secret-jwt-secret-jwt-secret-00"
+      admission_secret        = "admission-secret-admission-secret-0"
+      operators               = "cron:scheduler:cron-secret-cron-secret-cron-secret-"
+      payment_webhook_secrets = "whsec_test-webhook-secret-test-webhook-0"
+    }
+  }
+
+  expect_failures = [var.secrets]
 }
 
 run "one_password_per_node" {
@@ -354,8 +417,8 @@ run "settings_render_as_one_variable" {
     error_message = "the settings are not secret"
   }
   assert {
-    condition     = keys(output.setting_patterns) == ["demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_mode", "release_batch"]
-    error_message = "the eight settings of the app (crates/spin-edge/src/config.rs), trusted_proxies apart"
+    condition     = keys(output.setting_patterns) == ["admission_ipv6_prefix", "demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_mode", "release_batch"]
+    error_message = "the nine settings of the app (crates/spin-edge/src/config.rs), trusted_proxies apart"
   }
 }
 
@@ -372,11 +435,13 @@ run "every_setting_at_once" {
       release_batch         = "10"
       demo_login            = "true"
       payment_mode          = "live"
+      admission_ipv6_prefix = "48"
     }
+    demo_environment = true
   }
 
   assert {
-    condition     = output.settings == "demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,payment_mode=live,release_batch=10"
+    condition     = output.settings == "admission_ipv6_prefix=48,demo_login=true,drain_batch=0,drain_lease_ms=60000,drain_max_batches=1,drain_max_deliveries=3,drain_reclaim_idle_ms=999999999,payment_mode=live,release_batch=10"
     error_message = "every setting, sorted by name"
   }
 }
@@ -411,11 +476,60 @@ run "a_negative_number_is_refused" {
   expect_failures = [var.settings]
 }
 
+# --- The demo sign-in: only where the root says it is a demo -----------------------------------
+
+run "demo_login_is_refused_outside_a_demo_environment" {
+  command = plan
+
+  variables {
+    settings = { demo_login = "true" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "demo_login_in_a_demo_environment" {
+  command = plan
+
+  variables {
+    demo_environment = true
+    settings         = { demo_login = "true" }
+  }
+
+  assert {
+    condition     = output.settings == "demo_login=true" && output.setting_patterns["demo_login"] == "^(true|false)$"
+    error_message = "demo_environment = true lets demo_login be true"
+  }
+}
+
+run "demo_login_off_anywhere" {
+  command = plan
+
+  variables {
+    settings = { demo_login = "false" }
+  }
+
+  assert {
+    condition     = output.settings == "demo_login=false" && output.setting_patterns["demo_login"] == "^false$"
+    error_message = "outside a demo environment demo_login may be given, as false only"
+  }
+}
+
 run "demo_login_is_true_or_false" {
   command = plan
 
   variables {
     settings = { demo_login = "yes" }
+  }
+
+  expect_failures = [var.settings]
+}
+
+run "admission_ipv6_prefix_is_1_to_128" {
+  command = plan
+
+  variables {
+    settings = { admission_ipv6_prefix = "129" }
   }
 
   expect_failures = [var.settings]
