@@ -671,3 +671,97 @@ fn the_release_artifact_serves_from_its_unpacked_tree() -> Result<()> {
     assert!(response.contains("\"now_ms\":"), "{response}");
     Ok(())
 }
+
+/// A request head past `--max-head-bytes` is `431`, not buffered without end.
+#[test]
+fn a_request_head_past_its_cap_is_431() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--max-head-bytes", "16384"])?;
+    let mut stream = connect(host.addr)?;
+    write!(
+        stream,
+        "GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(8_000)
+    )?;
+    assert_eq!(read_response(&mut stream)?.status(), 200, "under the cap");
+    let mut stream = connect(host.addr)?;
+    write!(
+        stream,
+        "GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(40_000)
+    )?;
+    assert_eq!(read_response(&mut stream)?.status(), 431);
+    Ok(())
+}
+
+/// One peer address holds at most `--max-connections-per-peer` connections (a trusted peer,
+/// the proxy in front, is exempt): the next is closed as it arrives, and one frees a place.
+#[test]
+fn one_peer_holds_at_most_its_connections() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let args = ["--max-connections-per-peer", "3", "--trusted-peers", "none"];
+    let host = host(&redis, &pg, &args)?;
+    let mut open: Vec<TcpStream> = (0..3).map(|_| connect(host.addr)).collect::<Result<_>>()?;
+    for stream in &mut open {
+        write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        assert_eq!(read_response(stream)?.status(), 200);
+    }
+    let mut fourth = connect(host.addr)?;
+    let _ = write!(fourth, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(
+        closed_within(&mut fourth, Duration::from_secs(5))?,
+        "the fourth is closed"
+    );
+    drop(open.pop());
+    std::thread::sleep(Duration::from_millis(300));
+    let mut again = connect(host.addr)?;
+    write!(again, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(
+        read_response(&mut again)?.status(),
+        200,
+        "a place came free"
+    );
+    // Loopback trusted (the default): no cap for it.
+    let host = self::host(&redis, &pg, &["--max-connections-per-peer", "3"])?;
+    let mut many: Vec<TcpStream> = (0..6).map(|_| connect(host.addr)).collect::<Result<_>>()?;
+    for stream in &mut many {
+        write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        assert_eq!(read_response(stream)?.status(), 200);
+    }
+    Ok(())
+}
+
+/// A client that stops reading while it is answered does not hold its connection for ever:
+/// a write that makes no progress for `--write-timeout` ends it.
+#[test]
+fn a_client_that_stops_reading_is_let_go_after_the_write_timeout() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--write-timeout", "1s"])?;
+    let mut stream = connect(host.addr)?;
+    // Pipelined requests whose answers (each echoes its 20 KB header) fill both sockets'
+    // buffers while the client reads nothing; the writer ends when the host lets go.
+    let request = format!(
+        "GET /conformance/headers HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n",
+        "p".repeat(20_000)
+    );
+    let (done, ended) = std::sync::mpsc::channel();
+    let mut writer = stream.try_clone()?;
+    std::thread::spawn(move || {
+        for _ in 0..5_000 {
+            if writer.write_all(request.as_bytes()).is_err() {
+                break;
+            }
+        }
+        let _ = done.send(());
+    });
+    let started = Instant::now();
+    ended
+        .recv_timeout(Duration::from_secs(30))
+        .context("the host still holds the connection of a client that reads nothing")?;
+    // The host closed it: what the client reads now ends.
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut sink = Vec::new();
+    let _ = stream.read_to_end(&mut sink);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    Ok(())
+}

@@ -134,12 +134,43 @@ struct ServeArgs {
     /// Connections open at once; more wait in the listen backlog.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// Connections open at once from one peer address (but a trusted peer); more are closed as
+    /// they arrive.
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_peer: u32,
+    /// The peers exempt from --max-connections-per-peer, as CIDR ranges separated by commas:
+    /// the proxies in front (a load balancer is one peer for all its clients). Loopback by
+    /// default (a proxy on the same machine); `none` for no exemption.
+    #[arg(long, default_value = "127.0.0.0/8,::1/128", value_parser = parse_peers)]
+    trusted_peers: Peers,
+    /// The most a request head may take, in bytes (request line and headers): past it, `431`.
+    #[arg(long, default_value_t = 32 << 10, value_parser = clap::value_parser!(u64).range(8192..))]
+    max_head_bytes: u64,
+    /// A response write that makes no progress for this long (the client stopped reading)
+    /// ends the connection.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    write_timeout: Duration,
     /// On SIGTERM or SIGINT, how long requests and cron runs in progress may take to finish.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     shutdown_grace: Duration,
     /// Serve Prometheus metrics at `http://ADDR/metrics` (off unless given).
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
+}
+
+/// CIDR ranges.
+#[derive(Clone)]
+struct Peers(Vec<ipnet::IpNet>);
+
+/// `a.b.c.d/n,v6/n,…`, or `none`.
+fn parse_peers(text: &str) -> Result<Peers, String> {
+    if text == "none" {
+        return Ok(Peers(Vec::new()));
+    }
+    text.split(',')
+        .map(|n| n.trim().parse().map_err(|e| format!("`{n}`: {e}")))
+        .collect::<Result<_, _>>()
+        .map(Peers)
 }
 
 /// `500ms`, `30s`, `2m`, or a number of seconds.
@@ -294,6 +325,10 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
         header_timeout: args.header_timeout,
         idle_timeout: args.idle_timeout,
         max_connections: args.max_connections,
+        max_connections_per_peer: args.max_connections_per_peer,
+        trusted_peers: args.trusted_peers.0,
+        max_head_bytes: usize::try_from(args.max_head_bytes).unwrap_or(usize::MAX),
+        write_timeout: args.write_timeout,
         metrics,
     };
     tracing::info!("serving {} on http://{}", app.name, listener.local_addr()?);

@@ -74,6 +74,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     connections: Gauge,
+    peer_refused: Counter,
     shed: Family<RouteLabels, Counter>,
     by_class: Family<ClassLabels, Counter>,
     cron_runs: Family<CronLabels, Counter>,
@@ -101,6 +102,13 @@ impl Metrics {
             "http_connections",
             "HTTP connections open now",
             connections.clone(),
+        );
+        let peer_refused = Counter::default();
+        registry.register(
+            "http_connections_refused_per_peer",
+            "Connections closed as they arrived because their peer address had as many open as \
+             it may (--max-connections-per-peer)",
+            peer_refused.clone(),
         );
         let shed = Family::<RouteLabels, Counter>::default();
         registry.register(
@@ -134,6 +142,7 @@ impl Metrics {
             requests,
             latency,
             connections,
+            peer_refused,
             shed,
             by_class,
             cron_runs,
@@ -177,6 +186,11 @@ impl Metrics {
     /// A connection opened (`+1`) or closed (`-1`).
     pub(crate) fn connection(&self, delta: i64) {
         self.connections.inc_by(delta);
+    }
+
+    /// A connection closed as it arrived: its peer had too many open.
+    pub(crate) fn peer_refused(&self) {
+        self.peer_refused.inc();
     }
 
     /// Counts one cron run of `component`.

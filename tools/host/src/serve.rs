@@ -1,5 +1,6 @@
-//! Serving the HTTP trigger as a production runtime: a cap on open connections, header, body and
-//! idle timeouts, graceful shutdown and a lingering close. What a request gets is
+//! Serving the HTTP trigger as a production runtime: a cap on open connections (and on those of
+//! one peer), on a request head's size, header, body, idle and write timeouts, graceful
+//! shutdown and a lingering close. What a request gets is
 //! [`http_trigger::handle`]'s; this module only decides how long a connection may take and how
 //! it ends, so responses are the same whichever options are set.
 //!
@@ -42,6 +43,16 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: u32,
+    /// Connections open at once from one peer address; more are closed as they arrive.
+    pub max_connections_per_peer: u32,
+    /// Peers exempt from [`Self::max_connections_per_peer`]: the proxies in front (a load
+    /// balancer is one peer for all its clients).
+    pub trusted_peers: Vec<ipnet::IpNet>,
+    /// The most a request head may take (request line and headers): past it, `431`.
+    pub max_head_bytes: usize,
+    /// A response write that makes no progress for this long (the client stopped reading)
+    /// ends the connection.
+    pub write_timeout: Duration,
     /// Where requests and connections are counted, if anywhere.
     pub metrics: Option<Arc<Metrics>>,
 }
@@ -52,7 +63,43 @@ impl Default for ServeOptions {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(75),
             max_connections: 10_000,
+            max_connections_per_peer: 1_000,
+            trusted_peers: Vec::new(),
+            max_head_bytes: 32 << 10,
+            write_timeout: Duration::from_secs(30),
             metrics: None,
+        }
+    }
+}
+
+/// Connections open per peer address, for [`ServeOptions::max_connections_per_peer`].
+#[derive(Default)]
+struct Peers(Mutex<std::collections::HashMap<std::net::IpAddr, u32>>);
+
+impl Peers {
+    /// Counts a connection from `peer`, unless it already has `max` open: then `None`.
+    fn open(self: &Arc<Self>, peer: std::net::IpAddr, max: u32) -> Option<PeerConnection> {
+        let mut open = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = open.entry(peer).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(PeerConnection(self.clone(), peer))
+    }
+}
+
+/// A connection counted against its peer while it lives.
+struct PeerConnection(Arc<Peers>, std::net::IpAddr);
+
+impl Drop for PeerConnection {
+    fn drop(&mut self) {
+        let mut open = self.0.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.1);
+            }
         }
     }
 }
@@ -154,6 +201,7 @@ impl Front {
             .build()?;
         runtime.block_on(async move {
             let listener = TcpListener::from_std(self.listener)?;
+            let peers = Arc::new(Peers::default());
             loop {
                 let (stream, client, permit) = tokio::select! {
                     biased;
@@ -161,6 +209,21 @@ impl Front {
                     accepted = accept(&listener, &self.open) => accepted,
                 };
                 let accepted = Instant::now();
+                let peer = client.ip().to_canonical();
+                let counted = match options.trusted_peers.iter().any(|n| n.contains(&peer)) {
+                    true => None,
+                    false => match peers.open(peer, options.max_connections_per_peer) {
+                        Some(counted) => Some(counted),
+                        None => {
+                            // Closed at once: one address does not hold every connection.
+                            tracing::debug!("{peer} has too many connections open");
+                            if let Some(m) = &options.metrics {
+                                m.peer_refused();
+                            }
+                            continue;
+                        }
+                    },
+                };
                 let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
                 let guests = self.guests.clone();
                 tokio::spawn(async move {
@@ -171,7 +234,7 @@ impl Front {
                         accepted,
                     };
                     serving.connection(stream, &options, &shutdown).await;
-                    drop(permit);
+                    drop((permit, counted));
                 });
             }
             drop(listener);
@@ -258,8 +321,9 @@ where
                 Ok::<_, ConnectionError>(resp.map(|body| Answered { body, clock }))
             }
         });
-        let conn =
-            hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(io), service);
+        let conn = hyper::server::conn::http1::Builder::new()
+            .max_buf_size(options.max_head_bytes)
+            .serve_connection(TokioIo::new(io), service);
         let mut conn = std::pin::pin!(conn);
         let ended = tokio::select! {
             ended = conn.as_mut() => ended,
@@ -369,6 +433,9 @@ struct Watched {
     timer: Pin<Box<Sleep>>,
     /// Set once the write side is shut.
     lingering: Option<Lingering>,
+    write_timeout: Duration,
+    /// Set while a write makes no progress: when it fires, the client stopped reading.
+    write_stalled: Option<Pin<Box<Sleep>>>,
 }
 
 impl Watched {
@@ -380,6 +447,34 @@ impl Watched {
             idle_timeout: options.idle_timeout,
             timer: Box::pin(tokio::time::sleep(options.idle_timeout)),
             lingering: None,
+            write_timeout: options.write_timeout,
+            write_stalled: None,
+        }
+    }
+
+    /// `write` on the socket, ending the connection when it has made no progress for the
+    /// write timeout.
+    fn poll_writing<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(Pin<&mut TcpStream>, &mut Context<'_>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match write(Pin::new(&mut self.stream), cx) {
+            Poll::Pending => {
+                let timeout = self.write_timeout;
+                let stalled = self
+                    .write_stalled
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                ready!(stalled.as_mut().poll(cx));
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client stopped reading",
+                )))
+            }
+            done => {
+                self.write_stalled = None;
+                done
+            }
         }
     }
 
@@ -428,7 +523,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        self.get_mut()
+            .poll_writing(cx, |s, cx| s.poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -436,7 +532,8 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        self.get_mut()
+            .poll_writing(cx, |s, cx| s.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -444,7 +541,7 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        self.get_mut().poll_writing(cx, |s, cx| s.poll_flush(cx))
     }
 
     /// hyper shuts the socket down when it ends a connection cleanly (`Connection: close`, a
