@@ -765,3 +765,41 @@ fn a_client_that_stops_reading_is_let_go_after_the_write_timeout() -> Result<()>
     assert!(started.elapsed() < Duration::from_secs(30));
     Ok(())
 }
+
+/// The host's own answers (no route, a trapped guest, a refused body) carry
+/// `Cache-Control: no-store`: a CDN in front never keeps one for everyone.
+#[test]
+fn the_hosts_own_answers_are_never_cached() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(&redis, &pg, &["--max-request-body", "16"])?;
+    for (request, status) in [
+        (
+            "GET /no-such-route HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+            404,
+        ),
+        (
+            "GET /conformance/trap HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+            500,
+        ),
+        (
+            format!(
+                "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 32\r\n\r\n{}",
+                "x".repeat(32)
+            ),
+            413,
+        ),
+    ] {
+        let mut stream = connect(host.addr)?;
+        stream.write_all(request.as_bytes())?;
+        let resp = read_response(&mut stream)?;
+        assert_eq!(resp.status(), status, "{}", resp.head);
+        assert!(
+            resp.head
+                .to_ascii_lowercase()
+                .contains("cache-control: no-store"),
+            "{}",
+            resp.head
+        );
+    }
+    Ok(())
+}

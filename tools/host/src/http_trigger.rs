@@ -473,11 +473,21 @@ fn shed(
 /// `not_found` in `crates/trigger-http/src/server.rs`, v3.6.3). The app's error shape is the
 /// app's: a client tells the host's answers by their status.
 fn refusal(status: StatusCode, reason: String) -> Response<ResponseBody> {
-    full(
+    no_store(full(
         status,
         Bytes::from(reason),
         Some("text/plain; charset=utf-8"),
-    )
+    ))
+}
+
+/// The host's own answers are never cached (a CDN in front would otherwise keep a shed `503`
+/// or a `404` for everyone): `Cache-Control: no-store`, which Spin does not send.
+fn no_store(mut resp: Response<ResponseBody>) -> Response<ResponseBody> {
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    resp
 }
 
 /// Spin's `strip_forbidden_headers`: a `Host` naming a service-chaining host is removed.
@@ -596,7 +606,7 @@ fn full(
     resp
 }
 
-/// Spin's 404 and 500: a status and no body.
+/// Spin's 404 and 500: a status and no body (and [`no_store`]).
 fn empty(status: StatusCode) -> Response<ResponseBody> {
     let mut resp = Response::new(
         Empty::new()
@@ -604,5 +614,5 @@ fn empty(status: StatusCode) -> Response<ResponseBody> {
             .boxed_unsync(),
     );
     *resp.status_mut() = status;
-    resp
+    no_store(resp)
 }
