@@ -49,7 +49,7 @@ fn to_sql_parameter(value: ParameterValue) -> anyhow::Result<SqlParam> {
         ParameterValue::Datetime(v) => Box::new(datetime_wit_to_pg(v)?),
         ParameterValue::Timestamp(v) => Box::new(timestamp_wit_to_pg(v)?),
         ParameterValue::Uuid(v) => {
-            Box::new(uuid::Uuid::parse_str(&v).with_context(|| format!("invalid UUID {v}"))?)
+            Box::new(super::errors::uuid_1_11(&v).with_context(|| format!("invalid UUID {v}"))?)
         }
         ParameterValue::Jsonb(v) => Box::new(
             serde_json::from_slice::<serde_json::Value>(&v)
