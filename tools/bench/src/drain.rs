@@ -28,7 +28,7 @@ pub async fn row(
     n: usize,
 ) -> Result<Row> {
     pg.migrate().await?;
-    let event = open_event(redis, "backlog", n as u64)?;
+    let event = open_event(redis, "backlog", backlog_stock(n))?;
     eprintln!("selling a backlog of {n} orders through the real scripts…");
     sell_backlog(redis, &event, n)?;
     let host = HostProcess::start("spin.toml", vars, false)?;
@@ -52,6 +52,18 @@ pub async fn row(
     ))
 }
 
+/// The stock the backlog's event holds: more than its `n` orders, since buyers hash to their
+/// home shards unevenly and a stock of exactly `n` would run some home dry before its last
+/// buyer (whose buy then goes to the tail, not sold at home).
+fn backlog_stock(n: usize) -> u64 {
+    n as u64 + n as u64 / 4 + 64 * u64::from(SHARDS)
+}
+
+/// The backlog's buyer `i`.
+fn buyer(i: usize) -> String {
+    format!("d{i}")
+}
+
 /// Sells `n` orders through precheck.lua and buy.lua themselves, so that the backlog has
 /// exactly the data layout a sale leaves, whatever that layout becomes.
 fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
@@ -68,7 +80,7 @@ fn sell_backlog(redis: &RedisServer, event: &EventId, n: usize) -> Result<()> {
                     let now = seckill_domain::clock::now_ms();
                     let client = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
                     for i in (w..n).step_by(WRITERS) {
-                        let (user, token) = (format!("d{i}"), format!("t{i}"));
+                        let (user, token) = (buyer(i), format!("t{i}"));
                         let hash = seckill_domain::ids::home_hash(event.as_str(), &user);
                         let home = seckill_domain::ids::home_shard(event.as_str(), &user, SHARDS);
                         let k = &ShardKeys::new(event, home);
@@ -123,5 +135,31 @@ async fn drain_all(addr: SocketAddr) -> Result<u64> {
             return Ok(inserted);
         }
         inserted += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every buyer of the backlog finds a unit at home: each shard's part of the stock (as
+    /// warm-up splits it) covers the buyers homed there.
+    #[test]
+    fn the_backlog_stock_leaves_no_home_shard_dry() {
+        for n in [1_000, 200_000] {
+            let stock = backlog_stock(n);
+            let mut homed = vec![0u64; SHARDS as usize];
+            for i in 0..n {
+                homed[seckill_domain::ids::home_shard("backlog", &buyer(i), SHARDS) as usize] += 1;
+            }
+            for (s, users) in homed.iter().enumerate() {
+                let part =
+                    stock / u64::from(SHARDS) + u64::from((s as u64) < stock % u64::from(SHARDS));
+                assert!(
+                    part >= *users,
+                    "n {n}: shard {s} holds {part} for {users} buyers"
+                );
+            }
+        }
     }
 }
