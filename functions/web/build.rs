@@ -11,12 +11,17 @@ const ASSETS: &[(&str, &str)] = &[
     ("style.css", "text/css; charset=utf-8"),
     ("common.js", "text/javascript; charset=utf-8"),
     ("shop.js", "text/javascript; charset=utf-8"),
+    ("index.js", "text/javascript; charset=utf-8"),
     ("console.js", "text/javascript; charset=utf-8"),
     ("conditions.js", "text/javascript; charset=utf-8"),
     ("pow-worker.js", "text/javascript; charset=utf-8"),
 ];
 /// Pages: file in `web/` and the name of its static in the generated code.
-const PAGES: &[(&str, &str)] = &[("shop.html", "SHOP"), ("console.html", "CONSOLE")];
+const PAGES: &[(&str, &str)] = &[
+    ("index.html", "INDEX"),
+    ("shop.html", "SHOP"),
+    ("console.html", "CONSOLE"),
+];
 /// Where the assets are served.
 const PREFIX: &str = "/shop/assets/";
 

@@ -810,15 +810,43 @@ test('pages: content types, caching, gzip, no third-party origin', async () => {
   await p.context().close();
 });
 
+/** Runs axe on page `p` (opened with `bypassCSP`: the pages' CSP forbids its script): no WCAG 2
+ * A/AA violation. */
+async function check(p, what) {
+  await p.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const found = await p.evaluate(() => window.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa'] }));
+  const bad = found.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  assert.deepEqual(bad, [], `${what}: ${bad.join('; ')}`);
+  assert.ok(found.passes.length >= 10, `${what}: axe ran ${found.passes.length} checks`);
+}
+
+test('landing page: the live and upcoming sales, one followed to its storefront, the console linked', async () => {
+  const live = await event(0);
+  const soon = await event(600_000);
+  const ended = await event(0, { start_ms: 1_000, end_ms: 2_000 });
+  const p = await page({ bypassCSP: true });
+  await p.goto('/');
+  await status(p).filter({ hasText: /sales? on now, \d+ coming up\.$/ }).waitFor();
+  const entry = (list, id) => p.locator(`#${list}-list li[data-event="${id}"]`);
+  await entry('live', live.id).waitFor();
+  assert.match(await entry('live', live.id).textContent(), /€19\.99 · until /);
+  assert.match(await entry('upcoming', soon.id).textContent(), /^Phone \S+ €19\.99 · opens /);
+  for (const list of ['live', 'upcoming']) {
+    assert.equal(await entry(list, ended.id).count(), 0, `an ended sale is not in ${list}`);
+  }
+  assert.equal(await entry('upcoming', live.id).count(), 0);
+  assert.equal(await p.getByRole('link', { name: 'Operator console' }).getAttribute('href'), '/console');
+  await shot(p, 'landing');
+  await check(p, 'landing page');
+  // Followed: the storefront of that sale, ready to sign in.
+  await entry('live', live.id).getByRole('link', { name: `Phone ${live.id}` }).click();
+  await p.waitForURL(`**/shop/${live.id}`);
+  await p.locator('#sku').filter({ hasText: `Phone ${live.id}` }).waitFor();
+  await status(p).filter({ hasText: 'Sign in' }).waitFor();
+  await p.context().close();
+});
+
 test('accessibility: axe finds no WCAG 2 A/AA violations in the storefront and the console', async () => {
-  const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-  const check = async (p, what) => {
-    await p.addScriptTag({ path: axe }); // the pages' CSP forbids it: this context bypasses CSP
-    const found = await p.evaluate(() => window.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa'] }));
-    const bad = found.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    assert.deepEqual(bad, [], `${what}: ${bad.join('; ')}`);
-    assert.ok(found.passes.length >= 10, `${what}: axe ran ${found.passes.length} checks`);
-  };
   const e = await event(60_000);
   const shop = await page({ bypassCSP: true });
   await shop.goto(`/shop/${e.id}`);

@@ -2,9 +2,11 @@
 //!
 //! | method | path | does |
 //! |---|---|---|
+//! | GET | `/` | the landing page: the live and upcoming sales, the console (HTML) |
 //! | GET | `/shop`, `/shop/{event_id}` | the storefront (HTML, `no-cache` with an `ETag`) |
 //! | GET | `/console` | the operator console (HTML; the admin token stays in the browser) |
 //! | GET | `/shop/assets/{name}.{hash}.{ext}` | CSS and JS, named by content hash: `immutable` |
+//! | GET | `/shop/events` | the live and upcoming sales, their public fields only (JSON; cacheable for seconds, with an `ETag`) |
 //! | GET | `/shop/events/{event_id}` | what a buyer may know of an event (JSON, one script run; cacheable for a second, with an `ETag`) |
 //! | POST | `/shop/demo-login` | a 30-minute buyer JWT for any name, only when the `settings` variable says `demo_login=true` |
 //! | GET | `/shop/demo-login` | whether the demo login is on |
@@ -14,12 +16,12 @@
 use seckill_domain::auth::{self, Claims};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
-use seckill_domain::{clock, sale};
+use seckill_domain::{Error, clock, registry, sale};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, json_body};
 use seckill_spin_edge::store;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -62,7 +64,9 @@ fn answer(req: Request) -> Response {
     let path = req.path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     let result = match segments.as_slice() {
+        [] => get(&req, &INDEX),
         ["shop", "demo-login"] => return http::respond(200, demo_login(&req)),
+        ["shop", "events"] => event_list(&req),
         ["shop", "events", id] => event_info(&req, id),
         ["shop", "assets", _] => match ASSETS.iter().find(|a| a.path == path) {
             Some(asset) => get(&req, asset),
@@ -216,6 +220,93 @@ fn event_info(req: &Request, id: &str) -> Result<Response, ApiError> {
     Ok(resp.body(if head { Vec::new() } else { bytes }).build())
 }
 
+/// How long a cache may reuse the list of sales, and serve it stale while it asks again: each
+/// miss reads every registered event, so it is kept longer than one event's info; a sale that
+/// opens shows as live on the landing page at most this late (its storefront follows the
+/// server's clock, not this list).
+const EVENT_LIST_CACHE: &str = "public, max-age=5, stale-while-revalidate=10";
+
+/// The most sales the list names (live ones first, then the soonest to open).
+const MAX_LISTED: usize = 100;
+
+/// A sale as the landing page lists it: only what its storefront shows anyone
+/// (`GET /shop/events/{event_id}`), never the operators' view (archive flags, counters,
+/// switches, limits).
+#[derive(Serialize)]
+struct PublicEvent {
+    event_id: String,
+    /// `live` (started, not ended) or `upcoming`, on this function's clock.
+    state: &'static str,
+    sku: String,
+    start_ms: u64,
+    end_ms: u64,
+    unit_amount: u64,
+    currency: String,
+    sold_out: bool,
+}
+
+/// `GET /shop/events` (and `HEAD`): the sales a person can go to now or soon, for the landing
+/// page: every registered event that is not archived and has not ended, live ones first (by
+/// end), then upcoming ones (by start), at most [`MAX_LISTED`]. One read-only script per Redis
+/// node (its registry) and one per event not archived (`event_info.lua`, as the storefront
+/// reads it); an event whose configuration is missing (a creation cut short) is left out.
+/// Cacheable for seconds ([`EVENT_LIST_CACHE`]) with a strong `ETag`; errors `no-store`.
+fn event_list(req: &Request) -> Result<Response, ApiError> {
+    let head = is_head(req)?;
+    let nodes = store::nodes()?;
+    let now = clock::now_ms();
+    let mut events = Vec::new();
+    for node in nodes.all() {
+        for (event, archived) in registry::registered(node.map_err(Error::from)?)? {
+            if archived {
+                continue;
+            }
+            let info = match sale::event_info(&nodes, &event) {
+                Ok(info) => info,
+                Err(e) if e.code() == ErrorCode::EventNotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if info.end_ms <= now {
+                continue;
+            }
+            events.push(PublicEvent {
+                event_id: event.as_str().to_owned(),
+                state: if info.start_ms <= now {
+                    "live"
+                } else {
+                    "upcoming"
+                },
+                sku: info.sku,
+                start_ms: info.start_ms,
+                end_ms: info.end_ms,
+                unit_amount: info.unit_amount,
+                currency: info.currency,
+                sold_out: info.sold_out,
+            });
+        }
+    }
+    events.sort_by(|a, b| {
+        let when = |e: &PublicEvent| match e.state {
+            "live" => (0, e.end_ms),
+            _ => (1, e.start_ms),
+        };
+        when(a)
+            .cmp(&when(b))
+            .then_with(|| a.event_id.cmp(&b.event_id))
+    });
+    events.truncate(MAX_LISTED);
+    let bytes = serde_json::to_vec(&json!({ "events": events })).map_err(ApiError::internal)?;
+    let etag = strong_etag(&bytes);
+    let mut resp = Response::builder();
+    resp.header("cache-control", EVENT_LIST_CACHE)
+        .header("etag", etag.as_str());
+    if holds(req, &etag) {
+        return Ok(resp.status(304).body(Vec::new()).build());
+    }
+    resp.status(200).header("content-type", "application/json");
+    Ok(resp.body(if head { Vec::new() } else { bytes }).build())
+}
+
 /// A strong `ETag` of `body`: the first 128 bits of its SHA-256, quoted.
 fn strong_etag(body: &[u8]) -> String {
     use sha2::Digest as _;
@@ -242,23 +333,29 @@ mod tests {
 
     #[test]
     fn pages_name_their_assets_by_hash() {
-        let shop = std::str::from_utf8(SHOP.raw).unwrap();
-        let console = std::str::from_utf8(CONSOLE.raw).unwrap();
+        let page = |asset: &Asset| std::str::from_utf8(asset.raw).unwrap().to_owned();
+        // Each page and the files it loads (by the name `web/` gives them).
+        let pages = [
+            (page(&INDEX), &["style", "common", "index"][..]),
+            (page(&SHOP), &["style", "common", "shop", "pow-worker"][..]),
+            (
+                page(&CONSOLE),
+                &["style", "common", "console", "conditions"][..],
+            ),
+        ];
         for asset in ASSETS {
-            let named = |html: &str| html.contains(asset.path);
-            let console_only = ["console", "conditions"]
-                .iter()
-                .any(|name| asset.path.contains(name));
-            assert!(
-                named(console) || !console_only,
-                "console.html lacks {}",
-                asset.path
-            );
-            assert!(
-                named(shop) || console_only,
-                "shop.html lacks {}",
-                asset.path
-            );
+            let file = asset.path.trim_start_matches("/shop/assets/");
+            let stem = file.split('.').next().unwrap();
+            let mut named = false;
+            for (html, loads) in &pages {
+                assert_eq!(
+                    html.contains(asset.path),
+                    loads.contains(&stem),
+                    "{stem} in a page that loads {loads:?}"
+                );
+                named |= loads.contains(&stem);
+            }
+            assert!(named, "no page loads {}", asset.path);
         }
         assert!(
             ASSETS

@@ -282,3 +282,99 @@ async fn event_info_is_cacheable_for_a_second_with_an_etag_and_304s() -> Result<
     assert_eq!(header(&time, "etag"), "");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_landing_page_lists_the_live_and_upcoming_sales_and_links_the_console() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = app(&redis, &pg, false).await?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as u64;
+    let (hour, day) = (3_600_000, 86_400_000);
+    app.open_event(
+        "live-b",
+        json!({ "start_ms": now - 1_000, "end_ms": now + day }),
+    )
+    .await?;
+    app.open_event(
+        "live-a",
+        json!({ "start_ms": now - 1_000, "end_ms": now + hour, "unit_amount": 500, "currency": "usd" }),
+    )
+    .await?;
+    app.open_event(
+        "soon",
+        json!({ "start_ms": now + hour, "end_ms": now + 2 * hour }),
+    )
+    .await?;
+    // Ended (one archived, one not): neither is a sale a person can go to.
+    for id in ["ended", "archived"] {
+        app.open_event(id, json!({ "start_ms": 1_000, "end_ms": 2_000 }))
+            .await?;
+    }
+    let (status, body) = app
+        .admin(Method::POST, "/admin/events/archived/archive", None)
+        .await?;
+    assert_eq!(status, 200, "{body}");
+
+    // The page: served at `/` like the others, naming its script, linking the console.
+    let resp = app.http.get(format!("{}/", app.base_url)).send().await?;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header(&resp, "content-type"), "text/html; charset=utf-8");
+    assert_eq!(header(&resp, "cache-control"), "no-cache");
+    assert!(header(&resp, "content-security-policy").contains("default-src 'none'"));
+    let html = resp.text().await?;
+    assert!(html.contains("<html lang=\"en\">"), "{html}");
+    assert!(html.contains("href=\"/console\""), "{html}");
+    let script = html
+        .split('"')
+        .find(|s| s.starts_with("/shop/assets/index."))
+        .expect("the page names its script");
+    let resp = app
+        .http
+        .get(format!("{}{script}", app.base_url))
+        .send()
+        .await?;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.text().await?.contains("/shop/events"));
+
+    // The list: live sales first (soonest to end first), then the upcoming; public fields only.
+    let (status, list) = app.get_json("/shop/events").await?;
+    assert_eq!(status, 200, "{list}");
+    let sale = |id: &str, state: &str, start: u64, end: u64, amount: u64, currency: &str| {
+        json!({
+            "event_id": id, "state": state, "sku": format!("sku-{id}"), "start_ms": start,
+            "end_ms": end, "unit_amount": amount, "currency": currency, "sold_out": false,
+        })
+    };
+    assert_eq!(
+        list,
+        json!({ "events": [
+            sale("live-a", "live", now - 1_000, now + hour, 500, "usd"),
+            sale("live-b", "live", now - 1_000, now + day, 1999, "eur"),
+            sale("soon", "upcoming", now + hour, now + 2 * hour, 1999, "eur"),
+        ] })
+    );
+
+    // Cacheable for seconds, revalidated by its ETag; other methods refused.
+    let url = format!("{}/shop/events", app.base_url);
+    let first = app.http.get(&url).send().await?;
+    assert_eq!(
+        header(&first, "cache-control"),
+        "public, max-age=5, stale-while-revalidate=10"
+    );
+    let etag = header(&first, "etag").to_owned();
+    let again = app
+        .http
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await?;
+    assert_eq!(again.status(), 304);
+    let post = app.http.post(&url).send().await?;
+    assert_eq!(
+        (post.status().as_u16(), header(&post, "allow")),
+        (405, "GET, HEAD")
+    );
+    Ok(())
+}

@@ -3,7 +3,9 @@
 //! It talks HTTP to `/admin/...` with the admin token rather than to Redis and Postgres
 //! directly: the API is what an operator of a managed platform can reach, it works against any
 //! deployment (local host, Spin, SpinKube, Fermyon Cloud), and every rule the API enforces
-//! (validation, frozen stock, the registry) holds for the CLI too.
+//! (validation, frozen stock, the registry) holds for the CLI too. One command makes no call:
+//! `buyer-token` signs a buyer's sign-in token with a key held on this machine (a local or test
+//! stack's), to try a sale by hand.
 
 mod api;
 mod commands;
@@ -16,7 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use api::{Api, Failure};
-use commands::{create, events, history, payments, runs, status, switches, whoami};
+use commands::{buyer_token, create, events, history, payments, runs, status, switches, whoami};
 
 /// Exit codes, documented in `--help`.
 const EXIT_CODES: &str = "\
@@ -29,7 +31,8 @@ Exit codes:
   5  refused: the server refused the change (invalid config, conflict, bad deny list, ...)
   6  unavailable: the server or its Redis/Postgres cannot be reached now; try again later
 
-Environment: SECKILL_URL and SECKILL_ADMIN_TOKEN stand in for --url and --token.
+Environment: SECKILL_URL and SECKILL_ADMIN_TOKEN stand in for --url and --token;
+buyer-token reads SPIN_VARIABLE_JWT_SECRET (or .data/secrets.env, or --secrets FILE).
 With --json, results (and errors, as {\"error\":{\"code\",\"message\"}}) go to stdout as JSON,
 one document per line; `status --watch --json` prints one line per refresh.";
 
@@ -176,6 +179,21 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: u32,
     },
+    /// Sign a buyer's sign-in token (an HS256 JWT) for USER with the deployment's JWT key, for
+    /// trying a sale by hand on a local or test stack: prints the token (no request is made,
+    /// no admin token needed). The key is --secrets FILE's SPIN_VARIABLE_JWT_SECRET, else that
+    /// variable in the environment, else the local stack's .data/secrets.env (scripts/up.sh
+    /// writes it). Whoever holds the key can be any buyer: never point this at production's.
+    BuyerToken {
+        /// The buyer's user id (the token's `sub`: 1-128 printable ASCII, no spaces).
+        user: String,
+        /// How long the token is valid (at most 24h).
+        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        valid_for: Duration,
+        /// An env file with a SPIN_VARIABLE_JWT_SECRET=… line.
+        #[arg(long, value_name = "FILE")]
+        secrets: Option<std::path::PathBuf>,
+    },
 }
 
 /// `create` flags.
@@ -225,7 +243,7 @@ struct Create {
     /// Buys per second for the whole event (0 = no limit) and the bucket size: RATE,BURST.
     #[arg(long, value_parser = parse_limit)]
     buy_limit: Option<(f64, u64)>,
-    /// Leading zero bits of the admission's proof of work (0-24; default 18, 0 = none).
+    /// Leading zero bits of the admission's proof of work (0-24; default 20, 0 = none).
     #[arg(long)]
     pow_difficulty: Option<u32>,
     /// Create it paused.
@@ -356,6 +374,13 @@ fn parse_limit(s: &str) -> Result<(f64, u64), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Signed here, with no call to the server: no admin token needed.
+    if let Command::BuyerToken { .. } = cli.command {
+        return match run_offline(&cli) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&cli, &e),
+        };
+    }
     let Some(token) = cli.token.clone() else {
         eprintln!("error: no admin token: pass --token or set SECKILL_ADMIN_TOKEN");
         return ExitCode::from(2);
@@ -381,6 +406,18 @@ fn fail(cli: &Cli, e: &Failure) -> ExitCode {
         eprintln!("error: {e}");
     }
     ExitCode::from(e.exit_code())
+}
+
+/// The commands that make no call to the server.
+fn run_offline(cli: &Cli) -> Result<(), Failure> {
+    match &cli.command {
+        Command::BuyerToken {
+            user,
+            valid_for,
+            secrets,
+        } => buyer_token::buyer_token(cli, user, *valid_for, secrets.as_deref()),
+        _ => Err(Failure::Usage("this command needs the admin API".into())),
+    }
 }
 
 /// One line per command: each reads its flags, makes its call and prints the answer.
@@ -416,6 +453,7 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
             refunds,
             limit,
         } => payments::list(cli, api, event, *refunds, *limit),
+        Command::BuyerToken { .. } => run_offline(cli),
     }
 }
 

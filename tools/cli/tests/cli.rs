@@ -6,8 +6,8 @@ use std::process::{Command, Output};
 use anyhow::Result;
 use reqwest::Method;
 use seckill_testkit::{
-    ADMIN_TOKEN, OPERATOR, PgServer, RedisServer, TestApp, VIEWER_TOKEN, app_vars, free_port,
-    product_manifest,
+    ADMIN_TOKEN, JWT_SECRET, OPERATOR, PgServer, RedisServer, TestApp, VIEWER_TOKEN, app_vars,
+    free_port, product_manifest,
 };
 use serde_json::{Value, json};
 
@@ -470,5 +470,94 @@ async fn an_ended_event_is_archived_out_of_the_list_and_back() -> Result<()> {
     );
     assert_eq!(lines(&run(&["events"])).len(), 2);
     assert_eq!(ok(&run(&["events", "--archived"])).trim(), "no events");
+    Ok(())
+}
+
+/// Runs `seckill-admin buyer-token` with `args`, in `dir`, with `key` (if any) as
+/// SPIN_VARIABLE_JWT_SECRET and no admin token or URL from the outer environment.
+fn buyer_token(dir: &std::path::Path, key: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_seckill-admin"));
+    cmd.current_dir(dir)
+        .env_remove("SECKILL_URL")
+        .env_remove("SECKILL_ADMIN_TOKEN")
+        .env_remove("SPIN_VARIABLE_JWT_SECRET");
+    if let Some(key) = key {
+        cmd.env("SPIN_VARIABLE_JWT_SECRET", key);
+    }
+    cmd.arg("buyer-token")
+        .args(args)
+        .output()
+        .expect("the CLI runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buyer_token_mints_a_token_the_sale_accepts_from_the_local_key() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    app.open_event("bt1", json!({})).await?;
+    // The local stack's layout: the key in .data/secrets.env, as scripts/up.sh writes it.
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir(dir.path().join(".data"))?;
+    std::fs::write(
+        dir.path().join(".data/secrets.env"),
+        format!(
+            "SPIN_VARIABLE_JWT_SECRET={JWT_SECRET}\nSPIN_VARIABLE_OPERATORS=local:operator:x\n"
+        ),
+    )?;
+    let poll = |token: String| {
+        let app = &app;
+        async move {
+            app.call(Method::GET, "/api/events/bt1/orders/me", Some(&token), None)
+                .await
+        }
+    };
+
+    // From the local stack's file, with no admin token: the poll route takes it as alice's.
+    let token = ok(&buyer_token(dir.path(), None, &["alice"]))
+        .trim()
+        .to_owned();
+    let (status, body) = poll(token).await?;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "none", "{body}");
+    // From the environment, as JSON; and a whole admission with it.
+    let minted = json_of(&buyer_token(
+        dir.path(),
+        Some(JWT_SECRET),
+        &["bob", "--json", "--valid-for", "5m"],
+    ));
+    assert_eq!(minted["user"], "bob", "{minted}");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    let left = minted["expires_at_ms"].as_i64().unwrap_or(0) - now_ms;
+    assert!((290_000..=300_000).contains(&left), "expires in {left} ms");
+    let token = minted["token"].as_str().unwrap_or_default();
+    let (status, adm) = app
+        .call(Method::POST, "/api/events/bt1/admission", Some(token), None)
+        .await?;
+    assert_eq!(status, 200, "{adm}");
+
+    // Another key's token is no buyer's.
+    let wrong = ok(&buyer_token(dir.path(), Some("another-key"), &["mallory"]))
+        .trim()
+        .to_owned();
+    let (status, body) = poll(wrong).await?;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+
+    // Usage errors (exit 2), nothing printed to stdout: a bad user id, a token for ever, no key.
+    let elsewhere = tempfile::tempdir()?;
+    for (dir, args) in [
+        (dir.path(), &["two words"][..]),
+        (dir.path(), &["carol", "--valid-for", "25h"][..]),
+        (elsewhere.path(), &["carol"][..]),
+    ] {
+        let out = buyer_token(dir, None, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
     Ok(())
 }

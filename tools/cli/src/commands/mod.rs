@@ -1,5 +1,6 @@
 //! One function per command: read its flags, make its call, print the answer (`show`).
 
+pub mod buyer_token;
 pub mod create;
 pub mod events;
 pub mod history;
