@@ -28,7 +28,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use seckill_domain::admin::{self, DenyList};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::keys::{MasterKeys, OrderStatus, REGISTRY, ShardKeys};
+use seckill_domain::keys::{MasterKeys, OrderStatus, REGISTRY, RefundState, ShardKeys};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::sale::{self, Accepted, Admission, PollResult};
 use seckill_domain::scripts;
@@ -935,6 +935,51 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         refund: None,
     };
     assert_eq!(polled, expected);
+    // The refund job tells the buyer's poll, in the order's shard slot.
+    assert!(scripts::set_refund::run(
+        &store,
+        &k,
+        &expired.order_id,
+        RefundState::Refunded,
+        1
+    )?);
+    assert!(!scripts::set_refund::run(
+        &store,
+        &k,
+        "no-such-order",
+        RefundState::Pending,
+        1
+    )?);
+    let polled = sale::poll(&nodes, &ev.id, ev.shards, owner, 0)?.result;
+    assert_eq!(
+        polled,
+        PollResult::Order {
+            order_id: expired.order_id.clone(),
+            state: OrderStatus::Expired,
+            refund: Some(sale::Refund {
+                state: RefundState::Refunded,
+                payments: 1
+            }),
+        }
+    );
+    // The jobs route's lease, in the registry's slot: one holder at a time, handed back.
+    assert_eq!(
+        scripts::job_lease::take(&store, "reconcile", "a", 60_000)?,
+        Ok(())
+    );
+    let held = scripts::job_lease::take(&store, "reconcile", "b", 60_000)?;
+    assert!(
+        matches!(held, Err(ms) if ms > 0 && ms <= 60_000),
+        "{held:?}"
+    );
+    scripts::job_lease::give(&store, "reconcile", "b")?;
+    assert!(scripts::job_lease::take(&store, "reconcile", "b", 60_000)?.is_err());
+    scripts::job_lease::give(&store, "reconcile", "a")?;
+    assert_eq!(
+        scripts::job_lease::take(&store, "reconcile", "b", 60_000)?,
+        Ok(())
+    );
+    scripts::job_lease::give(&store, "reconcile", "b")?;
     let late = users[STOCK as usize..]
         .iter()
         .find(|u| ev.home(u) != busiest)

@@ -310,11 +310,11 @@ async fn a_scheduler_runs_the_jobs_and_nothing_else_one_run_at_a_time() -> Resul
             (SCHEDULER.to_owned(), "scheduler".to_owned(), 1)
         ]
     );
-    // A drain running for 3 s holds the lease: a second run meanwhile is refused, and one
-    // after it runs.
+    // A release running for 3 s holds the lease: a second run meanwhile is refused, and one
+    // after it runs. (The drain's leases are per shard.)
     let long = app.call(
         Method::POST,
-        "/admin/jobs/drain?for_ms=3000",
+        "/admin/jobs/timeout-release?for_ms=3000",
         Some(SCHEDULER_TOKEN),
         None,
     );
@@ -322,7 +322,7 @@ async fn a_scheduler_runs_the_jobs_and_nothing_else_one_run_at_a_time() -> Resul
         tokio::time::sleep(Duration::from_millis(1_000)).await;
         app.call(
             Method::POST,
-            "/admin/jobs/drain",
+            "/admin/jobs/timeout-release",
             Some(SCHEDULER_TOKEN),
             None,
         )
@@ -338,7 +338,7 @@ async fn a_scheduler_runs_the_jobs_and_nothing_else_one_run_at_a_time() -> Resul
     let (status, body) = app
         .call(
             Method::POST,
-            "/admin/jobs/drain",
+            "/admin/jobs/timeout-release",
             Some(SCHEDULER_TOKEN),
             None,
         )

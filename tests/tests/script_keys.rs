@@ -550,7 +550,19 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
         None,
     )
     .await?;
-    expect("pay keys-u0", paid, &[200])?;
+    let payment = expect("pay keys-u0", paid, &[200])?;
+    // The provider takes the payment, and then a second one naming the same order: the order
+    // is paid once, the second owes a refund, and the buyer's poll is told so.
+    let provider = app.provider();
+    for _ in 0..2 {
+        let (_, event) = provider.succeeded_event(
+            payment["payment_id"].as_str().unwrap_or_default(),
+            payment["amount"].as_i64().unwrap_or_default(),
+            payment["currency"].as_str().unwrap_or_default(),
+        );
+        let delivered = provider.deliver(&event).await?;
+        ensure!(delivered.status == 200, "webhook: {}", delivered.body);
+    }
     poll(app, "keys", "keys-u0", "poll a paid order").await?;
     tokio::time::sleep(Duration::from_millis(1_300).saturating_sub(late_bought.elapsed())).await;
     let released = job(app, "timeout-release").await?;
@@ -559,6 +571,11 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
         "nothing released: {released}"
     );
     poll(app, "keys-late", "late-u0", "poll an expired order").await?;
+    let told = poll(app, "keys", "keys-u0", "poll a paid order owed a refund").await?;
+    ensure!(
+        told["refund"]["state"] == "pending",
+        "the buyer was not told of the refund owed: {told} / {released}"
+    );
 
     // The books: every event's state, reconcile (the dead order is drift: it names offenders).
     for event in ["keys", "keys-late", "keys-lottery"] {

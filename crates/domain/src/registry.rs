@@ -99,7 +99,8 @@ pub fn set_archived<S: Store>(
 /// may take it over: a run cut short (its instance killed) blocks the next for at most this.
 pub const JOB_LEASE_MARGIN_MS: u64 = 30_000;
 
-/// One run of `job` at a time across the fleet, for the jobs route (schedulers and persons):
+/// One run of `job` at a time across the fleet, for the jobs route's timeout release and
+/// reconcile (schedulers and persons; the drain's leases are per shard):
 /// claims the job's lease on the first Redis node for `budget_ms` plus [`JOB_LEASE_MARGIN_MS`]
 /// and runs `f`, then hands the lease back. While another run holds it: `409 conflict`, with
 /// `Retry-After` until it expires. The cron triggers do not take it: the drain's per-shard

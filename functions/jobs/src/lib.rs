@@ -167,10 +167,17 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     // drain and the release, `event` reconcile.
     let (budget, event) = (budget(req)?, event(req)?);
     let (nodes, db) = (store::nodes()?, config::postgres()?);
-    let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
-    registry::run_job(&nodes, job.name(), budget_ms, || {
-        run_once(job, budget, event, &nodes, &db)
-    })
+    match job {
+        // The drain's own fenced lease per shard is its one run at a time: a run that traps
+        // holds only its shards, for `drain_lease_ms`, not every shard for the job's lease.
+        Job::Drain => run_once(job, budget, event, &nodes, &db),
+        Job::TimeoutRelease | Job::Reconcile => {
+            let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
+            registry::run_job(&nodes, job.name(), budget_ms, || {
+                run_once(job, budget, event, &nodes, &db)
+            })
+        }
+    }
 }
 
 /// Runs `job` for `budget` (`event`: reconcile's one event).

@@ -23,7 +23,7 @@ pub use pay::{
     start_payment,
 };
 pub use reconcile::{Reconciliation, Reconciliations, reconcile, reconcile_all};
-pub use refund::{RefundReport, pay_back};
+pub use refund::{RefundReport, pay_back, tell_buyers};
 pub use release::{
     Provider, ReleaseReport, SESSIONS_PER_RUN, SessionReport, close_sessions, release_due,
     release_expired,

@@ -57,22 +57,8 @@ fn back_off_ms(attempts: i64) -> u64 {
     (1_000u64 << doublings).min(MAX_BACK_OFF_MS)
 }
 
-/// Refunds what is owed and follows the refunds under way, at most `budget` of them a run;
-/// then tells the buyers' polls where their refunds stand ([`tell_buyers`]).
-pub fn pay_back<S: Store>(
-    nodes: &Nodes<S>,
-    db: &impl Sql,
-    api: &dyn ProviderApi,
-    now_ms: u64,
-    budget: u32,
-) -> Result<RefundReport, Error> {
-    let mut report = refund_owed(db, api, now_ms, budget)?;
-    report.buyers_told = tell_buyers(nodes, db, budget)?;
-    Ok(report)
-}
-
-/// Refunds what is owed and follows the refunds under way, at most `budget` of them.
-fn refund_owed(
+/// Refunds what is owed and follows the refunds under way, at most `budget` of them a run.
+pub fn pay_back(
     db: &impl Sql,
     api: &dyn ProviderApi,
     now_ms: u64,
@@ -149,10 +135,13 @@ fn refund_owed(
     Ok(report)
 }
 
+/// Orders whose buyers one run of timeout release tells where their refunds stand, at most.
+pub const BUYERS_TOLD_PER_RUN: u32 = 100;
+
 /// Mirrors, for at most `budget` orders, where the refunds of their payments that paid nothing
 /// stand into each order's shard ([`scripts::set_refund`]), until what the buyer was told
 /// matches the record. A node that does not answer leaves its orders for the next run.
-fn tell_buyers<S: Store>(nodes: &Nodes<S>, db: &impl Sql, budget: u32) -> Result<u64, Error> {
+pub fn tell_buyers<S: Store>(nodes: &Nodes<S>, db: &impl Sql, budget: u32) -> Result<u64, Error> {
     let untold = db.query(
         "SELECT o.event_id, o.shard, o.order_id, bool_and(pp.status = 'refunded'),
                 count(*)::bigint, string_agg(pp.provider_ref || '=' || pp.status, ',')

@@ -158,7 +158,8 @@ pub fn close_sessions<S: Store>(
 /// The money's sweep, on timeout release's schedule, when there is a provider: payments whose
 /// webhook was lost recovered from its events list ([`super::recover_events`]), the checkout
 /// sessions of orders past their deadline closed ([`close_sessions`]); then what may go is
-/// released ([`release_expired`]) and the refunds owed paid back ([`super::pay_back`]).
+/// released ([`release_expired`]) and the refunds owed paid back ([`super::pay_back`]); then,
+/// provider or not, the buyers told where their refunds stand ([`super::tell_buyers`]).
 pub fn release_due<S: Store>(
     nodes: &Nodes<S>,
     db: &impl Sql,
@@ -183,10 +184,12 @@ pub fn release_due<S: Store>(
         None => SessionReport::default(),
     };
     let released = release_expired(nodes, db, now_ms, limit)?;
-    let refunds = match provider {
-        Some(provider) => super::pay_back(nodes, db, provider.api, now_ms, provider.budget)?,
+    let mut refunds = match provider {
+        Some(provider) => super::pay_back(db, provider.api, now_ms, provider.budget)?,
         None => RefundReport::default(),
     };
+    // With a provider or without (refunds then paid back by hand), buyers see where theirs stand.
+    refunds.buyers_told = super::tell_buyers(nodes, db, super::refund::BUYERS_TOLD_PER_RUN)?;
     Ok(ReleaseReport {
         sessions,
         refunds,
