@@ -9,9 +9,10 @@ implementation), not our own code. Three rules:
   - a JSON body the server refused as invalid input (400) does not: the document states the
     rules the server enforces. The only exceptions are the rules that tie fields together,
     which the document lists by their refusal message in `x-refused-beyond-schema`.
-Two conventions the document states in prose are applied here: a path no route matches gets
-an empty-bodied 404 (Spin's, before any function runs), and a method a route does not take gets
-the 405 every operation of that path documents.
+Three conventions the document states in prose are applied here: a path no route matches gets
+an empty-bodied 404 (Spin's, before any function runs), a path in another spelling than its
+canonical one (`//admin`) a 404, and a method a route does not take gets the 405 every
+operation of that path documents (with its `Allow`).
 Identical exchanges are checked once, and of each kind (method, route, status, error code) at
 most PER_KIND, spread evenly over the kind: the load tests send the same few kinds tens of
 thousands of times (admission, precheck and sold-out buys are ~95 % of a run), and checking
@@ -144,6 +145,12 @@ def request_errors(request):
 
 def problems_of(x):
     """(where, problem) pairs for one exchange, by the three rules and the two conventions."""
+    raw = x["path"].split("?")[0]
+    if "//" in raw or any(s in (".", "..") for s in raw.split("/")):
+        # A path in another spelling than its canonical one: the document's convention is a 404.
+        if x["status"] != 404:
+            return [(f'{x["method"]} {raw} -> {x["status"]}', "non-canonical path served")]
+        return []
     path = urlsplit(x["path"]).path
     known = documented_method(STATE["paths"], path)
     if known is None:
@@ -157,6 +164,7 @@ def problems_of(x):
     response = MockResponse(
         x["response"].encode(),
         status_code=x["status"],
+        headers={"Allow": x["allow"]} if x.get("allow") else {},
         content_type=content_type.split(";")[0].strip(),
     )
     where = f'{x["method"]} {x["path"]} -> {x["status"]}'

@@ -597,3 +597,53 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     assert!(total(cluster.take_script_calls()?).0 <= 2);
     Ok(())
 }
+
+/// The buy that takes a shard's last unit says so, and the other slots told of it believe it
+/// empty at once: their tails do not pick it from a picture a second old. A buy that does not
+/// empty its shard tells nothing.
+#[test]
+fn a_shard_emptied_by_a_buy_is_believed_empty_by_the_others_at_once() -> Result<()> {
+    let cluster = Cluster::start(2)?;
+    let nodes = cluster.nodes();
+    let event = EventId::parse("emptied")?;
+    let shards = 4;
+    open_event(&nodes, &event, 8, shards)?; // two units a shard
+    let buy = |user: &str| -> Result<sale::Bought> {
+        let token = purchase_token(&nodes, &event, shards, user)?;
+        Ok(sale::buy(
+            &nodes,
+            &event,
+            shards,
+            user,
+            &token,
+            clock::now_ms(),
+        )?)
+    };
+    let on_1 = homed_on(&event, shards, 1, 2);
+    assert_eq!(buy(&on_1[0])?.emptied, None, "a unit is left at home");
+    let emptied = buy(&on_1[1])?
+        .emptied
+        .context("the last unit's buy says so")?;
+    assert_eq!((emptied.shard, emptied.shards), (1, shards));
+    assert_eq!(sale::tell_emptied(&nodes, &event, emptied), shards - 1);
+    // Shard 0 sells its two units at home; the third buyer homed there meets an empty home,
+    // and the candidates its slot names for the tail leave shard 1 out.
+    let on_0 = homed_on(&event, shards, 0, 3);
+    for user in &on_0[..2] {
+        buy(user)?;
+    }
+    let user = &on_0[2];
+    let token = purchase_token(&nodes, &event, shards, user)?;
+    let e = Event::new(&nodes, &event, shards);
+    let (store, k) = e.slot(0)?;
+    let hash = ids::home_hash(event.as_str(), user);
+    let order = ids::new_order_id(clock::now_ms());
+    match buy::run(store, &k, user, &token, hash, &order, &Back::default())? {
+        Outcome::Tail(mut candidates) => {
+            candidates.sort_unstable();
+            assert_eq!(candidates, [2, 3], "shard 1 is believed empty");
+        }
+        other => bail!("the home shard is empty: {other:?}"),
+    }
+    Ok(())
+}

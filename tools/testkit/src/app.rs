@@ -495,6 +495,7 @@ impl TestApp {
                 .map(str::to_owned)
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
+        let allow = header(reqwest::header::ALLOW);
         let retry_after_s = header(reqwest::header::RETRY_AFTER).and_then(|v| v.parse().ok());
         let bytes = resp.bytes().await?;
         if self.records {
@@ -504,6 +505,7 @@ impl TestApp {
                 request,
                 status,
                 content_type: content_type.as_deref(),
+                allow: allow.as_deref(),
                 response: &String::from_utf8_lossy(&bytes),
             });
         }

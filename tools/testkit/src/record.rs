@@ -12,6 +12,8 @@ pub(crate) struct Exchange<'a> {
     pub request: Option<&'a serde_json::Value>,
     pub status: u16,
     pub content_type: Option<&'a str>,
+    /// The response's `Allow` header (a 405's required header).
+    pub allow: Option<&'a str>,
     pub response: &'a str,
 }
 
