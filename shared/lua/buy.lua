@@ -5,7 +5,7 @@
 -- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over many Redis nodes: shards").
 --- keys(shard): cfg purchase_token(user) bought queue seq buy_bucket drained stock orders counts empty credited seen
 --- args: user purchase_token home_hash order_id credit_id credit_units empties...
---- ok: seq:u64 shard:u32 drained:u64 emptied:flag
+--- ok: seq:u64 shard:u32 drained:u64
 -- Otherwise: {TAIL, candidate shard...} | {WRONG_SHARD, shards} | the refusals of buy.lua.
 -- credit_id/credit_units: a unit lent to this shard for this buy ('' and 0 when none); empties:
 -- what the tail learnt: `s` for a shard it found empty (believed so here for EMPTY_BELIEF_MS),
@@ -41,8 +41,7 @@ if A_CREDIT_ID == '' and #A_EMPTIES == 0
     and not take_token(K_BUY_BUCKET, tonumber(cfg.buy_rate), tonumber(cfg.buy_burst), now) then
   return refused(K_COUNTS, {LIMITED})
 end
-local left = redis.call('HINCRBY', K_STOCK, home, -1)
-if left < 0 then
+if redis.call('HINCRBY', K_STOCK, home, -1) < 0 then
   redis.call('HINCRBY', K_STOCK, home, 1)
   local candidates = maybe_stocked(K_EMPTY, tonumber(cfg.shards), tonumber(home), now)
   if #candidates == 0 then
@@ -72,5 +71,4 @@ order_put(K_ORDERS, A_ORDER_ID, 'queued', home, seq)
 redis.call('XADD', K_QUEUE, '*', 'order', A_ORDER_ID, 'user', A_USER, 'shard', home, 'seq', seq,
   'created_ms', now)
 redis.call('DEL', K_PURCHASE_TOKEN)
--- emptied: this buy took the home shard's last unit (the caller tells the other slots).
-return {OK, seq, tonumber(home), get_number(K_DRAINED), left == 0 and 1 or 0}
+return {OK, seq, tonumber(home), get_number(K_DRAINED)}

@@ -1023,10 +1023,6 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
     assert_eq!(flagged, [archived.as_str()]);
     assert!(scripts::archive_event::run(&store, archived, false)?);
 
-    // A buy that emptied a shard tells the other slots (the buy function does it after the
-    // buyer's answer): a belief in the slot's own `empty` hash.
-    scripts::shard_emptied::run(&store, &lucky.keys(0), 1)?;
-
     // Every key written lives with its event: tagged, on the master owning the tag's slot
     // (the event's own slot, or one of its shards').
     for port in cluster.ports() {

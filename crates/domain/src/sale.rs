@@ -18,7 +18,7 @@ use crate::nodes::Nodes;
 use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
 use crate::scripts::{self, ScriptError, shard_lend};
-use crate::sharded::{Event, at_home, transfer};
+use crate::sharded::{Event, at_home};
 use crate::store::Store;
 
 /// The outcome of issue-token.
@@ -296,26 +296,6 @@ pub struct Bought {
     pub accepted: Accepted,
     /// Script calls this buy made.
     pub round_trips: u32,
-    /// A shard whose last unit this buy took, and the event's shard count: the caller tells
-    /// the other slots after answering ([`tell_emptied`]).
-    pub emptied: Option<Emptied>,
-}
-
-/// A shard a buy emptied, of an event of `shards` shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Emptied {
-    /// The shard.
-    pub shard: u32,
-    /// The event's shards.
-    pub shards: u32,
-}
-
-/// Tells every other shard's slot that a buy emptied `emptied.shard` (one script each, after the
-/// buyer has their answer): their tails stop picking it before the drain's next summary of the
-/// shards says so, which near the end is when a tail meets only empty shards. At most once per
-/// shard and event: only the buy that took the last unit tells. Returns the slots told.
-pub fn tell_emptied<S: Store>(nodes: &Nodes<S>, event: &EventId, emptied: Emptied) -> u32 {
-    transfer::emptied(&Event::new(nodes, event, emptied.shards), emptied.shard)
 }
 
 /// How many of the shards its home names a buy's tail asks for a unit at most: enough that a
@@ -366,21 +346,13 @@ pub fn buy<S: Store>(
         )
     })?;
     let mut candidates = match first {
-        Outcome::Bought(b) => {
-            let emptied = b.emptied.then_some(Emptied {
-                shard: b.shard,
-                shards: e.shards(),
-            });
-            return Ok(accepted(order_id, b, round_trips, emptied));
-        }
+        Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),
         Outcome::Tail(candidates) => candidates,
     };
     candidates.truncate(TAIL_CANDIDATES);
     let (home, hash) = home.expect("at_home ran the buy");
     let transfer_id = ids::random_hex(8);
     let mut back = Back::default();
-    // A candidate whose last unit the tail took (the home shard was empty already: no news).
-    let mut lent_last = None;
     while !candidates.is_empty() {
         let c = candidates.remove(0);
         round_trips += 1;
@@ -395,7 +367,6 @@ pub fn buy<S: Store>(
                 back.credit = Some((&transfer_id, 1));
                 if l.left == 0 {
                     back.empties.push(c); // this unit was its last
-                    lent_last = Some(c);
                 }
                 break;
             }
@@ -413,25 +384,13 @@ pub fn buy<S: Store>(
     round_trips += 1;
     let (store, k) = e.slot(home)?;
     match buy::run(store, &k, user, purchase_token, hash, &order_id, &back)? {
-        Outcome::Bought(b) => {
-            let emptied = lent_last.map(|shard| Emptied {
-                shard,
-                shards: e.shards(),
-            });
-            Ok(accepted(order_id, b, round_trips, emptied))
-        }
+        Outcome::Bought(b) => Ok(accepted(order_id, b, round_trips)),
         Outcome::Tail(_) => Err(still_looking(&e)),
     }
 }
 
-fn accepted(
-    order_id: String,
-    b: buy::Bought,
-    round_trips: u32,
-    emptied: Option<Emptied>,
-) -> Bought {
+fn accepted(order_id: String, b: buy::Bought, round_trips: u32) -> Bought {
     Bought {
-        emptied,
         accepted: Accepted {
             order_id,
             status: OrderStatus::Queued,

@@ -30,7 +30,6 @@ pub mod set_fields;
 pub mod set_order_status;
 pub mod set_refund;
 pub mod shard_credit;
-pub mod shard_emptied;
 pub mod shard_lend;
 pub mod shard_lent;
 pub mod shard_picture;

@@ -11,9 +11,7 @@ use serde::Serialize;
 use super::Event;
 use crate::error::Error;
 use crate::ids;
-use crate::scripts::{
-    self, shard_credit, shard_emptied, shard_lend, shard_lent, shard_refilled, shard_settle,
-};
+use crate::scripts::{self, shard_credit, shard_lend, shard_lent, shard_refilled, shard_settle};
 use crate::store::Store;
 
 /// What a repair did.
@@ -70,19 +68,6 @@ pub fn refilled<S: Store>(e: &Event<'_, S>, shard: u32) -> u32 {
     e.all()
         .filter(|&s| {
             e.on_slot(s, |store, k| shard_refilled::run(store, k, shard))
-                .is_ok()
-        })
-        .count() as u32
-}
-
-/// Tells every other shard's slot that `shard` just sold its last unit (best effort, after the
-/// buyer has their answer): their tails stop picking it before the drain's next summary says
-/// so. Returns how many slots were told.
-pub fn emptied<S: Store>(e: &Event<'_, S>, shard: u32) -> u32 {
-    e.all()
-        .filter(|&s| s != shard)
-        .filter(|&s| {
-            e.on_slot(s, |store, k| shard_emptied::run(store, k, shard))
                 .is_ok()
         })
         .count() as u32
