@@ -46,15 +46,21 @@ fn answer(req: Request) -> Response {
         Ok(who) => who,
         Err(e) => return http::error(&e),
     };
-    let ran = run(&req);
-    audit_run(&req, &who, &ran);
+    let mut db = None;
+    let ran = run(&req, &mut db);
+    audit_run(&req, &who, &ran, db);
     http::respond(200, ran)
 }
 
 /// Records the run as the audit keeps job runs ([`audit::record_job_run`]: every run a person
-/// starts, a scheduler credential's first). A failure to record is logged, not the caller's:
-/// the job has run.
-fn audit_run(req: &Request, who: &auth::Operator, ran: &Result<Value, ApiError>) {
+/// starts, a scheduler credential's first), on the run's own connection when it opened one. A
+/// failure to record is logged, not the caller's: the job has run.
+fn audit_run(
+    req: &Request,
+    who: &auth::Operator,
+    ran: &Result<Value, ApiError>,
+    db: Option<SpinPg>,
+) {
     let (status, answer) = match ran {
         Ok(report) => (200, Some(report.clone())),
         Err(e) => (e.status, serde_json::from_str(&e.to_json()).ok()),
@@ -66,7 +72,8 @@ fn audit_run(req: &Request, who: &auth::Operator, ran: &Result<Value, ApiError>)
         status,
         clock::now_ms(),
     );
-    let recorded = config::postgres()
+    let recorded = db
+        .map_or_else(config::postgres, Ok)
         .map_err(|e| e.reason())
         .and_then(|db| audit::record_job_run(&db, &entry).map_err(|e| e.reason()));
     if let Err(e) = recorded {
@@ -157,7 +164,8 @@ fn authorize(req: &Request) -> Result<auth::Operator, ApiError> {
     }
 }
 
-fn run(req: &Request) -> Result<Value, ApiError> {
+/// Runs the job `req` names; the Postgres connection it opened is left in `db` for the audit.
+fn run(req: &Request, db: &mut Option<SpinPg>) -> Result<Value, ApiError> {
     if !matches!(req.method(), Method::Post | Method::Get) {
         return Err(ApiError::method_not_allowed("GET, POST"));
     }
@@ -166,15 +174,16 @@ fn run(req: &Request) -> Result<Value, ApiError> {
     // one is refused whichever job it is sent to; each job uses only its own: `for_ms` the
     // drain and the release, `event` reconcile.
     let (budget, event) = (budget(req)?, event(req)?);
-    let (nodes, db) = (store::nodes()?, config::postgres()?);
+    let nodes = store::nodes()?;
+    let db = &*db.insert(config::postgres()?);
     match job {
         // The drain's own fenced lease per shard is its one run at a time: a run that traps
         // holds only its shards, for `drain_lease_ms`, not every shard for the job's lease.
-        Job::Drain => run_once(job, budget, event, &nodes, &db),
+        Job::Drain => run_once(job, budget, event, &nodes, db),
         Job::TimeoutRelease | Job::Reconcile => {
             let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
             registry::run_job(&nodes, job.name(), budget_ms, || {
-                run_once(job, budget, event, &nodes, &db)
+                run_once(job, budget, event, &nodes, db)
             })
         }
     }
