@@ -56,13 +56,12 @@ pub fn canonical_path(path_and_query: &str) -> Result<(), ApiError> {
     let path = path_and_query.split('?').next().unwrap_or("");
     let segments: Vec<&str> = path.strip_prefix('/').unwrap_or(path).split('/').collect();
     let last = segments.len().saturating_sub(1);
+    let lower = path.to_ascii_lowercase();
     let odd = !path.starts_with('/')
         || segments.iter().enumerate().any(|(i, s)| {
             (s.is_empty() && i != last) || *s == "." || *s == ".." || s.contains('\\')
         })
-        || ["%2f", "%5c", "%2e"]
-            .iter()
-            .any(|enc| path.to_ascii_lowercase().contains(enc));
+        || ["%2f", "%5c", "%2e"].iter().any(|enc| lower.contains(enc));
     match odd {
         false => Ok(()),
         true => Err(ApiError::not_found(format!(
@@ -263,13 +262,6 @@ pub fn operator(req: &Request) -> Result<auth::Operator, ApiError> {
 pub fn credential(req: &Request) -> Result<auth::Operator, ApiError> {
     let operators = auth::Operators::parse(&config::get(config::OPERATORS)?)?;
     Ok(operators.authenticate(bearer(req))?)
-}
-
-/// The operator behind the bearer token, allowed to write: a viewer is `403 forbidden`.
-pub fn writer(req: &Request) -> Result<auth::Operator, ApiError> {
-    let who = operator(req)?;
-    who.may_write()?;
-    Ok(who)
 }
 
 /// The client's address, canonical ([`seckill_domain::net`]); `None` when Spin gave no peer.
