@@ -75,18 +75,14 @@ fn jwt_secret(secrets: Option<&Path>, from_env: Option<String>) -> Result<String
         .ok_or_else(|| Failure::Usage(format!("{} has no {JWT_SECRET_VAR}=… line", file.display())))
 }
 
-/// The value of `SPIN_VARIABLE_JWT_SECRET=…` in an env file (optionally `export`ed, quoted).
+/// The value of `SPIN_VARIABLE_JWT_SECRET=…` in an env file, read as dotenvy reads one (the
+/// host reads the same files with it: `export`, quotes, comments).
 fn secret_in(text: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let line = line.trim();
-        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
-        let value = line.strip_prefix(JWT_SECRET_VAR)?.strip_prefix('=')?.trim();
-        let unquoted = ['"', '\'']
-            .iter()
-            .find_map(|q| value.strip_prefix(*q)?.strip_suffix(*q))
-            .unwrap_or(value);
-        (!unquoted.is_empty()).then(|| unquoted.to_owned())
-    })
+    dotenvy::from_read_iter(text.as_bytes())
+        .filter_map(Result::ok)
+        .find(|(name, _)| name == JWT_SECRET_VAR)
+        .map(|(_, value)| value)
+        .filter(|value| !value.is_empty())
 }
 
 #[cfg(test)]
