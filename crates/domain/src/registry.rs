@@ -43,24 +43,49 @@ pub struct Listed {
     pub end_ms: Option<u64>,
 }
 
-/// Every event of every node, sorted by id, each with its archive flag and its window (one
-/// `list_events` per node, then one `event_info` per event, on its own slot).
+/// Every event of every node, sorted by id, each with its archive flag and its window.
 pub fn list<S: Store>(nodes: &Nodes<S>) -> Result<Vec<Listed>, Error> {
-    let mut listed = Vec::new();
+    let mut listed: Vec<Listed> = every_event(nodes)?
+        .into_iter()
+        .map(|(event, archived, info)| Listed {
+            event_id: event.as_str().to_owned(),
+            archived,
+            sku: info.as_ref().map(|i| i.sku.clone()),
+            start_ms: info.as_ref().map(|i| i.start_ms),
+            end_ms: info.map(|i| i.end_ms),
+        })
+        .collect();
+    listed.sort_by(|a, b| a.event_id.cmp(&b.event_id));
+    Ok(listed)
+}
+
+/// The sales anyone may go to: every event not archived and not ended at `now_ms`, with what
+/// its storefront shows; one whose configuration is missing (a creation cut short) left out.
+pub fn open_sales<S: Store>(
+    nodes: &Nodes<S>,
+    now_ms: u64,
+) -> Result<Vec<(EventId, EventInfo)>, Error> {
+    Ok(every_event(nodes)?
+        .into_iter()
+        .filter(|(_, archived, _)| !archived)
+        .filter_map(|(event, _, info)| Some((event, info?)))
+        .filter(|(_, info)| info.end_ms > now_ms)
+        .collect())
+}
+
+/// Every registered event of every node, with its archive flag and its public info (one
+/// `list_events` per node, then one `event_info` per event, on its own slot).
+fn every_event<S: Store>(
+    nodes: &Nodes<S>,
+) -> Result<Vec<(EventId, bool, Option<EventInfo>)>, Error> {
+    let mut all = Vec::new();
     for node in nodes.all() {
         for (event, archived) in registered(node?)? {
             let info = info(nodes, &event)?;
-            listed.push(Listed {
-                event_id: event.as_str().to_owned(),
-                archived,
-                sku: info.as_ref().map(|i| i.sku.clone()),
-                start_ms: info.as_ref().map(|i| i.start_ms),
-                end_ms: info.map(|i| i.end_ms),
-            });
+            all.push((event, archived, info));
         }
     }
-    listed.sort_by(|a, b| a.event_id.cmp(&b.event_id));
-    Ok(listed)
+    Ok(all)
 }
 
 /// The event's public info, `None` when it has no configuration.

@@ -16,7 +16,7 @@
 use seckill_domain::auth::{self, Claims};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
-use seckill_domain::{Error, clock, registry, sale};
+use seckill_domain::{clock, registry, sale};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::http::{self, json_body};
@@ -235,8 +235,7 @@ const MAX_LISTED: usize = 100;
 #[derive(Serialize)]
 struct PublicEvent {
     event_id: String,
-    /// `live` (started, not ended) or `upcoming`, on this function's clock.
-    state: &'static str,
+    state: SaleState,
     sku: String,
     start_ms: u64,
     end_ms: u64,
@@ -245,54 +244,46 @@ struct PublicEvent {
     sold_out: bool,
 }
 
+/// Where a listed sale stands on this function's clock; live ones are listed first.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+enum SaleState {
+    /// Started, not ended.
+    Live,
+    /// Not started.
+    Upcoming,
+}
+
 /// `GET /shop/events` (and `HEAD`): the sales a person can go to now or soon, for the landing
-/// page: every registered event that is not archived and has not ended, live ones first (by
-/// end), then upcoming ones (by start), at most [`MAX_LISTED`]. One read-only script per Redis
-/// node (its registry) and one per event not archived (`event_info.lua`, as the storefront
-/// reads it); an event whose configuration is missing (a creation cut short) is left out.
-/// Cacheable for seconds ([`EVENT_LIST_CACHE`]) with a strong `ETag`; errors `no-store`.
+/// page ([`registry::open_sales`]: not archived, not ended), live ones first (by end), then
+/// upcoming ones (by start), at most [`MAX_LISTED`]. One read-only script per Redis node (its
+/// registry) and one per event (`event_info.lua`, as the storefront reads it). Cacheable for
+/// seconds ([`EVENT_LIST_CACHE`]) with a strong `ETag`; errors `no-store`.
 fn event_list(req: &Request) -> Result<Response, ApiError> {
     let head = is_head(req)?;
-    let nodes = store::nodes()?;
     let now = clock::now_ms();
-    let mut events = Vec::new();
-    for node in nodes.all() {
-        for (event, archived) in registry::registered(node.map_err(Error::from)?)? {
-            if archived {
-                continue;
-            }
-            let info = match sale::event_info(&nodes, &event) {
-                Ok(info) => info,
-                Err(e) if e.code() == ErrorCode::EventNotFound => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if info.end_ms <= now {
-                continue;
-            }
-            events.push(PublicEvent {
-                event_id: event.as_str().to_owned(),
-                state: if info.start_ms <= now {
-                    "live"
-                } else {
-                    "upcoming"
-                },
-                sku: info.sku,
-                start_ms: info.start_ms,
-                end_ms: info.end_ms,
-                unit_amount: info.unit_amount,
-                currency: info.currency,
-                sold_out: info.sold_out,
-            });
-        }
-    }
-    events.sort_by(|a, b| {
-        let when = |e: &PublicEvent| match e.state {
-            "live" => (0, e.end_ms),
-            _ => (1, e.start_ms),
+    let mut events: Vec<PublicEvent> = registry::open_sales(&store::nodes()?, now)?
+        .into_iter()
+        .map(|(event, info)| PublicEvent {
+            event_id: event.as_str().to_owned(),
+            state: match info.start_ms <= now {
+                true => SaleState::Live,
+                false => SaleState::Upcoming,
+            },
+            sku: info.sku,
+            start_ms: info.start_ms,
+            end_ms: info.end_ms,
+            unit_amount: info.unit_amount,
+            currency: info.currency,
+            sold_out: info.sold_out,
+        })
+        .collect();
+    events.sort_by_key(|e| {
+        let when = match e.state {
+            SaleState::Live => e.end_ms,
+            SaleState::Upcoming => e.start_ms,
         };
-        when(a)
-            .cmp(&when(b))
-            .then_with(|| a.event_id.cmp(&b.event_id))
+        (e.state, when, e.event_id.clone())
     });
     events.truncate(MAX_LISTED);
     let bytes = serde_json::to_vec(&json!({ "events": events })).map_err(ApiError::internal)?;
