@@ -980,6 +980,13 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         Ok(())
     );
     scripts::job_lease::give(&store, "reconcile", "b")?;
+    // The public health summary, shared in the registry's slot for its window.
+    assert_eq!(scripts::health::read(&store)?, None);
+    scripts::health::store(&store, "{\"ok\":true}", 60_000)?;
+    assert_eq!(
+        scripts::health::read(&store)?.as_deref(),
+        Some("{\"ok\":true}")
+    );
     let late = users[STOCK as usize..]
         .iter()
         .find(|u| ev.home(u) != busiest)

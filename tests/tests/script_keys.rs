@@ -603,6 +603,10 @@ async fn drive_the_sale(app: &TestApp) -> Result<()> {
         &[200],
     )?;
 
+    // The public health check: probes, then shares its summary.
+    expect("health", app.get_json("/api/health").await?, &[200])?;
+    expect("health again", app.get_json("/api/health").await?, &[200])?;
+
     // An event nobody created, on every route that reaches Redis.
     let path = "/admin/events/keys-nowhere";
     expect(

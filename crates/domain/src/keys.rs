@@ -327,6 +327,10 @@ impl Registry {
     pub fn job_lease(&self, job: &str) -> String {
         format!("{{sk:registry}}:job:{job}")
     }
+    /// The public health summary of the last full probe, kept briefly (`lua/health.lua`).
+    pub fn health(&self) -> String {
+        "{sk:registry}:health".to_owned()
+    }
 }
 
 #[cfg(test)]

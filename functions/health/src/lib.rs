@@ -24,11 +24,11 @@ fn answer(req: Request) -> Response {
     if let Err(e) = checked {
         return error(&e);
     }
-    let report = health::check();
-    let status = if report.ok { 200 } else { 503 };
     if detailed {
-        json(status, &report)
+        let report = health::check();
+        json(if report.ok { 200 } else { 503 }, &report)
     } else {
-        json(status, &report.summary())
+        let summary = health::summary();
+        json(if summary.ok { 200 } else { 503 }, &summary)
     }
 }

@@ -17,6 +17,7 @@ pub mod drain_release;
 pub mod draw;
 pub mod event_info;
 pub mod global_limit;
+pub mod health;
 pub mod issue_token;
 pub mod job_lease;
 pub mod list_events;
