@@ -300,7 +300,9 @@ pub struct Bought {
 
 /// How many of the shards its home names a buy's tail asks for a unit at most: enough that a
 /// tail racing others for the last units finds one while any is left, few enough to bound its
-/// round trips ([`MAX_BUY_ROUND_TRIPS`]).
+/// round trips ([`MAX_BUY_ROUND_TRIPS`]). The list it walks is never cut to this: what each
+/// probe knows to be empty is struck from all of it, so near a sell-out, when most of a
+/// second-old picture has run dry, the probes reach the shards still holding the last units.
 pub const TAIL_CANDIDATES: usize = 32;
 
 /// The most Redis round trips a buy takes: home, every candidate, home.
@@ -312,8 +314,8 @@ pub const STILL_LOOKING: &str = "looking for stock on other shards; try again";
 
 /// buy: one script at the home shard while it has stock. When it is empty, the tail: the home
 /// names the shards its picture says hold stock, in a random order weighted by the units each
-/// held at the drain's last summary; the tail asks the first [`TAIL_CANDIDATES`] in turn for a
-/// unit, skipping those a probed one knows to be empty, then comes back home with it, where it
+/// held at the drain's last summary; the tail asks them in turn for a unit, [`TAIL_CANDIDATES`]
+/// at most, skipping those a probed one knows to be empty, then comes back home with it, where it
 /// is credited and sold in one script. The picture comes from the drain's summary, the probes
 /// and the refills, so the first candidate has a unit unless the picture is a moment old: three
 /// round trips in all, [`MAX_BUY_ROUND_TRIPS`] at most, near a sell-out. A home shard that
@@ -349,12 +351,13 @@ pub fn buy<S: Store>(
         Outcome::Bought(b) => return Ok(accepted(order_id, b, round_trips)),
         Outcome::Tail(candidates) => candidates,
     };
-    candidates.truncate(TAIL_CANDIDATES);
     let (home, hash) = home.expect("at_home ran the buy");
     let transfer_id = ids::random_hex(8);
     let mut back = Back::default();
-    while !candidates.is_empty() {
+    let mut probes = 0;
+    while probes < TAIL_CANDIDATES && !candidates.is_empty() {
         let c = candidates.remove(0);
+        probes += 1;
         round_trips += 1;
         // A candidate that cannot be reached is skipped, not believed empty. (Had it lent before
         // its answer was lost, the transfer is recorded there and the repair credits it home.)

@@ -433,6 +433,39 @@ impl ServerTiming {
     }
 }
 
+/// Requests to one server over kept-alive connections, as a load balancer or CDN reaches its
+/// origin and a browser keeps its connection: an idle connection is reused, a new one opened
+/// while every one is busy, and one the server closed (after a shed answer) is not used again.
+#[derive(Clone)]
+pub struct KeptAlive {
+    addr: SocketAddr,
+    client: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        Full<Bytes>,
+    >,
+}
+
+impl KeptAlive {
+    /// Connections to the server at `addr`; an idle one closes after 30 s (the host's own idle
+    /// limit is longer, so it never closes one under a request).
+    pub fn new(addr: SocketAddr) -> Self {
+        let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        connector.set_nodelay(true);
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(30))
+                .build(connector);
+        KeptAlive { addr, client }
+    }
+
+    /// Sends `call` and reads its answer whole.
+    pub async fn send(&self, call: Call) -> Result<Answer> {
+        let mut req = call.request(&self.addr.to_string())?;
+        *req.uri_mut() = format!("http://{}{}", self.addr, req.uri()).parse()?;
+        Answer::read(self.client.request(req).await?).await
+    }
+}
+
 /// One request on a fresh connection, as a browser sends it when the server closed its last.
 ///
 /// The connection is driven in this task rather than spawned: a spawned connection writes the

@@ -83,6 +83,47 @@ fn a_tail_skips_a_candidate_that_refuses_and_lends_from_the_next() {
     );
 }
 
+/// Near a sell-out most of the home's picture has run dry: the first candidate probed knows
+/// every other but the last to be empty, and the tail goes on to the last one, though it comes
+/// after the first [`TAIL_CANDIDATES`] in the home's list.
+#[test]
+fn a_tail_strikes_what_a_probe_knows_empty_from_its_whole_list_and_reaches_the_last_units() {
+    const SHARDS: u32 = 64;
+    let last = TAIL_CANDIDATES as i64 + 8;
+    let user = (0..)
+        .map(|i| format!("u{i}"))
+        .find(|u| crate::ids::home_shard("e1", u, SHARDS) == 0)
+        .unwrap();
+    let mut home_says = vec![code::TAIL.into()];
+    home_says.extend((1..=last).map(Reply::from));
+    let mut first_probe = vec![0.into(), 0.into(), 0.into()];
+    for s in 2..last {
+        first_probe.extend([Reply::from(s), Reply::from(1_764_000_001_000_i64)]);
+    }
+    let store = FakeStore::holding_every_script()
+        .answers(&BUY, &home_says)
+        .answers(&SHARD_LEND, &first_probe)
+        .answers(&SHARD_LEND, &[0.into(), 1.into(), 0.into()])
+        .answers(&BUY, &[0.into(), 7.into(), 0.into(), 3.into()]);
+    let bought = super::buy(
+        &Nodes::one(&store),
+        &event(),
+        SHARDS,
+        &user,
+        "token",
+        1_764_000_000_000,
+    )
+    .unwrap();
+    assert_eq!(bought.round_trips, 4);
+    let calls = store.calls.borrow();
+    assert_eq!(calls[2].script, "shard_lend");
+    assert!(
+        calls[2].keys[0].starts_with(&format!("{{sk:e1/{last}}}")),
+        "{:?}",
+        calls[2].keys
+    );
+}
+
 #[test]
 fn an_order_the_drain_has_passed_is_still_at_position_one() {
     assert_eq!(queue_position(5, 9), 1);

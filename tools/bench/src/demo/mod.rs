@@ -2,7 +2,9 @@
 //! Admission tokens before the start, a countdown on server time, a spike of prechecks
 //! and buys with 0–300 ms client jitter and repeated clicks; each winner then polls until the
 //! drain lands the order in Postgres and pays soon after (or lets the window pass), as a person
-//! does, whatever the others are doing; release and resale. Buyers act as the storefront does:
+//! does, whatever the others are doing; release and resale. Buyers reach the host over
+//! kept-alive connections, as browsers and the load balancer in front of a deployment do, and
+//! act as the storefront does:
 //! a `503` is retried after its `Retry-After` plus jitter, a request that got no response is
 //! counted by kind and clicked again; none stops the sale. It ends with a report (paid,
 //! expired, resold, per-endpoint req/s, latency and statuses, the `503`s by who gave them,
@@ -31,7 +33,7 @@ use anyhow::Result;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
-use crate::load::{Call, send};
+use crate::load::{Call, KeptAlive};
 use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
 use seckill_host::classes::Classifier;
 use seckill_testkit::walk::{Buyer, Client, Reply, Request};
@@ -112,6 +114,10 @@ pub async fn run(args: DemoArgs) -> Result<()> {
 #[derive(Clone)]
 struct Sale {
     addr: SocketAddr,
+    /// How buyers' requests reach the host: over kept-alive connections, as a browser keeps its
+    /// connection and as the load balancer or CDN in front of every deployment reaches the
+    /// origin (`seckill-bench --only spike` measures a connection per request beside it).
+    origin: KeptAlive,
     shards: u32,
     rec: Shared,
     /// The payers' browser at the provider's hosted checkout (redirects not followed: the
@@ -131,6 +137,7 @@ impl Sale {
             .expect("a client");
         Sale {
             addr,
+            origin: KeptAlive::new(addr),
             shards,
             rec: Arc::new(Mutex::new(Recorder::new())),
             browser,
@@ -154,7 +161,7 @@ impl Sale {
     async fn ask(&self, endpoint: &'static str, call: Call) -> Option<Reply> {
         let class = self.classes.classify(&call.method, call.route_path());
         let start = Instant::now();
-        let sent = tokio::time::timeout(CLIENT_TIMEOUT, send(self.addr, call)).await;
+        let sent = tokio::time::timeout(CLIENT_TIMEOUT, self.origin.send(call)).await;
         let latency_us = start.elapsed().as_micros() as u64;
         let answer = match sent {
             Ok(Ok(answer)) => answer,
