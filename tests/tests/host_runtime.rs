@@ -803,3 +803,35 @@ fn the_hosts_own_answers_are_never_cached() -> Result<()> {
     }
     Ok(())
 }
+
+/// `--server-timing` has every answer say where its time at the host went (a guest's too);
+/// without it only the host's shed answers do, and a guest's answer is as Spin gives it.
+#[test]
+fn server_timing_is_on_every_answer_only_when_asked() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let hello = |host: &HostProcess| -> Result<String> {
+        let mut stream = connect(host.addr)?;
+        stream.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        let resp = read_response(&mut stream)?;
+        assert_eq!(resp.status(), 200, "{}", resp.head);
+        Ok(resp.head.to_ascii_lowercase())
+    };
+    let timed = host(&redis, &pg, &["--server-timing"])?;
+    let head = hello(&timed)?;
+    let timing = head
+        .lines()
+        .find_map(|l| l.strip_prefix("server-timing: "))
+        .with_context(|| head.clone())?;
+    let mut names = timing
+        .split(", ")
+        .map(|m| m.split(';').next().unwrap_or(""));
+    assert_eq!(
+        (names.next(), names.next()),
+        (Some("queue"), Some("host")),
+        "{timing}"
+    );
+    drop(timed);
+    let plain = host(&redis, &pg, &[])?;
+    assert!(!hello(&plain)?.contains("server-timing"));
+    Ok(())
+}

@@ -61,6 +61,11 @@ pub struct Shed;
 #[derive(Debug, Clone, Copy)]
 pub struct Arrived(pub tokio::time::Instant);
 
+/// How long a guest's request waited for its instance slot, put in its response's extensions
+/// by [`handle`] (for [`server_timing`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Queued(pub Duration);
+
 /// The route a response answered, put in its extensions by [`handle`] (for the metrics): the
 /// route as written in the manifest (`/api/events/:event_id/buy`), never the raw path, so a
 /// label set stays as small as the manifest.
@@ -247,12 +252,15 @@ pub async fn handle(
             Ok(slot) => slot,
             Err(refused) => return Ok(shed(refused, arrived, headed)),
         };
+        let queued = Queued(slot.waited());
         let pre = trigger
             .handler(matched.component)
             .expect("routes only point at HTTP components")
             .clone();
         let call = run(trigger.runtime.clone(), matched.component, pre, slot, req);
-        guests.spawn(call).await?
+        let mut resp = guests.spawn(call).await??;
+        resp.extensions_mut().insert(queued);
+        anyhow::Ok(resp)
     };
     let resp = match result.await {
         Ok(resp) => resp,
@@ -466,6 +474,29 @@ fn shed(
     }
     resp.extensions_mut().insert(Shed);
     resp
+}
+
+/// Says on `resp` where its time at the host went, unless it says so already (a shed answer):
+/// `queue` waiting for an instance slot, `host` from its arrival (the connection's accept, or
+/// the head's first byte on a kept-alive connection) to its head, ready to send.
+pub fn server_timing(resp: &mut Response<ResponseBody>, arrived: tokio::time::Instant) {
+    let name = HeaderName::from_static("server-timing");
+    if resp.headers().contains_key(&name) {
+        return;
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let queued = resp
+        .extensions()
+        .get::<Queued>()
+        .map_or(Duration::ZERO, |q| q.0);
+    let timing = format!(
+        "queue;dur={:.1}, host;dur={:.1}",
+        ms(queued),
+        ms(arrived.elapsed())
+    );
+    if let Ok(timing) = HeaderValue::from_str(&timing) {
+        resp.headers_mut().insert(name, timing);
+    }
 }
 
 /// What the host answers itself, before or instead of a guest: the status and a one-line reason

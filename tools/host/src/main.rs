@@ -156,6 +156,10 @@ struct ServeArgs {
     /// Serve Prometheus metrics at `http://ADDR/metrics` (off unless given).
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
+    /// Say on every answer where its time at the host went (`Server-Timing: queue;dur=…,
+    /// host;dur=…`), not only on shed ones. Off by default: Spin sends no such header.
+    #[arg(long)]
+    server_timing: bool,
 }
 
 /// CIDR ranges.
@@ -329,6 +333,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
         trusted_peers: args.trusted_peers.0,
         max_head_bytes: usize::try_from(args.max_head_bytes).unwrap_or(usize::MAX),
         write_timeout: args.write_timeout,
+        server_timing: args.server_timing,
         metrics,
     };
     tracing::info!("serving {} on http://{}", app.name, listener.local_addr()?);

@@ -53,6 +53,9 @@ pub struct ServeOptions {
     /// A response write that makes no progress for this long (the client stopped reading)
     /// ends the connection.
     pub write_timeout: Duration,
+    /// Every answer says where its time at the host went (`Server-Timing`), not only a shed
+    /// one ([`crate::http_trigger::server_timing`]).
+    pub server_timing: bool,
     /// Where requests and connections are counted, if anywhere.
     pub metrics: Option<Arc<Metrics>>,
 }
@@ -67,6 +70,7 @@ impl Default for ServeOptions {
             trusted_peers: Vec::new(),
             max_head_bytes: 32 << 10,
             write_timeout: Duration::from_secs(30),
+            server_timing: false,
             metrics: None,
         }
     }
@@ -298,6 +302,7 @@ where
         let clock = Arc::new(Clock::new());
         let io = Watched::new(stream, clock.clone(), options);
         let metrics = options.metrics.clone();
+        let server_timing = options.server_timing;
         let first = std::sync::atomic::AtomicBool::new(true);
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             // A request arrives with its connection, or later with its head's first byte.
@@ -314,7 +319,10 @@ where
                 (app.clone(), guests.clone(), clock.clone(), metrics.clone());
             async move {
                 let start = Instant::now();
-                let resp = handle((*app).as_ref(), req, client, &guests).await?;
+                let mut resp = handle((*app).as_ref(), req, client, &guests).await?;
+                if server_timing {
+                    crate::http_trigger::server_timing(&mut resp, arrived);
+                }
                 if let Some(metrics) = &metrics {
                     metrics.request(&resp, start.elapsed());
                 }

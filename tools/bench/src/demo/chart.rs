@@ -435,6 +435,7 @@ mod tests {
             class: None,
             at_ms,
             latency_us,
+            host_us: None,
             status: 202,
             shed: false,
         }

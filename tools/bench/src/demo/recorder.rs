@@ -24,6 +24,9 @@ pub struct Sample {
     pub class: Option<Class>,
     pub at_ms: u64,
     pub latency_us: u64,
+    /// Its time at the host, as the host said (`Server-Timing`'s `host`: from the request's
+    /// arrival, before any queue, to its answer).
+    pub host_us: Option<u64>,
     pub status: u16,
     /// The host's own `503`: no instance slot for it (it never ran).
     pub shed: bool,
@@ -186,6 +189,7 @@ impl Recorder {
         endpoint: &'static str,
         class: Option<Class>,
         latency_us: u64,
+        host_us: Option<u64>,
         status: u16,
         shed: bool,
     ) {
@@ -195,6 +199,7 @@ impl Recorder {
             class,
             at_ms,
             latency_us,
+            host_us,
             status,
             shed,
         });
@@ -394,6 +399,7 @@ pub fn synthetic() -> Recorder {
             class: Some(Class::Sale),
             at_ms,
             latency_us: 1_000 + at_ms % 7_000,
+            host_us: None,
             status: if at_ms < 5_000 { 202 } else { 409 },
             shed: false,
         });

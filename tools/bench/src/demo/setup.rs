@@ -39,7 +39,9 @@ impl Servers {
     pub async fn start(args: &DemoArgs, host_log: &std::path::Path) -> Result<Self> {
         let (rest, nodes) = (args.rest, args.nodes);
         let max_instances = args.max_instances.map(|n| n.to_string());
-        let mut extra: Vec<&str> = Vec::new();
+        // Every answer says how long it took at the host, so the report can tell the host's
+        // time from the buyers' machine's (one machine here).
+        let mut extra: Vec<&str> = vec!["--server-timing"];
         if let Some(n) = &max_instances {
             extra.extend(["--max-instances", n]);
         }

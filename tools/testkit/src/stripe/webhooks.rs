@@ -43,10 +43,16 @@ pub enum DeliveryState {
     Exhausted,
 }
 
+/// Bytes of an attempt's response body kept (the Dashboard shows a response's start).
+pub const RESPONSE_SHOWN: usize = 1024;
+
 /// One attempt: the endpoint's status, `None` when it did not answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
     pub status: Option<u16>,
+    /// The response's body, its first [`RESPONSE_SHOWN`] bytes (as the Dashboard shows an
+    /// attempt's response).
+    pub response: Option<String>,
     /// Wall-clock Unix seconds (the `t` it was signed with).
     pub at: i64,
 }
@@ -119,7 +125,7 @@ async fn attempts(inner: &Inner, d: usize) {
         };
         let t = wall_s();
         let header = crate::provider::signature(&secrets, t.max(0) as u64, &body);
-        let status = inner
+        let answer = inner
             .http
             .post(&url)
             .header("content-type", "application/json; charset=utf-8")
@@ -132,13 +138,23 @@ async fn attempts(inner: &Inner, d: usize) {
             .timeout(policy.timeout)
             .send()
             .await
-            .ok()
-            .map(|r| r.status().as_u16());
+            .ok();
+        let status = answer.as_ref().map(|r| r.status().as_u16());
+        let response = match answer {
+            Some(r) => r.bytes().await.ok().map(|body| {
+                String::from_utf8_lossy(&body[..body.len().min(RESPONSE_SHOWN)]).into_owned()
+            }),
+            None => None,
+        };
         let ok = status.is_some_and(|s| (200..300).contains(&s));
         {
             let mut state = inner.state.lock().expect("sandbox state");
             let delivery = &mut state.deliveries[d];
-            delivery.attempts.push(Attempt { status, at: t });
+            delivery.attempts.push(Attempt {
+                status,
+                response,
+                at: t,
+            });
             if ok {
                 delivery.state = DeliveryState::Delivered;
                 return;
