@@ -477,9 +477,15 @@ fn shed(
 }
 
 /// Says on `resp` where its time at the host went, unless it says so already (a shed answer):
-/// `queue` waiting for an instance slot, `host` from its arrival (the connection's accept, or
-/// the head's first byte on a kept-alive connection) to its head, ready to send.
-pub fn server_timing(resp: &mut Response<ResponseBody>, arrived: tokio::time::Instant) {
+/// `queue` waiting for an instance slot, `host` from the head's first byte to the answer's
+/// head, ready to send; on a connection's first request also `accept`, from the connection's
+/// accept to that first byte (`idle`: a client that connected early, a pool's spare connection,
+/// or a client slow to write).
+pub fn server_timing(
+    resp: &mut Response<ResponseBody>,
+    headed: tokio::time::Instant,
+    idle: Option<Duration>,
+) {
     let name = HeaderName::from_static("server-timing");
     if resp.headers().contains_key(&name) {
         return;
@@ -489,11 +495,14 @@ pub fn server_timing(resp: &mut Response<ResponseBody>, arrived: tokio::time::In
         .extensions()
         .get::<Queued>()
         .map_or(Duration::ZERO, |q| q.0);
-    let timing = format!(
+    let mut timing = format!(
         "queue;dur={:.1}, host;dur={:.1}",
         ms(queued),
-        ms(arrived.elapsed())
+        ms(headed.elapsed())
     );
+    if let Some(idle) = idle {
+        timing.push_str(&format!(", accept;dur={:.1}", ms(idle)));
+    }
     if let Ok(timing) = HeaderValue::from_str(&timing) {
         resp.headers_mut().insert(name, timing);
     }

@@ -157,7 +157,8 @@ struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
     /// Say on every answer where its time at the host went (`Server-Timing: queue;dur=…,
-    /// host;dur=…`), not only on shed ones. Off by default: Spin sends no such header.
+    /// host;dur=…`, and `accept;dur=…` on a connection's first), not only on shed ones. Off by
+    /// default: Spin sends no such header.
     #[arg(long)]
     server_timing: bool,
 }

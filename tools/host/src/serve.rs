@@ -307,11 +307,13 @@ where
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             // A request arrives with its connection, or later with its head's first byte.
             let (phase, since) = clock.get();
-            let arrived = match first.swap(false, std::sync::atomic::Ordering::Relaxed) {
-                true => accepted,
-                false if phase == Phase::Head => since,
-                false => Instant::now(),
+            let headed = if phase == Phase::Head {
+                since
+            } else {
+                Instant::now()
             };
+            let first = first.swap(false, std::sync::atomic::Ordering::Relaxed);
+            let arrived = if first { accepted } else { headed };
             req.extensions_mut().insert(Arrived(arrived));
             // Set before the future is first polled: hyper may read the body before that.
             clock.set(Phase::Serving);
@@ -321,7 +323,8 @@ where
                 let start = Instant::now();
                 let mut resp = handle((*app).as_ref(), req, client, &guests).await?;
                 if server_timing {
-                    crate::http_trigger::server_timing(&mut resp, arrived);
+                    let idle = first.then(|| headed.saturating_duration_since(accepted));
+                    crate::http_trigger::server_timing(&mut resp, headed, idle);
                 }
                 if let Some(metrics) = &metrics {
                     metrics.request(&resp, start.elapsed());

@@ -24,8 +24,8 @@ pub struct Sample {
     pub class: Option<Class>,
     pub at_ms: u64,
     pub latency_us: u64,
-    /// Its time at the host, as the host said (`Server-Timing`'s `host`: from the request's
-    /// arrival, before any queue, to its answer).
+    /// Its time at the host, as the host said (`Server-Timing`'s `host`: from its head's first
+    /// byte, before any queue, to its answer).
     pub host_us: Option<u64>,
     pub status: u16,
     /// The host's own `503`: no instance slot for it (it never ran).
@@ -108,7 +108,13 @@ pub struct Recorder {
     pub unavailable: BTreeMap<(&'static str, Unavailable), u64>,
     /// Buyers who gave up on a step after every try was told to come back, by endpoint.
     pub gave_up: BTreeMap<&'static str, u64>,
+    /// How late the buyers' own machine woke a timer, sampled every [`LAG_SAMPLE`]: (ms, µs
+    /// late). A buyer's answer waits as long to be read, and counts in the buyers' figures.
+    pub lag: Vec<(u64, u64)>,
 }
+
+/// How often the buyers' machine's lateness is sampled.
+pub const LAG_SAMPLE: Duration = Duration::from_millis(10);
 
 /// Who answered a `503`, read from its error message.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -146,6 +152,7 @@ impl Recorder {
             failures_by_class: BTreeMap::new(),
             unavailable: BTreeMap::new(),
             gave_up: BTreeMap::new(),
+            lag: Vec::new(),
         }
     }
 
@@ -271,7 +278,7 @@ impl Recorder {
 pub type Shared = Arc<Mutex<Recorder>>;
 
 /// The stock sampler, the script sampler and the progress line, running until [`Watch::stop`].
-pub struct Watch([JoinHandle<()>; 3]);
+pub struct Watch([JoinHandle<()>; 4]);
 
 impl Watch {
     /// Starts sampling the stock of the host at `addr` and the script calls of the Redis
@@ -281,6 +288,7 @@ impl Watch {
             tokio::spawn(sample_stock(rec.clone(), addr)),
             tokio::spawn(sample_scripts(rec.clone(), nodes)),
             tokio::spawn(print_progress(rec.clone())),
+            tokio::spawn(sample_lag(rec.clone())),
         ])
     }
 
@@ -290,6 +298,19 @@ impl Watch {
             task.abort();
         }
         clear_progress();
+    }
+}
+
+/// Samples how late a timer of [`LAG_SAMPLE`] fires on the buyers' runtime: the time a woken
+/// buyer waits for its turn (the buyers, the provider and the host share this machine's cores).
+async fn sample_lag(rec: Shared) {
+    loop {
+        let start = Instant::now();
+        tokio::time::sleep(LAG_SAMPLE).await;
+        let late = start.elapsed().saturating_sub(LAG_SAMPLE).as_micros() as u64;
+        let mut r = rec.lock().unwrap();
+        let at = r.now_ms();
+        r.lag.push((at, late));
     }
 }
 

@@ -108,6 +108,7 @@ pub async fn write(
         json!({ "n": v.len(), "p50_ms": percentile(&v, 0.5), "p95_ms": percentile(&v, 0.95) })
     };
     let (landed_after, paid_after) = (after(|w| w.landed_after), after(|w| w.paid_after));
+    let buyers_lag = lag_at_sale_answers(&r.lag, &r.samples);
     let buys = r.samples.iter().filter(|s| s.endpoint == "buy").count();
     let try_again = r
         .unavailable
@@ -138,6 +139,7 @@ pub async fn write(
         "reconcile_drift": drift,
         "endpoints": endpoints,
         "classes": classes, "critical_shed": critical_shed,
+        "buyers_machine_lag_ms": buyers_lag,
         "redis_nodes": args.nodes,
         "redis_scripts_per_node": per_node, "redis_peak_scripts_per_s": peaks,
         "provider": money.json(),
@@ -152,6 +154,10 @@ pub async fn write(
     print_classes(&classes);
     println!(
         "critical requests shed: {critical_shed} (of them the provider's webhook deliveries: {webhooks_shed})"
+    );
+    println!(
+        "the buyers' machine, which shares the host's cores: as sale answers came, a woken buyer waited for its turn p50/p99/max {}/{}/{} ms (in the buyers' figures, not the host's)",
+        buyers_lag["p50"], buyers_lag["p99"], buyers_lag["max"]
     );
     println!("\n{}", node_line(&per_node, &peaks));
     let expired = by_status.get("expired").copied().unwrap_or(0);
@@ -317,6 +323,23 @@ fn endpoint_table(samples: &[Sample]) -> Value {
         );
     }
     Value::Object(out)
+}
+
+/// How late the buyers' runtime was when the sale class's answers came, in ms: for each
+/// answered request of that class, the first lateness sampled at or after it finished (its
+/// buyer waited about as long to read it); p50, p99, max over those requests.
+fn lag_at_sale_answers(lag: &[(u64, u64)], samples: &[Sample]) -> Value {
+    let mut late: Vec<u64> = samples
+        .iter()
+        .filter(|s| s.class == Some(Class::Sale) && !s.shed)
+        .filter_map(|s| {
+            let at = lag.partition_point(|(t, _)| *t < s.at_ms);
+            lag.get(at).map(|(_, us)| *us)
+        })
+        .collect();
+    late.sort_unstable();
+    let ms = |p: f64| percentile(&late, p).map(|us| us as f64 / 1000.0);
+    json!({ "p50": ms(0.5), "p99": ms(0.99), "max": late.last().map(|us| *us as f64 / 1000.0) })
 }
 
 /// Per request class (every one of them, most protected first): requests sent, answered (any
@@ -628,6 +651,32 @@ mod tests {
         let books = tally(&in_pg, &ids(&["a", "b", "c"]), 2, &[-1, 0, -2]);
         assert_eq!(books.oversold, 1 + 2);
         assert_eq!(books.left, -3);
+    }
+
+    /// Each answered sale request takes the lateness sampled when it finished.
+    #[test]
+    fn lag_is_taken_when_each_sale_answer_came() {
+        let lag = [(10, 900_000), (100, 1_000), (200, 3_000), (300, 2_000)];
+        let sale = |at_ms, shed| Sample {
+            class: Some(Class::Sale),
+            shed,
+            ..sample("buy", at_ms, 1_000, 202)
+        };
+        let samples = [
+            sale(150, false),
+            sale(250, false),
+            sale(90, false),
+            sale(20, true),
+            sample("poll", 5, 1_000, 200),
+        ];
+        assert_eq!(
+            lag_at_sale_answers(&lag, &samples),
+            json!({ "p50": 2.0, "p99": 3.0, "max": 3.0 })
+        );
+        assert_eq!(
+            lag_at_sale_answers(&[], &samples),
+            json!({ "p50": null, "p99": null, "max": null })
+        );
     }
 
     /// Each class counts its requests, answered and shed apart; failures come by class; a
