@@ -1,7 +1,7 @@
 -- buy on a sharded event, at the buyer's home shard's slot: the whole purchase in one atomic
 -- step while the home shard has stock. When it is empty, the reply names the other shards this
 -- slot's picture says hold stock, fuller ones likelier first; the caller lends a unit from the
--- first that has one (shard_lend.lua, trying a few: crate::sale::TAIL_CANDIDATES) and comes back
+-- first that has one (shard_lend.lua, asking crate::sale::TAIL_CANDIDATES at most) and comes back
 -- here with it (`credit_id`): the tail (ARCHITECTURE.md, "One hot item over many Redis nodes: shards").
 --- keys(shard): cfg purchase_token(user) bought queue seq buy_bucket drained stock orders counts empty credited seen
 --- args: user purchase_token home_hash order_id credit_id credit_units empties...
