@@ -1,6 +1,7 @@
 //! The orders database port: what the domain needs from Postgres, and nothing about how it is
 //! reached. Spin's `pg4` interface implements it in the guests (`seckill-spin-edge`), the
-//! `postgres` crate natively (`seckill-native`); the SQL itself lives in `orders`, once.
+//! `postgres` crate natively (`seckill-native`); each statement lives with the operation that
+//! runs it.
 
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]

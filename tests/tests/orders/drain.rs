@@ -181,8 +181,10 @@ mod over_rest_and_nodes {
 mod over_nodes {
     use super::*;
 
+    /// Two drains at once over one event: each shard has its own lease, so one drainer finds
+    /// the shards the other holds taken (`busy`) and no shard is taken from both.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn two_drainers_at_once_one_works_per_event() -> Result<()> {
+    async fn two_drainers_at_once_take_each_shard_in_turn() -> Result<()> {
         // A lease that outlives any delay between the two drainers' starts on a busy machine.
         let (_redis, pg, app) = start(&[("drain_lease_ms", "5000")]).await?;
         let accepted = sell(&app, "pair", 150, 150, json!({})).await?;

@@ -6,6 +6,8 @@
 //! One binary (`binary(sale)`), one module per concern, one behaviour per test:
 //! - `sell_out` — spikes of buyers sell exactly the stock, whatever the shards and the users;
 //! - `tokens` — identities, purchase and admission tokens, one order per user;
+//! - `gate` — admission: its proof of work and opening time, the per-address bucket, admission
+//!   tokens that die with their event's admission;
 //! - `windows` — when admission and precheck are open: before the start, after the end, sold out;
 //! - `input` — requests the API cannot take: event ids, bodies, methods, a 64 MiB body;
 //! - `operators` — the admin token, event configuration, changes to a warmed-up event;

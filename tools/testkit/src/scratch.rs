@@ -1,7 +1,7 @@
 //! Where the servers keep their data: a temp dir in memory (`/dev/shm`) when the machine has a
 //! large enough one, else in the system's temp dir. A test's cluster is written in full at its
-//! start (the PostgreSQL template's copy, 28 MiB) and thrown away at its end; on a disk shared
-//! with builds, writing it cost up to a second, in memory a few tens of milliseconds. A process
+//! start (the PostgreSQL template's copy) and thrown away at its end; in memory that write
+//! does not queue behind the builds' on a shared disk. A process
 //! crash loses nothing either way (what the fault tests simulate); only what a test keeps past
 //! its end would need a disk, and none does.
 
