@@ -264,14 +264,13 @@ async fn a_limit_in_shadow_mode_is_counted_and_not_enforced() -> Result<()> {
     assert_sold_exactly(&app, "shadow", 10, 0).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_global_bucket_spans_every_live_event() -> Result<()> {
-    let (_redis, _pg, app) = start().await?;
+/// Two live events of one shard each under a global limit of burst 2: each shard holds a
+/// burst of one and a trickle of the rate.
+async fn two_events_under_a_global_burst_of_two(app: &TestApp) -> Result<()> {
     for event in ["g1", "g2"] {
         app.open_event(event, json!({ "shards": 1, "stock": 50 }))
             .await?;
     }
-    // Two live shards in all: each holds a burst of one and a trickle of the rate.
     let (status, spread) = app
         .admin(
             Method::PUT,
@@ -284,6 +283,13 @@ async fn the_global_bucket_spans_every_live_event() -> Result<()> {
         (spread["events"].as_u64(), spread["shards"].as_u64()),
         (Some(2), Some(2))
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_global_bucket_spans_every_live_event() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    two_events_under_a_global_burst_of_two(&app).await?;
     for event in ["g1", "g2"] {
         assert_eq!(passes(&app, event, &format!("{event}-a")).await?, Ok(()));
         assert_eq!(
@@ -292,19 +298,6 @@ async fn the_global_bucket_spans_every_live_event() -> Result<()> {
             "{event}: the global bucket's part is spent"
         );
     }
-    // In shadow on g1: counted, let through; g2 still enforces it.
-    app.admin(
-        Method::PATCH,
-        "/admin/events/g1",
-        Some(&json!({ "shadow": ["global"] })),
-    )
-    .await?;
-    assert_eq!(passes(&app, "g1", "g1-c").await?, Ok(()));
-    assert_eq!(app.status("g1").await?["shadowed"]["global"], 1);
-    assert_eq!(
-        passes(&app, "g2", "g2-c").await?,
-        Err((429, "rate_limited".into()))
-    );
     // Off again: everybody passes.
     let (status, _) = app
         .admin(
@@ -317,7 +310,45 @@ async fn the_global_bucket_spans_every_live_event() -> Result<()> {
     assert_eq!(passes(&app, "g2", "g2-d").await?, Ok(()));
     let (_, limit) = app.admin(Method::GET, "/admin/limits/global", None).await?;
     assert_eq!(limit, json!({ "rate": 0.0, "burst": 0 }));
-    // A viewer may read it, not set it; every setting is in the audit.
+    for event in ["g1", "g2"] {
+        assert_sold_exactly(&app, event, 50, 0).await?;
+    }
+    Ok(())
+}
+
+/// An event that lists `global` in its shadow limits counts what the global bucket would
+/// refuse and lets it through; another event still enforces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_global_bucket_in_shadow_counts_and_lets_through_on_that_event_only() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    two_events_under_a_global_burst_of_two(&app).await?;
+    for event in ["g1", "g2"] {
+        assert_eq!(passes(&app, event, &format!("{event}-a")).await?, Ok(()));
+    }
+    app.admin(
+        Method::PATCH,
+        "/admin/events/g1",
+        Some(&json!({ "shadow": ["global"] })),
+    )
+    .await?;
+    assert_eq!(passes(&app, "g1", "g1-c").await?, Ok(()));
+    assert_eq!(app.status("g1").await?["shadowed"]["global"], 1);
+    assert_eq!(
+        passes(&app, "g2", "g2-c").await?,
+        Err((429, "rate_limited".into()))
+    );
+    for event in ["g1", "g2"] {
+        assert_sold_exactly(&app, event, 50, 0).await?;
+    }
+    Ok(())
+}
+
+/// A viewer may read the global limit, not set it (403, nothing changes); every setting an
+/// operator makes, and the viewer's refused attempt, is in the audit, for every event (`*`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_reads_the_global_limit_and_every_setting_is_audited() -> Result<()> {
+    let (_redis, _pg, app) = start().await?;
+    two_events_under_a_global_burst_of_two(&app).await?;
     let (status, resp) = app
         .call(
             Method::PUT,
@@ -327,6 +358,23 @@ async fn the_global_bucket_spans_every_live_event() -> Result<()> {
         )
         .await?;
     assert_eq!((status, code(&resp)), (403, "forbidden"));
+    let (status, limit) = app
+        .call(
+            Method::GET,
+            "/admin/limits/global",
+            Some(VIEWER_TOKEN),
+            None,
+        )
+        .await?;
+    assert_eq!((status, limit), (200, json!({ "rate": 0.001, "burst": 2 })));
+    let (status, _) = app
+        .admin(
+            Method::PUT,
+            "/admin/limits/global",
+            Some(&json!({ "rate": 0, "burst": 0 })),
+        )
+        .await?;
+    assert_eq!(status, 200);
     let (_, audit) = app.admin(Method::GET, "/admin/audit", None).await?;
     let global: Vec<&Value> = audit["records"]
         .as_array()
@@ -334,11 +382,20 @@ async fn the_global_bucket_spans_every_live_event() -> Result<()> {
         .iter()
         .filter(|r| r["path"] == "/admin/limits/global")
         .collect();
-    assert_eq!(global.len(), 3, "{audit}");
-    assert!(global.iter().all(|r| r["event_id"] == "*"));
-    for event in ["g1", "g2"] {
-        assert_sold_exactly(&app, event, 50, 0).await?;
-    }
+    // Newest first: each setting, and the viewer's refused attempt.
+    let seen: Vec<(&Value, &Value, &Value)> = global
+        .iter()
+        .map(|r| (&r["operator"], &r["status"], &r["event_id"]))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (&json!("test-operator"), &json!(200), &json!("*")),
+            (&json!("test-viewer"), &json!(403), &json!("*")),
+            (&json!("test-operator"), &json!(200), &json!("*")),
+        ],
+        "{audit}"
+    );
     Ok(())
 }
 
