@@ -327,15 +327,35 @@ async fn a_spike_beyond_the_instance_pool_waits_for_instances() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     let vars = conformance_vars(&redis, &pg);
     let app = TestApp::start_sized("tests/manifests/conformance.toml", &vars, 4).await?;
-    let statuses: Vec<u16> = stream::iter(0..20_000)
-        .map(|_| async { app.get("/hello").await.map(|(status, _)| status) })
-        .buffer_unordered(64)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_>>()?;
+    // The most requests seen waiting for a slot at once while the spike ran.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let most_waiting = async {
+        let mut most = 0;
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            most = most.max(app.app.requests_waiting());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        most
+    };
+    let spike = async {
+        let statuses: Result<Vec<u16>> = stream::iter(0..20_000)
+            .map(|_| async { app.get("/hello").await.map(|(status, _)| status) })
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        statuses
+    };
+    let (statuses, most_waiting) = tokio::join!(spike, most_waiting);
+    let statuses = statuses?;
     let failed = statuses.iter().filter(|s| **s != 200).count();
     assert_eq!(failed, 0, "of {} requests", statuses.len());
+    assert!(
+        most_waiting > 0,
+        "64 clients on 4 instances: requests waited for a slot"
+    );
     Ok(())
 }
 

@@ -139,6 +139,12 @@ impl App {
         self.runtime.reset_spin_costs();
     }
 
+    /// Requests waiting for an instance slot now, over every class (what the metrics' gauge
+    /// reports by class).
+    pub fn requests_waiting(&self) -> usize {
+        self.runtime.slots().waiting().iter().sum()
+    }
+
     /// The runtime the triggers run components on.
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.runtime
