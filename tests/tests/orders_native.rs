@@ -80,11 +80,13 @@ fn sell_over(
         let now = clock::now_ms();
         let Ok(Admission::Admitted { admission_token }) = sale::issue_token(
             nodes,
-            event,
-            shards,
-            &user,
-            Some("127.0.0.1"),
-            None,
+            &sale::AdmissionRequest {
+                event,
+                shards,
+                user: &user,
+                client: Some("127.0.0.1"),
+                solution: None,
+            },
             SECRET,
             now,
         ) else {
@@ -92,11 +94,13 @@ fn sell_over(
         };
         let Ok(token) = sale::precheck(
             nodes,
-            event,
-            shards,
-            &user,
-            "127.0.0.1".parse().ok(),
-            &admission_token,
+            &sale::PrecheckRequest {
+                event,
+                shards,
+                user: &user,
+                client: "127.0.0.1".parse().ok(),
+                admission_token: &admission_token,
+            },
             SECRET,
             now,
         ) else {

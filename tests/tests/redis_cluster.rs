@@ -381,11 +381,13 @@ impl Ev {
     fn issue(&self, nodes: &Cluster, user: &str) -> Result<Admission, Error> {
         sale::issue_token(
             nodes,
-            &self.id,
-            self.shards,
-            user,
-            Some("127.0.0.1"),
-            None,
+            &sale::AdmissionRequest {
+                event: &self.id,
+                shards: self.shards,
+                user,
+                client: Some("127.0.0.1"),
+                solution: None,
+            },
             ADMISSION_SECRET.as_bytes(),
             clock::now_ms(),
         )
@@ -410,11 +412,13 @@ impl Ev {
         );
         sale::precheck(
             nodes,
-            &self.id,
-            self.shards,
-            user,
-            Some(addr.parse().expect("an IP address")),
-            &admission,
+            &sale::PrecheckRequest {
+                event: &self.id,
+                shards: self.shards,
+                user,
+                client: Some(addr.parse().expect("an IP address")),
+                admission_token: &admission,
+            },
             ADMISSION_SECRET.as_bytes(),
             clock::now_ms(),
         )

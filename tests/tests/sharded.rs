@@ -88,11 +88,13 @@ fn purchase_token(
 ) -> Result<String> {
     let Admission::Admitted { admission_token } = sale::issue_token(
         nodes,
-        event,
-        shards,
-        user,
-        Some("10.0.0.1"),
-        None,
+        &sale::AdmissionRequest {
+            event,
+            shards,
+            user,
+            client: Some("10.0.0.1"),
+            solution: None,
+        },
         SECRET,
         clock::now_ms(),
     )?
@@ -101,11 +103,13 @@ fn purchase_token(
     };
     let token = sale::precheck(
         nodes,
-        event,
-        shards,
-        user,
-        "10.0.0.1".parse().ok(),
-        &admission_token,
+        &sale::PrecheckRequest {
+            event,
+            shards,
+            user,
+            client: "10.0.0.1".parse().ok(),
+            admission_token: &admission_token,
+        },
         SECRET,
         clock::now_ms(),
     )?;
@@ -124,11 +128,13 @@ enum Got {
 fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Result<Got> {
     let admission = match sale::issue_token(
         nodes,
-        event,
-        shards,
-        user,
-        Some("10.0.0.1"),
-        None,
+        &sale::AdmissionRequest {
+            event,
+            shards,
+            user,
+            client: Some("10.0.0.1"),
+            solution: None,
+        },
         SECRET,
         clock::now_ms(),
     ) {
@@ -138,11 +144,13 @@ fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Resu
     };
     let token = match sale::precheck(
         nodes,
-        event,
-        shards,
-        user,
-        "10.0.0.1".parse().ok(),
-        &admission,
+        &sale::PrecheckRequest {
+            event,
+            shards,
+            user,
+            client: "10.0.0.1".parse().ok(),
+            admission_token: &admission,
+        },
         SECRET,
         clock::now_ms(),
     ) {
@@ -567,11 +575,13 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
         .collect();
     let Admission::Admitted { admission_token } = sale::issue_token(
         &nodes,
-        &event,
-        32,
-        user,
-        Some("10.0.0.1"),
-        None,
+        &sale::AdmissionRequest {
+            event: &event,
+            shards: 32,
+            user,
+            client: Some("10.0.0.1"),
+            solution: None,
+        },
         SECRET,
         clock::now_ms(),
     )?
@@ -581,11 +591,13 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     assert_eq!(cluster.take_script_calls()?, at_home, "admission");
     let token = sale::precheck(
         &nodes,
-        &event,
-        32,
-        user,
-        "10.0.0.1".parse().ok(),
-        &admission_token,
+        &sale::PrecheckRequest {
+            event: &event,
+            shards: 32,
+            user,
+            client: "10.0.0.1".parse().ok(),
+            admission_token: &admission_token,
+        },
         SECRET,
         clock::now_ms(),
     )?;

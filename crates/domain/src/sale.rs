@@ -203,20 +203,37 @@ pub struct Solution {
     pub nonce: String,
 }
 
+/// An admission request, as the function parsed it.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmissionRequest<'a> {
+    /// The event.
+    pub event: &'a EventId,
+    /// Its shard count as the caller knows it (a stale one costs a round trip, not an answer).
+    pub shards: u32,
+    /// The buyer.
+    pub user: &'a str,
+    /// The client's address, for the per-address bucket, when known.
+    pub client: Option<&'a str>,
+    /// The solved challenge, when the buyer sent one.
+    pub solution: Option<&'a Solution>,
+}
+
 /// issue-token at the home shard (each shard admits its part of multiplier × stock), behind the
 /// gate: the solution is checked here, without Redis; the script refuses it when used already
 /// or below the event's difficulty now, and counts the client address's admissions.
-#[allow(clippy::too_many_arguments)]
 pub fn issue_token<S: Store>(
     nodes: &Nodes<S>,
-    event: &EventId,
-    shards: u32,
-    user: &str,
-    client: Option<&str>,
-    solution: Option<&Solution>,
+    req: &AdmissionRequest<'_>,
     admission_secret: &[u8],
     now_ms: u64,
 ) -> Result<Admission, Error> {
+    let AdmissionRequest {
+        event,
+        shards,
+        user,
+        client,
+        solution,
+    } = *req;
     let proof = solution
         .map(|s| {
             pow::verify(
@@ -249,19 +266,36 @@ pub fn issue_token<S: Store>(
     })
 }
 
+/// A precheck request, as the function parsed it.
+#[derive(Debug, Clone, Copy)]
+pub struct PrecheckRequest<'a> {
+    /// The event.
+    pub event: &'a EventId,
+    /// Its shard count as the caller knows it (a stale one costs a round trip, not an answer).
+    pub shards: u32,
+    /// The buyer.
+    pub user: &'a str,
+    /// The client's address, for the deny lists' ranges, when known.
+    pub client: Option<IpAddr>,
+    /// The admission token the buyer holds.
+    pub admission_token: &'a str,
+}
+
 /// precheck at the home shard: the admission token (no Redis), then the gate in one script,
 /// which also holds the token's version against the event's.
-#[allow(clippy::too_many_arguments)]
 pub fn precheck<S: Store>(
     nodes: &Nodes<S>,
-    event: &EventId,
-    shards: u32,
-    user: &str,
-    client: Option<IpAddr>,
-    admission_token: &str,
+    req: &PrecheckRequest<'_>,
     admission_secret: &[u8],
     now_ms: u64,
 ) -> Result<PurchaseToken, Error> {
+    let PrecheckRequest {
+        event,
+        shards,
+        user,
+        client,
+        admission_token,
+    } = *req;
     let terms = auth::verify_admission(
         admission_secret,
         event.as_str(),

@@ -70,11 +70,13 @@ fn issue(req: &Request) -> Result<Admission, ApiError> {
         .map(|ip| net::bucket_key(ip, settings.admission_ipv6_prefix));
     Ok(sale::issue_token(
         &store::nodes()?,
-        &event,
-        http::shards_hint(req)?,
-        &user,
-        client.as_deref(),
-        solution.as_ref(),
+        &sale::AdmissionRequest {
+            event: &event,
+            shards: http::shards_hint(req)?,
+            user: &user,
+            client: client.as_deref(),
+            solution: solution.as_ref(),
+        },
         secret.as_bytes(),
         clock::now_ms(),
     )?)

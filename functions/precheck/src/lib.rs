@@ -40,11 +40,13 @@ fn precheck(req: &Request) -> Result<PurchaseToken, ApiError> {
     let settings = config::Settings::read()?;
     Ok(sale::precheck(
         &store::nodes()?,
-        &event,
-        http::shards_hint(req)?,
-        &user,
-        http::client_ip(req, &settings),
-        &body.admission_token,
+        &sale::PrecheckRequest {
+            event: &event,
+            shards: http::shards_hint(req)?,
+            user: &user,
+            client: http::client_ip(req, &settings),
+            admission_token: &body.admission_token,
+        },
         secret.as_bytes(),
         clock::now_ms(),
     )?)

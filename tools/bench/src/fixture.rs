@@ -98,11 +98,13 @@ pub fn prepare_buyers(
             let now = seckill_domain::clock::now_ms();
             let admitted = sale::issue_token(
                 &nodes,
-                event,
-                SHARDS,
-                &user,
-                Some("127.0.0.1"),
-                None,
+                &sale::AdmissionRequest {
+                    event,
+                    shards: SHARDS,
+                    user: &user,
+                    client: Some("127.0.0.1"),
+                    solution: None,
+                },
                 secret,
                 now,
             )
@@ -112,11 +114,13 @@ pub fn prepare_buyers(
             };
             let token = sale::precheck(
                 &nodes,
-                event,
-                SHARDS,
-                &user,
-                "127.0.0.1".parse().ok(),
-                &admission_token,
+                &sale::PrecheckRequest {
+                    event,
+                    shards: SHARDS,
+                    user: &user,
+                    client: "127.0.0.1".parse().ok(),
+                    admission_token: &admission_token,
+                },
                 secret,
                 now,
             )

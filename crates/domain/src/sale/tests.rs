@@ -286,11 +286,13 @@ const NOW_MS: u64 = 1_764_000_000_000;
 fn admit(store: &FakeStore, solution: Option<&Solution>) -> Result<Admission, Error> {
     issue_token(
         &Nodes::one(store),
-        &event(),
-        SHARDS,
-        "u1",
-        Some("10.0.0.1"),
-        solution,
+        &AdmissionRequest {
+            event: &event(),
+            shards: SHARDS,
+            user: "u1",
+            client: Some("10.0.0.1"),
+            solution,
+        },
         b"secret",
         NOW_MS,
     )
