@@ -13,8 +13,7 @@ use serde_json::Value;
 use crate::auth::{Operator, Role};
 use crate::error::Error;
 use crate::event::EventId;
-use crate::orders::{int, text};
-use crate::sql::{Cell, DbError, Param, Sql};
+use crate::sql::{Cell, DbError, Param, Sql, int, text};
 
 /// At most this many records per read.
 pub const MAX_LIMIT: u32 = 200;

@@ -1,7 +1,7 @@
 //! The orders database port: what the domain needs from Postgres, and nothing about how it is
 //! reached. Spin's `pg4` interface implements it in the guests (`seckill-spin-edge`), the
 //! `postgres` crate natively (`seckill-native`); each statement lives with the operation that
-//! runs it.
+//! runs it, and the helpers they share (parameters, typed columns, a transaction) here.
 
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,4 +67,50 @@ pub trait Sql {
     fn execute(&self, statement: &str, params: &[Param]) -> Result<u64, DbError>;
     /// Runs a query; returns its rows.
     fn query(&self, statement: &str, params: &[Param]) -> Result<Rows, DbError>;
+}
+
+/// A text parameter.
+pub(crate) fn s(v: &str) -> Param {
+    Param::Str(v.to_owned())
+}
+
+/// Column `i` of `row`, an integer; any other value is an error, never a silent 0 (as the
+/// Redis reader refuses a reply of the wrong shape).
+pub(crate) fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
+    match row.get(i) {
+        Some(Cell::Int64(v)) => Ok(*v),
+        Some(Cell::Int32(v)) => Ok(i64::from(*v)),
+        other => Err(DbError::unexpected(format!(
+            "column {i} is not an integer: {other:?}"
+        ))),
+    }
+}
+
+/// Column `i` of `row`, text; any other value is an error.
+pub(crate) fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
+    match row.get(i) {
+        Some(Cell::Str(v)) => Ok(v.clone()),
+        other => Err(DbError::unexpected(format!(
+            "column {i} is not text: {other:?}"
+        ))),
+    }
+}
+
+/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
+/// that fails is an error.
+pub(crate) fn transaction<T, E: From<DbError>>(
+    db: &impl Sql,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    db.execute("BEGIN", &[])?;
+    match f() {
+        Ok(v) => {
+            db.execute("COMMIT", &[])?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = db.execute("ROLLBACK", &[]);
+            Err(e)
+        }
+    }
 }

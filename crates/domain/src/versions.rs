@@ -12,8 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId};
-use crate::orders::{int, text};
-use crate::sql::{Cell, DbError, Param, Sql};
+use crate::sql::{Cell, DbError, Param, Sql, int, text};
 
 /// At most this many versions per read.
 pub const MAX_LIMIT: u32 = 200;

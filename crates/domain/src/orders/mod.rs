@@ -37,7 +37,7 @@ use crate::nodes::Nodes;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
 use crate::sharded::{Event, transfer};
-use crate::sql::{Cell, DbError, Param as P, Sql};
+use crate::sql::{int, s, text, transaction};
 use crate::store::Store;
 
 /// Orders read per reconcile script call: small enough that no call blocks Redis for long.
@@ -52,51 +52,6 @@ fn postgres_lost(e: &Error) -> bool {
             ..
         }
     )
-}
-
-fn s(v: &str) -> P {
-    P::Str(v.to_owned())
-}
-
-/// Column `i` of `row`, an integer; any other value is an error, never a silent 0 (as the
-/// Redis reader refuses a reply of the wrong shape).
-pub(crate) fn int(row: &[Cell], i: usize) -> Result<i64, DbError> {
-    match row.get(i) {
-        Some(Cell::Int64(v)) => Ok(*v),
-        Some(Cell::Int32(v)) => Ok(i64::from(*v)),
-        other => Err(DbError::unexpected(format!(
-            "column {i} is not an integer: {other:?}"
-        ))),
-    }
-}
-
-/// Column `i` of `row`, text; any other value is an error.
-pub(crate) fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
-    match row.get(i) {
-        Some(Cell::Str(v)) => Ok(v.clone()),
-        other => Err(DbError::unexpected(format!(
-            "column {i} is not text: {other:?}"
-        ))),
-    }
-}
-
-/// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
-/// that fails is an error.
-fn transaction<T, E: From<DbError>>(
-    db: &impl Sql,
-    f: impl FnOnce() -> Result<T, E>,
-) -> Result<T, E> {
-    db.execute("BEGIN", &[])?;
-    match f() {
-        Ok(v) => {
-            db.execute("COMMIT", &[])?;
-            Ok(v)
-        }
-        Err(e) => {
-            let _ = db.execute("ROLLBACK", &[]);
-            Err(e)
-        }
-    }
 }
 
 /// Mirrors final states of orders of `shard` in its slot; for `expired` this returns their
