@@ -233,7 +233,7 @@ pub fn upsert_event<S: Store>(
         scripts::upsert_event::run(store, &k, shard_fields(&fields, s, e.shards()))?;
     }
     // One more live event (or a new shard count, or a new end): the global bucket's parts.
-    crate::global::respread(nodes, clock::now_ms())?;
+    crate::global_limit::respread(nodes, clock::now_ms())?;
     Ok((created, e.shards()))
 }
 

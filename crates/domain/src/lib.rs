@@ -22,7 +22,7 @@ pub mod checkout;
 pub mod clock;
 pub mod error;
 pub mod event;
-pub mod global;
+pub mod global_limit;
 pub mod ids;
 mod json_integer;
 pub mod keys;

@@ -32,7 +32,7 @@ use seckill_domain::admin::{self, DenyList};
 use seckill_domain::audit::{self, Entry};
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::{EventConfig, EventId, Switches};
-use seckill_domain::global::{self, GlobalLimit};
+use seckill_domain::global_limit::{self, GlobalLimit};
 use seckill_domain::versions::{self, Change};
 use seckill_domain::{clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
@@ -390,7 +390,7 @@ fn global_limit(req: &Request, who: &seckill_domain::auth::Operator) -> Result<A
     let nodes = store::nodes()?;
     match req.method() {
         Method::Get => {
-            let limit = global::limit(&nodes)?;
+            let limit = global_limit::limit(&nodes)?;
             Ok(Answer::Read(
                 json!({ "rate": limit.rate, "burst": limit.burst }),
             ))
@@ -398,8 +398,8 @@ fn global_limit(req: &Request, who: &seckill_domain::auth::Operator) -> Result<A
         Method::Put => {
             let outcome = who.may_write().map_err(ApiError::from).and_then(|()| {
                 let limit: GlobalLimit = json_body(req)?;
-                let before = global::limit(&nodes)?;
-                let spread = global::set(&nodes, &limit, clock::now_ms())?;
+                let before = global_limit::limit(&nodes)?;
+                let spread = global_limit::set(&nodes, &limit, clock::now_ms())?;
                 Ok(Applied {
                     before: Some(json!(before)),
                     ..Applied::returning(http::to_value(&spread)?)

@@ -18,7 +18,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use api::{Api, Failure};
-use commands::{buyer_token, create, events, history, payments, runs, status, switches, whoami};
+use commands::{
+    buyer_token, controls, create, events, history, long_running, payments, status, whoami,
+};
 
 /// Exit codes, documented in `--help`.
 const EXIT_CODES: &str = "\
@@ -426,12 +428,14 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
         Command::Events { archived } => events::list(cli, api, *archived),
         Command::Create(c) => create::create(cli, api, c),
         Command::Warmup { event } => create::warmup(cli, api, event),
-        Command::Patch(p) => switches::patch(cli, api, p),
-        Command::Deny(d) => switches::deny(cli, api, d),
+        Command::Patch(p) => controls::patch(cli, api, p),
+        Command::Deny(d) => controls::deny(cli, api, d),
         Command::Archive { event } => events::set_archived(cli, api, event, true),
         Command::Unarchive { event } => events::set_archived(cli, api, event, false),
-        Command::Draw { event } => runs::draw(cli, api, event),
-        Command::Job { job, for_, event } => runs::job(cli, api, *job, *for_, event.as_deref()),
+        Command::Draw { event } => long_running::draw(cli, api, event),
+        Command::Job { job, for_, event } => {
+            long_running::job(cli, api, *job, *for_, event.as_deref())
+        }
         Command::Status {
             event,
             watch: false,
@@ -446,7 +450,7 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
         Command::Audit { event, limit } => history::audit(cli, api, event.as_deref(), *limit),
         Command::Versions { event, limit } => history::versions(cli, api, event, *limit),
         Command::Rollback { event, version } => history::rollback(cli, api, event, *version),
-        Command::GlobalLimit { rate, burst } => switches::global_limit(cli, api, *rate, *burst),
+        Command::GlobalLimit { rate, burst } => controls::global_limit(cli, api, *rate, *burst),
         Command::Whoami => whoami::whoami(cli, api),
         Command::Payments {
             event,

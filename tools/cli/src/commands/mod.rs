@@ -1,13 +1,13 @@
 //! One function per command: read its flags, make its call, print the answer (`show`).
 
 pub mod buyer_token;
+pub mod controls;
 pub mod create;
 pub mod events;
 pub mod history;
+pub mod long_running;
 pub mod payments;
-pub mod runs;
 pub mod status;
-pub mod switches;
 pub mod whoami;
 
 use std::io::IsTerminal as _;
