@@ -63,3 +63,30 @@ fn a_configured_event_is_always_registered() -> Result<()> {
     }
     Ok(())
 }
+
+/// An operator's configuration write reads the configuration before and after it: none before
+/// a new event, then each change with what it was.
+#[test]
+fn configuring_an_event_reads_its_configuration_before_and_after() -> Result<()> {
+    let redis = RedisServer::start()?;
+    let nodes = Nodes::one(NativeStore::new(redis.client().get_connection()?));
+    let event = EventId::parse("configured")?;
+    let config = |amount: u64| -> Result<EventConfig> {
+        Ok(serde_json::from_value(json!({
+            "sku": "sku", "unit_amount": amount, "currency": "eur", "pow_difficulty": 0,
+            "admission_addr_rate": 0, "stock": 5, "start_ms": 0, "end_ms": 4_000_000_000_000u64
+        }))?)
+    };
+    let created = admin::configure(&nodes, &event, &config(100)?)?;
+    assert!(created.created && created.before.is_none());
+    let amount = |c: &Option<admin::Config>| c.as_ref().and_then(|c| c.get("unit_amount").cloned());
+    assert_eq!(amount(&created.after).as_deref(), Some("100"));
+    let updated = admin::configure(&nodes, &event, &config(250)?)?;
+    assert!(!updated.created);
+    assert_eq!(
+        (amount(&updated.before), amount(&updated.after)),
+        (Some("100".to_owned()), Some("250".to_owned()))
+    );
+    assert_eq!(updated.shards, created.shards);
+    Ok(())
+}

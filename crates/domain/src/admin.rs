@@ -15,6 +15,7 @@ use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
 use crate::sharded::Event;
+use crate::sql::Sql;
 use crate::store::Store;
 use crate::{auth, clock, ids};
 
@@ -235,6 +236,51 @@ pub fn upsert_event<S: Store>(
     // One more live event (or a new shard count, or a new end): the global bucket's parts.
     crate::global_limit::respread(nodes, clock::now_ms())?;
     Ok((created, e.shards()))
+}
+
+/// An event's configuration as an operator's write left it: whether the write created the
+/// event, its shard count, and the master's configuration before (none for a new event) and
+/// after, for the audit and the config center.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configured {
+    /// The event did not exist before.
+    pub created: bool,
+    /// Its shard count.
+    pub shards: u32,
+    /// The configuration before the write.
+    pub before: Option<Config>,
+    /// The configuration after it.
+    pub after: Option<Config>,
+}
+
+/// Creates or updates `event` with `config` ([`upsert_event`]), reading its configuration
+/// before and after.
+pub fn configure<S: Store>(
+    nodes: &Nodes<S>,
+    event: &EventId,
+    config: &EventConfig,
+) -> Result<Configured, Error> {
+    config.validate()?;
+    let before = self::config(nodes, event)?;
+    let (created, shards) = upsert_event(nodes, event, config)?;
+    Ok(Configured {
+        created,
+        shards,
+        before,
+        after: self::config(nodes, event)?,
+    })
+}
+
+/// Applies version `version` of `event`'s configuration again, as a new version: read from
+/// the config center ([`crate::versions::config_at`]), then [`configure`]d.
+pub fn roll_back<S: Store>(
+    nodes: &Nodes<S>,
+    db: &impl Sql,
+    event: &EventId,
+    version: i64,
+) -> Result<Configured, Error> {
+    let config = crate::versions::config_at(db, event, version)?;
+    configure(nodes, event, &config)
 }
 
 /// Writes each shard's part of the stock (the first `stock % shards` shards hold one more),

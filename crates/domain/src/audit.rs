@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::auth::{Operator, Role};
 use crate::error::Error;
-use crate::event::EventId;
+use crate::event::{EventConfig, EventId};
 use crate::sql::{Cell, DbError, Param, Sql, int, text};
+use crate::versions;
 
 /// At most this many records per read.
 pub const MAX_LIMIT: u32 = 200;
@@ -132,6 +133,25 @@ pub fn record(db: &impl Sql, entry: &Entry) -> Result<i64, Error> {
     let row = insert(db, entry, "")?
         .ok_or_else(|| DbError::unexpected("INSERT … RETURNING id returned no row"))?;
     Ok(row)
+}
+
+/// Records an operator's write: its audit entry and, when the write changed the event's
+/// configuration, the version it made of the configuration after (`change`, and the version
+/// rolled back to, if any). The audit first, as [`record`] says why.
+pub fn record_write(
+    db: &impl Sql,
+    entry: &Entry,
+    version: Option<((versions::Change, Option<i64>), &crate::admin::Config)>,
+) -> Result<(), Error> {
+    record(db, entry)?;
+    if let Some((change, after)) = version {
+        let event = EventId::parse(&entry.event_id)?;
+        let config = EventConfig::from_fields(after)
+            .ok_or_else(|| Error::bug("the configuration after the change does not read back"))?;
+        let at = u64::try_from(entry.at_ms).unwrap_or(0);
+        versions::record(db, &event, &entry.operator, change, &config, at)?;
+    }
+    Ok(())
 }
 
 /// Records a run of a job (`entry`, under [`Entry::NO_EVENT`]) as the audit keeps them: every

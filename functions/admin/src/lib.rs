@@ -200,38 +200,25 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
         Write::Upsert => {
             let config: EventConfig = json_body(req)?;
             config.validate()?;
-            let nodes = redis()?;
-            let before = admin::config(&nodes, event)?;
-            let (created, shards) = admin::upsert_event(&nodes, event, &config)?;
-            let after = admin::config(&nodes, event)?;
-            let change = if created {
+            let done = admin::configure(&redis()?, event, &config)?;
+            let change = if done.created {
                 Change::Create
             } else {
                 Change::Update
             };
             Ok(Applied {
-                status: if created { 201 } else { 200 },
-                body: json!({ "event_id": event.as_str(), "created": created, "shards": shards }),
-                before: config_json(before),
-                version: after.clone().map(|after| ((change, None), after)),
-                after: config_json(after),
+                status: if done.created { 201 } else { 200 },
+                body: json!({ "event_id": event.as_str(), "created": done.created, "shards": done.shards }),
+                ..configured(done, (change, None))
             })
         }
         Write::Rollback => {
             let to: versions::RollbackTo = json_body(req)?;
-            let config = versions::config_at(&config::postgres()?, event, to.version)?;
-            let nodes = redis()?;
-            let before = admin::config(&nodes, event)?;
-            let (_, shards) = admin::upsert_event(&nodes, event, &config)?;
-            let after = admin::config(&nodes, event)?;
+            let done = admin::roll_back(&redis()?, &config::postgres()?, event, to.version)?;
             Ok(Applied {
                 status: 200,
-                body: json!({ "event_id": event.as_str(), "rolled_back_to": to.version, "shards": shards }),
-                before: config_json(before),
-                version: after
-                    .clone()
-                    .map(|after| ((Change::Rollback, Some(to.version)), after)),
-                after: config_json(after),
+                body: json!({ "event_id": event.as_str(), "rolled_back_to": to.version, "shards": done.shards }),
+                ..configured(done, (Change::Rollback, Some(to.version)))
             })
         }
         Write::Switches => {
@@ -268,6 +255,16 @@ fn apply(req: &Request, event: &EventId, write: Write) -> Result<Applied, ApiErr
                 ..Applied::returning(json!({ "event_id": event.as_str(), "archived": archived }))
             })
         }
+    }
+}
+
+/// What the audit and the config center keep of a configuration written as `change`.
+fn configured(done: admin::Configured, change: (Change, Option<i64>)) -> Applied {
+    Applied {
+        before: done.before.map(|c| json!(c)),
+        after: done.after.as_ref().map(|c| json!(c)),
+        version: done.after.map(|after| (change, after)),
+        ..Applied::returning(Value::Null)
     }
 }
 
@@ -311,16 +308,8 @@ fn recorded(entry: &Entry, outcome: Result<Applied, ApiError>) -> Response {
         Err(e) => (http::error(&e), None),
     };
     let stored = config::postgres().and_then(|db| {
-        audit::record(&db, entry)?;
-        if let Some((change, after)) = version {
-            let event = EventId::parse(&entry.event_id)?;
-            let config = EventConfig::from_fields(&after).ok_or_else(|| {
-                seckill_domain::Error::bug("the configuration after the change does not read back")
-            })?;
-            let at = u64::try_from(entry.at_ms).unwrap_or(0);
-            versions::record(&db, &event, &entry.operator, change, &config, at)?;
-        }
-        Ok(())
+        let version = version.as_ref().map(|(change, after)| (*change, after));
+        Ok(audit::record_write(&db, entry, version)?)
     });
     if let Err(e) = stored {
         let record = serde_json::to_string(entry).unwrap_or_default();
