@@ -24,6 +24,7 @@ pub mod error;
 pub mod event;
 pub mod global_limit;
 pub mod ids;
+pub mod jobs;
 mod json_integer;
 pub mod keys;
 pub mod net;

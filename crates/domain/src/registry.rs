@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
+use crate::jobs::Job;
 use crate::nodes::Nodes;
 use crate::scripts;
 use crate::scripts::event_info::EventInfo;
@@ -132,7 +133,7 @@ pub const JOB_LEASE_MARGIN_MS: u64 = 30_000;
 /// leases and timeout release's row locks already keep their overlapping runs apart.
 pub fn run_job<S: Store, T, E: From<Error>>(
     nodes: &Nodes<S>,
-    job: &str,
+    job: Job,
     budget_ms: u64,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
@@ -143,17 +144,17 @@ pub fn run_job<S: Store, T, E: From<Error>>(
         .map_err(Error::from)?;
     let owner = crate::ids::random_hex(8);
     let ttl_ms = budget_ms + JOB_LEASE_MARGIN_MS;
-    let taken = scripts::job_lease::take(store, job, &owner, ttl_ms).map_err(Error::from)?;
+    let taken = scripts::job_lease::take(store, job.name(), &owner, ttl_ms).map_err(Error::from)?;
     if let Err(wait_ms) = taken {
         return Err(Error::refused_for(
             ErrorCode::Conflict,
-            format!("another run of {job} holds its lease"),
+            format!("another run of {} holds its lease", job.name()),
             wait_ms,
         )
         .into());
     }
     let ran = f();
     // Best effort: a lease not handed back expires.
-    let _ = scripts::job_lease::give(store, job, &owner);
+    let _ = scripts::job_lease::give(store, job.name(), &owner);
     ran
 }

@@ -5,9 +5,9 @@
 use seckill_domain::checkout::{API_VERSION, ApiAnswer, ApiCall, ProviderApi};
 use seckill_domain::error::Error;
 use seckill_domain::nodes::Nodes;
-use seckill_domain::orders;
 use seckill_domain::sql::Sql;
 use seckill_domain::store::Store;
+use seckill_domain::{jobs, orders};
 
 use crate::config::{self, Settings};
 use crate::error::ApiError;
@@ -83,20 +83,20 @@ impl ProviderApi for ProviderClient {
     }
 }
 
-/// Timeout release as its launchers run it (the cron trigger and the jobs route): the open
-/// checkout sessions of orders past their deadline closed at the configured provider, then
-/// what may go released ([`orders::release_due`]).
-pub fn release_due(
+/// Timeout release as its launchers run it (the cron trigger once, the jobs route for a
+/// budget: [`jobs::release_for`]), with the configured provider: the open checkout sessions of
+/// orders past their deadline closed there, then what may go released.
+pub fn release_for(
     nodes: &Nodes<impl Store>,
     db: &impl Sql,
     settings: &Settings,
-    now_ms: u64,
-) -> Result<orders::ReleaseReport, Error> {
+    budget: std::time::Duration,
+) -> Result<orders::Repeated<orders::ReleaseReport>, Error> {
     let client = ProviderClient::configured().map_err(|e| Error::bug(e.reason()))?;
     let provider = client.as_ref().map(|api| orders::Provider {
         api,
         mode: settings.payment_mode,
         budget: orders::SESSIONS_PER_RUN,
     });
-    orders::release_due(nodes, db, provider.as_ref(), now_ms, settings.release_batch)
+    jobs::release_for(nodes, db, provider.as_ref(), settings.release_batch, budget)
 }

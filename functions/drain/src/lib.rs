@@ -1,7 +1,10 @@
-//! Scheduled drain: order intents from the Redis streams into Postgres ([`orders::drain`]).
+//! Scheduled drain: order intents from the Redis streams into Postgres ([`jobs::drain_for`],
+//! one run).
 //! The same work is reachable as `POST /admin/jobs/drain` (`functions/jobs`).
 
-use seckill_domain::{clock, orders};
+use std::time::Duration;
+
+use seckill_domain::jobs;
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::store;
@@ -14,11 +17,11 @@ impl seckill_cron_bindings::Guest for Drain {
         _: seckill_cron_bindings::Metadata,
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
-            Ok(orders::drain(
+            Ok(jobs::drain_for(
                 &store::nodes()?,
                 &config::postgres()?,
                 &config::Settings::read()?.drain_options(),
-                clock::now_ms(),
+                Duration::ZERO,
             )?)
         };
         run()

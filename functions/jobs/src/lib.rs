@@ -8,12 +8,12 @@
 //!
 //! | route | does |
 //! |---|---|
-//! | `POST /admin/jobs/drain` | [`orders::drain`] |
-//! | `POST /admin/jobs/timeout-release` | [`payments::release_due`] |
+//! | `POST /admin/jobs/drain` | [`jobs::drain_for`] |
+//! | `POST /admin/jobs/timeout-release` | [`payments::release_for`] |
 //! | `POST /admin/jobs/reconcile?event=<id>` | [`orders::reconcile`] with repair, one event or all |
 //!
 //! `drain` and `timeout-release` take `?for_ms=N` (at most [`MAX_FOR_MS`]): the job runs again
-//! and again for N ms ([`orders::repeat_for`]), so a scheduler that fires once a minute (a
+//! and again for N ms ([`jobs`]), so a scheduler that fires once a minute (a
 //! Kubernetes CronJob) or every 5 minutes (`spin aka cron`) still keeps orders flowing.
 //!
 //! Every job checks both query parameters, whichever it uses: a malformed `for_ms` is
@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
+use seckill_domain::jobs::{self, Job, MAX_FOR_MS};
 use seckill_domain::nodes::Nodes;
 use seckill_domain::{audit, auth, clock, orders, registry};
 use seckill_spin_edge::error::ApiError;
@@ -82,41 +83,6 @@ fn audit_run(
             req.path(),
             who.name
         );
-    }
-}
-
-/// The longest `for_ms` a job route accepts: a minute, the finest period of a Kubernetes
-/// CronJob, and well under the request time any platform allows a function.
-pub const MAX_FOR_MS: u64 = 60_000;
-/// Pause after a drain that found nothing: a new order waits at most this long for the next.
-const DRAIN_PAUSE: Duration = Duration::from_millis(200);
-/// Pause after a release run that found nothing: deadlines are judged to the second.
-const RELEASE_PAUSE: Duration = Duration::from_millis(1_000);
-
-/// The jobs this route runs.
-#[derive(Clone, Copy)]
-enum Job {
-    Drain,
-    TimeoutRelease,
-    Reconcile,
-}
-
-impl Job {
-    /// Its name in the route.
-    fn name(self) -> &'static str {
-        match self {
-            Job::Drain => "drain",
-            Job::TimeoutRelease => "timeout-release",
-            Job::Reconcile => "reconcile",
-        }
-    }
-
-    /// The `:job` of the route; any other name is `404 not_found`.
-    fn parse(name: &str) -> Result<Job, ApiError> {
-        [Job::Drain, Job::TimeoutRelease, Job::Reconcile]
-            .into_iter()
-            .find(|job| job.name() == name)
-            .ok_or_else(|| ApiError::not_found(format!("no job `{name}`")))
     }
 }
 
@@ -182,7 +148,7 @@ fn run(req: &Request, db: &mut Option<SpinPg>) -> Result<Value, ApiError> {
         Job::Drain => run_once(job, budget, event, &nodes, db),
         Job::TimeoutRelease | Job::Reconcile => {
             let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
-            registry::run_job(&nodes, job.name(), budget_ms, || {
+            registry::run_job(&nodes, job, budget_ms, || {
                 run_once(job, budget, event, &nodes, db)
             })
         }
@@ -197,22 +163,16 @@ fn run_once(
     nodes: &Nodes<SpinStore>,
     db: &SpinPg,
 ) -> Result<Value, ApiError> {
+    let settings = config::Settings::read()?;
     match job {
-        Job::Drain => {
-            let opts = config::Settings::read()?.drain_options();
-            http::to_value(&orders::repeat_for(budget, DRAIN_PAUSE, |until| {
-                let opts = orders::DrainOptions {
-                    until: Some(until).filter(|_| !budget.is_zero()),
-                    ..opts.clone()
-                };
-                orders::drain(nodes, db, &opts, clock::now_ms())
-            })?)
-        }
+        Job::Drain => http::to_value(&jobs::drain_for(
+            nodes,
+            db,
+            &settings.drain_options(),
+            budget,
+        )?),
         Job::TimeoutRelease => {
-            let settings = config::Settings::read()?;
-            http::to_value(&orders::repeat_for(budget, RELEASE_PAUSE, |_| {
-                payments::release_due(nodes, db, &settings, clock::now_ms())
-            })?)
+            http::to_value(&payments::release_for(nodes, db, &settings, budget)?)
         }
         Job::Reconcile => {
             let events = event.map(|e| vec![e]);

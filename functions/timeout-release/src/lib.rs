@@ -1,8 +1,9 @@
 //! Scheduled timeout release: unpaid orders past their deadline expire and their units go back
 //! to their shards, exactly once, after their checkout sessions are closed at the provider
-//! ([`payments::release_due`]). Also `POST /admin/jobs/timeout-release`.
+//! ([`payments::release_for`], one run). Also `POST /admin/jobs/timeout-release`.
 
-use seckill_domain::clock;
+use std::time::Duration;
+
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::store;
 use seckill_spin_edge::{config, payments};
@@ -15,11 +16,11 @@ impl seckill_cron_bindings::Guest for TimeoutRelease {
         _: seckill_cron_bindings::Metadata,
     ) -> Result<(), seckill_cron_bindings::Error> {
         let run = || -> Result<_, ApiError> {
-            Ok(payments::release_due(
+            Ok(payments::release_for(
                 &store::nodes()?,
                 &config::postgres()?,
                 &config::Settings::read()?,
-                clock::now_ms(),
+                Duration::ZERO,
             )?)
         };
         run()
