@@ -14,12 +14,16 @@ mod render;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use serde_json::json;
 
 use api::{Api, Failure};
+use commands::controls::{Deny, Patch};
+use commands::create::Create;
+use commands::long_running::Job;
 use commands::{
-    buyer_token, controls, create, events, history, long_running, payments, status, whoami,
+    Output, buyer_token, controls, create, events, history, long_running, parse_duration, payments,
+    status, whoami,
 };
 
 /// Exit codes, documented in `--help`.
@@ -198,182 +202,6 @@ enum Command {
     },
 }
 
-/// `create` flags.
-#[derive(Args)]
-struct Create {
-    /// The event id (1-64 of A-Z a-z 0-9 _ -).
-    event: String,
-    /// The item on sale.
-    #[arg(long)]
-    sku: String,
-    /// The price of one unit, in the currency's smallest unit (1999 for 19.99).
-    #[arg(long)]
-    price: u64,
-    /// The price's currency, lowercase ISO 4217 (eur).
-    #[arg(long)]
-    currency: String,
-    /// Units for sale.
-    #[arg(long)]
-    stock: u64,
-    /// Stock shards (1-256; default 8).
-    #[arg(long)]
-    shards: Option<u32>,
-    /// Opens this long from now, on the server's clock (e.g. 90s, 5m).
-    #[arg(long, value_parser = parse_duration, conflicts_with = "start_ms", required_unless_present = "start_ms")]
-    start_in: Option<Duration>,
-    /// Opens at this instant (Unix ms).
-    #[arg(long)]
-    start_ms: Option<u64>,
-    /// Lasts this long (default 1h).
-    #[arg(long, value_parser = parse_duration, conflicts_with = "end_ms")]
-    duration: Option<Duration>,
-    /// Closes at this instant (Unix ms).
-    #[arg(long)]
-    end_ms: Option<u64>,
-    /// First come, first served, or a lottery.
-    #[arg(long, value_enum)]
-    admission: Option<Admission>,
-    /// Admission tokens per unit (1-1000; default 10).
-    #[arg(long)]
-    multiplier: Option<u32>,
-    /// Unpaid orders are released after this long (default 15m).
-    #[arg(long, value_parser = parse_duration)]
-    payment_timeout: Option<Duration>,
-    /// Prechecks per second per user (0 = no limit) and the bucket size: RATE,BURST.
-    #[arg(long, value_parser = parse_limit)]
-    user_limit: Option<(f64, u64)>,
-    /// Buys per second for the whole event (0 = no limit) and the bucket size: RATE,BURST.
-    #[arg(long, value_parser = parse_limit)]
-    buy_limit: Option<(f64, u64)>,
-    /// Leading zero bits of the admission's proof of work (0-24; default 20, 0 = none).
-    #[arg(long)]
-    pow_difficulty: Option<u32>,
-    /// Create it paused.
-    #[arg(long)]
-    paused: bool,
-    /// Warm it up right after.
-    #[arg(long)]
-    warmup: bool,
-}
-
-/// `patch` flags: at least one change.
-#[derive(Args)]
-struct Patch {
-    /// The event id.
-    event: String,
-    /// Pause the sale (precheck and buy answer sale_paused).
-    #[arg(long, conflicts_with = "resume")]
-    pause: bool,
-    /// Resume the sale.
-    #[arg(long)]
-    resume: bool,
-    /// Move the end to this long from now (server clock).
-    #[arg(long, value_parser = parse_duration)]
-    end_in: Option<Duration>,
-    /// Prechecks per second per user (0 = no limit) and the bucket size: RATE,BURST.
-    #[arg(long, value_parser = parse_limit)]
-    user_limit: Option<(f64, u64)>,
-    /// Buys per second for the whole event (0 = no limit) and the bucket size: RATE,BURST.
-    #[arg(long, value_parser = parse_limit)]
-    buy_limit: Option<(f64, u64)>,
-    /// Lifetime of purchase tokens handed out from now on.
-    #[arg(long, value_parser = parse_duration)]
-    purchase_token_ttl: Option<Duration>,
-    /// Expected drain throughput (orders/s), for the buyers' wait estimates.
-    #[arg(long)]
-    drain_rate: Option<u64>,
-    /// Gray release: the share of users (0-100 %) who may pass precheck.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
-    gray: Option<u32>,
-    /// Limits counted but not enforced: gray, user, global (comma-separated; "" for none).
-    #[arg(long, value_delimiter = ',', num_args = 0..)]
-    shadow: Option<Vec<String>>,
-}
-
-/// `deny` flags: at least one user or address.
-#[derive(Args)]
-struct Deny {
-    /// The event id.
-    event: String,
-    /// A user id (repeat for more).
-    #[arg(long = "user")]
-    users: Vec<String>,
-    /// A client IP address or CIDR range, e.g. 203.0.113.0/24 (repeat for more).
-    #[arg(long = "addr")]
-    addrs: Vec<String>,
-}
-
-/// Admission modes.
-#[derive(Clone, Copy, ValueEnum)]
-enum Admission {
-    /// First come, first served.
-    Fcfs,
-    /// Registration, then a draw.
-    Lottery,
-}
-
-impl Admission {
-    fn name(self) -> &'static str {
-        match self {
-            Admission::Fcfs => "fcfs",
-            Admission::Lottery => "lottery",
-        }
-    }
-}
-
-/// The scheduled jobs.
-#[derive(Clone, Copy, ValueEnum)]
-enum Job {
-    /// Queued orders into Postgres.
-    Drain,
-    /// Expire unpaid orders past their deadline; their units go back on sale.
-    TimeoutRelease,
-    /// Check the books across Redis and Postgres, and repair what is safe.
-    Reconcile,
-}
-
-impl Job {
-    fn name(self) -> &'static str {
-        match self {
-            Job::Drain => "drain",
-            Job::TimeoutRelease => "timeout-release",
-            Job::Reconcile => "reconcile",
-        }
-    }
-}
-
-/// `90s`, `5m`, `1h`, `250ms`, or plain seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration like 90s, 5m, 1h, 250ms"))?;
-    let ms = match unit {
-        "ms" => n,
-        "" | "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        _ => return Err(format!("`{unit}` is not a unit: use ms, s, m or h")),
-    };
-    Ok(Duration::from_millis(ms))
-}
-
-/// `RATE,BURST`, e.g. `1,5` or `0.5,10`.
-fn parse_limit(s: &str) -> Result<(f64, u64), String> {
-    let (rate, burst) = s.split_once(',').ok_or("give RATE,BURST, e.g. 1,5")?;
-    let rate: f64 = rate
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{rate}` is not a rate"))?;
-    let burst: u64 = burst
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{burst}` is not a whole number"))?;
-    Ok((rate, burst))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Signed here, with no call to the server: no admin token needed.
@@ -417,46 +245,52 @@ fn run_offline(cli: &Cli) -> Result<(), Failure> {
             user,
             valid_for,
             secrets,
-        } => buyer_token::buyer_token(cli, user, *valid_for, secrets.as_deref()),
+        } => buyer_token::buyer_token(
+            Output { json: cli.json },
+            user,
+            *valid_for,
+            secrets.as_deref(),
+        ),
         _ => Err(Failure::Usage("this command needs the admin API".into())),
     }
 }
 
 /// One line per command: each reads its flags, makes its call and prints the answer.
 fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
+    let out = Output { json: cli.json };
     match &cli.command {
-        Command::Events { archived } => events::list(cli, api, *archived),
-        Command::Create(c) => create::create(cli, api, c),
-        Command::Warmup { event } => create::warmup(cli, api, event),
-        Command::Patch(p) => controls::patch(cli, api, p),
-        Command::Deny(d) => controls::deny(cli, api, d),
-        Command::Archive { event } => events::set_archived(cli, api, event, true),
-        Command::Unarchive { event } => events::set_archived(cli, api, event, false),
-        Command::Draw { event } => long_running::draw(cli, api, event),
+        Command::Events { archived } => events::list(out, api, *archived),
+        Command::Create(c) => create::create(out, api, c),
+        Command::Warmup { event } => create::warmup(out, api, event),
+        Command::Patch(p) => controls::patch(out, api, p),
+        Command::Deny(d) => controls::deny(out, api, d),
+        Command::Archive { event } => events::set_archived(out, api, event, true),
+        Command::Unarchive { event } => events::set_archived(out, api, event, false),
+        Command::Draw { event } => long_running::draw(out, api, event),
         Command::Job { job, for_, event } => {
-            long_running::job(cli, api, *job, *for_, event.as_deref())
+            long_running::job(out, api, *job, *for_, event.as_deref())
         }
         Command::Status {
             event,
             watch: false,
             ..
-        } => status::once(cli, api, event),
+        } => status::once(out, api, event),
         Command::Status {
             event,
             watch: true,
             interval,
             count,
-        } => status::watch(cli, api, event, *interval, *count),
-        Command::Audit { event, limit } => history::audit(cli, api, event.as_deref(), *limit),
-        Command::Versions { event, limit } => history::versions(cli, api, event, *limit),
-        Command::Rollback { event, version } => history::rollback(cli, api, event, *version),
-        Command::GlobalLimit { rate, burst } => controls::global_limit(cli, api, *rate, *burst),
-        Command::Whoami => whoami::whoami(cli, api),
+        } => status::watch(out, api, event, *interval, *count),
+        Command::Audit { event, limit } => history::audit(out, api, event.as_deref(), *limit),
+        Command::Versions { event, limit } => history::versions(out, api, event, *limit),
+        Command::Rollback { event, version } => history::rollback(out, api, event, *version),
+        Command::GlobalLimit { rate, burst } => controls::global_limit(out, api, *rate, *burst),
+        Command::Whoami => whoami::whoami(out, api),
         Command::Payments {
             event,
             refunds,
             limit,
-        } => payments::list(cli, api, event, *refunds, *limit),
+        } => payments::list(out, api, event, *refunds, *limit),
         Command::BuyerToken { .. } => run_offline(cli),
     }
 }
@@ -464,18 +298,6 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_and_limits_parse() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-        assert!(parse_duration("5 weeks").is_err());
-        assert!(parse_duration("m").is_err());
-        assert_eq!(parse_limit("0.5, 10"), Ok((0.5, 10)));
-        assert!(parse_limit("1").is_err());
-    }
 
     #[test]
     fn help_documents_the_exit_codes() {

@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use seckill_domain::auth::{self, Claims};
 use serde_json::json;
 
+use super::Output;
 use super::show;
-use crate::Cli;
 use crate::api::Failure;
 
 /// Where `scripts/up.sh` keeps the local stack's secrets (relative to the checkout).
@@ -22,7 +22,7 @@ pub const MAX_VALID_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// `buyer-token`: prints the token (with `--json`, as the demo login answers it).
 pub fn buyer_token(
-    cli: &Cli,
+    cli: Output,
     user: &str,
     valid_for: Duration,
     secrets: Option<&Path>,

@@ -1,14 +1,18 @@
 //! Live controls: `patch` (switches and limits of an event), `deny`, `global-limit`.
 
+use super::Output;
+use clap::Args;
+use std::time::Duration;
+
+use super::{parse_duration, parse_limit};
 use serde_json::{Map, Value, json};
 
 use super::{event_path, ms, show};
 use crate::api::{Api, Failure};
 use crate::render;
-use crate::{Cli, Deny, Patch};
 
 /// `patch`: sends only the changes asked for, and at least one.
-pub fn patch(cli: &Cli, api: &Api, p: &Patch) -> Result<(), Failure> {
+pub fn patch(cli: Output, api: &Api, p: &Patch) -> Result<(), Failure> {
     let body = patch_body(api, p)?;
     if body.is_empty() {
         return Err(Failure::Usage(
@@ -57,7 +61,7 @@ fn patch_body(api: &Api, p: &Patch) -> Result<Map<String, Value>, Failure> {
 }
 
 /// `deny`: at least one user or address.
-pub fn deny(cli: &Cli, api: &Api, d: &Deny) -> Result<(), Failure> {
+pub fn deny(cli: Output, api: &Api, d: &Deny) -> Result<(), Failure> {
     if d.users.is_empty() && d.addrs.is_empty() {
         return Err(Failure::Usage("deny needs --user or --addr".into()));
     }
@@ -75,7 +79,7 @@ pub fn deny(cli: &Cli, api: &Api, d: &Deny) -> Result<(), Failure> {
 
 /// `global-limit`: sets the bucket when given both --rate and --burst, else shows it.
 pub fn global_limit(
-    cli: &Cli,
+    cli: Output,
     api: &Api,
     rate: Option<f64>,
     burst: Option<u64>,
@@ -90,4 +94,51 @@ pub fn global_limit(
     };
     show(cli, &limit, render::global_limit);
     Ok(())
+}
+
+/// `patch` flags: at least one change.
+#[derive(Args)]
+pub struct Patch {
+    /// The event id.
+    pub event: String,
+    /// Pause the sale (precheck and buy answer sale_paused).
+    #[arg(long, conflicts_with = "resume")]
+    pub pause: bool,
+    /// Resume the sale.
+    #[arg(long)]
+    pub resume: bool,
+    /// Move the end to this long from now (server clock).
+    #[arg(long, value_parser = parse_duration)]
+    pub end_in: Option<Duration>,
+    /// Prechecks per second per user (0 = no limit) and the bucket size: RATE,BURST.
+    #[arg(long, value_parser = parse_limit)]
+    pub user_limit: Option<(f64, u64)>,
+    /// Buys per second for the whole event (0 = no limit) and the bucket size: RATE,BURST.
+    #[arg(long, value_parser = parse_limit)]
+    pub buy_limit: Option<(f64, u64)>,
+    /// Lifetime of purchase tokens handed out from now on.
+    #[arg(long, value_parser = parse_duration)]
+    pub purchase_token_ttl: Option<Duration>,
+    /// Expected drain throughput (orders/s), for the buyers' wait estimates.
+    #[arg(long)]
+    pub drain_rate: Option<u64>,
+    /// Gray release: the share of users (0-100 %) who may pass precheck.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub gray: Option<u32>,
+    /// Limits counted but not enforced: gray, user, global (comma-separated; "" for none).
+    #[arg(long, value_delimiter = ',', num_args = 0..)]
+    pub shadow: Option<Vec<String>>,
+}
+
+/// `deny` flags: at least one user or address.
+#[derive(Args)]
+pub struct Deny {
+    /// The event id.
+    pub event: String,
+    /// A user id (repeat for more).
+    #[arg(long = "user")]
+    pub users: Vec<String>,
+    /// A client IP address or CIDR range, e.g. 203.0.113.0/24 (repeat for more).
+    #[arg(long = "addr")]
+    pub addrs: Vec<String>,
 }

@@ -2,13 +2,13 @@
 
 use serde_json::json;
 
+use super::Output;
 use super::{event_path, show};
-use crate::Cli;
 use crate::api::{Api, Failure};
 use crate::render;
 
 /// `audit`: the latest operators' writes, of one event or all.
-pub fn audit(cli: &Cli, api: &Api, event: Option<&str>, limit: u32) -> Result<(), Failure> {
+pub fn audit(cli: Output, api: &Api, event: Option<&str>, limit: u32) -> Result<(), Failure> {
     let mut path = format!("/admin/audit?limit={limit}");
     if let Some(e) = event {
         path = format!("{path}&event={e}");
@@ -21,7 +21,7 @@ pub fn audit(cli: &Cli, api: &Api, event: Option<&str>, limit: u32) -> Result<()
 }
 
 /// `versions`: an event's configuration versions.
-pub fn versions(cli: &Cli, api: &Api, event: &str, limit: u32) -> Result<(), Failure> {
+pub fn versions(cli: Output, api: &Api, event: &str, limit: u32) -> Result<(), Failure> {
     let listed = api.get(&format!("{}/versions?limit={limit}", event_path(event)))?;
     show(cli, &listed, |v| {
         render::versions(v, api.server_now_ms().ok())
@@ -30,7 +30,7 @@ pub fn versions(cli: &Cli, api: &Api, event: &str, limit: u32) -> Result<(), Fai
 }
 
 /// `rollback`: applies an earlier version again.
-pub fn rollback(cli: &Cli, api: &Api, event: &str, version: i64) -> Result<(), Failure> {
+pub fn rollback(cli: Output, api: &Api, event: &str, version: i64) -> Result<(), Failure> {
     let body = json!({ "version": version });
     let done = api.send(
         "POST",

@@ -1,14 +1,16 @@
 //! Server-side runs that can take a while, behind a spinner: `draw` and `job`.
 
+use super::Output;
+use clap::ValueEnum;
+use seckill_domain::jobs;
 use std::time::Duration;
 
 use super::{event_path, ms, progress, show};
 use crate::api::{Api, Failure};
 use crate::render;
-use crate::{Cli, Job};
 
 /// `draw`: the lottery draw of an event.
-pub fn draw(cli: &Cli, api: &Api, event: &str) -> Result<(), Failure> {
+pub fn draw(cli: Output, api: &Api, event: &str) -> Result<(), Failure> {
     let drawn = progress(cli, "drawing", || {
         api.send("POST", &format!("{}/draw", event_path(event)), None)
     })?;
@@ -20,7 +22,7 @@ pub fn draw(cli: &Cli, api: &Api, event: &str) -> Result<(), Failure> {
 
 /// `job`: the request may take `--for` longer than the timeout, as the job keeps running.
 pub fn job(
-    cli: &Cli,
+    cli: Output,
     api: &Api,
     job: Job,
     for_: Option<Duration>,
@@ -47,5 +49,28 @@ fn job_path(job: Job, for_: Option<Duration>, event: Option<&str>) -> String {
         path
     } else {
         format!("{path}?{}", query.join("&"))
+    }
+}
+
+/// The scheduled jobs.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Job {
+    /// Queued orders into Postgres.
+    Drain,
+    /// Expire unpaid orders past their deadline; their units go back on sale.
+    TimeoutRelease,
+    /// Check the books across Redis and Postgres, and repair what is safe.
+    Reconcile,
+}
+
+impl Job {
+    /// Its name in the jobs route, the domain's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::Drain => jobs::Job::Drain,
+            Job::TimeoutRelease => jobs::Job::TimeoutRelease,
+            Job::Reconcile => jobs::Job::Reconcile,
+        }
+        .name()
     }
 }

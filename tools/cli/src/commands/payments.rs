@@ -1,12 +1,12 @@
 //! `payments`.
 
+use super::Output;
 use super::show;
-use crate::Cli;
 use crate::api::{Api, Failure};
 use crate::render;
 
 /// `payments [--refunds]`: an empty status filter lists them all.
-pub fn list(cli: &Cli, api: &Api, event: &str, refunds: bool, limit: u32) -> Result<(), Failure> {
+pub fn list(cli: Output, api: &Api, event: &str, refunds: bool, limit: u32) -> Result<(), Failure> {
     let status = if refunds { "refund_due" } else { "" };
     let path = format!("/admin/events/{event}/payments?status={status}&limit={limit}");
     let listed = api.get(&path)?;

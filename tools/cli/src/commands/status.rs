@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::Output;
 use super::{event_path, show};
-use crate::Cli;
 use crate::api::{Api, Failure};
 use crate::render;
 
 /// `status`: one read.
-pub fn once(cli: &Cli, api: &Api, event: &str) -> Result<(), Failure> {
+pub fn once(cli: Output, api: &Api, event: &str) -> Result<(), Failure> {
     let status = api.get(&event_path(event))?;
     show(cli, &status, |v| {
         render::status(event, v, None, api.server_now_ms().ok())
@@ -22,7 +22,7 @@ pub fn once(cli: &Cli, api: &Api, event: &str) -> Result<(), Failure> {
 /// `status --watch`: one GET per interval; the screen is redrawn on a terminal, frames are
 /// appended otherwise. A passing outage is shown and waited out; other failures end it.
 pub fn watch(
-    cli: &Cli,
+    cli: Output,
     api: &Api,
     event: &str,
     interval: Duration,
