@@ -11,7 +11,7 @@ use seckill_domain::orders::{self, ConfirmOutcome, DrainOptions, PaymentStatus};
 use seckill_domain::provider::{Notice, PaymentMode, Succeeded};
 use seckill_domain::sale::Admission;
 use seckill_domain::scripts;
-use seckill_domain::sharded::Event;
+use seckill_domain::sharded::EventShards;
 use seckill_domain::{admin, clock, sale};
 use seckill_native::{NativePg, NativeStore};
 use seckill_testkit::{PgServer, RedisServer};
@@ -262,7 +262,7 @@ fn a_reconcile_without_repair_counts_units_in_transit_and_writes_nothing() -> Re
     let event = EventId::parse("transit")?;
     sell(&nodes, &event, 40, 5, 60)?;
     orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
-    let (e, _) = Event::open(&nodes, &event)?;
+    let (e, _) = EventShards::open(&nodes, &event)?;
     let (store, k) = e.slot(0)?;
     assert_eq!(
         scripts::shard_lend::run(store, &k, "cut-short", 1, 2)?.lent,

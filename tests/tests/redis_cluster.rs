@@ -35,7 +35,7 @@ use seckill_domain::scripts;
 use seckill_domain::scripts::drain_claim::{Claim, Holder, Lease};
 use seckill_domain::scripts::drain_read;
 use seckill_domain::scripts::set_order_status::Final;
-use seckill_domain::sharded::Event;
+use seckill_domain::sharded::EventShards;
 use seckill_domain::sharded::transfer::{self, Repaired};
 use seckill_domain::store::{Replies, Store, StoreError, StoreErrorKind};
 use seckill_domain::{Error, clock, ids};
@@ -369,8 +369,8 @@ impl Ev {
         ShardKeys::new(&self.id, shard)
     }
 
-    fn event<'a, 's>(&'a self, nodes: &'a Cluster<'s>) -> Event<'a, &'s Strict> {
-        Event::new(nodes, &self.id, self.shards)
+    fn event<'a, 's>(&'a self, nodes: &'a Cluster<'s>) -> EventShards<'a, &'s Strict> {
+        EventShards::new(nodes, &self.id, self.shards)
     }
 
     /// Units left in each shard.

@@ -14,7 +14,7 @@ use seckill_domain::nodes::{self, Nodes};
 use seckill_domain::sale::Admission;
 use seckill_domain::scripts::buy::{self, Back, Outcome};
 use seckill_domain::scripts::{Refusal, ScriptError, shard_lend};
-use seckill_domain::sharded::{Event, transfer};
+use seckill_domain::sharded::{EventShards, transfer};
 use seckill_domain::{admin, clock, sale};
 use seckill_native::NativeStore;
 use seckill_testkit::RedisServer;
@@ -188,7 +188,7 @@ struct Books {
 }
 
 fn books(nodes: &Nodes<Store>, event: &EventId, shards: u32) -> Result<Books> {
-    let e = Event::new(nodes, event, shards);
+    let e = EventShards::new(nodes, event, shards);
     let mut b = Books {
         stock: Vec::new(),
         sold: Vec::new(),
@@ -343,7 +343,7 @@ fn buyers_all_homed_on_one_shard_still_buy_every_unit() -> Result<()> {
     assert!(b.stock.iter().all(|&s| s == 0), "{:?}", b.stock);
     assert_eq!((b.units(), b.in_transit), (200, 0));
     // Every tail's transfer is settled by the repair; nothing is credited twice.
-    let e = Event::new(&nodes, &event, 8);
+    let e = EventShards::new(&nodes, &event, 8);
     let repaired = transfer::repair(&e, 0)?;
     assert_eq!(
         repaired.credited, 0,
@@ -364,7 +364,7 @@ fn a_rebalance_moves_leftover_stock_between_shards_exactly() -> Result<()> {
     for user in homed_on(&event, 8, 5, 50) {
         buyer(&nodes, &event, 8, &user)?;
     }
-    let e = Event::new(&nodes, &event, 8);
+    let e = EventShards::new(&nodes, &event, 8);
     let before = transfer::stocks(&e)?;
     assert_eq!(before[5], 0);
     assert!(transfer::drifted(&before), "{before:?}");
@@ -392,14 +392,14 @@ fn one_per_user_holds_when_the_same_buyer_races_on_two_shards() -> Result<()> {
     let token = purchase_token(&nodes, &event, 4, user)?;
     // A request sent to another shard's slot is refused there and changes nothing.
     let other = (home + 1) % 4;
-    let (store, k) = Event::new(&nodes, &event, 4).slot(other)?;
+    let (store, k) = EventShards::new(&nodes, &event, 4).slot(other)?;
     let forged = buy::run(store, &k, user, &token, hash, "00ff", &Back::default());
     assert!(matches!(
         forged,
         Err(ScriptError::Refused(Refusal::WrongShard { shards: 4 }))
     ));
     // A stale shard count is sent home: same answer, one more round trip.
-    let e = Event::new(&nodes, &event, 4);
+    let e = EventShards::new(&nodes, &event, 4);
     // Empty the home shard so both racing buys take the tail, from different shards.
     transfer::transfer(&e, home, (home + 2) % 4, 2)?;
     let results: Vec<_> = std::thread::scope(|scope| {
@@ -495,7 +495,7 @@ fn a_tail_cut_short_after_any_step_sells_no_unit_twice_and_loses_none() -> Resul
     for cut in [CutAfter::Home, CutAfter::Lend, CutAfter::Credit] {
         let event = EventId::parse(&format!("cut-{cut:?}"))?;
         open_event(&nodes, &event, 8, 4)?;
-        let e = Event::new(&nodes, &event, 4);
+        let e = EventShards::new(&nodes, &event, 4);
         let user = "buyer";
         let home = ids::home_shard(event.as_str(), user, 4);
         let hash = ids::home_hash(event.as_str(), user);

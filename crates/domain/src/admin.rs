@@ -14,7 +14,7 @@ use crate::keys::{MasterKeys, OrderStatus};
 use crate::net::Cidr;
 use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError, warmup};
-use crate::sharded::Event;
+use crate::sharded::EventShards;
 use crate::sql::Sql;
 use crate::store::Store;
 use crate::{auth, clock, ids};
@@ -223,7 +223,7 @@ pub fn upsert_event<S: Store>(
     config: &EventConfig,
 ) -> Result<(bool, u32), Error> {
     config.validate()?;
-    let e = Event::new(nodes, event, config.shard_count());
+    let e = EventShards::new(nodes, event, config.shard_count());
     let (store, k) = e.master()?;
     scripts::register_event::run(store, event)?;
     let mut fields = config.fields();
@@ -286,7 +286,7 @@ pub fn roll_back<S: Store>(
 /// Writes each shard's part of the stock (the first `stock % shards` shards hold one more),
 /// then marks the master warmed. Repeating it finishes a warm-up cut short.
 pub fn warm_up<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Warmed, Error> {
-    let (e, config) = Event::open(nodes, event)?;
+    let (e, config) = EventShards::open(nodes, event)?;
     let stock: u64 = config
         .get("stock")
         .and_then(|v| v.parse().ok())
@@ -345,7 +345,7 @@ pub fn set_switches<S: Store>(
 ) -> Result<Changed, Error> {
     let mut fields = switches.fields()?;
     fields.push(("version", new_version()));
-    let (e, before) = Event::open(nodes, event)?;
+    let (e, before) = EventShards::open(nodes, event)?;
     let (store, k) = e.master()?;
     scripts::set_fields::run(store, &k, fields.clone())?;
     for s in e.all() {
@@ -362,7 +362,7 @@ pub fn set_switches<S: Store>(
 /// Adds to the deny lists of every shard (each buyer is checked at home).
 pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Result<(), Error> {
     let nets = check_deny_list(list)?;
-    let (e, _) = Event::open(nodes, event)?;
+    let (e, _) = EventShards::open(nodes, event)?;
     for s in e.all() {
         let (store, k) = e.slot(s)?;
         scripts::deny::run(store, &k, &list.users, &nets)?;
@@ -379,7 +379,7 @@ pub fn deny<S: Store>(nodes: &Nodes<S>, event: &EventId, list: &DenyList) -> Res
 /// draw cut short and repeated (or run twice at once) allots the same; each shard keeps its
 /// first quota anyway.
 pub fn draw<S: Store>(nodes: &Nodes<S>, event: &EventId, page: u32) -> Result<u64, Error> {
-    let (e, config) = Event::open(nodes, event)?;
+    let (e, config) = EventShards::open(nodes, event)?;
     let field = |name: &str| config.get(name).map(String::as_str);
     if field("admission_mode") != Some("lottery") || field("drawn") == Some("1") {
         return Err(Refusal::Conflict.into());
@@ -458,7 +458,7 @@ pub struct Status {
 
 /// Reads the master and every shard (one script each) and sums them.
 pub fn status<S: Store>(nodes: &Nodes<S>, event: &EventId) -> Result<Status, Error> {
-    let (e, config) = Event::open(nodes, event)?;
+    let (e, config) = EventShards::open(nodes, event)?;
     let mut sum = EventStatus {
         config: config.clone(),
         ..EventStatus::empty()

@@ -16,7 +16,7 @@ use crate::keys::{MasterKeys, ShardKeys};
 use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts::{self, Refusal, ScriptError};
-use crate::sharded::Event;
+use crate::sharded::EventShards;
 use crate::store::Store;
 
 /// The global bucket: `rate` prechecks a second, `burst` at once; rate 0 switches it off.
@@ -105,7 +105,7 @@ pub fn spread<S: Store>(nodes: &Nodes<S>, now_ms: u64) -> Result<Spread, Error> 
         ),
     ];
     for (id, shards) in &live {
-        let e = Event::new(nodes, id, *shards);
+        let e = EventShards::new(nodes, id, *shards);
         for s in e.all() {
             match e.on_slot(s, |store, k: &ShardKeys| {
                 scripts::set_fields::run(store, k, part.clone())

@@ -18,7 +18,7 @@ use crate::nodes::Nodes;
 use crate::pow;
 use crate::scripts::buy::{self, Back, Outcome};
 use crate::scripts::{self, ScriptError, shard_lend};
-use crate::sharded::{Event, at_home};
+use crate::sharded::{EventShards, at_home};
 use crate::store::Store;
 
 /// The outcome of issue-token.
@@ -184,7 +184,7 @@ pub fn admission_terms<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
 ) -> Result<auth::AdmissionTerms, Error> {
-    let (_, config) = crate::sharded::Event::open(nodes, event)?;
+    let (_, config) = crate::sharded::EventShards::open(nodes, event)?;
     let end_ms: u64 = config
         .get("end_ms")
         .and_then(|v| v.parse().ok())
@@ -440,7 +440,7 @@ fn accepted(order_id: String, b: buy::Bought, round_trips: u32) -> Bought {
 
 /// The tail found no unit but cannot tell sold out yet: the buyer asks again (with the same
 /// purchase token, still valid), and the home shard now knows more empty shards.
-fn still_looking<S: Store>(e: &Event<'_, S>) -> Error {
+fn still_looking<S: Store>(e: &EventShards<'_, S>) -> Error {
     Error::unavailable(
         Dependency::Redis,
         STILL_LOOKING,

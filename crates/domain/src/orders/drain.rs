@@ -14,7 +14,7 @@ use crate::registry;
 use crate::scripts;
 use crate::scripts::drain_claim::{Claim, Holder, Lease};
 use crate::scripts::drain_read::{self, Entry};
-use crate::sharded::{Event, transfer};
+use crate::sharded::{EventShards, transfer};
 use crate::sql::{DbError, Param as P, Sql};
 use crate::store::Store;
 
@@ -124,7 +124,7 @@ fn drain_event<S: Store>(
     now_ms: u64,
     report: &mut DrainReport,
 ) -> Result<(), Error> {
-    let (e, _) = Event::open(nodes, event)?;
+    let (e, _) = EventShards::open(nodes, event)?;
     // Each shard's units as its lease was claimed: all known when no other drainer held one.
     // A shard that fails (its node is down, its data broken) is reported and the others drain.
     let mut stocks = Vec::new();

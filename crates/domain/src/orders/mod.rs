@@ -36,7 +36,7 @@ use crate::keys::ShardKeys;
 use crate::nodes::Nodes;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
-use crate::sharded::{Event, transfer};
+use crate::sharded::{EventShards, transfer};
 use crate::sql::{int, s, text, transaction};
 use crate::store::Store;
 
@@ -71,7 +71,7 @@ fn mirror<S: Store>(
     if released > 0 {
         // Best effort: a shard that cannot be told now (its node, or the master's, is down)
         // stops believing this one empty when its belief expires.
-        if let Ok((e, _)) = Event::open(nodes, event) {
+        if let Ok((e, _)) = EventShards::open(nodes, event) {
             transfer::refilled(&e, shard);
         }
     }

@@ -13,7 +13,7 @@ use crate::nodes::Nodes;
 use crate::registry;
 use crate::scripts;
 use crate::scripts::set_order_status::Final;
-use crate::sharded::{Event, transfer};
+use crate::sharded::{EventShards, transfer};
 use crate::sql::{Param as P, Sql};
 use crate::store::Store;
 
@@ -127,7 +127,7 @@ pub struct Reconciliation {
 
 /// Compares the order sets of Redis and Postgres to name what the drift consists of.
 fn name_offenders<S: Store>(
-    e: &Event<'_, S>,
+    e: &EventShards<'_, S>,
     db: &impl Sql,
     out: &mut Reconciliation,
 ) -> Result<(), Error> {
@@ -181,7 +181,7 @@ pub fn reconcile<S: Store>(
     event: &EventId,
     repair: bool,
 ) -> Result<Reconciliation, Error> {
-    let (e, config) = Event::open(nodes, event)?;
+    let (e, config) = EventShards::open(nodes, event)?;
     let initial: i64 = config
         .get("stock")
         .and_then(|v| v.parse().ok())
@@ -219,7 +219,7 @@ struct RedisBooks {
 impl RedisBooks {
     /// Reads every shard's transfers lent and not settled, then every shard's books with the
     /// transfers lent to it (one script each).
-    fn read<S: Store>(e: &Event<'_, S>) -> Result<Self, Error> {
+    fn read<S: Store>(e: &EventShards<'_, S>) -> Result<Self, Error> {
         let mut lent = Vec::new();
         for shard in e.all() {
             let (store, k) = e.slot(shard)?;

@@ -13,7 +13,7 @@ use crate::nodes::Nodes;
 use crate::provider::{Notice, PaymentMode, Succeeded};
 use crate::registry;
 use crate::scripts::set_order_status::Final;
-use crate::sharded::{Event, transfer};
+use crate::sharded::{EventShards, transfer};
 use crate::sql::{DbError, Param as P, Sql};
 use crate::store::Store;
 
@@ -282,7 +282,7 @@ fn finish_transfers(nodes: &Nodes<impl Store>, report: &mut ReleaseReport) {
             continue; // the drain and the health check report nodes that are down
         };
         for event in events {
-            let repaired = Event::open(nodes, &event)
+            let repaired = EventShards::open(nodes, &event)
                 .and_then(|(e, _)| transfer::repair(&e, TRANSFER_REPAIR_AGE_MS));
             match repaired {
                 Ok(r) => report.transfers_credited += r.credited,

@@ -35,17 +35,18 @@ use crate::nodes::Nodes;
 use crate::scripts::{self, Refusal, ScriptError};
 use crate::store::{Store, StoreError};
 
-/// A sharded event over the nodes: where each shard's slot is.
-pub struct Event<'a, S> {
+/// An event's shards over the nodes: where each shard's slot is (the event's configuration is
+/// [`crate::event::EventConfig`]).
+pub struct EventShards<'a, S> {
     nodes: &'a Nodes<S>,
     id: &'a EventId,
     shards: u32,
 }
 
-impl<'a, S: Store> Event<'a, S> {
+impl<'a, S: Store> EventShards<'a, S> {
     /// `id`, with `shards` shards, over `nodes`.
     pub fn new(nodes: &'a Nodes<S>, id: &'a EventId, shards: u32) -> Self {
-        Event {
+        EventShards {
             nodes,
             id,
             shards: shards.max(1),
@@ -63,7 +64,7 @@ impl<'a, S: Store> Event<'a, S> {
             .get("shards")
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| Error::bug(format!("event {} has no shard count", id.as_str())))?;
-        Ok((Event::new(nodes, id, shards), config))
+        Ok((EventShards::new(nodes, id, shards), config))
     }
 
     /// The event.
@@ -115,22 +116,22 @@ pub fn at_home<'a, S: Store, T>(
     id: &'a EventId,
     shards: u32,
     user: &str,
-    mut op: impl FnMut(&Event<'a, S>, u32, u64) -> Result<T, ScriptError>,
-) -> Result<(T, Event<'a, S>), Error> {
+    mut op: impl FnMut(&EventShards<'a, S>, u32, u64) -> Result<T, ScriptError>,
+) -> Result<(T, EventShards<'a, S>), Error> {
     let hash = ids::home_hash(id.as_str(), user);
-    let event = Event::new(nodes, id, shards);
+    let event = EventShards::new(nodes, id, shards);
     let true_count = match op(&event, ids::home_of(hash, event.shards), hash) {
         Err(ScriptError::Refused(Refusal::WrongShard { shards })) if shards != event.shards => {
             shards
         }
-        Err(ScriptError::Refused(Refusal::NotFound)) => match Event::open(nodes, id) {
+        Err(ScriptError::Refused(Refusal::NotFound)) => match EventShards::open(nodes, id) {
             Ok((master, _)) if master.shards != event.shards => master.shards,
             Ok(_) => return Err(Refusal::NotFound.into()),
             Err(e) => return Err(e),
         },
         other => return Ok((other?, event)),
     };
-    let event = Event::new(nodes, id, true_count);
+    let event = EventShards::new(nodes, id, true_count);
     let t = op(&event, ids::home_of(hash, event.shards), hash)?;
     Ok((t, event))
 }

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::Event;
+use super::EventShards;
 use crate::error::Error;
 use crate::ids;
 use crate::scripts::{self, shard_credit, shard_lend, shard_lent, shard_refilled, shard_settle};
@@ -28,7 +28,7 @@ pub struct Repaired {
 /// Finishes every transfer lent at least `min_age_ms` ago: credits it to its receiver (a no-op
 /// when the buy's tail did), tells every shard the receiver has stock when it did credit, and
 /// settles it at the lender.
-pub fn repair<S: Store>(e: &Event<'_, S>, min_age_ms: u64) -> Result<Repaired, Error> {
+pub fn repair<S: Store>(e: &EventShards<'_, S>, min_age_ms: u64) -> Result<Repaired, Error> {
     let mut done = Repaired::default();
     for lender in e.all() {
         let lent = match e.on_slot(lender, |store, k| shard_lent::run(store, k, min_age_ms)) {
@@ -64,7 +64,7 @@ pub fn repair<S: Store>(e: &Event<'_, S>, min_age_ms: u64) -> Result<Repaired, E
 /// Tells every shard it can reach that `shard` has stock again: none believes it empty, so
 /// none answers sold out. Best effort: a shard on a node that is down keeps its belief until it
 /// expires (`EMPTY_BELIEF_MS`); returns how many shards were told.
-pub fn refilled<S: Store>(e: &Event<'_, S>, shard: u32) -> u32 {
+pub fn refilled<S: Store>(e: &EventShards<'_, S>, shard: u32) -> u32 {
     e.all()
         .filter(|&s| {
             e.on_slot(s, |store, k| shard_refilled::run(store, k, shard))
@@ -74,7 +74,7 @@ pub fn refilled<S: Store>(e: &Event<'_, S>, shard: u32) -> u32 {
 }
 
 /// Units left in each shard (one read each).
-pub fn stocks<S: Store>(e: &Event<'_, S>) -> Result<Vec<u64>, Error> {
+pub fn stocks<S: Store>(e: &EventShards<'_, S>) -> Result<Vec<u64>, Error> {
     e.all()
         .map(|s| {
             let (store, k) = e.slot(s)?;
@@ -96,7 +96,7 @@ pub fn drifted(stocks: &[u64]) -> bool {
 /// Moves leftover stock from the fullest shards to the emptiest until each holds its share
 /// (± 1), with the transfer steps above; returns the units moved. Safe during a sale: a lender
 /// lends at most what it has at that instant.
-pub fn rebalance<S: Store>(e: &Event<'_, S>) -> Result<u64, Error> {
+pub fn rebalance<S: Store>(e: &EventShards<'_, S>) -> Result<u64, Error> {
     let mut stock = stocks(e)?;
     let total: u64 = stock.iter().sum();
     let n = stock.len() as u64;
@@ -118,7 +118,12 @@ pub fn rebalance<S: Store>(e: &Event<'_, S>) -> Result<u64, Error> {
 }
 
 /// One transfer of up to `units` from `from` to `to`: lend, credit, settle; the units moved.
-pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> Result<u64, Error> {
+pub fn transfer<S: Store>(
+    e: &EventShards<'_, S>,
+    from: u32,
+    to: u32,
+    units: u64,
+) -> Result<u64, Error> {
     let id = ids::random_hex(8);
     let (from_store, from_k) = e.slot(from)?;
     let lent = shard_lend::run(from_store, &from_k, &id, to, units)?.lent;
@@ -138,7 +143,7 @@ pub fn transfer<S: Store>(e: &Event<'_, S>, from: u32, to: u32, units: u64) -> R
 /// out" at once. Each shard's figure is read at its own instant: a shard refilled in between is
 /// believed empty until the next summary (at most the beliefs' lifetime, `EMPTY_BELIEF_MS`).
 /// A slot that cannot be reached keeps its picture, whose empties expire.
-pub fn summarize<S: Store>(e: &Event<'_, S>, stocks: &[u64]) -> Result<(), Error> {
+pub fn summarize<S: Store>(e: &EventShards<'_, S>, stocks: &[u64]) -> Result<(), Error> {
     let (store, k) = e.master()?;
     scripts::summarize::run(store, &k, stocks)?;
     for s in e.all() {
@@ -152,7 +157,10 @@ pub fn summarize<S: Store>(e: &Event<'_, S>, stocks: &[u64]) -> Result<(), Error
 
 /// The periodic care of a sharded event (a scheduled job's step): finish transfers older than
 /// `min_age_ms`, then rebalance when the shards [`drifted`]. Returns the repair and units moved.
-pub fn maintain<S: Store>(e: &Event<'_, S>, min_age_ms: u64) -> Result<(Repaired, u64), Error> {
+pub fn maintain<S: Store>(
+    e: &EventShards<'_, S>,
+    min_age_ms: u64,
+) -> Result<(Repaired, u64), Error> {
     let repaired = repair(e, min_age_ms)?;
     let moved = if drifted(&stocks(e)?) {
         rebalance(e)?
