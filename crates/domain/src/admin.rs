@@ -253,14 +253,13 @@ pub struct Configured {
     pub after: Option<Config>,
 }
 
-/// Creates or updates `event` with `config` ([`upsert_event`]), reading its configuration
-/// before and after.
+/// Creates or updates `event` with `config` ([`upsert_event`], which refuses an invalid one
+/// before it writes anything), reading its configuration before and after.
 pub fn configure<S: Store>(
     nodes: &Nodes<S>,
     event: &EventId,
     config: &EventConfig,
 ) -> Result<Configured, Error> {
-    config.validate()?;
     let before = self::config(nodes, event)?;
     let (created, shards) = upsert_event(nodes, event, config)?;
     Ok(Configured {
