@@ -397,7 +397,9 @@ impl Answer {
     }
 }
 
-/// The host's `Server-Timing` on a shed answer: `head;dur=<ms>, queue;dur=<ms>, host;dur=<ms>`.
+/// The host's `Server-Timing` (on a shed answer `head;dur=<ms>, queue;dur=<ms>, host;dur=<ms>`;
+/// with `--server-timing` on every answer `queue`, `host` and, on a connection's first request,
+/// `accept`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ServerTiming {
     /// From the host's accept (or the head's first byte) until the request head was read whole.
@@ -407,6 +409,15 @@ pub struct ServerTiming {
     /// From the host's accept (or, on a kept-alive connection, the request head's first byte)
     /// to the answer.
     pub host: Option<Duration>,
+    /// Of `host`, on a connection's first request, the time before its first byte came.
+    pub accept: Option<Duration>,
+}
+
+impl ServerTiming {
+    /// The host's own time: `host` less the wait for a first byte the client had not sent.
+    pub fn at_host(&self) -> Option<Duration> {
+        Some(self.host?.saturating_sub(self.accept.unwrap_or_default()))
+    }
 }
 
 impl ServerTiming {
@@ -426,6 +437,7 @@ impl ServerTiming {
                 "head" => timing.head = dur,
                 "queue" => timing.queue = dur,
                 "host" => timing.host = dur,
+                "accept" => timing.accept = dur,
                 _ => {}
             }
         }
@@ -513,6 +525,9 @@ mod tests {
             (None, Some(Duration::from_millis(1)))
         );
         assert_eq!(ServerTiming::parse("garbage"), ServerTiming::default());
+        let first = ServerTiming::parse("queue;dur=0.5, host;dur=9.0, accept;dur=6.0");
+        assert_eq!(first.at_host(), Some(Duration::from_millis(3)));
+        assert_eq!(timing.at_host(), Some(Duration::from_millis(1)));
     }
 
     #[test]

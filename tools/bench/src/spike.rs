@@ -585,6 +585,7 @@ mod tests {
             head: Some(Duration::from_millis(head_ms)),
             queue: Some(Duration::from_millis(queue_ms)),
             host: Some(Duration::from_millis(host_ms)),
+            accept: None,
         })
     }
 

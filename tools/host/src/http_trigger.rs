@@ -462,50 +462,52 @@ fn shed(
         header::RETRY_AFTER,
         HeaderValue::from(refused.retry_after_s),
     );
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let timing = format!(
-        "head;dur={:.1}, queue;dur={:.1}, host;dur={:.1}",
-        ms(headed - arrived),
-        ms(refused.waited),
-        ms(arrived.elapsed())
-    );
-    if let Ok(timing) = HeaderValue::from_str(&timing) {
-        headers.insert(HeaderName::from_static("server-timing"), timing);
-    }
+    let timing = timing_value(&[
+        ("head", headed - arrived),
+        ("queue", refused.waited),
+        ("host", arrived.elapsed()),
+    ]);
+    headers.insert(SERVER_TIMING, timing);
     resp.extensions_mut().insert(Shed);
     resp
 }
 
+/// The host's timing header: on its shed answers always, on every answer with
+/// `--server-timing` ([`server_timing`]).
+const SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+
+/// A `Server-Timing` value: each metric as `name;dur=<ms>`, to a tenth of a millisecond (the
+/// bench reads them back: `seckill-bench`'s `load::ServerTiming`).
+fn timing_value(metrics: &[(&str, Duration)]) -> HeaderValue {
+    let value = metrics
+        .iter()
+        .map(|(name, d)| format!("{name};dur={:.1}", d.as_secs_f64() * 1e3))
+        .collect::<Vec<_>>()
+        .join(", ");
+    HeaderValue::from_str(&value).expect("metric names and numbers are visible ASCII")
+}
+
 /// Says on `resp` where its time at the host went, unless it says so already (a shed answer):
-/// `queue` waiting for an instance slot, `host` from the head's first byte to the answer's
-/// head, ready to send; on a connection's first request also `accept`, from the connection's
-/// accept to that first byte (`idle`: a client that connected early, a pool's spare connection,
-/// or a client slow to write).
+/// `queue` waiting for an instance slot and `host` from its arrival (as on a shed answer: the
+/// connection's accept for its first request, else the head's first byte) to the answer's head;
+/// on a connection's first request also `accept`, the part of `host` before the first byte came
+/// (a client that connected early, a pool's spare connection, or a client slow to write).
 pub fn server_timing(
     resp: &mut Response<ResponseBody>,
-    headed: tokio::time::Instant,
-    idle: Option<Duration>,
+    arrived: tokio::time::Instant,
+    accept: Option<Duration>,
 ) {
-    let name = HeaderName::from_static("server-timing");
-    if resp.headers().contains_key(&name) {
+    if resp.headers().contains_key(SERVER_TIMING) {
         return;
     }
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let queued = resp
         .extensions()
         .get::<Queued>()
         .map_or(Duration::ZERO, |q| q.0);
-    let mut timing = format!(
-        "queue;dur={:.1}, host;dur={:.1}",
-        ms(queued),
-        ms(headed.elapsed())
-    );
-    if let Some(idle) = idle {
-        timing.push_str(&format!(", accept;dur={:.1}", ms(idle)));
-    }
-    if let Ok(timing) = HeaderValue::from_str(&timing) {
-        resp.headers_mut().insert(name, timing);
-    }
+    let mut metrics = vec![("queue", queued), ("host", arrived.elapsed())];
+    metrics.extend(accept.map(|d| ("accept", d)));
+    resp.headers_mut()
+        .insert(SERVER_TIMING, timing_value(&metrics));
 }
 
 /// What the host answers itself, before or instead of a guest: the status and a one-line reason

@@ -323,8 +323,8 @@ where
                 let start = Instant::now();
                 let mut resp = handle((*app).as_ref(), req, client, &guests).await?;
                 if server_timing {
-                    let idle = first.then(|| headed.saturating_duration_since(accepted));
-                    crate::http_trigger::server_timing(&mut resp, headed, idle);
+                    let accept = first.then(|| headed.saturating_duration_since(accepted));
+                    crate::http_trigger::server_timing(&mut resp, arrived, accept);
                 }
                 if let Some(metrics) = &metrics {
                     metrics.request(&resp, start.elapsed());

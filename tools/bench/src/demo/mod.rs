@@ -184,7 +184,7 @@ impl Sale {
         let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         let shed = answer.is_shed();
         let mut rec = self.rec.lock().unwrap();
-        let host_us = answer.timing.host.map(|d| d.as_micros() as u64);
+        let host_us = answer.timing.at_host().map(|d| d.as_micros() as u64);
         rec.record(endpoint, class, latency_us, host_us, answer.status, shed);
         if answer.status == 503 {
             rec.record_unavailable(endpoint, who_said(shed, &body));
