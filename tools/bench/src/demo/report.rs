@@ -292,20 +292,9 @@ fn endpoint_table(samples: &[Sample]) -> Value {
         let mut lat: Vec<u64> = list.iter().map(|s| s.latency_us).collect();
         lat.sort_unstable();
         let pct = |p: f64| percentile(&lat, p).unwrap_or(0) as f64 / 1000.0;
-        let mut answered: Vec<u64> = list
-            .iter()
-            .filter(|s| !s.shed)
-            .map(|s| s.latency_us)
-            .collect();
-        answered.sort_unstable();
-        let answered_p99 = percentile(&answered, 0.99).map(|us| us as f64 / 1000.0);
-        let mut at_host: Vec<u64> = list
-            .iter()
-            .filter(|s| !s.shed)
-            .filter_map(|s| s.host_us)
-            .collect();
-        at_host.sort_unstable();
-        let at_host_p99 = percentile(&at_host, 0.99).map(|us| us as f64 / 1000.0);
+        let answered = sorted(list.iter().filter(|s| !s.shed).map(|s| s.latency_us));
+        let at_host = sorted(list.iter().filter(|s| !s.shed).filter_map(|s| s.host_us));
+        let (answered_p99, at_host_p99) = (ms(&answered, 0.99), ms(&at_host, 0.99));
         let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
         let mut statuses: BTreeMap<u16, u64> = BTreeMap::new();
         for s in &list {
@@ -329,34 +318,42 @@ fn endpoint_table(samples: &[Sample]) -> Value {
 /// answered request of that class, the first lateness sampled at or after it finished (its
 /// buyer waited about as long to read it); p50, p99, max over those requests.
 fn lag_at_sale_answers(lag: &[(u64, u64)], samples: &[Sample]) -> Value {
-    let mut late: Vec<u64> = samples
-        .iter()
-        .filter(|s| s.class == Some(Class::Sale) && !s.shed)
-        .filter_map(|s| {
-            let at = lag.partition_point(|(t, _)| *t < s.at_ms);
-            lag.get(at).map(|(_, us)| *us)
-        })
-        .collect();
-    late.sort_unstable();
-    let ms = |p: f64| percentile(&late, p).map(|us| us as f64 / 1000.0);
-    json!({ "p50": ms(0.5), "p99": ms(0.99), "max": late.last().map(|us| *us as f64 / 1000.0) })
+    let late = sorted(
+        samples
+            .iter()
+            .filter(|s| s.class == Some(Class::Sale) && !s.shed)
+            .filter_map(|s| {
+                let at = lag.partition_point(|(t, _)| *t < s.at_ms);
+                lag.get(at).map(|(_, us)| *us)
+            }),
+    );
+    json!({ "p50": ms(&late, 0.5), "p99": ms(&late, 0.99), "max": ms(&late, 1.0) })
+}
+
+/// Microsecond figures, sorted for [`ms`].
+fn sorted(us: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut us: Vec<u64> = us.collect();
+    us.sort_unstable();
+    us
+}
+
+/// The `p` percentile (1.0: the maximum) of `sorted` microseconds, in milliseconds.
+fn ms(sorted: &[u64], p: f64) -> Option<f64> {
+    percentile(sorted, p).map(|us| us as f64 / 1000.0)
 }
 
 /// Per request class (every one of them, most protected first): requests sent, answered (any
 /// answer but the host's shed `503`), shed by the host, without a response (`failed`, by
 /// class), the answered ones' latency percentiles as the buyers measured them, and their p99 at
-/// the host (from arrival to answer, as it said), the rest being the buyers' own machine and
+/// the host (as it said, less a first request's wait for its first byte), the rest being the
+/// buyers' own machine and
 /// the network between (here one machine, whose cores the buyers share with the host).
 fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
     let mut out = serde_json::Map::new();
     for class in Class::ALL {
         let of: Vec<&Sample> = samples.iter().filter(|s| s.class == Some(class)).collect();
-        let answered_of: Vec<&&Sample> = of.iter().filter(|s| !s.shed).collect();
-        let mut answered: Vec<u64> = answered_of.iter().map(|s| s.latency_us).collect();
-        let mut at_host: Vec<u64> = answered_of.iter().filter_map(|s| s.host_us).collect();
-        answered.sort_unstable();
-        at_host.sort_unstable();
-        let ms = |sorted: &[u64], p: f64| percentile(sorted, p).map(|us| us as f64 / 1000.0);
+        let answered = sorted(of.iter().filter(|s| !s.shed).map(|s| s.latency_us));
+        let at_host = sorted(of.iter().filter(|s| !s.shed).filter_map(|s| s.host_us));
         let no_response = failed.get(&class).copied().unwrap_or(0);
         out.insert(
             class.as_str().to_owned(),
