@@ -346,8 +346,8 @@ fn ms(sorted: &[u64], p: f64) -> Option<f64> {
 /// answer but the host's shed `503`), shed by the host, without a response (`failed`, by
 /// class), the answered ones' latency percentiles as the buyers measured them, and their p99 at
 /// the host (as it said, less a first request's wait for its first byte), the rest being the
-/// buyers' own machine and
-/// the network between (here one machine, whose cores the buyers share with the host).
+/// buyers' own machine and the network between (here one machine, whose cores the buyers share
+/// with the host).
 fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
     let mut out = serde_json::Map::new();
     for class in Class::ALL {

@@ -1,13 +1,11 @@
 //! Live controls: `patch` (switches and limits of an event), `deny`, `global-limit`.
 
-use super::Output;
-use clap::Args;
 use std::time::Duration;
 
-use super::{parse_duration, parse_limit};
+use clap::Args;
 use serde_json::{Map, Value, json};
 
-use super::{event_path, ms, show};
+use super::{Output, event_path, ms, parse_duration, parse_limit, show};
 use crate::api::{Api, Failure};
 use crate::render;
 

@@ -1,14 +1,11 @@
 //! `create` (with `--warmup`) and `warmup`.
 
-use super::Output;
-use clap::{Args, ValueEnum};
-
-use super::{parse_duration, parse_limit};
 use std::time::Duration;
 
+use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use super::{event_path, ms, progress, show};
+use super::{Output, event_path, ms, parse_duration, parse_limit, progress, show};
 use crate::api::{Api, Failure};
 use crate::render;
 

@@ -1,11 +1,11 @@
 //! Server-side runs that can take a while, behind a spinner: `draw` and `job`.
 
-use super::Output;
-use clap::ValueEnum;
-use seckill_domain::jobs;
 use std::time::Duration;
 
-use super::{event_path, ms, progress, show};
+use clap::ValueEnum;
+use seckill_domain::jobs;
+
+use super::{Output, event_path, ms, progress, show};
 use crate::api::{Api, Failure};
 use crate::render;
 
