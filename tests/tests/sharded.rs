@@ -79,6 +79,44 @@ fn open_event(nodes: &Nodes<Store>, event: &EventId, stock: u64, shards: u32) ->
     Ok(())
 }
 
+/// The address every buyer here comes from.
+const ADDR: &str = "10.0.0.1";
+
+/// `user`'s admission at their home shard.
+fn admit(
+    nodes: &Nodes<Store>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+) -> Result<Admission, Error> {
+    let req = sale::AdmissionRequest {
+        event,
+        shards,
+        user,
+        client: Some(ADDR),
+        solution: None,
+    };
+    sale::issue_token(nodes, &req, SECRET, clock::now_ms())
+}
+
+/// `user`'s precheck with `admission_token`.
+fn precheck(
+    nodes: &Nodes<Store>,
+    event: &EventId,
+    shards: u32,
+    user: &str,
+    admission_token: &str,
+) -> Result<sale::PurchaseToken, Error> {
+    let req = sale::PrecheckRequest {
+        event,
+        shards,
+        user,
+        client: ADDR.parse().ok(),
+        admission_token,
+    };
+    sale::precheck(nodes, &req, SECRET, clock::now_ms())
+}
+
 /// `user`'s purchase token: admission, then precheck.
 fn purchase_token(
     nodes: &Nodes<Store>,
@@ -86,33 +124,10 @@ fn purchase_token(
     shards: u32,
     user: &str,
 ) -> Result<String> {
-    let Admission::Admitted { admission_token } = sale::issue_token(
-        nodes,
-        &sale::AdmissionRequest {
-            event,
-            shards,
-            user,
-            client: Some("10.0.0.1"),
-            solution: None,
-        },
-        SECRET,
-        clock::now_ms(),
-    )?
-    else {
+    let Admission::Admitted { admission_token } = admit(nodes, event, shards, user)? else {
         bail!("{user} not admitted")
     };
-    let token = sale::precheck(
-        nodes,
-        &sale::PrecheckRequest {
-            event,
-            shards,
-            user,
-            client: "10.0.0.1".parse().ok(),
-            admission_token: &admission_token,
-        },
-        SECRET,
-        clock::now_ms(),
-    )?;
+    let token = precheck(nodes, event, shards, user, &admission_token)?;
     Ok(token.purchase_token)
 }
 
@@ -126,34 +141,12 @@ enum Got {
 /// A buyer's whole journey: admission, precheck, then buy, asking again (same token) while
 /// the tail answers "try again".
 fn buyer(nodes: &Nodes<Store>, event: &EventId, shards: u32, user: &str) -> Result<Got> {
-    let admission = match sale::issue_token(
-        nodes,
-        &sale::AdmissionRequest {
-            event,
-            shards,
-            user,
-            client: Some("10.0.0.1"),
-            solution: None,
-        },
-        SECRET,
-        clock::now_ms(),
-    ) {
+    let admission = match admit(nodes, event, shards, user) {
         Ok(Admission::Admitted { admission_token }) => admission_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         other => bail!("{user}: admission {other:?}"),
     };
-    let token = match sale::precheck(
-        nodes,
-        &sale::PrecheckRequest {
-            event,
-            shards,
-            user,
-            client: "10.0.0.1".parse().ok(),
-            admission_token: &admission,
-        },
-        SECRET,
-        clock::now_ms(),
-    ) {
+    let token = match precheck(nodes, event, shards, user, &admission) {
         Ok(t) => t.purchase_token,
         Err(e) if e.code() == ErrorCode::SoldOut => return Ok(Got::SoldOut),
         Err(e) => bail!("{user}: precheck {e}"),
@@ -573,34 +566,11 @@ fn admission_precheck_buy_and_poll_are_one_evalsha_each_at_home() -> Result<()> 
     let at_home: Vec<(u64, u64)> = (0..3)
         .map(|i| if i == home_node { (1, 0) } else { (0, 0) })
         .collect();
-    let Admission::Admitted { admission_token } = sale::issue_token(
-        &nodes,
-        &sale::AdmissionRequest {
-            event: &event,
-            shards: 32,
-            user,
-            client: Some("10.0.0.1"),
-            solution: None,
-        },
-        SECRET,
-        clock::now_ms(),
-    )?
-    else {
+    let Admission::Admitted { admission_token } = admit(&nodes, &event, 32, user)? else {
         bail!("not admitted")
     };
     assert_eq!(cluster.take_script_calls()?, at_home, "admission");
-    let token = sale::precheck(
-        &nodes,
-        &sale::PrecheckRequest {
-            event: &event,
-            shards: 32,
-            user,
-            client: "10.0.0.1".parse().ok(),
-            admission_token: &admission_token,
-        },
-        SECRET,
-        clock::now_ms(),
-    )?;
+    let token = precheck(&nodes, &event, 32, user, &admission_token)?;
     assert_eq!(cluster.take_script_calls()?, at_home, "precheck");
     let bought = sale::buy(
         &nodes,
