@@ -163,15 +163,13 @@ fn run_once(
     nodes: &Nodes<SpinStore>,
     db: &SpinPg,
 ) -> Result<Value, ApiError> {
-    let settings = config::Settings::read()?;
     match job {
-        Job::Drain => http::to_value(&jobs::drain_for(
-            nodes,
-            db,
-            &settings.drain_options(),
-            budget,
-        )?),
+        Job::Drain => {
+            let opts = config::Settings::read()?.drain_options();
+            http::to_value(&jobs::drain_for(nodes, db, &opts, budget)?)
+        }
         Job::TimeoutRelease => {
+            let settings = config::Settings::read()?;
             http::to_value(&payments::release_for(nodes, db, &settings, budget)?)
         }
         Job::Reconcile => {
