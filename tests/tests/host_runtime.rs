@@ -28,6 +28,23 @@ fn connect(addr: SocketAddr) -> Result<TcpStream> {
     Ok(stream)
 }
 
+/// A connection to `addr` from the loopback address `from`: a peer of its own, apart from the
+/// connections the test kit's readiness probe opened from 127.0.0.1 (the host may not have
+/// seen those close yet).
+fn connect_from(from: std::net::IpAddr, addr: SocketAddr) -> Result<TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::new(from, 0))?;
+        socket.connect(addr).await?.into_std()
+    })?;
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(15)))?;
+    Ok(stream)
+}
+
 /// A response, read to the end of its `Content-Length` body.
 struct Response {
     head: String,
@@ -701,6 +718,8 @@ fn one_peer_holds_at_most_its_connections() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     let args = ["--max-connections-per-peer", "3", "--trusted-peers", "none"];
     let host = host(&redis, &pg, &args)?;
+    let peer: std::net::IpAddr = "127.0.0.2".parse()?;
+    let connect = |addr| connect_from(peer, addr);
     let mut open: Vec<TcpStream> = (0..3).map(|_| connect(host.addr)).collect::<Result<_>>()?;
     for stream in &mut open {
         write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
