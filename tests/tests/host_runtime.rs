@@ -750,6 +750,48 @@ fn one_peer_holds_at_most_its_connections() -> Result<()> {
     Ok(())
 }
 
+/// At the connection cap, a new connection (the payment provider's webhook, say) does not wait
+/// in the listen backlog for a crowd's idle keep-alive connections to time out: the longest
+/// idle are closed to make room. A connection that has not sent its first request yet is not
+/// idle in that sense and keeps its place.
+#[test]
+fn at_the_connection_cap_idle_keep_alive_connections_make_room() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = host(
+        &redis,
+        &pg,
+        &["--max-connections", "4", "--idle-timeout", "120s"],
+    )?;
+    // The readiness probe's connections close first.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut kept: Vec<TcpStream> = (0..3).map(|_| connect(host.addr)).collect::<Result<_>>()?;
+    for stream in &mut kept {
+        write!(stream, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+        assert_eq!(read_response(stream)?.status(), 200);
+    }
+    let mut fresh = connect(host.addr)?;
+    std::thread::sleep(Duration::from_millis(300));
+    let mut arriving = connect(host.addr)?;
+    write!(arriving, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(
+        read_response(&mut arriving)?.status(),
+        200,
+        "served long before the idle timeout"
+    );
+    assert!(
+        closed_within(&mut kept[0], Duration::from_secs(5))?,
+        "the longest idle connection made room"
+    );
+    fresh.set_read_timeout(Some(Duration::from_secs(15)))?;
+    write!(fresh, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    assert_eq!(
+        read_response(&mut fresh)?.status(),
+        200,
+        "a connection yet to send its first request keeps its place"
+    );
+    Ok(())
+}
+
 /// A client that stops reading while it is answered does not hold its connection for ever:
 /// a write that makes no progress for `--write-timeout` ends it.
 #[test]

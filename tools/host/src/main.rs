@@ -131,7 +131,8 @@ struct ServeArgs {
     /// balancer's own idle timeout: AWS's ALB keeps 60 s).
     #[arg(long, default_value = "75s", value_parser = parse_duration)]
     idle_timeout: Duration,
-    /// Connections open at once; more wait in the listen backlog.
+    /// Connections open at once; more wait in the listen backlog while idle keep-alive
+    /// connections are closed to make room.
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// Connections open at once from one peer address (but a trusted peer); more are closed as

@@ -75,6 +75,7 @@ pub struct Metrics {
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     connections: Gauge,
     peer_refused: Counter,
+    idle_reclaimed: Counter,
     shed: Family<RouteLabels, Counter>,
     by_class: Family<ClassLabels, Counter>,
     cron_runs: Family<CronLabels, Counter>,
@@ -110,6 +111,13 @@ impl Metrics {
              it may (--max-connections-per-peer)",
             peer_refused.clone(),
         );
+        let idle_reclaimed = Counter::default();
+        registry.register(
+            "http_connections_reclaimed",
+            "Idle keep-alive connections closed to make room for new ones at the connection cap \
+             (--max-connections)",
+            idle_reclaimed.clone(),
+        );
         let shed = Family::<RouteLabels, Counter>::default();
         registry.register(
             "http_shed_requests",
@@ -143,6 +151,7 @@ impl Metrics {
             latency,
             connections,
             peer_refused,
+            idle_reclaimed,
             shed,
             by_class,
             cron_runs,
@@ -191,6 +200,11 @@ impl Metrics {
     /// A connection closed as it arrived: its peer had too many open.
     pub(crate) fn peer_refused(&self) {
         self.peer_refused.inc();
+    }
+
+    /// An idle keep-alive connection closed to make room at the connection cap.
+    pub(crate) fn idle_reclaimed(&self) {
+        self.idle_reclaimed.inc();
     }
 
     /// Counts one cron run of `component`.

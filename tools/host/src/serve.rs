@@ -1,6 +1,9 @@
 //! Serving the HTTP trigger as a production runtime: a cap on open connections (and on those of
 //! one peer), on a request head's size, header, body, idle and write timeouts, graceful
-//! shutdown and a lingering close. What a request gets is
+//! shutdown and a lingering close. At the connection cap, idle keep-alive connections are closed
+//! to make room, as nginx reuses its keep-alive connections when it runs out: a crowd's idle
+//! connections never keep the payment provider's webhook waiting in the listen backlog. What a
+//! request gets is
 //! [`http_trigger::handle`]'s; this module only decides how long a connection may take and how
 //! it ends, so responses are the same whichever options are set.
 //!
@@ -26,7 +29,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, futures::OwnedNotified};
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +44,8 @@ pub struct ServeOptions {
     pub header_timeout: Duration,
     /// A keep-alive connection with no request for this long is closed.
     pub idle_timeout: Duration,
-    /// Connections open at once; more wait in the listen backlog.
+    /// Connections open at once; more wait in the listen backlog while idle keep-alive
+    /// connections are closed to make room ([`RECLAIM_BATCH`] at a time).
     pub max_connections: u32,
     /// Connections open at once from one peer address; more are closed as they arrive.
     pub max_connections_per_peer: u32,
@@ -116,6 +120,10 @@ const LINGER_TIME: Duration = Duration::from_secs(10);
 const LINGER_PAUSE: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 16 << 20;
 
+/// Idle keep-alive connections asked to close each time a connection arrives at the cap: a
+/// burst of arrivals finds room without closing every idle connection at once (nginx frees 32).
+const RECLAIM_BATCH: usize = 32;
+
 /// Serves the HTTP trigger of `app` on `listener` with the default [`ServeOptions`] until the
 /// task is dropped.
 pub async fn serve_until_dropped<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
@@ -164,6 +172,7 @@ where
         guests: tokio::runtime::Handle::current(),
         open,
         max_connections,
+        idle: Arc::new(Notify::new()),
         stop,
     };
     std::thread::Builder::new()
@@ -184,6 +193,8 @@ struct Front {
     guests: tokio::runtime::Handle,
     open: Arc<Semaphore>,
     max_connections: u32,
+    /// Idle keep-alive connections wait on it: each one notified closes.
+    idle: Arc<Notify>,
     stop: CancellationToken,
 }
 
@@ -210,7 +221,7 @@ impl Front {
                 let (stream, client, permit) = tokio::select! {
                     biased;
                     _ = self.stop.cancelled() => break,
-                    accepted = accept(&listener, &self.open) => accepted,
+                    accepted = accept(&listener, &self.open, &self.idle) => accepted,
                 };
                 let accepted = Instant::now();
                 let peer = client.ip().to_canonical();
@@ -229,13 +240,14 @@ impl Front {
                     },
                 };
                 let (app, options, shutdown) = (app.clone(), options.clone(), shutdown.clone());
-                let guests = self.guests.clone();
+                let (guests, idle) = (self.guests.clone(), self.idle.clone());
                 tokio::spawn(async move {
                     let serving = Serving {
                         app,
                         guests,
                         client,
                         accepted,
+                        idle,
                     };
                     serving.connection(stream, &options, &shutdown).await;
                     drop((permit, counted));
@@ -249,16 +261,26 @@ impl Front {
     }
 }
 
-/// The next connection, once there is room for it.
+/// The next connection, once there is room for it: at the cap, the longest idle keep-alive
+/// connections are asked to close.
 async fn accept(
     listener: &TcpListener,
     open: &Arc<Semaphore>,
+    idle: &Notify,
 ) -> (TcpStream, SocketAddr, OwnedSemaphorePermit) {
-    let permit = open
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("the semaphore is never closed");
+    let permit = match open.clone().try_acquire_owned() {
+        Ok(permit) => permit,
+        Err(_) => {
+            // Waiters are woken in the order they began to wait: the longest idle first.
+            for _ in 0..RECLAIM_BATCH {
+                idle.notify_one();
+            }
+            open.clone()
+                .acquire_owned()
+                .await
+                .expect("the semaphore is never closed")
+        }
+    };
     loop {
         match listener.accept().await {
             Ok((stream, client)) => return (stream, client, permit),
@@ -277,6 +299,8 @@ struct Serving<A> {
     guests: tokio::runtime::Handle,
     client: SocketAddr,
     accepted: Instant,
+    /// Where the connection waits while idle, to be closed at the connection cap.
+    idle: Arc<Notify>,
 }
 
 impl<A> Serving<A>
@@ -296,11 +320,12 @@ where
             guests,
             client,
             accepted,
+            idle,
         } = self;
         let _ = stream.set_nodelay(true);
         let _open = options.metrics.clone().map(OpenConnection::new);
         let clock = Arc::new(Clock::new());
-        let io = Watched::new(stream, clock.clone(), options);
+        let io = Watched::new(stream, clock.clone(), idle, options);
         let metrics = options.metrics.clone();
         let server_timing = options.server_timing;
         let first = std::sync::atomic::AtomicBool::new(true);
@@ -386,6 +411,9 @@ struct ClockState {
     /// The socket's reader, parked while a request was served: the phase that follows has a
     /// deadline for it to arm.
     reader: Option<Waker>,
+    /// A request has been answered: idle now means kept alive, which may be reclaimed (a new
+    /// connection is not, its first request may be on its way).
+    kept_alive: bool,
 }
 
 impl Clock {
@@ -394,6 +422,7 @@ impl Clock {
             phase: Phase::Idle,
             since: Instant::now(),
             reader: None,
+            kept_alive: false,
         }))
     }
 
@@ -409,19 +438,20 @@ impl Clock {
     fn set(&self, phase: Phase) {
         let mut state = self.lock();
         (state.phase, state.since) = (phase, Instant::now());
+        state.kept_alive |= phase == Phase::Idle;
         if let Some(reader) = state.reader.take() {
             reader.wake();
         }
     }
 
     /// The phase, for a reader about to wait: while a request is served it waits without a
-    /// deadline, woken when the phase changes.
-    fn watch(&self, reader: &Waker) -> (Phase, Instant) {
+    /// deadline, woken when the phase changes. Also whether it was kept alive.
+    fn watch(&self, reader: &Waker) -> (Phase, Instant, bool) {
         let mut state = self.lock();
         if state.phase == Phase::Serving {
             state.reader = Some(reader.clone());
         }
-        (state.phase, state.since)
+        (state.phase, state.since, state.kept_alive)
     }
 
     /// Bytes arrived: an idle connection starts a request head.
@@ -447,10 +477,20 @@ struct Watched {
     write_timeout: Duration,
     /// Set while a write makes no progress: when it fires, the client stopped reading.
     write_stalled: Option<Pin<Box<Sleep>>>,
+    /// Where an idle connection waits to be reclaimed at the connection cap.
+    idle: Arc<Notify>,
+    /// Set while idle: waiting in line on [`Self::idle`]; dropped (out of line) otherwise.
+    reclaim: Option<Pin<Box<OwnedNotified>>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Watched {
-    fn new(stream: TcpStream, clock: Arc<Clock>, options: &ServeOptions) -> Self {
+    fn new(
+        stream: TcpStream,
+        clock: Arc<Clock>,
+        idle: Arc<Notify>,
+        options: &ServeOptions,
+    ) -> Self {
         Watched {
             stream,
             clock,
@@ -460,7 +500,24 @@ impl Watched {
             lingering: None,
             write_timeout: options.write_timeout,
             write_stalled: None,
+            idle,
+            reclaim: None,
+            metrics: options.metrics.clone(),
         }
+    }
+
+    /// Ready once the connection, idle, is to close to make room for a new one.
+    fn poll_reclaimed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let idle = &self.idle;
+        let reclaim = self
+            .reclaim
+            .get_or_insert_with(|| Box::pin(idle.clone().notified_owned()));
+        ready!(reclaim.as_mut().poll(cx));
+        self.reclaim = None;
+        if let Some(m) = &self.metrics {
+            m.idle_reclaimed();
+        }
+        Poll::Ready(())
     }
 
     /// `write` on the socket, ending the connection when it has made no progress for the
@@ -510,14 +567,24 @@ impl AsyncRead for Watched {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
                     this.clock.received();
+                    // Out of the idle line: a notification it held passes to the next.
+                    this.reclaim = None;
                 }
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => {
-                let (phase, since) = this.clock.watch(cx.waker());
+                let (phase, since, kept_alive) = this.clock.watch(cx.waker());
                 let (limit, what) = match phase {
                     Phase::Head => (this.header_timeout, "request head timed out"),
-                    Phase::Idle => (this.idle_timeout, "idle keep-alive timed out"),
+                    Phase::Idle => {
+                        if kept_alive && this.poll_reclaimed(cx).is_ready() {
+                            return Poll::Ready(Err(io::Error::new(
+                                io::ErrorKind::TimedOut,
+                                "idle keep-alive closed at the connection cap",
+                            )));
+                        }
+                        (this.idle_timeout, "idle keep-alive timed out")
+                    }
                     Phase::Serving => return Poll::Pending,
                 };
                 ready!(this.poll_until(cx, since + limit));
