@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The storefront and the operator console in a real browser: headless Debian chromium driven by
-# playwright-core (tests/browser/run.mjs) against the real local stack, which `seckill-bench
+# playwright-core (tests/browser/run.mjs) against the real local stack, which `seckill-dev
 # stack` starts from the test kit on free loopback ports — redis-server, PostgreSQL, the host
 # serving spin.toml with the demo login on and the cron triggers off (the tests drain by hand),
 # and a payment provider's sandbox checkout confirming payments to the host's webhook — and
@@ -30,10 +30,10 @@ command -v npm >/dev/null 2>&1 || skip "no npm"
 if [ -z "${SECKILL_ALREADY_BUILT:-}" ]; then
   log "building the functions, the host and the provider sandbox"
   (cd "$ROOT" && wasm_cargo build --quiet --target wasm32-wasip2 --release)
-  cargo build --quiet --release -p seckill-host -p seckill-bench --bin seckill-host --bin seckill-bench
+  cargo build --quiet --release -p seckill-host -p seckill-dev --bin seckill-host --bin seckill-dev
 fi
 
 log "browser tests"
-exec target/release/seckill-bench stack --host-log "$ROOT/target/browser-artifacts/host.log" -- \
+exec target/release/seckill-dev stack --host-log "$ROOT/target/browser-artifacts/host.log" -- \
   env SECKILL_CHROMIUM="$CHROMIUM" SECKILL_ARTIFACTS="$ROOT/target/browser-artifacts" \
   node tests/browser/run.mjs "$@"

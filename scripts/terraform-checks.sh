@@ -3,7 +3,7 @@
 #   - `terraform fmt -check` over infra/terraform;
 #   - `terraform test` in every module that has tests;
 #   - the AWS root through the local provider mirror (infra/terraform/cli.tfrc): init, validate,
-#     plan with fake credentials and tests/plan.tfvars, terraform test (mock provider);
+#     plan with fake credentials and infra/terraform/aws/tests/plan.tfvars, terraform test (mock provider);
 #   - tests/terraform/check_roots.py: every root (aws, serverless, spinkube) parsed and checked
 #     against spin.toml / spin.http.toml (variables supplied, secrets sensitive, hosts allowed, the
 #     SpinKube root's critical routes routed to their own SpinApp: it runs terraform on the
@@ -54,7 +54,7 @@ else
     # Fake credentials: with offline_checks = true the provider calls nothing until apply.
     plan() {
       AWS_ACCESS_KEY_ID=fake AWS_SECRET_ACCESS_KEY=fake AWS_EC2_METADATA_DISABLED=true \
-        tf "$aws" plan -refresh=false -lock=false -input=false -no-color -var-file=tests/plan.tfvars >"$WORK/plan.txt" 2>&1 \
+        tf "$aws" plan -refresh=false -lock=false -input=false -no-color -var-file="$aws/tests/plan.tfvars" >"$WORK/plan.txt" 2>&1 \
         || { cat "$WORK/plan.txt"; return 1; }
       grep -q '^Plan: ' "$WORK/plan.txt"
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: sets up what is missing, builds every component, runs the whole suite once
+# The test command: sets up what is missing, checks that every path a document names exists,
+# builds every component, runs the whole suite once
 # (over spin.toml, with Redis reached over its own protocol through the host's pooled
 # connections), then again, over spin.http.toml, over the Upstash REST transport and over three
 # Redis nodes, the tests whose outcome those can change (modules named for those runs), then a
@@ -13,13 +14,15 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
+log "every path the documents, scripts and Terraform name exists"
+python3 "$ROOT/scripts/check-paths.py"
 log "building the wasm components"
 build_wasm
 
 # Every run takes the same package set, so cargo unifies the same features and rebuilds nothing
 # between runs.
-PACKAGES=(-p seckill-host -p seckill-domain -p seckill-spin-edge -p seckill-native -p seckill-testkit
-  -p seckill-tests -p seckill-bench -p web -p seckill-admin)
+PACKAGES=(-p seckill-host -p seckill-domain -p seckill-redis-reply -p seckill-spin-edge -p seckill-native -p seckill-testkit
+  -p seckill-tests -p seckill-bench -p seckill-dev -p web -p seckill-admin)
 ARGS=("$@")
 
 # The suite's switches (tools/testkit/src/switches.rs), set for every run: the first run takes
@@ -51,7 +54,7 @@ run_tests() {
 # (the demo's), in one build:
 # with the package set the test runs take, nothing is built twice.
 log "building the host and the tests"
-cargo build --release "${PACKAGES[@]}" --tests --bin seckill-host --bin seckill-bench
+cargo build --release "${PACKAGES[@]}" --tests --bin seckill-host --bin seckill-bench --bin seckill-dev
 
 # 1. Everything, once. Only this run records its exchanges for the OpenAPI check: the other
 #    runs repeat the same API.

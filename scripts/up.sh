@@ -17,7 +17,7 @@ start_stores "$DATA" "${SECKILL_REDIS_PORT:-6379}" "${SECKILL_PG_PORT:-5432}"
 
 log "building components, host, the payment sandbox and the CLI"
 build_app
-(cd "$ROOT" && cargo build --quiet --release -p seckill-bench -p seckill-admin)
+(cd "$ROOT" && cargo build --quiet --release -p seckill-dev -p seckill-admin)
 
 # Local secrets, made once: the demo shop's JWT key, the admission HMAC key, and one operator,
 # `local`, whose secret (after `local:operator:`) is the admin token.
@@ -64,13 +64,13 @@ export SPIN_VARIABLE_SETTINGS="$SETTINGS"
 
 # The payment provider: the sandbox's API and hosted checkout, its events to our webhook.
 PROVIDER=${SECKILL_PROVIDER_LISTEN:-127.0.0.1:3100}
-BENCH="$ROOT/target/release/seckill-bench"
-"$BENCH" provider --listen "$PROVIDER" --webhook "http://$LISTEN/api/payments/webhook" \
+DEV="$ROOT/target/release/seckill-dev"
+"$DEV" provider --listen "$PROVIDER" --webhook "http://$LISTEN/api/payments/webhook" \
   --secret "${SPIN_VARIABLE_PAYMENT_WEBHOOK_SECRETS%%,*}" &
 PROVIDER_PID=$!
 trap 'kill "$PROVIDER_PID" 2>/dev/null || true' EXIT
 export SPIN_VARIABLE_PAYMENT_API_URL="http://$PROVIDER"
-SPIN_VARIABLE_PAYMENT_API_KEY=$("$BENCH" provider --print-key)
+SPIN_VARIABLE_PAYMENT_API_KEY=$("$DEV" provider --print-key)
 export SPIN_VARIABLE_PAYMENT_API_KEY
 
 log "serving on http://$LISTEN, payments at http://$PROVIDER (its dashboard: http://$PROVIDER/dashboard; Ctrl-C stops both; scripts/down.sh stops Redis and Postgres)"

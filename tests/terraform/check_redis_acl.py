@@ -6,7 +6,7 @@ the MemoryDB user's only commands) against the commands the app runs:
         `redis.call('CMD', ...)`, `pcall(redis.call, 'CMD', ...)`, and `redis.call(unpack(t))`
         with `local t = {'CMD', ...}` in the same file; any other form is reported, as a
         command this check cannot name;
-  rust  what the Rust sends itself (crates/, functions/, tools/host/src; test modules left out):
+  rust  what the Rust sends itself (crates/, functions/, host/src; test modules left out):
         the command literals of `.execute("CMD"`, `eval_command("CMD"`, `redis::cmd("CMD")` in
         files that speak Redis. The host's implementations of Spin's Redis interface
         (get, set, incr, ...) send their command only when a guest calls that function, so they
@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - reported, not hidden
 ACL_FILE = "infra/terraform/aws/redis.tf"
 ACL_LOCAL = "redis_app_commands"
 LUA_DIR = "shared/lua"
-RUST_DIRS = ("crates", "functions", "tools/host/src")
+RUST_DIRS = ("crates", "functions", "host/src")
 
 LUA_CALL = re.compile(r"redis\.p?call\s*\(\s*(?:(['\"])(\w+)\1|unpack\(\s*(\w+)\s*\)|(.{0,40}))")
 LUA_PCALL_OF_CALL = re.compile(r"\bpcall\s*\(\s*redis\.p?call\s*,\s*(?:(['\"])(\w+)\1|(.{0,40}))")
@@ -107,7 +107,7 @@ def rust_commands(repo: Path) -> dict:
                 guest_calls |= {f for f in INTERFACE if re.search(rf"\.{f}\(", text)}
             for m in RUST_LITERAL.finditer(text):
                 fn = re.findall(r"\bfn\s+(\w+)", text[:m.start()])
-                if d == "tools/host/src" and fn and fn[-1] in INTERFACE:
+                if d == "host/src" and fn and fn[-1] in INTERFACE:
                     interface_impls.append((fn[-1], m.group(1).lower(), where))
                 else:
                     used.setdefault(m.group(1).lower(), []).append(where)

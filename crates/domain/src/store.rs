@@ -4,18 +4,7 @@
 //! to do with them (EVALSHA, then EVAL only on NOSCRIPT) is written once, in
 //! [`crate::scripts::run`].
 
-/// One element of a script's reply (Spin flattens nested arrays, so replies are flat lists).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// Lua `false` / missing.
-    Nil,
-    /// Lua number.
-    Int(i64),
-    /// Lua string.
-    Bytes(Vec<u8>),
-    /// Status reply.
-    Status(String),
-}
+pub use seckill_redis_reply::Reply;
 
 /// A script's reply, flat; read it with [`crate::scripts::Reader`].
 #[derive(Debug, Clone, PartialEq, Eq)]

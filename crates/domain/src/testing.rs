@@ -121,19 +121,6 @@ impl Store for FakeStore {
     }
 }
 
-/// Reply elements from plain values: `[0.into(), "x".into()]`.
-impl From<i64> for Reply {
-    fn from(v: i64) -> Self {
-        Reply::Int(v)
-    }
-}
-
-impl From<&str> for Reply {
-    fn from(v: &str) -> Self {
-        Reply::Bytes(v.as_bytes().to_vec())
-    }
-}
-
 /// An orders database that answers each statement with the result queued for it, in order,
 /// and records what ran.
 #[derive(Default)]

@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use seckill_domain::sql::{Cell, DbError, Param, Rows, Sql};
-use seckill_domain::store::{Replies, Reply, Store, StoreError, StoreErrorKind};
+use seckill_domain::store::{Replies, Store, StoreError, StoreErrorKind};
 
 /// The Redis port over any redis-rs connection (single node or cluster).
 pub struct NativeStore<C>(pub Mutex<C>);
@@ -16,39 +16,6 @@ impl<C: redis::ConnectionLike> NativeStore<C> {
     pub fn new(conn: C) -> Self {
         NativeStore(Mutex::new(conn))
     }
-}
-
-/// A Redis reply flattened as Spin's Redis interface hands it to a guest (`RedisResults`'
-/// `from_redis_value` in `crates/factor-outbound-redis/src/host.rs`, spinframework/spin v3.6.3):
-/// arrays and sets flattened recursively into one list; a double or big number as its decimal
-/// text, a boolean as 1 or 0; a map, attribute, verbatim string or push is refused, as is a
-/// server error, with their text. The host's `fermyon:spin/redis` and [`NativeStore`] both
-/// read replies through it, so a script's reply reads the same in and out of WASM.
-pub fn flatten_reply(value: redis::Value) -> Result<Vec<Reply>, String> {
-    fn push(out: &mut Vec<Reply>, value: redis::Value) -> Result<(), String> {
-        use redis::Value;
-        match value {
-            Value::Nil => out.push(Reply::Nil),
-            Value::Int(v) => out.push(Reply::Int(v)),
-            Value::BulkString(b) => out.push(Reply::Bytes(b)),
-            Value::SimpleString(s) => out.push(Reply::Status(s)),
-            Value::Okay => out.push(Reply::Status("OK".to_owned())),
-            Value::Array(items) | Value::Set(items) => {
-                for item in items {
-                    push(out, item)?;
-                }
-            }
-            Value::Double(d) => out.push(Reply::Bytes(d.to_string().into_bytes())),
-            Value::BigNumber(n) => out.push(Reply::Bytes(n.to_string().into_bytes())),
-            Value::Boolean(b) => out.push(Reply::Int(i64::from(b))),
-            Value::ServerError(e) => return Err(format!("{e:?}")),
-            other => return Err(format!("unsupported Redis reply type: {other:?}")),
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    push(&mut out, value)?;
-    Ok(out)
 }
 
 impl<C: redis::ConnectionLike> NativeStore<C> {
@@ -63,7 +30,7 @@ impl<C: redis::ConnectionLike> NativeStore<C> {
         cmd.arg(first).arg(keys.len()).arg(keys).arg(args);
         let mut conn = self.0.lock().expect("no panic holds the connection");
         let value = cmd.query::<redis::Value>(&mut *conn).map_err(store_error)?;
-        flatten_reply(value)
+        seckill_redis_reply::flatten(value)
             .map(Replies)
             .map_err(|e| StoreError::new(StoreErrorKind::Failed, e))
     }
@@ -162,35 +129,5 @@ impl Sql for NativePg {
                 .map(|row| (0..row.len()).map(|i| cell(row, i)).collect())
                 .collect(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Spin's `RedisResults` conversion: nested arrays and sets flattened, a double and a big
-    /// number as text, a boolean as 1 or 0, a map refused.
-    #[test]
-    fn replies_flatten_as_spin_flattens_them() {
-        let reply = redis::Value::Array(vec![
-            redis::Value::Int(1),
-            redis::Value::Set(vec![redis::Value::BulkString(b"two".to_vec())]),
-            redis::Value::Array(vec![redis::Value::Double(2.5), redis::Value::Nil]),
-            redis::Value::Boolean(true),
-            redis::Value::Okay,
-        ]);
-        assert_eq!(
-            flatten_reply(reply).unwrap(),
-            vec![
-                Reply::Int(1),
-                Reply::Bytes(b"two".to_vec()),
-                Reply::Bytes(b"2.5".to_vec()),
-                Reply::Nil,
-                Reply::Int(1),
-                Reply::Status("OK".to_owned()),
-            ]
-        );
-        assert!(flatten_reply(redis::Value::Map(vec![])).is_err());
     }
 }

@@ -314,7 +314,7 @@ variable "ami_id" {
 }
 
 variable "runtime" {
-  description = "What runs the app on the instances. \"spin\" (default): `spin up -f spin.toml` with the cron plugin, the reference runtime. \"seckill-host\": our wasmtime host (tools/host) under ../files/seckill-host.service, from the release tarball of scripts/release.sh given as app_artifact_url (built for instance_arch): pooled Redis connections, every variable resolved once at start, graceful shutdown, optional metrics. Both run the same .wasm files and spin.toml with the same variables; changing it rolls the instances."
+  description = "What runs the app on the instances. \"spin\" (default): `spin up -f spin.toml` with the cron plugin, the reference runtime. \"seckill-host\": our wasmtime host (host) under ../files/seckill-host.service, from the release tarball of scripts/release.sh given as app_artifact_url (built for instance_arch): pooled Redis connections, every variable resolved once at start, graceful shutdown, optional metrics. Both run the same .wasm files and spin.toml with the same variables; changing it rolls the instances."
   type        = string
   default     = "spin"
   validation {

@@ -18,14 +18,12 @@ mod load;
 mod measure;
 mod native;
 mod options;
-mod provider;
 mod raw_redis;
 mod routes;
 mod scale;
 mod server;
 mod spike;
 mod spin_costs;
-mod stack;
 mod table;
 
 use anyhow::Result;
@@ -43,10 +41,6 @@ enum Cli {
     Demo(demo::DemoArgs),
     /// The native baseline server (started by `suite`).
     NativeServe(native::NativeArgs),
-    /// The kit's Stripe sandbox on a fixed address: the local stack's payment provider.
-    Provider(provider::ProviderArgs),
-    /// The local stack the browser tests run against, and a command run against it.
-    Stack(stack::StackArgs),
 }
 
 #[tokio::main]
@@ -55,8 +49,6 @@ async fn main() -> Result<()> {
         Cli::Suite(args) => suite(args).await,
         Cli::Demo(args) => demo::run(args).await,
         Cli::NativeServe(args) => native::serve(args).await,
-        Cli::Provider(args) => provider::serve(args).await,
-        Cli::Stack(args) => stack::run(args).await,
     }
 }
 

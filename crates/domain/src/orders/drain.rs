@@ -1,4 +1,14 @@
 //! The drain: order intents from each shard's Redis stream into Postgres, exactly once.
+//!
+//! Per (event, shard): a Redis lease with a fencing token (`drain_claim.lua`); Postgres keeps the
+//! newest fence (`drain_fences`) and a batch with an older one rolls back, so a drainer whose
+//! lease expired cannot write. A batch is one transaction: a multi-row insert `ON CONFLICT DO
+//! NOTHING` and one `stock_ledger` update by the rows actually inserted. Entries are acknowledged
+//! and orders confirmed only after `COMMIT`, so a crash between redelivers entries that change
+//! nothing. A dead drainer's entries are taken over (`XAUTOCLAIM`); one that keeps failing goes to
+//! the shard's dead letters, never dropped. Acknowledged entries are trimmed. **Invariant: one
+//! drainer per shard, whoever launches it** (cron, jobs route, elected poll): all reach the same
+//! lease and fence through `jobs.rs`.
 
 use std::collections::BTreeMap;
 use std::time::Instant;

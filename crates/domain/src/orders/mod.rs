@@ -4,6 +4,27 @@
 //!
 //! Every function here is called from a scheduled component (spin-trigger-cron) *and* from an
 //! authenticated HTTP route (`functions/jobs`), for platforms without a cron trigger.
+//!
+//! ## Money rules
+//!
+//! - **The provider's word decides.** `orders::start_payment` records what is owed (the price
+//!   bought at, currency, deadline) and opens a Checkout Session, idempotent by our payment id; it
+//!   marks nothing paid. A verified webhook (`provider::verify`: HMAC under any configured secret,
+//!   timestamp tolerance, constant time) pays through `orders::confirm`, in one transaction that
+//!   first records the provider's event (`provider_events`: redelivery changes nothing), then
+//!   compare-and-sets `pending_payment → paid` when amount and currency match. Each provider
+//!   payment is recorded once (`provider_payments`); a late, mismatched or second one owes a
+//!   refund, never pays, and `orders::pay_back` refunds it.
+//! - **No unit back while a payment can succeed.** `orders::release_due` first recovers payments
+//!   whose webhook was lost (`recover_events`), then expires each due order's open session at the
+//!   provider or learns it was paid (`close_sessions`): an order with an open or complete session
+//!   never expires. Only then does `release_expired` lock due rows (`FOR UPDATE SKIP LOCKED`),
+//!   expire them and move them `held → available`, in one transaction. Row locks and the
+//!   compare-and-set on `status` make paid and expired exclusive.
+//! - **A unit goes back once.** `set_order_status.lua` flips the Redis order to `expired` and
+//!   returns the unit in one step, never from a final status (`paid`, `expired`); Postgres marks
+//!   `released_in_redis` after, so a crash between is retried, never doubled.
+//! - Every verified event gets `200`, so the provider stops redelivering.
 
 mod backstop;
 mod confirm;

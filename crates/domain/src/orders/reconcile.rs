@@ -1,5 +1,10 @@
 //! Reconciliation: each event's books, Redis and Postgres side by side, the offenders named,
 //! and (on request) expired units that never went back released.
+//!
+//! It checks, summed over shards, that initial stock = remaining in shards + in transit + in
+//! flight to Postgres + pending or paid + expired awaiting release, and that Postgres's `available
+//! + held` equals it. It writes only when asked to repair (`transfer::repair` first, pending
+//! releases last). A dead-lettered order shows as drift (`dead_orders`) for an operator.
 
 use std::collections::BTreeMap;
 

@@ -5,6 +5,12 @@
 //! between the steps leaves a recorded transfer that [`repair`] finishes; repeating any step
 //! changes nothing. Between lend and credit a unit is in transit: counted by [`stocks`]' caller
 //! as `in_transit`, never lost.
+//!
+//! Why it is exact: every step is one script; a lend is idempotent by id, a credit by `credited`,
+//! and a credit lands whatever the buy becomes. A unit lent but never credited stays recorded at
+//! its lender; `transfer::repair` (each timeout release, and a repairing reconcile) credits it
+//! home once, then settles it. A buyer whose last reply was lost hears `already_bought`.
+//! `transfer::rebalance` (when `transfer::drifted`) moves leftovers the same way.
 
 use serde::Serialize;
 

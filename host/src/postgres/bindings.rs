@@ -6,7 +6,7 @@ wasmtime::component::bindgen!({
         package seckill:postgres-factor;
         world postgres { import spin:postgres/postgres@4.0.0; }
     ",
-    path: "../../wit/deps/spin-postgres@4.0.0",
+    path: "../wit/deps/spin-postgres@4.0.0",
     imports: { default: async },
     with: { "spin:postgres/postgres.connection": crate::postgres::client::PgConnection },
 });

@@ -396,7 +396,7 @@ source = "a.wasm"
 
     #[test]
     fn every_route_of_both_manifests_has_a_class() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         for name in ["spin.toml", "spin.http.toml"] {
             let path = root.join(name);
             let file = ManifestFile::load(&path).unwrap();

@@ -14,7 +14,7 @@ use redis::aio::{
     ConnectionLike as _, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
 use redis::{FromRedisValue, Value};
-use seckill_domain::store::Reply;
+use seckill_redis_reply::Reply;
 use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
@@ -33,7 +33,7 @@ mod bindings {
             package seckill:redis-factor;
             world redis { import fermyon:spin/redis@2.0.0; }
         ",
-        path: "../../wit/deps/spin@2.0.0",
+        path: "../wit/deps/spin@2.0.0",
         imports: { default: async },
         with: { "fermyon:spin/redis.connection": crate::redis::RedisConnection },
     });
@@ -438,9 +438,9 @@ impl HostConnection for InstanceState {
 }
 
 /// A reply as the interface's `redis-result`s, flattened as Spin flattens it (the one flattening
-/// the host and the native adapter share: [`seckill_native::flatten_reply`]).
+/// the host and the native adapter share: [`seckill_redis_reply::flatten`]).
 fn flatten(value: Value) -> Result<Vec<RedisResult>, Error> {
-    let replies = seckill_native::flatten_reply(value).map_err(Error::Other)?;
+    let replies = seckill_redis_reply::flatten(value).map_err(Error::Other)?;
     Ok(replies
         .into_iter()
         .map(|reply| match reply {

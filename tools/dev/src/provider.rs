@@ -1,4 +1,4 @@
-//! `seckill-bench provider`: the kit's Stripe sandbox on a fixed address, as the local stack's
+//! `seckill-dev provider`: the kit's Stripe sandbox on a fixed address, as the local stack's
 //! payment provider (`scripts/up.sh`), the way Stripe's test mode stands in for live: the API
 //! the pay route and the jobs call, the hosted checkout a buyer pays on, and signed events to
 //! the app's webhook with Stripe's retries. It charges nobody.

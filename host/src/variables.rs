@@ -20,7 +20,7 @@ mod bindings {
             package seckill:variables-factor;
             world variables { import fermyon:spin/variables@2.0.0; }
         ",
-        path: "../../wit/deps/spin@2.0.0",
+        path: "../wit/deps/spin@2.0.0",
         imports: { default: async },
     });
 }

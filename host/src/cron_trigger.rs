@@ -22,7 +22,7 @@ use bindings::fermyon::spin_cron::cron_types::{Error, Metadata};
 /// trigger is its only user.
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../../wit/deps/spin-cron@2.0.0",
+        path: "../wit/deps/spin-cron@2.0.0",
         world: "fermyon:spin-cron/spin-cron",
         exports: { default: async },
     });

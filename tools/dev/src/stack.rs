@@ -1,4 +1,4 @@
-//! `seckill-bench stack -- COMMAND…`: the local stack the browser tests run against, started
+//! `seckill-dev stack -- COMMAND…`: the local stack the browser tests run against, started
 //! from the test kit like every test's — a Redis and a migrated PostgreSQL of its own, the host
 //! serving `spin.toml` (the demo login on, the cron triggers off: the tests drain by hand) and
 //! the kit's Stripe sandbox as its payment provider (checkout sessions, the hosted page, signed
@@ -7,16 +7,18 @@
 //! `SECKILL_VIEWER_TOKEN`, `SECKILL_PROVIDER_URL`, `SECKILL_WEBHOOK_SECRET`, `SECKILL_REDIS_URL`). Everything stops with
 //! it, and its exit status is the stack's.
 
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use seckill_testkit::host_process::host_binary;
 use seckill_testkit::stripe::RESTRICTED_KEY;
 use seckill_testkit::{
     ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET, PgServer, RedisServer, StripeSandbox, VIEWER_TOKEN,
+    free_port, repo_root,
 };
-
-use crate::server::HostProcess;
 
 /// `stack` flags.
 #[derive(clap::Args)]
@@ -47,12 +49,10 @@ pub async fn run(args: StackArgs) -> Result<()> {
     vars.push(("settings", "demo_login=true".to_owned()));
     vars.push(("payment_api_url", provider_url.clone()));
     vars.push(("payment_api_key", RESTRICTED_KEY.to_owned()));
-    let (mut cmd, addr) = HostProcess::command("spin.toml", &vars, false, false, &[])?;
     if let Some(dir) = args.host_log.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    cmd.stderr(std::fs::File::create(&args.host_log)?);
-    let host = HostProcess::spawn(cmd, addr)?;
+    let (host, addr) = host(&vars, std::fs::File::create(&args.host_log)?)?;
     sandbox.add_webhook_endpoint(
         &format!("http://{addr}/api/payments/webhook"),
         &[PAYMENT_WEBHOOK_SECRET],
@@ -84,4 +84,45 @@ pub async fn run(args: StackArgs) -> Result<()> {
     }
     drop((redis, pg));
     std::process::exit(status.code().unwrap_or(1))
+}
+
+/// The host serving `spin.toml` with `vars`, its cron triggers off and its log into `log`,
+/// once it accepts connections; killed when dropped.
+fn host(vars: &[(&str, String)], log: std::fs::File) -> Result<(Host, SocketAddr)> {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
+    let mut cmd = Command::new(host_binary()?);
+    cmd.args([
+        "up",
+        "--no-cron",
+        "--listen",
+        &addr.to_string(),
+        "--manifest",
+    ])
+    .arg(repo_root().join("spin.toml"))
+    .env("RUST_LOG", "error")
+    .stdout(Stdio::null())
+    .stderr(log);
+    for (k, v) in vars {
+        cmd.env(format!("SPIN_VARIABLE_{}", k.to_ascii_uppercase()), v);
+    }
+    let host = Host(cmd.spawn().context("starting seckill-host")?);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(addr).is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the host did not listen within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((host, addr))
+}
+
+/// The host's process, killed when dropped.
+struct Host(Child);
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
