@@ -25,7 +25,7 @@ PACKAGES=(-p seckill-host -p seckill-domain -p seckill-redis-reply -p seckill-sp
   -p seckill-tests -p seckill-bench -p seckill-dev -p web -p seckill-admin)
 ARGS=("$@")
 
-# The suite's switches (tools/testkit/src/switches.rs), set for every run: the first run takes
+# The suite's switches (tools/testkit/src/suite_runs.rs), set for every run: the first run takes
 # these, each later run changes one.
 SWITCHES=(SECKILL_MANIFEST=spin.toml SECKILL_TRANSPORT=redis SECKILL_REDIS_NODES=1)
 

@@ -247,7 +247,7 @@ async fn admit_from(
 /// it gains nothing, while another /64 has its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_bucket_holds_per_event_and_an_ipv6_client_shares_its_64() -> Result<()> {
-    let (_redis, _pg, app) = crate::switches::start_behind_a_proxy().await?;
+    let (_redis, _pg, app) = crate::pause_and_deny::start_behind_a_proxy().await?;
     let config = json!({ "stock": 40, "shards": 4, "pow_difficulty": 4,
                          "admission_addr_rate": 0.001, "admission_addr_burst": 4 });
     app.open_event("v4", config.clone()).await?;

@@ -14,7 +14,7 @@
 //! - `archive` — an ended event archived and back, recorded; refusals change nothing;
 //! - `limits` — the per-user and the event-wide rate limits;
 //! - `redis_budget` — what a request costs Redis: commands, AOF writes;
-//! - `poll`, `lottery`, `switches` — the poll's states, the lottery, pause and deny lists;
+//! - `poll`, `lottery`, `pause_and_deny` — the poll's states, the lottery, pause and deny lists;
 //! - `errors` — a script failing on the data, an unreachable Redis;
 //! - `config_center` — versions and rollback, the gray release, the global bucket, shadow mode,
 //!   the metrics.
@@ -37,10 +37,10 @@ mod input;
 mod limits;
 mod lottery;
 mod operators;
+mod pause_and_deny;
 mod poll;
 mod redis_budget;
 mod sell_out;
-mod switches;
 mod tokens;
 mod windows;
 

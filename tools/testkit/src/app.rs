@@ -13,10 +13,10 @@ use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
 use crate::auth::ADMIN_TOKEN;
+use crate::machine::repo_root;
 use crate::manifests::{fold_settings, is_product};
 use crate::record::{Exchange, record_exchange};
 use crate::rest_facade::RestFacade;
-use crate::support::repo_root;
 use crate::tls::TestCa;
 use crate::transport::{over_rest, rest_transport};
 use crate::walk::{Buyer, Client, Reply, Request};
@@ -557,13 +557,13 @@ fn redis_urls(vars: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
-/// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::switches::switches)): a product
+/// `SECKILL_REDIS_NODES=N` (one of the suite's [`switches`](crate::suite_runs::switches)): a product
 /// manifest's one Redis node becomes N — the test's own first, then N − 1 started here — so
 /// every event's shards spread over N real `redis-server`s. Returns the started nodes.
 fn spread_over_env_nodes(
     vars: &mut [(&str, String)],
 ) -> Result<Vec<crate::redis_server::RedisServer>> {
-    let n = crate::switches::switches().redis_nodes;
+    let n = crate::suite_runs::switches().redis_nodes;
     let own = redis_urls(vars);
     if n <= 1 || own.len() != 1 {
         return Ok(Vec::new());

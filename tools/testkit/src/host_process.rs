@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::support::{free_port, repo_root, wait_for};
+use crate::machine::{free_port, repo_root, wait_for};
 
 /// A `seckill-host up` of this test alone, killed when dropped.
 pub struct HostProcess {

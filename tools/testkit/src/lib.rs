@@ -17,18 +17,19 @@
 //!   pay), over any [`walk::Client`]: the tests', the bench's and the demo's one walk;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
 //! - `record` — the API exchange recorder behind the OpenAPI check;
-//! - `switches` — [`switches`]: the suite's manifest, transport and node count, from the
+//! - `suite_runs` — [`switches`]: the suite's manifest, transport and node count, from the
 //!   environment;
-//! - `support` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness;
+//! - `machine` — [`repo_root`], [`free_port`], finding binaries, waiting for readiness;
 //! - `spin_costs` — [`walk_costs`]: what each request of a walk would cost real Spin;
 //! - `scratch` — where the servers keep their data (in memory when there is room).
 //!
-//! Imports go one way: `support`, `scratch`, `tls`, `auth` and `record` use no other module;
+//! Imports go one way: `machine`, `scratch`, `tls`, `auth` and `record` use no other module;
 //! `app` is the only module that nothing else uses.
 
 mod app;
 mod auth;
 pub mod host_process;
+mod machine;
 mod manifests;
 mod pg_server;
 pub mod pow;
@@ -40,8 +41,7 @@ pub mod rest_facade;
 mod scratch;
 mod spin_costs;
 pub mod stripe;
-mod support;
-mod switches;
+mod suite_runs;
 mod tls;
 mod transport;
 pub mod walk;
@@ -51,6 +51,7 @@ pub use auth::{
     ADMIN_TOKEN, ADMISSION_SECRET, JWT_SECRET, OPERATOR, ROTATED_ADMIN_TOKEN, SCHEDULER,
     SCHEDULER_TOKEN, VIEWER, VIEWER_TOKEN, jwt_for, operators,
 };
+pub use machine::{free_port, repo_root};
 pub use manifests::{
     app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,
     product_manifest,
@@ -61,7 +62,6 @@ pub use realistic_ids::{ID_KINDS, realistic_ids};
 pub use redis_server::{Monitor, RedisServer};
 pub use spin_costs::{Costed, walk_costs};
 pub use stripe::StripeSandbox;
-pub use support::{free_port, repo_root};
-pub use switches::{Switches, switches};
+pub use suite_runs::{Switches, switches};
 pub use tls::TestCa;
 pub use transport::rest_transport;

@@ -4,15 +4,15 @@
 use anyhow::Result;
 
 use crate::auth::{ADMISSION_SECRET, JWT_SECRET, operators};
+use crate::machine::repo_root;
 use crate::pg_server::PgServer;
 use crate::redis_server::RedisServer;
-use crate::support::repo_root;
 
 /// The product manifest the sale tests serve: `spin.toml` (self-hosted Spin, cron plugin), or
 /// `spin.http.toml`, the manifest every platform accepts, as `SECKILL_MANIFEST` (one of the
-/// suite's [`switches`](crate::switches::switches)) says.
+/// suite's [`switches`](crate::suite_runs::switches)) says.
 pub fn product_manifest() -> &'static str {
-    &crate::switches::switches().manifest
+    &crate::suite_runs::switches().manifest
 }
 
 /// Whether `manifest` is one of the product's, whose routes `api/openapi.yaml` describes and

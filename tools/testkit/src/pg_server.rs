@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::machine::{find_binary, free_port, repo_root, wait_for};
 use crate::scratch;
-use crate::support::{find_binary, free_port, repo_root, wait_for};
 use crate::tls::TestCa;
 
 /// A PostgreSQL cluster of this test alone (a copy of the `initdb` template in a temp dir, in

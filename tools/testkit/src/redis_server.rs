@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use crate::machine::{find_binary, free_port, repo_root, wait_for};
 use crate::scratch;
-use crate::support::{find_binary, free_port, repo_root, wait_for};
 use crate::tls::TestCa;
 
 /// A `redis-server` of this test alone.

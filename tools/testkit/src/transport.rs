@@ -7,9 +7,9 @@ use crate::rest_facade::RestFacade;
 use crate::tls::TestCa;
 
 /// Whether the tests reach Redis through the REST facade (`SECKILL_TRANSPORT=rest`, one of the
-/// suite's [`switches`](crate::switches::switches)).
+/// suite's [`switches`](crate::suite_runs::switches)).
 pub fn rest_transport() -> bool {
-    crate::switches::switches().rest
+    crate::suite_runs::switches().rest
 }
 
 /// Puts a REST facade (certificate from a new CA) in front of every `redis://` node of `vars`

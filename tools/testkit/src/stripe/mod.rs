@@ -559,12 +559,14 @@ impl StripeSandbox {
             .collect();
         self.with_state(|s, now| {
             s.create_payment(
-                amount,
-                &currency.to_ascii_lowercase(),
-                Value::Object(metadata),
-                None,
-                None,
-                None,
+                state::Payment {
+                    amount,
+                    currency: currency.to_ascii_lowercase(),
+                    metadata: Value::Object(metadata),
+                    description: None,
+                    receipt_email: None,
+                    session: None,
+                },
                 &Origin::default(),
                 now,
             )

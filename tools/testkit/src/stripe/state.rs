@@ -691,30 +691,30 @@ impl State {
     pub fn charge_again(&mut self, id: &str, amount: Option<i64>, now: i64) -> Option<String> {
         let session = self.sessions.get(id)?.clone();
         Some(self.create_payment(
-            amount.unwrap_or(session.amount_total),
-            &session.currency,
-            session.pi_metadata.clone(),
-            session.pi_description.clone(),
-            None,
-            None,
+            Payment {
+                amount: amount.unwrap_or(session.amount_total),
+                currency: session.currency.clone(),
+                metadata: session.pi_metadata.clone(),
+                description: session.pi_description.clone(),
+                receipt_email: None,
+                session: None,
+            },
             &Origin::default(),
             now,
         ))
     }
 
     /// A succeeded payment: a PaymentIntent and its Charge, with their events.
-    #[allow(clippy::too_many_arguments)]
-    pub fn create_payment(
-        &mut self,
-        amount: i64,
-        currency: &str,
-        metadata: Value,
-        description: Option<String>,
-        receipt_email: Option<String>,
-        session: Option<String>,
-        origin: &Origin,
-        now: i64,
-    ) -> String {
+    pub fn create_payment(&mut self, payment: Payment, origin: &Origin, now: i64) -> String {
+        let Payment {
+            amount,
+            currency,
+            metadata,
+            description,
+            receipt_email,
+            session,
+        } = payment;
+        let currency = currency.as_str();
         let pi_id = new_id("pi_", 24);
         let charge_id = new_id("ch_", 24);
         let intent = PaymentIntent {
@@ -774,12 +774,14 @@ impl State {
         }
         let origin = Origin::default();
         let pi = self.create_payment(
-            s.amount_total,
-            &s.currency,
-            s.pi_metadata.clone(),
-            s.pi_description.clone(),
-            s.receipt_email.clone().or(s.customer_email.clone()),
-            Some(s.id.clone()),
+            Payment {
+                amount: s.amount_total,
+                currency: s.currency.clone(),
+                metadata: s.pi_metadata.clone(),
+                description: s.pi_description.clone(),
+                receipt_email: s.receipt_email.clone().or(s.customer_email.clone()),
+                session: Some(s.id.clone()),
+            },
             &origin,
             now,
         );
@@ -1031,4 +1033,15 @@ pub(crate) fn metadata_of(v: &Value) -> Value {
         Some(Value::Object(m)) => Value::Object(m.clone()),
         _ => Value::Object(Map::new()),
     }
+}
+
+/// What a succeeded payment is for: a PaymentIntent's fields, and the Checkout Session it
+/// completes, if any.
+pub struct Payment {
+    pub amount: i64,
+    pub currency: String,
+    pub metadata: Value,
+    pub description: Option<String>,
+    pub receipt_email: Option<String>,
+    pub session: Option<String>,
 }

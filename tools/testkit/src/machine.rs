@@ -1,5 +1,5 @@
-//! What the servers share: where the repository is, free ports, server binaries, polling
-//! until a server answers. It imports no other module of the kit, so any of them may use it.
+//! This machine as the servers find it: where the repository is, free ports, server binaries,
+//! polling until a server answers. It imports no other module of the kit, so any may use it.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
