@@ -2,8 +2,10 @@
 """Every path of this repository that a document, script, manifest, Terraform file or source
 comment names exists: a file moved or renamed leaves no reader following a dead name.
 
-A path is a token starting with one of the repository's top-level folders (`host/src/serve.rs`,
-`tools/bench/`, `shared/lua/buy.lua`); a glob (`functions/*`) must match something. Paths of
+A path is a token starting with one of the repository's top-level folders
+(`host/src/trigger/serve.rs`, `tools/bench/`, `shared/lua/buy.lua`) or with a folder beside
+the file that names it (`src/spin_costs.rs` in host/README.md); a glob (`functions/*`) must
+match something. Paths of
 other repositories are told apart as they are written: inside a URL, or under `crates/` with a
 crate name this repository does not have (Spin's `crates/trigger-http/src/server.rs`, cited
 with its tag), or right after the other repository's name (`spin-operator api/v1alpha1/…`). A
@@ -28,8 +30,8 @@ SKIPPED_DIRS = ("wit/deps/",)
 # Repositories whose own paths our text cites after their name.
 FOREIGN = ("spin-operator",)
 
-# Tokens shaped like a path that are not one: a rate of Redis scripts per second.
-NOT_PATHS = {"scripts/s"}
+# Tokens shaped like a path that are not one: rates (Redis scripts, orders per second).
+NOT_PATHS = {"scripts/s", "orders/s"}
 
 
 def exists(name, written_in):
@@ -55,15 +57,24 @@ def main():
     files = tracked()
     tops = sorted({p.split("/", 1)[0] for p in files if "/" in p})
     our_crates = {p.split("/")[1] for p in files if p.startswith("crates/")}
-    # A top-level folder, then path characters; not inside a longer word, path or URL.
-    pattern = re.compile(
-        r"(?<![\w./:@-])((?:%s)/[\w./*{}@-]*)" % "|".join(re.escape(t) for t in tops)
-    )
+    folders = {os.path.dirname(p) for p in files}
     dead = []
     checked = 0
     for path in files:
         if not path.endswith(SCANNED) or path.startswith(SKIPPED_DIRS):
             continue
+        # A top-level folder or one beside the file, then path characters; not inside a
+        # longer word, path or URL.
+        here = os.path.dirname(path)
+        beside = {
+            f[len(here) + 1 :].split("/", 1)[0]
+            for f in folders
+            if here and f.startswith(here + "/")
+        }
+        pattern = re.compile(
+            r"(?<![\w./:@-])((?:%s)/[\w./*{}@-]*)"
+            % "|".join(re.escape(t) for t in sorted(set(tops) | beside))
+        )
         try:
             text = open(os.path.join(ROOT, path), encoding="utf-8").read()
         except (UnicodeDecodeError, FileNotFoundError):

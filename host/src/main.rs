@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use seckill_host::expressions::Providers;
-use seckill_host::http_trigger::HttpTrigger;
-use seckill_host::metrics::Metrics;
-use seckill_host::overload::QueueControl;
-use seckill_host::serve::ServeOptions;
+use seckill_host::app::expressions::Providers;
+use seckill_host::trigger::http::HttpTrigger;
+use seckill_host::trigger::metrics::Metrics;
+use seckill_host::trigger::overload::QueueControl;
+use seckill_host::trigger::serve::ServeOptions;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;
 
@@ -220,8 +220,8 @@ impl AppArgs {
                     .unwrap_or(QueueControl::DEFAULT.interval),
             },
             tls: match &self.tls_ca {
-                Some(path) => seckill_host::tls::TlsTrust::with_extra_ca(path)?,
-                None => seckill_host::tls::TlsTrust::system(),
+                Some(path) => seckill_host::factors::tls::TlsTrust::with_extra_ca(path)?,
+                None => seckill_host::factors::tls::TlsTrust::system(),
             },
             compile_cache: self.compile_cache.clone(),
         };
@@ -243,7 +243,7 @@ fn main() -> Result<()> {
         LogFormat::Json => subscriber.json().flatten_event(true).init(),
     }
     // The guests' runtime (connections are served on a front runtime of their own:
-    // `seckill_host::serve`). Admitted requests arrive from the front through the shared queue,
+    // `seckill_host::trigger::serve`). Admitted requests arrive from the front through the shared queue,
     // which a busy worker looks at only every `global_queue_interval` tasks of its own (61 by
     // default): looking more often starts a request that got its slot sooner.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -265,7 +265,7 @@ fn main() -> Result<()> {
             }
             Command::Cron { app, component } => {
                 let app = app.load()?;
-                seckill_host::cron_trigger::run_once(&app, &component).await
+                seckill_host::trigger::cron::run_once(&app, &component).await
             }
             Command::BenchInstantiate { app, component, iterations } => {
                 let app = app.load()?;
@@ -312,7 +312,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
             let listener = tokio::net::TcpListener::bind(addr).await?;
             tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
             let metrics = Arc::new(Metrics::new(instances.clone()));
-            tokio::spawn(seckill_host::metrics::serve(metrics.clone(), listener));
+            tokio::spawn(seckill_host::trigger::metrics::serve(metrics.clone(), listener));
             Some(metrics)
         }
         None => None,
@@ -321,7 +321,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
     let mut sigint = signal(SignalKind::interrupt())?;
     let shutdown = CancellationToken::new();
     let crons = (!no_cron).then(|| {
-        tokio::spawn(seckill_host::cron_trigger::run_schedules_until(
+        tokio::spawn(seckill_host::trigger::cron::run_schedules_until(
             app.clone(),
             shutdown.clone(),
             metrics.clone(),
@@ -339,7 +339,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
         metrics,
     };
     tracing::info!("serving {} on http://{}", app.name, listener.local_addr()?);
-    let mut server = tokio::spawn(seckill_host::serve::serve(
+    let mut server = tokio::spawn(seckill_host::trigger::serve::serve(
         app.clone(),
         listener,
         options,
@@ -362,7 +362,7 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
         }
         // A guest whose client went away, or whose response is still streaming, holds an
         // instance until it returns.
-        seckill_host::serve::instances_done(&instances).await;
+        seckill_host::trigger::serve::instances_done(&instances).await;
         anyhow::Ok(())
     };
     match tokio::time::timeout(grace, drained).await {

@@ -393,7 +393,7 @@ async fn a_request_that_finds_no_instance_in_time_is_shed_with_retry_after() -> 
         Some("1")
     );
     let body = shed.text().await?;
-    assert_eq!(body, seckill_host::http_trigger::SHED_MESSAGE);
+    assert_eq!(body, seckill_host::trigger::http::SHED_MESSAGE);
     assert_eq!(slow.await??, 200, "the guest holding the slot finished");
     let (status, body) = app.get("/hello").await?;
     assert_eq!((status, body.as_str()), (200, "hello"));
@@ -417,7 +417,7 @@ async fn a_trapping_guest_gives_500_and_the_next_request_succeeds() -> Result<()
 async fn cron_triggers_fire_on_schedule() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     let app = conformance_app(&redis, &pg).await?;
-    let schedules = tokio::spawn(seckill_host::cron_trigger::run_schedules(app.app.clone()));
+    let schedules = tokio::spawn(seckill_host::trigger::cron::run_schedules(app.app.clone()));
     let mut conn = redis.client().get_multiplexed_async_connection().await?;
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?

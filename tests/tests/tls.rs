@@ -1,4 +1,4 @@
-//! TLS to Redis and Postgres, as Spin does it (`host/src/tls.rs`): `rediss://` and any
+//! TLS to Redis and Postgres, as Spin does it (`host/src/factors/tls.rs`): `rediss://` and any
 //! Postgres `sslmode` but `disable` verify the certificate chain and the host name against the
 //! system's roots plus the operator's CA. A real `redis-server` with `tls-port` and a real
 //! PostgreSQL with `ssl = on`, both with a certificate from a test CA for `localhost` only.

@@ -393,7 +393,7 @@ impl Answer {
     /// Whether this is the host's own shed answer (`503`, its plain-text message): the request
     /// never ran.
     pub fn is_shed(&self) -> bool {
-        self.status == 503 && self.body == seckill_host::http_trigger::SHED_MESSAGE.as_bytes()
+        self.status == 503 && self.body == seckill_host::trigger::http::SHED_MESSAGE.as_bytes()
     }
 }
 

@@ -8,7 +8,7 @@
 //! over a pool of [`POOL`] keep-alive connections, each request on the first that is free (as a
 //! CDN or a load balancer talks to the origin).
 //!
-//! Per request class, as the manifest declares it (`seckill_host::classes::Classifier`: the
+//! Per request class, as the manifest declares it (`seckill_host::trigger::classes::Classifier`: the
 //! bench names no class of its own): what was sent; the share answered and how fast, from the
 //! due time and from the moment the client began sending; the share shed (the host's `503` +
 //! `Retry-After`, never run) and how fast, and where a shed answer's time went: before the
@@ -31,7 +31,7 @@ use anyhow::{Context, Result};
 use http::Method;
 
 use seckill_domain::event::EventId;
-use seckill_host::classes::{Class, Classifier};
+use seckill_host::trigger::classes::{Class, Classifier};
 use seckill_testkit::provider::{signature, unix_s};
 use seckill_testkit::{
     ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET, PgServer, Provider, RedisServer, jwt_for,

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use seckill_host::expressions::Providers;
-use seckill_host::overload::QueueControl;
-use seckill_host::tls::TlsTrust;
+use seckill_host::app::expressions::Providers;
+use seckill_host::trigger::overload::QueueControl;
+use seckill_host::factors::tls::TlsTrust;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
@@ -181,7 +181,7 @@ impl<'a> TestAppBuilder<'a> {
         let server = tokio::spawn({
             let app = app.clone();
             async move {
-                let _ = seckill_host::serve::serve_until_dropped(app, listener).await;
+                let _ = seckill_host::trigger::serve::serve_until_dropped(app, listener).await;
             }
         });
         Ok(TestApp {

@@ -39,7 +39,7 @@ impl TestCa {
     }
 
     /// The host's trust: the system's roots plus this CA, as `--tls-ca` gives it.
-    pub fn trust(&self) -> Result<seckill_host::tls::TlsTrust> {
-        seckill_host::tls::TlsTrust::with_extra_ca(Path::new(&self.path("ca.pem")))
+    pub fn trust(&self) -> Result<seckill_host::factors::tls::TlsTrust> {
+        seckill_host::factors::tls::TlsTrust::with_extra_ca(Path::new(&self.path("ca.pem")))
     }
 }

@@ -2,7 +2,7 @@
 # [application.tool.seckill.request_classes] (real Spin ignores `tool` tables: spin v3.6.3
 # crates/manifest/src/schema/v2.rs, `AppDetails::tool`), one entry per [[trigger.http]] route.
 # An entry is a class, or an inline table by method with "*" for the other methods; HEAD falls
-# back to GET when the table names GET and not HEAD (as host/src/classes.rs reads it).
+# back to GET when the table names GET and not HEAD (as host/src/trigger/classes.rs reads it).
 # Classes, most protected first: critical, sale, entry, read.
 #
 # The roots use it to give the critical (route, method) pairs capacity of their own: the path

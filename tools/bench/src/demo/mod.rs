@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use crate::load::{Call, KeptAlive};
 use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
-use seckill_host::classes::Classifier;
+use seckill_host::trigger::classes::Classifier;
 use seckill_testkit::walk::{Buyer, Client, Reply, Request};
 
 /// Settings of a simulated sale.

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use seckill_host::classes::Class;
+use seckill_host::trigger::classes::Class;
 use seckill_testkit::stripe::WebhookStats;
 use seckill_testkit::{ADMIN_TOKEN, PgServer, StripeSandbox};
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ pub async fn write(
         .flat_map(|d| &d.attempts)
         .filter(|a| {
             a.status == Some(503)
-                && a.response.as_deref() == Some(seckill_host::http_trigger::SHED_MESSAGE)
+                && a.response.as_deref() == Some(seckill_host::trigger::http::SHED_MESSAGE)
         })
         .count() as u64;
     let critical_shed = classes[Class::Critical.as_str()]["shed"]

@@ -8,5 +8,5 @@ wasmtime::component::bindgen!({
     ",
     path: "../wit/deps/spin-postgres@4.0.0",
     imports: { default: async },
-    with: { "spin:postgres/postgres.connection": crate::postgres::client::PgConnection },
+    with: { "spin:postgres/postgres.connection": crate::factors::postgres::client::PgConnection },
 });

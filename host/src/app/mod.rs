@@ -3,28 +3,34 @@
 //! triggers. Everything that can be checked is checked here, at startup, so that a request never
 //! meets a configuration error.
 
+pub mod component;
+pub mod expressions;
+pub mod manifest;
+pub mod runtime;
+pub mod state;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::cron_trigger::CronTrigger;
-use crate::expressions::{self, Providers};
-use crate::factor::{ConnectionMode, HostConfig};
-use crate::http_trigger::{HttpTrigger, RequestLimits};
-use crate::manifest::ManifestFile;
-use crate::runtime::Runtime;
+use crate::trigger::cron::CronTrigger;
+use expressions::Providers;
+use crate::factors::{ConnectionMode, HostConfig};
+use crate::trigger::http::{HttpTrigger, RequestLimits};
+use crate::app::manifest::ManifestFile;
+use crate::app::runtime::Runtime;
 use crate::spin_costs::SpinCostTotals;
-use crate::state::Services;
+use crate::app::state::Services;
 
-pub use crate::http_trigger::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
-use crate::overload::{Gate, QueueControl};
+pub use crate::trigger::http::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
+use crate::trigger::overload::{Gate, QueueControl};
 
 /// Request instances alive at once by default: 64 per core. Spin keeps 1,000 whatever the
 /// machine (`SPIN_MAX_INSTANCE_COUNT`, `crates/core/src/lib.rs`); on a 2-core machine that many
 /// guests in flight only queue for the CPU, so every await of every guest (the drain's, a
 /// buyer's Redis reply) waits behind a thousand others, while past this many a spike waits in
-/// the slot queues under their queue control ([`crate::overload`]), or is shed. 64 per core keeps Redis and
+/// the slot queues under their queue control ([`crate::trigger::overload`]), or is shed. 64 per core keeps Redis and
 /// Postgres busy (each request waits on them a fraction of a millisecond).
 pub fn default_max_instances() -> u32 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -51,7 +57,7 @@ pub struct Options {
     /// `Retry-After` (shed), by how long its class's queue has stood.
     pub queue_control: QueueControl,
     /// The roots `rediss://` and Postgres TLS trust: the system's, plus an operator's CA.
-    pub tls: crate::tls::TlsTrust,
+    pub tls: crate::factors::tls::TlsTrust,
     /// Where compiled components are kept between loads (`None`: compile every time).
     pub compile_cache: Option<std::path::PathBuf>,
 }
@@ -151,14 +157,14 @@ impl App {
     }
 }
 
-/// What [`crate::serve::serve`] serves.
+/// What [`crate::trigger::serve::serve`] serves.
 impl AsRef<HttpTrigger> for App {
     fn as_ref(&self) -> &HttpTrigger {
         &self.http
     }
 }
 
-/// What [`crate::cron_trigger::run_schedules`] runs.
+/// What [`crate::trigger::cron::run_schedules`] runs.
 impl AsRef<CronTrigger> for App {
     fn as_ref(&self) -> &CronTrigger {
         &self.cron

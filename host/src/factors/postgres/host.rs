@@ -12,8 +12,8 @@ use super::bindings::spin::postgres::postgres::{self as pg, ParameterValue, RowS
 use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
-use crate::component::ComponentConfig;
-use crate::factor::{Factor, HostConfig};
+use crate::app::component::ComponentConfig;
+use crate::factors::{Factor, HostConfig};
 use crate::spin_costs::InstanceMeter;
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table

@@ -18,10 +18,10 @@ use seckill_redis_reply::Reply;
 use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
-use crate::component::ComponentConfig;
-use crate::factor::{ConnectionMode, Factor, HostConfig};
+use crate::app::component::ComponentConfig;
+use crate::factors::{ConnectionMode, Factor, HostConfig};
 use crate::spin_costs::InstanceMeter;
-use crate::tls::TlsTrust;
+use crate::factors::tls::TlsTrust;
 use bindings::fermyon::spin::redis::{
     self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
 };
@@ -35,7 +35,7 @@ mod bindings {
         ",
         path: "../wit/deps/spin@2.0.0",
         imports: { default: async },
-        with: { "fermyon:spin/redis.connection": crate::redis::RedisConnection },
+        with: { "fermyon:spin/redis.connection": crate::factors::redis::RedisConnection },
     });
 }
 
@@ -491,7 +491,7 @@ mod server_tests {
     use seckill_testkit::RedisServer;
 
     use super::*;
-    use crate::allowed_hosts::AllowedHosts;
+    use crate::factors::allowed_hosts::AllowedHosts;
 
     /// The Redis state of an instance whose component may reach any loopback Redis, using
     /// `redis`.

@@ -16,11 +16,11 @@ use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtxView;
 
-use crate::component::ComponentConfig;
-use crate::factor::{Factor, HostConfig};
-use crate::outbound_http::HttpPool;
+use crate::app::component::ComponentConfig;
+use crate::factors::{Factor, HostConfig};
+use crate::factors::outbound_http::HttpPool;
 use crate::spin_costs::{ComponentCosts, InstanceMeter};
-use crate::{outbound_http, postgres, redis, variables, wasi};
+use crate::factors::{outbound_http, postgres, redis, variables, wasi};
 
 /// Declares the factors: their app-wide states ([`Services`]), their instance states
 /// ([`Factors`]) and their linking.

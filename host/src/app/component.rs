@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::allowed_hosts::AllowedHosts;
+use crate::factors::allowed_hosts::AllowedHosts;
 
 /// A component's resolved variables (name → value).
 pub type ComponentVariables = BTreeMap<String, String>;

@@ -11,10 +11,10 @@ use anyhow::{Result, anyhow};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
-use crate::manifest::{ManifestError, ManifestFile};
-use crate::metrics::Metrics;
-use crate::runtime::Runtime;
-use crate::state::Ctx;
+use crate::app::manifest::{ManifestError, ManifestFile};
+use crate::trigger::metrics::Metrics;
+use crate::app::runtime::Runtime;
+use crate::app::state::Ctx;
 use bindings::SpinCronPre;
 use bindings::fermyon::spin_cron::cron_types::{Error, Metadata};
 

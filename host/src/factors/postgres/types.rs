@@ -344,7 +344,7 @@ impl FromSql<'_> for Other {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::postgres::bindings::spin::postgres::postgres::RangeBoundKind;
+    use crate::factors::postgres::bindings::spin::postgres::postgres::RangeBoundKind;
 
     /// Encodes `param` for a parameter of type `ty`, with tokio-postgres's type check.
     fn encode(param: &SqlParam, ty: &Type) -> Result<Vec<u8>, String> {

@@ -58,7 +58,7 @@ pub struct Application {
     pub authors: Vec<String>,
     /// Settings of tools and plugins, which Spin ignores (spin v3.6.3
     /// `crates/manifest/src/schema/v2.rs`, `AppDetails::tool`); this host reads `seckill`'s
-    /// request classes ([`crate::classes`]).
+    /// request classes ([`crate::trigger::classes`]).
     #[serde(default)]
     pub tool: BTreeMap<String, toml::Table>,
 }

@@ -24,12 +24,12 @@ use hyper::body::Body;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use crate::classes::{Class, RequestClasses, ToolTable};
-use crate::manifest::{ManifestError, ManifestFile};
-use crate::overload::{Permit, Refused};
-use crate::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
-use crate::runtime::Runtime;
-use crate::state::Ctx;
+use crate::trigger::classes::{Class, RequestClasses, ToolTable};
+use crate::app::manifest::{ManifestError, ManifestFile};
+use crate::trigger::overload::{Permit, Refused};
+use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
+use crate::app::runtime::Runtime;
+use crate::app::state::Ctx;
 
 /// The body of every response this server sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;
@@ -56,7 +56,7 @@ pub const SHED_MESSAGE: &str = "the server is at capacity; try again";
 pub struct Shed;
 
 /// When a request reached the host: its connection's accept for the first request on it, its
-/// head's first byte for the next ones. Put in the request's extensions by [`crate::serve`];
+/// head's first byte for the next ones. Put in the request's extensions by [`crate::trigger::serve`];
 /// without it, the time [`handle`] starts.
 #[derive(Debug, Clone, Copy)]
 pub struct Arrived(pub tokio::time::Instant);
@@ -187,14 +187,14 @@ impl<B: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static> RequestBody 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Answers one request: well-known routes, routing, the body, then the matched component once
-/// its class gets an instance slot ([`crate::overload`]). The response's extensions name the
+/// its class gets an instance slot ([`crate::trigger::overload`]). The response's extensions name the
 /// route that answered it ([`MatchedRoute`]) and the request's class ([`Class`]), for the metrics.
 ///
 /// The body is read whole, under [`RequestLimits::body_timeout`] from now, before the request
 /// waits for an instance: a client that sends its body slowly holds a connection, never an
 /// instance, so slow bodies cannot take the instances the sale runs on.
 ///
-/// Everything up to the slot runs where the caller runs (the front, [`crate::serve`]); the
+/// Everything up to the slot runs where the caller runs (the front, [`crate::trigger::serve`]); the
 /// guest runs on `guests`, in a task of its own, as Spin runs a `wasi:http@0.2` guest
 /// (`crates/trigger-http/src/wasi.rs`): a client that goes away does not cancel it.
 pub async fn handle(
@@ -316,7 +316,7 @@ enum BodyRefusal {
 
 impl BodyRefusal {
     /// The host's answer. Either way the rest of the body is unread, so the connection closes
-    /// (lingering, so that a client still sending reads the answer: `crate::serve`).
+    /// (lingering, so that a client still sending reads the answer: `crate::trigger::serve`).
     fn answer(&self, limits: &RequestLimits) -> Response<ResponseBody> {
         let (status, reason) = match self {
             BodyRefusal::TooLarge => (

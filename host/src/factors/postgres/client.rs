@@ -9,7 +9,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Config, NoTls};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::tls::TlsTrust;
+use crate::factors::tls::TlsTrust;
 
 /// Maximum connections in one connection string's pool (Spin's `CONNECTION_POOL_SIZE`).
 const CONNECTION_POOL_SIZE: usize = 64;

@@ -6,7 +6,7 @@
 //! (`infra/terraform/modules/request-classes`) both read them. A route takes one class, or one
 //! per method with `"*"` for the others; `HEAD` falls back to `GET`. The classes follow the
 //! criticality levels of Google's SRE book ("Handling Overload"): the lowest is shed first and a
-//! critical request is never shed while a lower class is served ([`crate::overload`]).
+//! critical request is never shed while a lower class is served ([`crate::trigger::overload`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,8 +16,8 @@ use anyhow::Result;
 use http::Method;
 use serde::Deserialize;
 
-use crate::manifest::{ManifestError, ManifestFile};
-use crate::routes::Router;
+use crate::app::manifest::{ManifestError, ManifestFile};
+use crate::trigger::routes::Router;
 
 /// A request's class, from most to least protected (the order of the variants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]

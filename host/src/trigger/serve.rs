@@ -4,7 +4,7 @@
 //! to make room, as nginx reuses its keep-alive connections when it runs out: a crowd's idle
 //! connections never keep the payment provider's webhook waiting in the listen backlog. What a
 //! request gets is
-//! [`http_trigger::handle`]'s; this module only decides how long a connection may take and how
+//! [`super::http::handle`]'s; this module only decides how long a connection may take and how
 //! it ends, so responses are the same whichever options are set.
 //!
 //! A connection is in one of three phases ([`Phase`]): idle, before its first request or between
@@ -33,9 +33,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, futures::OwnedNotifie
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use crate::http_trigger::{Arrived, ConnectionError, HttpTrigger, ResponseBody, handle};
-use crate::metrics::Metrics;
-use crate::runtime::Runtime;
+use crate::trigger::http::{Arrived, ConnectionError, HttpTrigger, ResponseBody, handle};
+use crate::trigger::metrics::Metrics;
+use crate::app::runtime::Runtime;
 
 /// How connections are served.
 #[derive(Clone)]
@@ -58,7 +58,7 @@ pub struct ServeOptions {
     /// ends the connection.
     pub write_timeout: Duration,
     /// Every answer says where its time at the host went (`Server-Timing`), not only a shed
-    /// one ([`crate::http_trigger::server_timing`]).
+    /// one ([`crate::trigger::http::server_timing`]).
     pub server_timing: bool,
     /// Where requests and connections are counted, if anywhere.
     pub metrics: Option<Arc<Metrics>>,
@@ -349,7 +349,7 @@ where
                 let mut resp = handle((*app).as_ref(), req, client, &guests).await?;
                 if server_timing {
                     let accept = first.then(|| headed.saturating_duration_since(accepted));
-                    crate::http_trigger::server_timing(&mut resp, arrived, accept);
+                    crate::trigger::http::server_timing(&mut resp, arrived, accept);
                 }
                 if let Some(metrics) = &metrics {
                     metrics.request(&resp, start.elapsed());
@@ -704,6 +704,6 @@ impl Drop for Answered {
 /// Waits until no guest instance of `runtime` is alive.
 pub async fn instances_done(runtime: &Runtime) {
     runtime.slots().idle().await;
-    let cron = crate::runtime::CRON_INSTANCES;
+    let cron = crate::app::runtime::CRON_INSTANCES;
     let _ = runtime.cron_slots().acquire_many(cron).await;
 }

@@ -13,13 +13,13 @@ use sha2::Digest;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
-use crate::allowed_hosts::AllowedHosts;
-use crate::component::{ComponentConfig, ComponentVariables};
-use crate::expressions::{self, Providers};
-use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
-use crate::overload::Gate;
+use crate::factors::allowed_hosts::AllowedHosts;
+use crate::app::component::{ComponentConfig, ComponentVariables};
+use crate::app::expressions::{self, Providers};
+use crate::app::manifest::{ComponentDef, ManifestError, ManifestFile};
+use crate::trigger::overload::Gate;
 use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
-use crate::state::{Ctx, MAX_MEMORY_BYTES, Services};
+use crate::app::state::{Ctx, MAX_MEMORY_BYTES, Services};
 
 /// Compiles the component at `source`, or loads what an earlier load compiled from the same
 /// bytes with the same engine settings from `cache`. A test starts a host per test, and

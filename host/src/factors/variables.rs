@@ -1,5 +1,5 @@
 //! The variables factor: `fermyon:spin/variables@2.0.0` (Spin's `crates/factor-variables`).
-//! Component variables are templates over application variables ([`crate::expressions`]); all
+//! Component variables are templates over application variables ([`crate::app::expressions`]); all
 //! of them are resolved once at startup, so a `get` is a map lookup (what Spin would pay instead
 //! is counted: `spin_costs`).
 
@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasSelf, Linker};
 
-use crate::component::ComponentConfig;
-use crate::expressions::check_name;
-use crate::factor::{Factor, HostConfig};
+use crate::app::component::ComponentConfig;
+use crate::app::expressions::check_name;
+use crate::factors::{Factor, HostConfig};
 use crate::spin_costs::InstanceMeter;
 use bindings::fermyon::spin::variables::{self, Error};
 

@@ -3,13 +3,21 @@
 //! instance runs, and links its interface over a projection to that state. `state` composes the
 //! factors; adding an interface is its module and its line in `state`'s `factors!`.
 
+pub mod allowed_hosts;
+pub mod outbound_http;
+pub mod postgres;
+pub mod redis;
+pub mod tls;
+pub mod variables;
+pub mod wasi;
+
 use std::sync::Arc;
 
 use wasmtime::component::Linker;
 
-use crate::component::ComponentConfig;
+use crate::app::component::ComponentConfig;
 use crate::spin_costs::InstanceMeter;
-use crate::tls::TlsTrust;
+use crate::factors::tls::TlsTrust;
 
 /// How outbound Redis connections are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

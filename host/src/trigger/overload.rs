@@ -34,7 +34,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::classes::Class;
+use crate::trigger::classes::Class;
 
 /// The queue control's two constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
