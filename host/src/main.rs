@@ -312,7 +312,10 @@ async fn up(app: App, listen: SocketAddr, no_cron: bool, args: ServeArgs) -> Res
             let listener = tokio::net::TcpListener::bind(addr).await?;
             tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
             let metrics = Arc::new(Metrics::new(instances.clone()));
-            tokio::spawn(seckill_host::trigger::metrics::serve(metrics.clone(), listener));
+            tokio::spawn(seckill_host::trigger::metrics::serve(
+                metrics.clone(),
+                listener,
+            ));
             Some(metrics)
         }
         None => None,

@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::trigger::cron::CronTrigger;
-use expressions::Providers;
-use crate::factors::{ConnectionMode, HostConfig};
-use crate::trigger::http::{HttpTrigger, RequestLimits};
 use crate::app::manifest::ManifestFile;
 use crate::app::runtime::Runtime;
+use crate::app::state::{RuntimeConfig, Services};
+use crate::factors::{ConfigureAppContext, ConnectionMode, postgres, redis};
 use crate::spin_costs::SpinCostTotals;
-use crate::app::state::Services;
+use crate::trigger::cron::CronTrigger;
+use crate::trigger::http::{HttpTrigger, RequestLimits};
+use expressions::Providers;
 
 pub use crate::trigger::http::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
 use crate::trigger::overload::{Gate, QueueControl};
@@ -80,10 +80,22 @@ impl App {
     pub fn load(manifest: &Path, options: Options) -> Result<App> {
         let file = ManifestFile::load(manifest)?;
         let app_vars = expressions::resolve_manifest_variables(&file, &options.providers)?;
-        let services = Services::new(&HostConfig {
-            connection_mode: options.connection_mode,
-            tls: options.tls.clone(),
-        });
+        let config = RuntimeConfig {
+            redis: redis::RuntimeConfig {
+                connection_mode: options.connection_mode,
+                tls: options.tls.clone(),
+            },
+            postgres: postgres::RuntimeConfig {
+                tls: options.tls.clone(),
+            },
+            variables: (),
+            http_tls: options.tls.clone(),
+        };
+        let app = ConfigureAppContext {
+            file: &file,
+            app_vars: &app_vars,
+        };
+        let services = Services::new(config, &app)?;
         let max_instances = options.max_instances.unwrap_or_else(default_max_instances);
         // Spin-faithful mode pays, per instance, what Spin pays: a connection, and the variables.
         let spin_work =

@@ -13,13 +13,13 @@ use sha2::Digest;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
-use crate::factors::allowed_hosts::AllowedHosts;
-use crate::app::component::{ComponentConfig, ComponentVariables};
+use crate::app::component::ComponentConfig;
 use crate::app::expressions::{self, Providers};
 use crate::app::manifest::{ComponentDef, ManifestError, ManifestFile};
-use crate::trigger::overload::Gate;
-use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
 use crate::app::state::{Ctx, MAX_MEMORY_BYTES, Services};
+use crate::factors::allowed_hosts::AllowedHosts;
+use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
+use crate::trigger::overload::Gate;
 
 /// Compiles the component at `source`, or loads what an earlier load compiled from the same
 /// bytes with the same engine settings from `cache`. A test starts a host per test, and
@@ -229,11 +229,6 @@ fn component_config(
             .and_then(|parts| expressions::expand(&parts, app_vars))
             .map_err(|e| file.error_at(t, e))
     };
-    let mut vars = ComponentVariables::new();
-    for (name, template) in &def.variables {
-        expressions::check_name(name.get_ref()).map_err(|e| file.error_at(name, e))?;
-        vars.insert(name.get_ref().clone(), expand(template)?);
-    }
     let mut hosts = Vec::new();
     for h in &def.allowed_outbound_hosts {
         hosts.push((expand(h)?, h));
@@ -245,7 +240,6 @@ fn component_config(
         AllowedHosts::parse(hosts.iter().map(|(h, _)| h.as_str())).expect("checked above");
     Ok(ComponentConfig {
         id: id.to_owned(),
-        variables: vars,
         allowed_hosts,
         environment: def
             .environment

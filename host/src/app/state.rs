@@ -17,15 +17,29 @@ use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtxView;
 
 use crate::app::component::ComponentConfig;
-use crate::factors::{Factor, HostConfig};
+use crate::app::manifest::ManifestError;
 use crate::factors::outbound_http::HttpPool;
-use crate::spin_costs::{ComponentCosts, InstanceMeter};
+use crate::factors::tls::TlsTrust;
+use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
 use crate::factors::{outbound_http, postgres, redis, variables, wasi};
+use crate::spin_costs::{ComponentCosts, InstanceMeter};
 
 /// Declares the factors: their app-wide states ([`Services`]), their instance states
 /// ([`Factors`]) and their linking.
 macro_rules! factors {
     ($($name:ident: $state:ty),* $(,)?) => {
+        /// The host's runtime configuration: each factor's part (Spin: the runtime config,
+        /// which each factor takes its own part of), and outbound HTTP's.
+        #[derive(Default)]
+        pub struct RuntimeConfig {
+            $(
+                #[doc = concat!("The `", stringify!($name), "` factor's.")]
+                pub $name: <$state as Factor>::RuntimeConfig,
+            )*
+            /// The roots outbound HTTPS trusts (`wasi:http`, beside the factors).
+            pub http_tls: TlsTrust,
+        }
+
         /// The factors' app-wide state (Spin: each factor's `AppState`), shared by every
         /// instance.
         pub struct Services {
@@ -38,12 +52,16 @@ macro_rules! factors {
         }
 
         impl Services {
-            /// Each factor's app-wide state, built from `config`.
-            pub fn new(config: &HostConfig) -> Self {
-                Services {
-                    $($name: <$state as Factor>::app_state(config),)*
-                    http: HttpPool::new(&config.tls),
-                }
+            /// Each factor's app-wide state, built from its part of `config` for the app `app`
+            /// describes; the first factor that refuses its part of the manifest stops it.
+            pub fn new(
+                config: RuntimeConfig,
+                app: &ConfigureAppContext<'_>,
+            ) -> Result<Self, ManifestError> {
+                Ok(Services {
+                    $($name: <$state as Factor>::configure_app(config.$name, app)?,)*
+                    http: HttpPool::new(&config.http_tls),
+                })
             }
         }
 
@@ -59,7 +77,11 @@ macro_rules! factors {
                 meter: &Arc<InstanceMeter>,
             ) -> Self {
                 Factors {
-                    $($name: <$state as Factor>::instance(&services.$name, component, meter),)*
+                    $($name: <$state as Factor>::prepare(PrepareContext {
+                        app_state: &services.$name,
+                        component,
+                        meter,
+                    }),)*
                 }
             }
 

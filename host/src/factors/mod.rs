@@ -1,7 +1,8 @@
 //! What a host interface is, as Spin's `Factor` (`crates/factors/src/factor.rs`) says it: a
-//! module that owns its app-wide state, builds its per-instance state from the component an
-//! instance runs, and links its interface over a projection to that state. `state` composes the
-//! factors; adding an interface is its module and its line in `state`'s `factors!`.
+//! module that owns its part of the runtime configuration, builds its app-wide state from it
+//! (checking its part of the manifest), its per-instance state from the component an instance
+//! runs, and links its interface over a projection to that state. `app::state` composes the
+//! factors; adding an interface is its module and its line in `factors!` there.
 
 pub mod allowed_hosts;
 pub mod outbound_http;
@@ -15,9 +16,11 @@ use std::sync::Arc;
 
 use wasmtime::component::Linker;
 
+use std::collections::HashMap;
+
 use crate::app::component::ComponentConfig;
+use crate::app::manifest::{ManifestError, ManifestFile};
 use crate::spin_costs::InstanceMeter;
-use crate::factors::tls::TlsTrust;
 
 /// How outbound Redis connections are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,30 +33,41 @@ pub enum ConnectionMode {
     SpinFaithful,
 }
 
-/// What the factors' app-wide states are built from (Spin: the runtime config).
-#[derive(Debug, Clone, Default)]
-pub struct HostConfig {
-    /// How outbound Redis connections are made.
-    pub connection_mode: ConnectionMode,
-    /// The roots outbound TLS trusts.
-    pub tls: TlsTrust,
+/// What a factor sees of the app when it builds its app-wide state (Spin:
+/// `ConfigureAppContext`): the manifest, its application variables resolved.
+pub struct ConfigureAppContext<'a> {
+    pub file: &'a ManifestFile,
+    pub app_vars: &'a HashMap<String, String>,
 }
 
-/// A host interface: its state per app and per instance, and its linking.
+/// What a factor sees of an instance it prepares for (Spin: `PrepareContext`): its app-wide
+/// state, the component the instance runs, and the instance's cost meter (a state of its own,
+/// as Spin's factors reach the OpenTelemetry state through theirs).
+pub struct PrepareContext<'a, S> {
+    pub app_state: &'a S,
+    pub component: &'a Arc<ComponentConfig>,
+    pub meter: &'a Arc<InstanceMeter>,
+}
+
+/// A host interface: its part of the runtime configuration, its state per app and per
+/// instance, and its linking.
 pub trait Factor: Sized + Send + 'static {
+    /// This factor's part of the host's runtime configuration (Spin: `Factor::RuntimeConfig`).
+    type RuntimeConfig;
+
     /// Shared by every instance (pools and the like; Spin: `Factor::AppState`).
     type AppState: Send + Sync;
 
-    /// The app-wide state, built once at startup.
-    fn app_state(config: &HostConfig) -> Self::AppState;
+    /// The app-wide state, built once at startup from this factor's runtime configuration; it
+    /// checks the factor's part of the manifest, so an app it could not serve fails to load,
+    /// naming the manifest line (Spin: `Factor::configure_app`).
+    fn configure_app(
+        config: Self::RuntimeConfig,
+        app: &ConfigureAppContext<'_>,
+    ) -> Result<Self::AppState, ManifestError>;
 
-    /// The state of one instance of `component`, counting what Spin would pay on `meter`
-    /// (Spin: `Factor::prepare`).
-    fn instance(
-        app: &Self::AppState,
-        component: &Arc<ComponentConfig>,
-        meter: &Arc<InstanceMeter>,
-    ) -> Self;
+    /// The state of one instance (Spin: `Factor::prepare`).
+    fn prepare(ctx: PrepareContext<'_, Self::AppState>) -> Self;
 
     /// Adds the interface to `linker`, served by the state `get` projects to (Spin:
     /// `Factor::init`'s `link_bindings`).

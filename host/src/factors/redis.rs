@@ -19,9 +19,10 @@ use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
 use crate::app::component::ComponentConfig;
-use crate::factors::{ConnectionMode, Factor, HostConfig};
-use crate::spin_costs::InstanceMeter;
+use crate::app::manifest::ManifestError;
 use crate::factors::tls::TlsTrust;
+use crate::factors::{ConfigureAppContext, ConnectionMode, Factor, PrepareContext};
+use crate::spin_costs::InstanceMeter;
 use bindings::fermyon::spin::redis::{
     self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
 };
@@ -265,24 +266,38 @@ pub struct InstanceState {
     meter: Arc<InstanceMeter>,
 }
 
+/// How this factor connects: the runtime configuration it owns.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeConfig {
+    pub connection_mode: ConnectionMode,
+    /// The roots `rediss://` trusts.
+    pub tls: TlsTrust,
+}
+
 impl Factor for InstanceState {
+    type RuntimeConfig = RuntimeConfig;
     type AppState = Arc<RedisPools>;
 
-    fn app_state(config: &HostConfig) -> Arc<RedisPools> {
-        Arc::new(RedisPools::new(config.connection_mode, config.tls.clone()))
+    /// Nothing of the manifest is this factor's to check: the addresses a component may open
+    /// are its allowed hosts, checked when it is resolved (Spin's `configure_app` checks
+    /// nothing either: `crates/factor-outbound-redis/src/lib.rs`).
+    fn configure_app(
+        config: RuntimeConfig,
+        _: &ConfigureAppContext<'_>,
+    ) -> Result<Arc<RedisPools>, ManifestError> {
+        Ok(Arc::new(RedisPools::new(
+            config.connection_mode,
+            config.tls,
+        )))
     }
 
-    fn instance(
-        pools: &Arc<RedisPools>,
-        component: &Arc<ComponentConfig>,
-        meter: &Arc<InstanceMeter>,
-    ) -> Self {
+    fn prepare(ctx: PrepareContext<'_, Arc<RedisPools>>) -> Self {
         InstanceState {
-            pools: pools.clone(),
-            component: component.clone(),
+            pools: ctx.app_state.clone(),
+            component: ctx.component.clone(),
             connections: ResourceTable::new(),
             open: 0,
-            meter: meter.clone(),
+            meter: ctx.meter.clone(),
         }
     }
 
@@ -501,11 +516,11 @@ mod server_tests {
             allowed_hosts: AllowedHosts::parse(["redis://127.0.0.1:*"]).unwrap(),
             ..ComponentConfig::default()
         };
-        InstanceState::instance(
-            &Arc::new(redis),
-            &Arc::new(component),
-            &InstanceMeter::detached(),
-        )
+        InstanceState::prepare(PrepareContext {
+            app_state: &Arc::new(redis),
+            component: &Arc::new(component),
+            meter: &InstanceMeter::detached(),
+        })
     }
 
     /// Another handle to the same table entry, for calls that take the handle by value.

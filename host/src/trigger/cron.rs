@@ -12,9 +12,9 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::manifest::{ManifestError, ManifestFile};
-use crate::trigger::metrics::Metrics;
 use crate::app::runtime::Runtime;
 use crate::app::state::Ctx;
+use crate::trigger::metrics::Metrics;
 use bindings::SpinCronPre;
 use bindings::fermyon::spin_cron::cron_types::{Error, Metadata};
 

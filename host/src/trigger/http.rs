@@ -24,12 +24,12 @@ use hyper::body::Body;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use crate::trigger::classes::{Class, RequestClasses, ToolTable};
 use crate::app::manifest::{ManifestError, ManifestFile};
-use crate::trigger::overload::{Permit, Refused};
-use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 use crate::app::runtime::Runtime;
 use crate::app::state::Ctx;
+use crate::trigger::classes::{Class, RequestClasses, ToolTable};
+use crate::trigger::overload::{Permit, Refused};
+use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 
 /// The body of every response this server sends.
 pub type ResponseBody = UnsyncBoxBody<Bytes, wasmtime_wasi_http::Error>;

@@ -23,9 +23,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::app::runtime::Runtime;
 use crate::trigger::classes::Class;
 use crate::trigger::http::{MatchedRoute, Shed};
-use crate::app::runtime::Runtime;
 
 /// The label of a request no route matched.
 const UNMATCHED: &str = "unmatched";

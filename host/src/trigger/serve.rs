@@ -33,9 +33,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, futures::OwnedNotifie
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::runtime::Runtime;
 use crate::trigger::http::{Arrived, ConnectionError, HttpTrigger, ResponseBody, handle};
 use crate::trigger::metrics::Metrics;
-use crate::app::runtime::Runtime;
 
 /// How connections are served.
 #[derive(Clone)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use seckill_host::app::expressions::Providers;
-use seckill_host::trigger::overload::QueueControl;
 use seckill_host::factors::tls::TlsTrust;
+use seckill_host::trigger::overload::QueueControl;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 

@@ -13,7 +13,9 @@ use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
 use crate::app::component::ComponentConfig;
-use crate::factors::{Factor, HostConfig};
+use crate::app::manifest::ManifestError;
+use crate::factors::tls::TlsTrust;
+use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
 use crate::spin_costs::InstanceMeter;
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table
@@ -26,23 +28,33 @@ pub struct InstanceState {
     meter: Arc<InstanceMeter>,
 }
 
+/// How this factor connects: the runtime configuration it owns.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeConfig {
+    /// The roots a TLS connection (`sslmode` other than `disable`) trusts.
+    pub tls: TlsTrust,
+}
+
 impl Factor for InstanceState {
+    type RuntimeConfig = RuntimeConfig;
     type AppState = Arc<PgPools>;
 
-    fn app_state(config: &HostConfig) -> Arc<PgPools> {
-        Arc::new(PgPools::new(&config.tls))
+    /// Nothing of the manifest is this factor's to check: the addresses a component may open
+    /// are its allowed hosts, checked when it is resolved (Spin's `configure_app` checks
+    /// nothing either: `crates/factor-outbound-pg/src/lib.rs`).
+    fn configure_app(
+        config: RuntimeConfig,
+        _: &ConfigureAppContext<'_>,
+    ) -> Result<Arc<PgPools>, ManifestError> {
+        Ok(Arc::new(PgPools::new(&config.tls)))
     }
 
-    fn instance(
-        pools: &Arc<PgPools>,
-        component: &Arc<ComponentConfig>,
-        meter: &Arc<InstanceMeter>,
-    ) -> Self {
+    fn prepare(ctx: PrepareContext<'_, Arc<PgPools>>) -> Self {
         InstanceState {
-            pools: pools.clone(),
-            component: component.clone(),
+            pools: ctx.app_state.clone(),
+            component: ctx.component.clone(),
             connections: ResourceTable::new(),
-            meter: meter.clone(),
+            meter: ctx.meter.clone(),
         }
     }
 

@@ -25,4 +25,4 @@ mod range;
 mod types;
 
 pub use client::{PgConnection, PgPools, TransactionState};
-pub use host::InstanceState;
+pub use host::{InstanceState, RuntimeConfig};
