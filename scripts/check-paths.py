@@ -3,7 +3,7 @@
 comment names exists: a file moved or renamed leaves no reader following a dead name.
 
 A path is a token starting with one of the repository's top-level folders
-(`host/src/trigger/serve.rs`, `tools/bench/`, `shared/lua/buy.lua`) or with a folder beside
+(`host/src/trigger/serve.rs`, `tools/bench/`, `crates/domain/lua/buy.lua`) or with a folder beside
 the file that names it (`src/spin_costs.rs` in host/README.md); a glob (`functions/*`) must
 match something. Paths of
 other repositories are told apart as they are written: inside a URL, or under `crates/` with a

@@ -2,7 +2,7 @@
 """Checks the AWS root's Redis ACL (`local.redis_app_commands` in infra/terraform/aws/redis.tf,
 the MemoryDB user's only commands) against the commands the app runs:
 
-  lua   every redis.call / redis.pcall of shared/lua/**/*.lua (an ACL applies inside a script):
+  lua   every redis.call / redis.pcall of crates/domain/lua/**/*.lua (an ACL applies inside a script):
         `redis.call('CMD', ...)`, `pcall(redis.call, 'CMD', ...)`, and `redis.call(unpack(t))`
         with `local t = {'CMD', ...}` in the same file; any other form is reported, as a
         command this check cannot name;
@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - reported, not hidden
 
 ACL_FILE = "infra/terraform/aws/redis.tf"
 ACL_LOCAL = "redis_app_commands"
-LUA_DIR = "shared/lua"
+LUA_DIR = "crates/domain/lua"
 RUST_DIRS = ("crates", "functions", "host/src")
 
 LUA_CALL = re.compile(r"redis\.p?call\s*\(\s*(?:(['\"])(\w+)\1|unpack\(\s*(\w+)\s*\)|(.{0,40}))")
@@ -156,13 +156,13 @@ def report(results, out: list, quiet: bool) -> tuple[int, int]:
 
 # (what, file, old, new, expected message fragment)
 DEFECTS = [
-    ("a script command missing from the ACL", "shared/lua/archive_event.lua",
+    ("a script command missing from the ACL", "crates/domain/lua/archive_event.lua",
      "redis.call('SREM', K_ARCHIVED, A_EVENT)", "redis.call('SREM', K_ARCHIVED, A_EVENT)\n  redis.call('UNLINK', K_ARCHIVED)",
-     "unlink (used in shared/lua/archive_event.lua) is not in"),
-    ("a command run through pcall missing from the ACL", "shared/lua/archive_event.lua",
+     "unlink (used in crates/domain/lua/archive_event.lua) is not in"),
+    ("a command run through pcall missing from the ACL", "crates/domain/lua/archive_event.lua",
      "redis.call('SREM', K_ARCHIVED, A_EVENT)", "pcall(redis.call, \"SMOVE\", K_ARCHIVED, A_EVENT)",
-     "smove (used in shared/lua/archive_event.lua) is not in"),
-    ("a command the check cannot name", "shared/lua/archive_event.lua",
+     "smove (used in crates/domain/lua/archive_event.lua) is not in"),
+    ("a command the check cannot name", "crates/domain/lua/archive_event.lua",
      "redis.call('SREM', K_ARCHIVED, A_EVENT)", "redis.call(command, K_ARCHIVED, A_EVENT)",
      "archive_event.lua: redis.call(command"),
     ("a command the Rust sends missing from the ACL", "crates/spin-edge/src/store.rs",
@@ -180,7 +180,8 @@ def self_check(repo: Path) -> list:
         base = Path(tmp) / "pristine"
         ignore = shutil.ignore_patterns("target", "node_modules", ".terraform")
         for d in (LUA_DIR, *RUST_DIRS):
-            shutil.copytree(repo / d, base / d, ignore=ignore)
+            # The Lua lives inside a Rust folder (crates/domain/lua): copied with it.
+            shutil.copytree(repo / d, base / d, ignore=ignore, dirs_exist_ok=True)
         (base / ACL_FILE).parent.mkdir(parents=True)
         shutil.copy(repo / ACL_FILE, base / ACL_FILE)
         failures = []

@@ -13,7 +13,7 @@
 //! - EVALSHA falls back to EVAL after `SCRIPT FLUSH` on every master (as after a failover);
 //! - the lottery, the order pipeline and the stock transfers between shards (a buy's tail,
 //!   repair, rebalance, a released unit sold on another shard) run there too: every script in
-//!   `shared/lua/` runs on the cluster.
+//!   `crates/domain/lua/` runs on the cluster.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -1045,13 +1045,13 @@ fn every_script_runs_on_a_three_master_cluster_with_single_node_outcomes() -> Re
         }
     }
 
-    // And every script in shared/lua/ ran at least once, here, on the cluster.
-    let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("shared/lua"))?
+    // And every script in crates/domain/lua/ ran at least once, here, on the cluster.
+    let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("crates/domain/lua"))?
         .map(|f| f.unwrap().file_name().to_string_lossy().into_owned())
         .filter_map(|f| f.strip_suffix(".lua").map(str::to_owned))
         .collect();
     let ran: BTreeSet<String> = store.ran.borrow().iter().map(|s| s.to_string()).collect();
-    assert_eq!(ran, lua, "scripts run on the cluster vs shared/lua/");
+    assert_eq!(ran, lua, "scripts run on the cluster vs crates/domain/lua/");
 
     eprintln!("cluster sale test took {:?}", started.elapsed());
     Ok(())

@@ -8,7 +8,7 @@
 //!
 //! How: MONITOR records every command while a sale runs through the real app (real host, real
 //! `.wasm`, real Redis and PostgreSQL) along every path that reaches Redis, so that every script
-//! in `shared/lua/` runs at least once. MONITOR shows the commands a script runs right after
+//! in `crates/domain/lua/` runs at least once. MONITOR shows the commands a script runs right after
 //! the EVALSHA/EVAL that ran it (scripts are atomic: nothing interleaves), as `[0 lua]` lines.
 //! For each of those, `COMMAND GETKEYS` asks Redis which of its arguments are keys, and each
 //! such key must be one of the KEYS of the enclosing call. A probe script with one undeclared
@@ -182,7 +182,7 @@ fn unquote_args(text: &str) -> Result<Vec<Vec<u8>>> {
 
 /// One EVALSHA/EVAL a client sent, and the commands the script ran.
 struct ScriptCall {
-    /// The script's name (its file in `shared/lua/`), or a description of an unknown one.
+    /// The script's name (its file in `crates/domain/lua/`), or a description of an unknown one.
     script: String,
     /// The KEYS it was given.
     keys: BTreeSet<Vec<u8>>,
@@ -715,7 +715,7 @@ mod over_rest {
         use super::*;
 
         /// Drives a whole sale under MONITOR and checks that each command every script ran touched
-        /// only keys among the KEYS of its call, and that every script in `shared/lua/` ran.
+        /// only keys among the KEYS of its call, and that every script in `crates/domain/lua/` ran.
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn scripts_touch_only_the_keys_they_are_given() -> Result<()> {
             let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
@@ -799,8 +799,8 @@ mod over_rest {
                 "the probe's declared key was reported: {violations:?}"
             );
 
-            // Every script in shared/lua/ must have run at least once, so that none escaped the check.
-            let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("shared/lua"))?
+            // Every script in crates/domain/lua/ must have run at least once, so that none escaped the check.
+            let lua: BTreeSet<String> = std::fs::read_dir(repo_root().join("crates/domain/lua"))?
                 .map(|f| Ok(f?.file_name().to_string_lossy().into_owned()))
                 .collect::<std::io::Result<Vec<String>>>()?
                 .into_iter()
@@ -811,9 +811,11 @@ mod over_rest {
             let never_ran: Vec<&String> = lua.difference(&ran).collect();
             let unknown: Vec<&String> = ran.difference(&lua).collect();
             let coverage = if never_ran.is_empty() && unknown.is_empty() {
-                "every script in shared/lua/ ran".to_owned()
+                "every script in crates/domain/lua/ ran".to_owned()
             } else {
-                format!("also: never ran {never_ran:?}; ran but not in shared/lua/ {unknown:?}")
+                format!(
+                    "also: never ran {never_ran:?}; ran but not in crates/domain/lua/ {unknown:?}"
+                )
             };
 
             let listing: Vec<String> = violations
@@ -835,7 +837,10 @@ mod over_rest {
                 violations.len(),
                 listing.join("\n")
             );
-            assert_eq!(ran, lua, "scripts that ran under MONITOR vs shared/lua/");
+            assert_eq!(
+                ran, lua,
+                "scripts that ran under MONITOR vs crates/domain/lua/"
+            );
             Ok(())
         }
     }

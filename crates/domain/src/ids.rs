@@ -59,7 +59,7 @@ pub fn home_shard(event: &str, user: &str, shards: u32) -> u32 {
 
 /// The home shard, among `shards`, of the user whose [`home_hash`] is `hash`: the one formula,
 /// the one the sale scripts hold a request to (`home_hash % shards`, `not_home` in
-/// `shared/lua/lib/sale.lua`).
+/// `crates/domain/lua/lib/sale.lua`).
 pub fn home_of(hash: u64, shards: u32) -> u32 {
     (hash % u64::from(shards.max(1))) as u32
 }

@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
 use crate::orders::{self, DrainOptions, DrainReport, Provider, ReleaseReport, Repeated};
+use crate::scripts;
 use crate::sql::Sql;
 use crate::store::Store;
 
@@ -44,6 +45,44 @@ impl Job {
             .find(|job| job.name() == name)
             .ok_or_else(|| Error::invalid(ErrorCode::NotFound, format!("no job `{name}`")))
     }
+}
+
+/// The longest a job run from the jobs route holds its lease past its budget before another
+/// may take it over: a run cut short (its instance killed) blocks the next for at most this.
+pub const JOB_LEASE_MARGIN_MS: u64 = 30_000;
+
+/// One run of `job` at a time across the fleet, for the jobs route's timeout release and
+/// reconcile (schedulers and persons; the drain's leases are per shard):
+/// claims the job's lease on the first Redis node for `budget_ms` plus [`JOB_LEASE_MARGIN_MS`]
+/// and runs `f`, then hands the lease back. While another run holds it: `409 conflict`, with
+/// `Retry-After` until it expires. The cron triggers do not take it: the drain's per-shard
+/// leases and timeout release's row locks already keep their overlapping runs apart.
+pub fn run_one_at_a_time<S: Store, T, E: From<Error>>(
+    nodes: &Nodes<S>,
+    job: Job,
+    budget_ms: u64,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    let store = nodes
+        .all()
+        .next()
+        .ok_or_else(|| Error::bug("no Redis node"))?
+        .map_err(Error::from)?;
+    let owner = crate::ids::random_hex(8);
+    let ttl_ms = budget_ms + JOB_LEASE_MARGIN_MS;
+    let taken = scripts::job_lease::take(store, job.name(), &owner, ttl_ms).map_err(Error::from)?;
+    if let Err(wait_ms) = taken {
+        return Err(Error::refused_for(
+            ErrorCode::Conflict,
+            format!("another run of {} holds its lease", job.name()),
+            wait_ms,
+        )
+        .into());
+    }
+    let ran = f();
+    // Best effort: a lease not handed back expires.
+    let _ = scripts::job_lease::give(store, job.name(), &owner);
+    ran
 }
 
 /// The longest budget the jobs route accepts: a minute, the finest period of a Kubernetes
@@ -110,5 +149,52 @@ mod tests {
             assert_eq!(Job::parse(job.name()).unwrap(), job);
         }
         assert!(Job::parse("vacuum").is_err());
+    }
+
+    /// A run whose job's lease another run holds is refused, `409` with how long to wait, and
+    /// runs nothing; a run that takes the lease runs, then hands the lease back.
+    #[test]
+    fn one_run_of_a_job_at_a_time() {
+        use crate::scripts::{JOB_LEASE, code};
+        use crate::testing::FakeStore;
+
+        let held = FakeStore::holding_every_script()
+            .answers(&JOB_LEASE, &[code::OK.into(), 0.into(), 12_000.into()]);
+        let nodes = Nodes::one(held);
+        let mut ran = false;
+        let err = run_one_at_a_time(&nodes, Job::Reconcile, 60_000, || {
+            ran = true;
+            Ok::<_, Error>(())
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Refused {
+                    code: ErrorCode::Conflict,
+                    retry_after_ms: Some(12_000),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(!ran, "a refused run runs nothing");
+
+        let free = FakeStore::holding_every_script()
+            .answers(&JOB_LEASE, &[code::OK.into(), 1.into(), 0.into()])
+            .answers(&JOB_LEASE, &[code::OK.into(), 1.into(), 0.into()]);
+        let nodes = Nodes::one(free);
+        let answer = run_one_at_a_time(&nodes, Job::Reconcile, 60_000, || Ok::<_, Error>(7));
+        assert_eq!(answer.unwrap(), 7);
+        let store = nodes.all().next().unwrap().unwrap();
+        let calls = store.calls.borrow();
+        assert_eq!(calls.len(), 2, "take, then give");
+        assert_eq!(calls[0].args[0], "take");
+        assert_eq!(calls[0].args[2], (60_000 + JOB_LEASE_MARGIN_MS).to_string());
+        assert_eq!(calls[1].args[0], "give");
+        assert_eq!(
+            calls[1].args[1], calls[0].args[1],
+            "the same owner gives it back"
+        );
     }
 }

@@ -12,7 +12,7 @@
 //! | `{sk:E/s}:stock` | hash | `s` → units left in this shard |
 //! | `{sk:E/s}:empty` | hash | shard → until (ms): other shards this one believes empty |
 //! | `{sk:E/s}:seen` | hash | shard → units it held at the drain's last summary (the tail asks the fuller first) |
-//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → record, `shared/lua/lib/lent.lua`); transfers credited here |
+//! | `{sk:E/s}:lent` / `:credited` | hash / set | transfers lent and not settled (id → record, `crates/domain/lua/lib/lent.lua`); transfers credited here |
 //! | `{sk:E/s}:admitted` / `:registrants` | set | users homed here holding admission / registered for the lottery |
 //! | `{sk:E/s}:deny:users` / `:deny:nets` | set | deny lists (a copy in every shard): user ids; address ranges as their bits ([`crate::net`]) |
 //! | `{sk:E/s}:deny:net_lens` | set | the prefix lengths `:deny:nets` holds, by family (`4:24`, `6:128`) |

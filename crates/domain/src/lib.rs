@@ -7,7 +7,7 @@
 //! - [`sharded`]: one event's stock shards over many Redis nodes, each shard a slot of its own.
 //! - [`keys`]: the Redis key schema; [`nodes`]: which Redis node holds an event;
 //!   [`registry`]: the events each node holds; [`scripts`]: every Lua script, typed, from the
-//!   contracts declared in `shared/lua/`.
+//!   contracts declared in `crates/domain/lua/`.
 //! - The two ports the domain runs against: [`store::Store`] (EVALSHA/EVAL) and [`sql::Sql`]
 //!   (the orders database); in-memory fakes of both for the unit tests (`testing`).
 //! - [`auth`]: buyer JWTs, admission tokens, the operators and their roles; [`audit`]: who

@@ -5,7 +5,7 @@
 //! Redis sees addresses and ranges as bit strings ([`bits`], [`Cidr::bits`]): the family (`4:`
 //! or `6:`) and then one `0`/`1` per bit, all 32 or 128 of an address, the prefix's of a range.
 //! A range holds an address exactly when its bit string is a prefix of the address's, which a
-//! script tests with one `SISMEMBER` per prefix length in use (`shared/lua/precheck.lua`).
+//! script tests with one `SISMEMBER` per prefix length in use (`crates/domain/lua/precheck.lua`).
 
 use std::fmt;
 use std::net::IpAddr;

@@ -1,4 +1,4 @@
-//! The registry of events each Redis node keeps (`shared/lua/register_event.lua` adds to it),
+//! The registry of events each Redis node keeps (`crates/domain/lua/register_event.lua` adds to it),
 //! which the scheduled jobs and the operators' event list walk, and the operators' archive
 //! beside it: an ended event archived leaves the console's default list, nothing else.
 
@@ -6,7 +6,6 @@ use serde::Serialize;
 
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
-use crate::jobs::Job;
 use crate::nodes::Nodes;
 use crate::scripts;
 use crate::scripts::event_info::EventInfo;
@@ -119,42 +118,4 @@ pub fn set_archived<S: Store>(
         event,
         archived,
     )?)
-}
-
-/// The longest a job run from the jobs route holds its lease past its budget before another
-/// may take it over: a run cut short (its instance killed) blocks the next for at most this.
-pub const JOB_LEASE_MARGIN_MS: u64 = 30_000;
-
-/// One run of `job` at a time across the fleet, for the jobs route's timeout release and
-/// reconcile (schedulers and persons; the drain's leases are per shard):
-/// claims the job's lease on the first Redis node for `budget_ms` plus [`JOB_LEASE_MARGIN_MS`]
-/// and runs `f`, then hands the lease back. While another run holds it: `409 conflict`, with
-/// `Retry-After` until it expires. The cron triggers do not take it: the drain's per-shard
-/// leases and timeout release's row locks already keep their overlapping runs apart.
-pub fn run_job<S: Store, T, E: From<Error>>(
-    nodes: &Nodes<S>,
-    job: Job,
-    budget_ms: u64,
-    f: impl FnOnce() -> Result<T, E>,
-) -> Result<T, E> {
-    let store = nodes
-        .all()
-        .next()
-        .ok_or_else(|| Error::bug("no Redis node"))?
-        .map_err(Error::from)?;
-    let owner = crate::ids::random_hex(8);
-    let ttl_ms = budget_ms + JOB_LEASE_MARGIN_MS;
-    let taken = scripts::job_lease::take(store, job.name(), &owner, ttl_ms).map_err(Error::from)?;
-    if let Err(wait_ms) = taken {
-        return Err(Error::refused_for(
-            ErrorCode::Conflict,
-            format!("another run of {} holds its lease", job.name()),
-            wait_ms,
-        )
-        .into());
-    }
-    let ran = f();
-    // Best effort: a lease not handed back expires.
-    let _ = scripts::job_lease::give(store, job.name(), &owner);
-    ran
 }

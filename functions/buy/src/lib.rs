@@ -1,5 +1,5 @@
 //! `POST /api/events/{event_id}/buy` with `{"purchase_token": "..."}`: the purchase. One
-//! EVALSHA at the buyer's home shard does everything (see `shared/lua/buy.lua`; when that shard
+//! EVALSHA at the buyer's home shard does everything (see `crates/domain/lua/buy.lua`; when that shard
 //! is empty, the tail of [`sale::buy`], three, at most [`sale::MAX_BUY_ROUND_TRIPS`]); 202
 //! means the unit is yours and the order is queued for Postgres.
 

@@ -26,7 +26,7 @@ use seckill_domain::error::ErrorCode;
 use seckill_domain::event::EventId;
 use seckill_domain::jobs::{self, Job, MAX_FOR_MS};
 use seckill_domain::nodes::Nodes;
-use seckill_domain::{audit, auth, clock, orders, registry};
+use seckill_domain::{audit, auth, clock, orders};
 use seckill_spin_edge::error::ApiError;
 use seckill_spin_edge::postgres::SpinPg;
 use seckill_spin_edge::store::{self, SpinStore};
@@ -148,7 +148,7 @@ fn run(req: &Request, db: &mut Option<SpinPg>) -> Result<Value, ApiError> {
         Job::Drain => run_once(job, budget, event, &nodes, db),
         Job::TimeoutRelease | Job::Reconcile => {
             let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(MAX_FOR_MS);
-            registry::run_job(&nodes, job, budget_ms, || {
+            jobs::run_one_at_a_time(&nodes, job, budget_ms, || {
                 run_once(job, budget, event, &nodes, db)
             })
         }

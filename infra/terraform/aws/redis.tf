@@ -22,7 +22,7 @@ locals {
   redis_user    = local.memorydb ? local.memorydb_user : "default"
 
   # The commands the app runs, the one list of them: its Lua scripts' redis.call/pcall commands
-  # (shared/lua/; an ACL applies inside a script too) and what the Rust sends itself (EVALSHA,
+  # (crates/domain/lua/; an ACL applies inside a script too) and what the Rust sends itself (EVALSHA,
   # EVAL when a script is not cached, PING for health). AUTH needs no rule; redis-rs ignores a
   # refused CLIENT SETINFO. tests/terraform/check_redis_acl.py fails when the code runs a command
   # not here, or when one here is no longer run.

@@ -1,4 +1,4 @@
-//! The native baseline: the same buy (the same `shared/` code and Lua script, one EVALSHA) behind
+//! The native baseline: the same buy (the same domain code and Lua script, one EVALSHA) behind
 //! a plain hyper server, no WebAssembly — so the suite shows what the per-request instance costs.
 //! The suite runs it as a child process (`seckill-bench native-serve`) and measures its row here.
 

@@ -64,7 +64,7 @@ fn evalsha_decrement(redis: &RedisServer) -> Result<Row> {
     ))
 }
 
-/// `redis-benchmark` of EVALSHA on `shared/lua/buy.lua` itself (the [`buy_script`] row).
+/// `redis-benchmark` of EVALSHA on `crates/domain/lua/buy.lua` itself (the [`buy_script`] row).
 fn evalsha_buy_script(redis: &RedisServer) -> Result<Row> {
     let run = buy_script(redis, 2_000_000, 100_000)?;
     Ok(Row::noted(
@@ -95,7 +95,7 @@ impl BuyScriptRun {
     }
 }
 
-/// `redis-benchmark` (50 clients, `requests` requests) of EVALSHA on `shared/lua/buy.lua`
+/// `redis-benchmark` (50 clients, `requests` requests) of EVALSHA on `crates/domain/lua/buy.lua`
 /// itself, with the keys and arguments `sale::buy` sends, on a one-shard event of its own.
 /// redis-benchmark draws every `__rand_int__` independently (from `keyspace` ids), so the user
 /// and the purchase-token key are two random ids: every token key of the keyspace holds the

@@ -22,7 +22,7 @@ pub enum Claim {
 }
 
 /// A lease as held: the owner that claimed it and the fence it got. The scripts that act only
-/// for the holder check it against the lease (whose format is `shared/lua/lib/lease.lua`'s).
+/// for the holder check it against the lease (whose format is `crates/domain/lua/lib/lease.lua`'s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Holder<'a> {
     /// The owner that claimed it.

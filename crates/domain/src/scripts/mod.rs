@@ -1,7 +1,7 @@
-//! Every Lua script, in one place, each with a typed face. Sources live in `shared/lua/`, each
+//! Every Lua script, in one place, each with a typed face. Sources live in `crates/domain/lua/`, each
 //! with a header declaring its keys, arguments and OK reply; `build.rs` turns that one
 //! declaration into the Lua names (`K_CFG`, `A_USER`) and the Rust `<script>_contract` module
-//! (`Keys`, `Args`, `OkReply`), prepends the reply codes (`codes.in`) and `shared/lua/lib/`,
+//! (`Keys`, `Args`, `OkReply`), prepends the reply codes (`codes.in`) and `crates/domain/lua/lib/`,
 //! and computes each SHA1. One module per script, mini-redis style: which keys and arguments
 //! (by name), and the reply read front to back through a [`Reader`] — no positions by hand.
 

@@ -19,7 +19,7 @@
 //! lender and not credited: the [`transfer::repair`] credits it (once) and settles it.
 //! [`transfer::rebalance`] moves stock between shards with the same two steps.
 //!
-//! The module is the domain's side; the scripts are `shared/lua/shard_*.lua` plus the sale
+//! The module is the domain's side; the scripts are `crates/domain/lua/shard_*.lua` plus the sale
 //! scripts that run per slot unchanged (precheck, poll, issue-token, draw, deny, set-fields,
 //! status).
 
