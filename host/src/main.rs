@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use seckill_host::app::expressions::Providers;
+use seckill_host::manifest::expressions::Providers;
+use seckill_host::runtime::overload::QueueControl;
 use seckill_host::trigger::http::HttpTrigger;
 use seckill_host::trigger::metrics::Metrics;
-use seckill_host::trigger::overload::QueueControl;
 use seckill_host::trigger::serve::ServeOptions;
 use seckill_host::{App, ConnectionMode, Options};
 use tokio_util::sync::CancellationToken;

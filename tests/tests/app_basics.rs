@@ -265,8 +265,8 @@ async fn the_cron_free_manifest_is_derived_and_serves_a_sale() -> Result<()> {
 /// polls are being shed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_polls_is_shed_and_the_order_chain_is_not() -> Result<()> {
+    use seckill_host::runtime::overload::QueueControl;
     use seckill_host::trigger::http::SHED_MESSAGE;
-    use seckill_host::trigger::overload::QueueControl;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

@@ -1,5 +1,5 @@
 //! The budget of the sale's hot routes on real Spin 3.6.3: what each request would pay in Spin
-//! for work our host does once at startup, as the host counts it (`host/src/spin_costs.rs`,
+//! for work our host does once at startup, as the host counts it (`host/src/factors/spin_costs.rs`,
 //! which cites the Spin files). Real Spin is not installed here, so this is where a change that
 //! adds a variable read or an outbound open is caught.
 //!

@@ -2,7 +2,7 @@
 //!
 //! Real Spin resolves every application variable (`spin.toml`'s `[variables]`) through its
 //! providers on an instance's first outbound open, whichever the instance needs
-//! (`host/src/spin_costs.rs` cites the files), so the application declares only what a
+//! (`host/src/factors/spin_costs.rs` cites the files), so the application declares only what a
 //! deployment must set: where Redis and Postgres are, and the secrets. The optional knobs are
 //! one variable, [`SETTINGS`], read only by the components that use them; the poll-carried
 //! drain's period is a literal of the manifest's `poll` component (it follows from whether the

@@ -5,9 +5,11 @@
 //! factors; adding an interface is its module and its line in `factors!` there.
 
 pub mod allowed_hosts;
+pub mod component;
 pub mod outbound_http;
 pub mod postgres;
 pub mod redis;
+pub mod spin_costs;
 pub mod tls;
 pub mod variables;
 pub mod wasi;
@@ -18,9 +20,9 @@ use wasmtime::component::Linker;
 
 use std::collections::HashMap;
 
-use crate::app::component::ComponentConfig;
-use crate::app::manifest::{ManifestError, ManifestFile};
-use crate::spin_costs::InstanceMeter;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::InstanceMeter;
+use crate::manifest::{ManifestError, ManifestFile};
 
 /// How outbound Redis connections are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -24,10 +24,10 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttp, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks,
 };
 
-use crate::app::component::ComponentConfig;
 use crate::factors::allowed_hosts::default_port;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
-use crate::spin_costs::InstanceMeter;
 
 /// Idle connections kept per origin.
 pub const MAX_IDLE_PER_ORIGIN: usize = 64;

@@ -18,11 +18,11 @@ use seckill_redis_reply::Reply;
 use tokio::sync::OnceCell;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
-use crate::app::component::ComponentConfig;
-use crate::app::manifest::ManifestError;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, ConnectionMode, Factor, PrepareContext};
-use crate::spin_costs::InstanceMeter;
+use crate::manifest::ManifestError;
 use bindings::fermyon::spin::redis::{
     self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
 };

@@ -1,5 +1,5 @@
 //! The variables factor: `fermyon:spin/variables@2.0.0` (Spin's `crates/factor-variables`).
-//! Component variables are templates over application variables ([`crate::app::expressions`]);
+//! Component variables are templates over application variables ([`crate::manifest::expressions`]);
 //! this factor owns them: its `configure_app` checks and resolves every component's once at
 //! startup, as Spin's builds its expression resolver from the app's components there, so a
 //! `get` is a map lookup (what Spin would pay instead is counted: `spin_costs`).
@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasSelf, Linker};
 
-use crate::app::component::ComponentConfig;
-use crate::app::expressions::{self, check_name};
-use crate::app::manifest::ManifestError;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
-use crate::spin_costs::InstanceMeter;
+use crate::manifest::ManifestError;
+use crate::manifest::expressions::{self, check_name};
 
 /// A component's resolved variables (name → value).
 pub type ComponentVariables = BTreeMap<String, String>;
@@ -104,7 +104,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::app::manifest::ManifestFile;
+    use crate::manifest::ManifestFile;
 
     /// The variables factor's part of `variables` (the component's table) over the
     /// application variables `app_vars`.

@@ -6,71 +6,18 @@
 //! (`infra/terraform/modules/request-classes`) both read them. A route takes one class, or one
 //! per method with `"*"` for the others; `HEAD` falls back to `GET`. The classes follow the
 //! criticality levels of Google's SRE book ("Handling Overload"): the lowest is shed first and a
-//! critical request is never shed while a lower class is served ([`crate::trigger::overload`]).
+//! critical request is never shed while a lower class is served ([`crate::runtime::overload`]).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 
 use anyhow::Result;
 use http::Method;
 use serde::Deserialize;
 
-use crate::app::manifest::{ManifestError, ManifestFile};
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::runtime::overload::Class;
 use crate::trigger::routes::Router;
-
-/// A request's class, from most to least protected (the order of the variants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Class {
-    /// What keeps the order chain moving: the provider's payment webhook, the scheduled jobs,
-    /// operators' writes. Never shed while a lower class is served.
-    Critical,
-    /// A buyer buying: precheck, buy, pay; operators' reads.
-    Sale,
-    /// A buyer getting in: the admission challenge and token.
-    Entry,
-    /// Everything a buyer may simply ask again: polls, event pages, the time, assets.
-    Read,
-}
-
-impl Class {
-    /// Every class, most protected first.
-    pub const ALL: [Class; 4] = [Class::Critical, Class::Sale, Class::Entry, Class::Read];
-
-    /// The class of a route of an app that declares none.
-    pub const UNDECLARED: Class = Class::Sale;
-
-    /// Its position in [`Class::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Its name in the manifest, the metrics and the reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Critical => "critical",
-            Class::Sale => "sale",
-            Class::Entry => "entry",
-            Class::Read => "read",
-        }
-    }
-
-    /// What a shed request of this class is told to wait at first, in seconds: a buyer's click
-    /// comes back soonest, a page read or an admission later, so the sale gets the first room.
-    pub fn retry_after_base_s(self) -> u64 {
-        match self {
-            Class::Critical | Class::Sale => 1,
-            Class::Entry | Class::Read => 2,
-        }
-    }
-}
-
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One route's entry as written: a class, or classes by method.
 #[derive(Debug, Clone, Deserialize)]

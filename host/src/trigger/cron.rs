@@ -11,9 +11,9 @@ use anyhow::{Result, anyhow};
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::manifest::{ManifestError, ManifestFile};
-use crate::app::runtime::Runtime;
-use crate::app::state::Ctx;
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::runtime::Runtime;
+use crate::runtime::state::Ctx;
 use crate::trigger::metrics::Metrics;
 use bindings::SpinCronPre;
 use bindings::fermyon::spin_cron::cron_types::{Error, Metadata};

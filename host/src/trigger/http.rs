@@ -24,11 +24,12 @@ use hyper::body::Body;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
-use crate::app::manifest::{ManifestError, ManifestFile};
-use crate::app::runtime::Runtime;
-use crate::app::state::Ctx;
-use crate::trigger::classes::{Class, RequestClasses, ToolTable};
-use crate::trigger::overload::{Permit, Refused};
+use crate::manifest::{ManifestError, ManifestFile};
+use crate::runtime::Runtime;
+use crate::runtime::overload::Class;
+use crate::runtime::overload::{Permit, Refused};
+use crate::runtime::state::Ctx;
+use crate::trigger::classes::{RequestClasses, ToolTable};
 use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 
 /// The body of every response this server sends.
@@ -187,7 +188,7 @@ impl<B: Body<Data = Bytes, Error: Into<BoxError>> + Send + 'static> RequestBody 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Answers one request: well-known routes, routing, the body, then the matched component once
-/// its class gets an instance slot ([`crate::trigger::overload`]). The response's extensions name the
+/// its class gets an instance slot ([`crate::runtime::overload`]). The response's extensions name the
 /// route that answered it ([`MatchedRoute`]) and the request's class ([`Class`]), for the metrics.
 ///
 /// The body is read whole, under [`RequestLimits::body_timeout`] from now, before the request

@@ -23,8 +23,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use crate::app::runtime::Runtime;
-use crate::trigger::classes::Class;
+use crate::runtime::Runtime;
+use crate::runtime::overload::Class;
 use crate::trigger::http::{MatchedRoute, Shed};
 
 /// The label of a request no route matched.

@@ -33,7 +33,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, futures::OwnedNotifie
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::runtime::Runtime;
+use crate::runtime::Runtime;
 use crate::trigger::http::{Arrived, ConnectionError, HttpTrigger, ResponseBody, handle};
 use crate::trigger::metrics::Metrics;
 
@@ -704,6 +704,6 @@ impl Drop for Answered {
 /// Waits until no guest instance of `runtime` is alive.
 pub async fn instances_done(runtime: &Runtime) {
     runtime.slots().idle().await;
-    let cron = crate::app::runtime::CRON_INSTANCES;
+    let cron = crate::runtime::CRON_INSTANCES;
     let _ = runtime.cron_slots().acquire_many(cron).await;
 }

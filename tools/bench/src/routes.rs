@@ -1,7 +1,7 @@
 //! The `routes` part: each hot route (admission, precheck, buy, poll) end to end, side by side
 //! on four hosts: our host as it runs, and with Spin's per-request costs paid
 //! (`--spin-faithful`: a new Redis connection per `open`, and the variable resolution and
-//! allowed-host parsing Spin redoes per instance, `seckill_host::spin_costs::SpinWork`), each
+//! allowed-host parsing Spin redoes per instance, `seckill_host::factors::spin_costs::SpinWork`), each
 //! over `redis://` and over the Upstash REST transport (a plain-HTTP facade in this process, so
 //! no TLS handshake hides the difference). Then the counts themselves (`spin_costs`).
 

@@ -31,7 +31,8 @@ use anyhow::{Context, Result};
 use http::Method;
 
 use seckill_domain::event::EventId;
-use seckill_host::trigger::classes::{Class, Classifier};
+use seckill_host::runtime::overload::Class;
+use seckill_host::trigger::classes::Classifier;
 use seckill_testkit::provider::{signature, unix_s};
 use seckill_testkit::{
     ADMIN_TOKEN, PAYMENT_WEBHOOK_SECRET, PgServer, Provider, RedisServer, jwt_for,

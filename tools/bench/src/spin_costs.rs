@@ -1,6 +1,6 @@
 //! The `spin-costs` part: what one request of each hot route would cost real Spin 3.6.3 in work
 //! our host does once at startup — variable lookups, outbound opens, allowed-host entries
-//! parsed — as the host counts it (`seckill_host::spin_costs`, which cites Spin's files). These
+//! parsed — as the host counts it (`seckill_host::factors::spin_costs`, which cites Spin's files). These
 //! are counts, not timings, and the same for every request of a route: one buyer's walk through
 //! the sale (`seckill_testkit::walk_costs`) on a host in this process gives them exactly, over `redis://` and over REST.
 //! `tests/tests/spin_costs.rs` pins them.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use seckill_host::app::expressions::Providers;
 use seckill_host::factors::tls::TlsTrust;
-use seckill_host::trigger::overload::QueueControl;
+use seckill_host::manifest::expressions::Providers;
+use seckill_host::runtime::overload::QueueControl;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 

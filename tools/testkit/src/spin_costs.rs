@@ -1,5 +1,5 @@
 //! What each request of a buyer's walk would cost real Spin, as the host counts it
-//! (`seckill_host::spin_costs`, which cites Spin's files): `tests/tests/spin_costs.rs` pins it,
+//! (`seckill_host::factors::spin_costs`, which cites Spin's files): `tests/tests/spin_costs.rs` pins it,
 //! the bench's `spin-costs` part prints it.
 
 use std::sync::Mutex;

@@ -12,11 +12,11 @@ use super::bindings::spin::postgres::postgres::{self as pg, ParameterValue, RowS
 use super::client::{PgConnection, PgPools};
 use super::errors::{error_report, query_failed};
 use super::types::{convert_row, infer_columns, param_refs, to_sql_parameters};
-use crate::app::component::ComponentConfig;
-use crate::app::manifest::ManifestError;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
-use crate::spin_costs::InstanceMeter;
+use crate::manifest::ManifestError;
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table
 /// of its own, as Spin's `InstanceState` keeps one) and the app-wide pools.

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use seckill_host::trigger::classes::Class;
+use seckill_host::runtime::overload::Class;
 use seckill_testkit::{ADMIN_TOKEN, RedisServer};
 use serde_json::Value;
 use tokio::task::JoinHandle;

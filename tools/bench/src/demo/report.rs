@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use seckill_host::trigger::classes::Class;
+use seckill_host::runtime::overload::Class;
 use seckill_testkit::stripe::WebhookStats;
 use seckill_testkit::{ADMIN_TOKEN, PgServer, StripeSandbox};
 use serde_json::{Value, json};

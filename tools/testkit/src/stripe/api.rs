@@ -31,12 +31,14 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
+use super::config::{ACCOUNT_ID, IDEMPOTENCY_TTL_S, Permission};
 use super::error::ApiError;
 use super::form;
 use super::ids::{new_id, wall_s};
+use super::sandbox::Inner;
 use super::schema::{self, Field};
+use super::state::Call;
 use super::state::{Origin, Session, SessionStatus, State, Stored, Unpayable, metadata_of};
-use super::{Call, Inner, Permission};
 use super::{dashboard, hosted};
 
 type Resp = Response<Full<Bytes>>;
@@ -416,7 +418,7 @@ fn process(
              on account '{}'. Having the '{rak}' permission would allow this request to \
              continue.",
             mask(k),
-            super::ACCOUNT_ID
+            ACCOUNT_ID
         )));
     }
 
@@ -471,7 +473,7 @@ fn process(
         }
         state
             .idempotency
-            .retain(|_, s| now - s.stored_at < super::IDEMPOTENCY_TTL_S);
+            .retain(|_, s| now - s.stored_at < IDEMPOTENCY_TTL_S);
         if let Some(stored) = state.idempotency.get(ik) {
             if stored.endpoint != endpoint {
                 let first = stored.endpoint.split_once(' ').map_or("", |(_, p)| p);

@@ -13,8 +13,8 @@ use hyper::Response;
 
 use std::sync::Arc;
 
-use super::Inner;
 use super::hosted::{escape, redirect};
+use super::sandbox::Inner;
 use super::state::{SessionStatus, State, format_amount};
 
 /// The path of the dashboard.

@@ -31,8 +31,9 @@
 //! [Pagination](https://docs.stripe.com/api/pagination), [Versioning](https://docs.stripe.com/api/versioning),
 //! [Metadata](https://docs.stripe.com/api/metadata), [Webhooks](https://docs.stripe.com/webhooks)
 //! (signatures, retries). Each module says which rule it takes from where:
-//! `form` (encoding), `schema` (documented parameters), `api` (the request pipeline),
-//! `state` (objects, events), `hosted` (the page), `webhooks` (delivery).
+//! `config` (keys, permissions, retries), `form` (encoding), `schema` (documented parameters),
+//! `api` (the request pipeline), `state` (objects, events, calls), `hosted` (the page),
+//! `webhooks` (what a delivery is), `sandbox` (the shared state and the delivery tasks).
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -48,11 +49,13 @@
 //! ```
 
 mod api;
+mod config;
 mod dashboard;
 mod error;
 mod form;
 mod hosted;
 mod ids;
+mod sandbox;
 mod schema;
 mod state;
 mod webhooks;
@@ -63,189 +66,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use tokio::task::AbortHandle;
 
+pub use config::{
+    ACCOUNT_ID, API_VERSION, ApiKey, Permission, RESTRICTED_KEY, RefundBehaviour, RefundOutcome,
+    RetryPolicy, SECRET_KEY, SandboxConfig, WebhookFilter,
+};
+pub use state::Call;
 pub use webhooks::{Attempt, DeliveryState};
 
 use ids::Clock;
+use sandbox::Inner;
 use state::{Origin, SessionStatus, State, Unpayable};
-
-/// The API version the sandbox renders (see the module documentation).
-pub const API_VERSION: &str = "2024-06-20";
-/// The secret key every sandbox accepts unless configured otherwise.
-pub const SECRET_KEY: &str = "sk_test_51SeckillSandbox0000000000000000000000000000";
-/// A restricted key holding what the app needs: Checkout Sessions write, Refunds write,
-/// Events read, PaymentIntents read.
-pub const RESTRICTED_KEY: &str = "rk_test_51SeckillSandboxApp000000000000000000000000";
-/// The sandbox's account, as 403 messages name it.
-pub const ACCOUNT_ID: &str = "acct_1SeckillSandbox0";
-/// How long an idempotency key's answer is kept.
-pub(crate) const IDEMPOTENCY_TTL_S: i64 = 24 * 3600;
-
-/// A restricted key's permission on a resource (<https://docs.stripe.com/keys#limit-access>:
-/// "Write permissions imply read permissions").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permission {
-    CheckoutSessionsRead,
-    CheckoutSessionsWrite,
-    PaymentIntentsRead,
-    PaymentIntentsWrite,
-    RefundsRead,
-    RefundsWrite,
-    EventsRead,
-}
-
-impl Permission {
-    /// Whether holding `self` allows what `needed` allows.
-    pub fn grants(self, needed: Permission) -> bool {
-        use Permission::*;
-        self == needed
-            || matches!(
-                (self, needed),
-                (CheckoutSessionsWrite, CheckoutSessionsRead)
-                    | (PaymentIntentsWrite, PaymentIntentsRead)
-                    | (RefundsWrite, RefundsRead)
-            )
-    }
-}
-
-/// An API key of the sandbox's account.
-#[derive(Debug, Clone)]
-pub struct ApiKey {
-    pub key: String,
-    /// `None`: a secret key, allowed everything; `Some`: a restricted key.
-    pub permissions: Option<Vec<Permission>>,
-}
-
-impl ApiKey {
-    /// A secret key (`sk_test_…`).
-    pub fn secret(key: &str) -> Self {
-        ApiKey {
-            key: key.to_owned(),
-            permissions: None,
-        }
-    }
-
-    /// A restricted key (`rk_test_…`) with these permissions.
-    pub fn restricted(key: &str, permissions: &[Permission]) -> Self {
-        ApiKey {
-            key: key.to_owned(),
-            permissions: Some(permissions.to_vec()),
-        }
-    }
-}
-
-/// How webhook deliveries are retried: Stripe's days, compressed.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    /// Attempts per delivery, the first included.
-    pub attempts: u32,
-    /// The wait after the first failure; it doubles after each (capped at a minute).
-    pub first_backoff: Duration,
-    /// How long one attempt waits for an answer.
-    pub timeout: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            attempts: 8,
-            first_backoff: Duration::from_millis(200),
-            timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// How a pending refund ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefundOutcome {
-    Succeeded,
-    /// `failed`, with this `failure_reason` (`lost_or_stolen_card`,
-    /// `expired_or_canceled_card`, `charge_for_pending_refund_disputed`,
-    /// `insufficient_funds`, `declined`, `merchant_request`, `unknown`).
-    Failed(String),
-}
-
-/// What a new refund does.
-#[derive(Debug, Clone)]
-pub enum RefundBehaviour {
-    /// `status: succeeded` at once (card refunds in test mode).
-    Succeed,
-    /// `status: pending`, then `outcome` after `settle_after` (`charge.refund.updated`).
-    Pending {
-        settle_after: Duration,
-        outcome: RefundOutcome,
-    },
-}
-
-/// Which events to hold back from webhook delivery.
-#[derive(Debug, Clone)]
-pub enum WebhookFilter {
-    All,
-    /// These types (`*` wildcards allowed).
-    Types(Vec<String>),
-}
-
-impl WebhookFilter {
-    pub fn matches(&self, kind: &str) -> bool {
-        match self {
-            WebhookFilter::All => true,
-            WebhookFilter::Types(t) => t.iter().any(|p| webhooks::pattern_matches(p, kind)),
-        }
-    }
-}
-
-/// How a sandbox starts.
-#[derive(Debug, Clone)]
-pub struct SandboxConfig {
-    /// The account's keys (default: [`SECRET_KEY`] and [`RESTRICTED_KEY`]).
-    pub keys: Vec<ApiKey>,
-    /// The account's API version: events' `api_version` (default [`API_VERSION`]).
-    pub api_version: String,
-    pub retry: RetryPolicy,
-    pub refunds: RefundBehaviour,
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        SandboxConfig {
-            keys: vec![
-                ApiKey::secret(SECRET_KEY),
-                ApiKey::restricted(
-                    RESTRICTED_KEY,
-                    &[
-                        Permission::CheckoutSessionsWrite,
-                        Permission::RefundsWrite,
-                        Permission::EventsRead,
-                        Permission::PaymentIntentsRead,
-                    ],
-                ),
-            ],
-            api_version: API_VERSION.to_owned(),
-            retry: RetryPolicy::default(),
-            refunds: RefundBehaviour::Succeed,
-        }
-    }
-}
-
-/// One API request the sandbox received.
-#[derive(Debug, Clone)]
-pub struct Call {
-    /// Sandbox-clock Unix seconds.
-    pub at: i64,
-    pub method: String,
-    pub path: String,
-    /// The parameters as sent (query or form), nested, every value a string.
-    pub params: Value,
-    pub idempotency_key: Option<String>,
-    pub stripe_version: Option<String>,
-    pub api_key: Option<String>,
-    /// The status answered (also when the response was lost on purpose).
-    pub status: u16,
-    /// Replayed from an idempotency key.
-    pub replayed: bool,
-    pub request_id: String,
-}
 
 /// A Checkout Session, for assertions.
 #[derive(Debug, Clone)]
@@ -326,56 +157,6 @@ pub struct WebhookStats {
     pub retried: usize,
     /// Failed attempts by status (`"500"`, `"no answer"`).
     pub failed_statuses: BTreeMap<String, usize>,
-}
-
-pub(crate) struct Inner {
-    pub state: Mutex<State>,
-    pub clock: Clock,
-    pub base_url: String,
-    pub keys: Vec<ApiKey>,
-    pub api_version: String,
-    pub retry: RetryPolicy,
-    pub http: reqwest::Client,
-    pub runtime: tokio::runtime::Handle,
-    tasks: Mutex<Vec<AbortHandle>>,
-}
-
-impl Inner {
-    /// Runs `f` on the state brought up to now (sessions expired, events due), then starts the
-    /// deliveries it queued.
-    pub fn with_state<T>(self: &Arc<Self>, f: impl FnOnce(&mut State, i64) -> T) -> T {
-        let now = self.clock.now();
-        let out = {
-            let mut state = self.state.lock().expect("sandbox state");
-            state.tick(now, &self.base_url);
-            f(&mut state, now)
-        };
-        self.flush();
-        out
-    }
-
-    /// Keeps a task to abort when the sandbox goes.
-    pub fn track(&self, task: AbortHandle) {
-        let mut tasks = self.tasks.lock().expect("sandbox tasks");
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(task);
-    }
-
-    /// Starts the deliveries queued under the lock (unless a task has one already).
-    pub fn flush(self: &Arc<Self>) {
-        let queued: Vec<usize> = {
-            let mut state = self.state.lock().expect("sandbox state");
-            let queued = std::mem::take(&mut state.to_spawn);
-            queued
-                .into_iter()
-                .filter(|&d| !std::mem::replace(&mut state.deliveries[d].running, true))
-                .collect()
-        };
-        for d in queued {
-            let task = self.runtime.spawn(webhooks::deliver(self.clone(), d));
-            self.track(task.abort_handle());
-        }
-    }
 }
 
 fn strings(v: &Value) -> BTreeMap<String, String> {

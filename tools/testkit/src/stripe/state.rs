@@ -33,11 +33,11 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use super::config::{RefundBehaviour, RefundOutcome, WebhookFilter};
 use super::error::ApiError;
 use super::ids::new_id;
 use super::schema::ZERO_DECIMAL;
 use super::webhooks::{Delivery, DeliveryState, Endpoint, pattern_matches};
-use super::{Call, RefundBehaviour, RefundOutcome, WebhookFilter};
 
 /// Rows in creation order, found by id.
 #[derive(Debug)]
@@ -1044,4 +1044,23 @@ pub struct Payment {
     pub description: Option<String>,
     pub receipt_email: Option<String>,
     pub session: Option<String>,
+}
+
+/// One API request the sandbox received.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Sandbox-clock Unix seconds.
+    pub at: i64,
+    pub method: String,
+    pub path: String,
+    /// The parameters as sent (query or form), nested, every value a string.
+    pub params: Value,
+    pub idempotency_key: Option<String>,
+    pub stripe_version: Option<String>,
+    pub api_key: Option<String>,
+    /// The status answered (also when the response was lost on purpose).
+    pub status: u16,
+    /// Replayed from an idempotency key.
+    pub replayed: bool,
+    pub request_id: String,
 }

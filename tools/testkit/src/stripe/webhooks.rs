@@ -4,17 +4,11 @@
 //! rotation, <https://docs.stripe.com/webhooks#verify-manually>), anything but a 2xx (or no
 //! answer) is retried with exponential backoff — Stripe spreads that over three days in live
 //! mode and "three times over a few hours" in a sandbox; here it is compressed to
-//! [`super::RetryPolicy`] — and each attempt is signed anew. Deliveries run in the
+//! [`super::config::RetryPolicy`] — and each attempt is signed anew. Deliveries run in the
 //! background, concurrently: Stripe does not guarantee their order either.
 //!
 //! The signing is the kit's own [`crate::provider::signature`], shared with
 //! [`crate::Provider`]: kit code, not the app's.
-
-use std::sync::Arc;
-use std::time::Duration;
-
-use super::Inner;
-use super::ids::wall_s;
 
 /// A webhook endpoint (<https://docs.stripe.com/api/webhook_endpoints/object>).
 #[derive(Debug, Clone)]
@@ -33,9 +27,9 @@ pub struct Endpoint {
 pub enum DeliveryState {
     /// Queued, in flight, or waiting to be retried.
     Pending,
-    /// Held back by [`super::StripeSandbox::hold_webhooks`] until released.
+    /// Held back by `StripeSandbox::hold_webhooks` until released.
     Held,
-    /// Lost on purpose ([`super::StripeSandbox::pay_without_webhooks`]): never sent.
+    /// Lost on purpose (`StripeSandbox::pay_without_webhooks`): never sent.
     Dropped,
     /// Answered with a 2xx.
     Delivered,
@@ -89,86 +83,6 @@ pub(crate) fn pattern_matches(pattern: &str, kind: &str) -> bool {
         }
     }
     true
-}
-
-/// Delivers delivery `d` until a 2xx, the attempts run out, or it is held back.
-pub(crate) async fn deliver(inner: Arc<Inner>, d: usize) {
-    loop {
-        attempts(&inner, d).await;
-        let mut state = inner.state.lock().expect("sandbox state");
-        let delivery = &mut state.deliveries[d];
-        // Held back and released again before this task noticed: go on delivering.
-        if delivery.state != DeliveryState::Pending {
-            delivery.running = false;
-            return;
-        }
-    }
-}
-
-async fn attempts(inner: &Inner, d: usize) {
-    let policy = inner.retry;
-    let mut backoff = policy.first_backoff;
-    loop {
-        let (url, secrets, body) = {
-            let state = inner.state.lock().expect("sandbox state");
-            let delivery = &state.deliveries[d];
-            if delivery.state != DeliveryState::Pending {
-                return;
-            }
-            let endpoint = &state.endpoints[delivery.endpoint];
-            let event = &state.events.rows[delivery.event];
-            (
-                endpoint.url.clone(),
-                endpoint.secrets.clone(),
-                state.event_json(event).to_string(),
-            )
-        };
-        let t = wall_s();
-        let header = crate::provider::signature(&secrets, t.max(0) as u64, &body);
-        let answer = inner
-            .http
-            .post(&url)
-            .header("content-type", "application/json; charset=utf-8")
-            .header("stripe-signature", header)
-            .header(
-                "user-agent",
-                "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-            )
-            .body(body)
-            .timeout(policy.timeout)
-            .send()
-            .await
-            .ok();
-        let status = answer.as_ref().map(|r| r.status().as_u16());
-        let response = match answer {
-            Some(r) => r.bytes().await.ok().map(|body| {
-                String::from_utf8_lossy(&body[..body.len().min(RESPONSE_SHOWN)]).into_owned()
-            }),
-            None => None,
-        };
-        let ok = status.is_some_and(|s| (200..300).contains(&s));
-        {
-            let mut state = inner.state.lock().expect("sandbox state");
-            let delivery = &mut state.deliveries[d];
-            delivery.attempts.push(Attempt {
-                status,
-                response,
-                at: t,
-            });
-            if ok {
-                delivery.state = DeliveryState::Delivered;
-                return;
-            }
-            if delivery.attempts.len() >= policy.attempts as usize {
-                if delivery.state == DeliveryState::Pending {
-                    delivery.state = DeliveryState::Exhausted;
-                }
-                return;
-            }
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(60));
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! silently ignored: unknown keys are rejected by `deny_unknown_fields`, and the semantic checks
 //! below (routes, component references, cron expressions, templates) carry the span of the value.
 
+pub mod expressions;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -3,34 +3,28 @@
 //! triggers. Everything that can be checked is checked here, at startup, so that a request never
 //! meets a configuration error.
 
-pub mod component;
-pub mod expressions;
-pub mod manifest;
-pub mod runtime;
-pub mod state;
-
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::app::manifest::ManifestFile;
-use crate::app::runtime::Runtime;
-use crate::app::state::{RuntimeConfig, Services};
+use crate::factors::spin_costs::SpinCostTotals;
 use crate::factors::{ConfigureAppContext, ConnectionMode, postgres, redis};
-use crate::spin_costs::SpinCostTotals;
+use crate::manifest::ManifestFile;
+use crate::manifest::expressions::{self, Providers};
+use crate::runtime::Runtime;
+use crate::runtime::state::{RuntimeConfig, Services};
 use crate::trigger::cron::CronTrigger;
 use crate::trigger::http::{HttpTrigger, RequestLimits};
-use expressions::Providers;
 
+use crate::runtime::overload::{Gate, QueueControl};
 pub use crate::trigger::http::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_REQUEST_BODY};
-use crate::trigger::overload::{Gate, QueueControl};
 
 /// Request instances alive at once by default: 64 per core. Spin keeps 1,000 whatever the
 /// machine (`SPIN_MAX_INSTANCE_COUNT`, `crates/core/src/lib.rs`); on a 2-core machine that many
 /// guests in flight only queue for the CPU, so every await of every guest (the drain's, a
 /// buyer's Redis reply) waits behind a thousand others, while past this many a spike waits in
-/// the slot queues under their queue control ([`crate::trigger::overload`]), or is shed. 64 per core keeps Redis and
+/// the slot queues under their queue control ([`crate::runtime::overload`]), or is shed. 64 per core keeps Redis and
 /// Postgres busy (each request waits on them a fraction of a millisecond).
 pub fn default_max_instances() -> u32 {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -136,7 +130,7 @@ impl App {
     }
 
     /// What each component's instances since the last reset would have cost real Spin
-    /// (variable lookups, outbound opens, allowed-host entries parsed: see [`crate::spin_costs`]),
+    /// (variable lookups, outbound opens, allowed-host entries parsed: see [`crate::factors::spin_costs`]),
     /// by component id in manifest order. Each route of the product names one component.
     pub fn spin_costs(&self) -> Vec<(String, SpinCostTotals)> {
         self.runtime

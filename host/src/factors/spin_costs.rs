@@ -25,9 +25,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::app::expressions::{self, Part, Providers};
-use crate::app::manifest::{ComponentDef, ManifestFile};
 use crate::factors::allowed_hosts::AllowedHost;
+use crate::manifest::expressions::{self, Part, Providers};
+use crate::manifest::{ComponentDef, ManifestFile};
 
 /// What a component's instances pay Spin for, read from the manifest once: the facts the
 /// counts are made of, and in Spin-faithful mode the work itself.

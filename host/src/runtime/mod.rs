@@ -3,6 +3,9 @@
 //! factor, each component compiled and pre-instantiated once, and a fresh `Store` per instance.
 //! The triggers run their components through it.
 
+pub mod overload;
+pub mod state;
+
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -13,13 +16,13 @@ use sha2::Digest;
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
-use crate::app::component::ComponentConfig;
-use crate::app::expressions::{self, Providers};
-use crate::app::manifest::{ComponentDef, ManifestError, ManifestFile};
-use crate::app::state::{Ctx, MAX_MEMORY_BYTES, Services};
 use crate::factors::allowed_hosts::AllowedHosts;
-use crate::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
-use crate::trigger::overload::Gate;
+use crate::factors::component::ComponentConfig;
+use crate::factors::spin_costs::{ComponentCosts, CostModel, SpinCostTotals};
+use crate::manifest::expressions::{self, Providers};
+use crate::manifest::{ComponentDef, ManifestError, ManifestFile};
+use crate::runtime::overload::Gate;
+use crate::runtime::state::{Ctx, MAX_MEMORY_BYTES, Services};
 
 /// Compiles the component at `source`, or loads what an earlier load compiled from the same
 /// bytes with the same engine settings from `cache`. A test starts a host per test, and

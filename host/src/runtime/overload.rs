@@ -28,13 +28,66 @@
 //! only when critical requests alone fill the pool and their queue stands.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use serde::Deserialize;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::trigger::classes::Class;
+/// A request's class, from most to least protected (the order of the variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// What keeps the order chain moving: the provider's payment webhook, the scheduled jobs,
+    /// operators' writes. Never shed while a lower class is served.
+    Critical,
+    /// A buyer buying: precheck, buy, pay; operators' reads.
+    Sale,
+    /// A buyer getting in: the admission challenge and token.
+    Entry,
+    /// Everything a buyer may simply ask again: polls, event pages, the time, assets.
+    Read,
+}
+
+impl Class {
+    /// Every class, most protected first.
+    pub const ALL: [Class; 4] = [Class::Critical, Class::Sale, Class::Entry, Class::Read];
+
+    /// The class of a route of an app that declares none.
+    pub const UNDECLARED: Class = Class::Sale;
+
+    /// Its position in [`Class::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Its name in the manifest, the metrics and the reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Critical => "critical",
+            Class::Sale => "sale",
+            Class::Entry => "entry",
+            Class::Read => "read",
+        }
+    }
+
+    /// What a shed request of this class is told to wait at first, in seconds: a buyer's click
+    /// comes back soonest, a page read or an admission later, so the sale gets the first room.
+    pub fn retry_after_base_s(self) -> u64 {
+        match self {
+            Class::Critical | Class::Sale => 1,
+            Class::Entry | Class::Read => 2,
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The queue control's two constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,13 +16,13 @@ use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::WasiHttpCtxView;
 
-use crate::app::component::ComponentConfig;
-use crate::app::manifest::ManifestError;
+use crate::factors::component::ComponentConfig;
 use crate::factors::outbound_http::HttpPool;
+use crate::factors::spin_costs::{ComponentCosts, InstanceMeter};
 use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
 use crate::factors::{outbound_http, postgres, redis, variables, wasi};
-use crate::spin_costs::{ComponentCosts, InstanceMeter};
+use crate::manifest::ManifestError;
 
 /// Declares the factors: their app-wide states ([`Services`]), their instance states
 /// ([`Factors`]) and their linking.

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::app::manifest::{ManifestError, ManifestFile};
+use crate::manifest::{ManifestError, ManifestFile};
 
 /// One piece of a `{{ var }}` template.
 #[derive(Debug, Clone, PartialEq, Eq)]
