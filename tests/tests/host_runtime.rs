@@ -751,9 +751,9 @@ fn one_peer_holds_at_most_its_connections() -> Result<()> {
 }
 
 /// At the connection cap, a new connection (the payment provider's webhook, say) does not wait
-/// in the listen backlog for a crowd's idle keep-alive connections to time out: the longest
-/// idle are closed to make room. A connection that has not sent its first request yet is not
-/// idle in that sense and keeps its place.
+/// in the listen backlog for a crowd's idle keep-alive connections to time out: an idle one is
+/// closed to make room (once it has been idle `RECLAIMABLE_AFTER`, a second). A connection
+/// that has not sent its first request yet is not idle in that sense and keeps its place.
 #[test]
 fn at_the_connection_cap_idle_keep_alive_connections_make_room() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
@@ -778,10 +778,11 @@ fn at_the_connection_cap_idle_keep_alive_connections_make_room() -> Result<()> {
         200,
         "served long before the idle timeout"
     );
-    assert!(
-        closed_within(&mut kept[0], Duration::from_secs(5))?,
-        "the longest idle connection made room"
-    );
+    let mut closed = 0;
+    for stream in &mut kept {
+        closed += usize::from(closed_within(stream, Duration::from_secs(2))?);
+    }
+    assert!(closed >= 1, "an idle keep-alive connection made room");
     fresh.set_read_timeout(Some(Duration::from_secs(15)))?;
     write!(fresh, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")?;
     assert_eq!(

@@ -124,6 +124,11 @@ const LINGER_BYTES: usize = 16 << 20;
 /// burst of arrivals finds room without closing every idle connection at once (nginx frees 32).
 const RECLAIM_BATCH: usize = 32;
 
+/// How long a kept-alive connection is idle before it may be closed to make room: until then
+/// it stays out of the line (joining it takes a lock, which the requests of a busy connection
+/// would pay each time). At the cap with nobody in the line yet, the first to join goes.
+const RECLAIMABLE_AFTER: Duration = Duration::from_secs(1);
+
 /// Serves the HTTP trigger of `app` on `listener` with the default [`ServeOptions`] until the
 /// task is dropped.
 pub async fn serve_until_dropped<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
@@ -577,11 +582,22 @@ impl AsyncRead for Watched {
                 let (limit, what) = match phase {
                     Phase::Head => (this.header_timeout, "request head timed out"),
                     Phase::Idle => {
-                        if kept_alive && this.poll_reclaimed(cx).is_ready() {
-                            return Poll::Ready(Err(io::Error::new(
-                                io::ErrorKind::TimedOut,
-                                "idle keep-alive closed at the connection cap",
-                            )));
+                        if kept_alive {
+                            // Joining the line takes a lock: a connection between a client's
+                            // quick requests does not, one idle for RECLAIMABLE_AFTER does.
+                            let reclaimable = since + RECLAIMABLE_AFTER;
+                            let idle_end = since + this.idle_timeout;
+                            if Instant::now() < reclaimable
+                                && this.poll_until(cx, reclaimable.min(idle_end)).is_pending()
+                            {
+                                return Poll::Pending;
+                            }
+                            if this.poll_reclaimed(cx).is_ready() {
+                                return Poll::Ready(Err(io::Error::new(
+                                    io::ErrorKind::TimedOut,
+                                    "idle keep-alive closed at the connection cap",
+                                )));
+                            }
                         }
                         (this.idle_timeout, "idle keep-alive timed out")
                     }
