@@ -91,7 +91,7 @@ pub fn release_for(
     db: &impl Sql,
     settings: &Settings,
     budget: std::time::Duration,
-) -> Result<orders::Repeated<orders::ReleaseReport>, Error> {
+) -> Result<jobs::Repeated<orders::ReleaseReport>, Error> {
     let client = ProviderClient::configured().map_err(|e| Error::bug(e.reason()))?;
     let provider = client.as_ref().map(|api| orders::Provider {
         api,

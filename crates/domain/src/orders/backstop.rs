@@ -45,7 +45,7 @@ pub struct BackstopReport {
 
 impl BackstopReport {
     /// A later run's report added to this one's (a job repeated for its time budget).
-    pub(super) fn add(&mut self, later: Self) {
+    pub(crate) fn add(&mut self, later: Self) {
         self.pages += later.pages;
         self.events += later.events;
         self.recovered += later.recovered;

@@ -8,7 +8,7 @@
 //! nothing. A dead drainer's entries are taken over (`XAUTOCLAIM`); one that keeps failing goes to
 //! the shard's dead letters, never dropped. Acknowledged entries are trimmed. **Invariant: one
 //! drainer per shard, whoever launches it** (cron, jobs route, elected poll): all reach the same
-//! lease and fence through `jobs.rs`.
+//! lease and fence through `jobs`.
 
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -34,7 +34,6 @@ mod pay;
 mod reconcile;
 mod refund;
 mod release;
-mod repeat;
 
 pub use backstop::{BackstopReport, recover_events};
 pub use confirm::{Confirmation, Outcome as ConfirmOutcome, confirm, provider_event_counts};
@@ -49,7 +48,6 @@ pub use release::{
     Provider, ReleaseReport, SESSIONS_PER_RUN, SessionReport, close_sessions, release_due,
     release_expired,
 };
-pub use repeat::{JobReport, Repeated, repeat_for};
 
 use crate::error::{Dependency, Error};
 use crate::event::EventId;

@@ -38,7 +38,7 @@ pub struct RefundReport {
 
 impl RefundReport {
     /// A later run's report added to this one's (a job repeated for its time budget).
-    pub(super) fn add(&mut self, later: Self) {
+    pub(crate) fn add(&mut self, later: Self) {
         self.requested += later.requested;
         self.refunded += later.refunded;
         self.retrying += later.retrying;

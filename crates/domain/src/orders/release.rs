@@ -57,7 +57,7 @@ pub struct SessionReport {
 
 impl SessionReport {
     /// A later run's report added to this one's (a job repeated for its time budget).
-    pub(super) fn add(&mut self, later: Self) {
+    pub(crate) fn add(&mut self, later: Self) {
         self.expired += later.expired;
         self.settled += later.settled;
         self.processing += later.processing;

@@ -4,9 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::drain::DrainReport;
-use super::release::ReleaseReport;
 use crate::error::Error;
+use crate::orders::{DrainReport, ReleaseReport};
 
 /// A job's report, summed over the runs of [`repeat_for`].
 pub trait JobReport: Default {

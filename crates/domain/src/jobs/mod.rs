@@ -9,7 +9,11 @@ use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
-use crate::orders::{self, DrainOptions, DrainReport, Provider, ReleaseReport, Repeated};
+mod repeat;
+
+pub use repeat::{JobReport, Repeated};
+
+use crate::orders::{self, DrainOptions, DrainReport, Provider, ReleaseReport};
 use crate::scripts;
 use crate::sql::Sql;
 use crate::store::Store;
@@ -101,7 +105,7 @@ pub fn drain_for<S: Store>(
     opts: &DrainOptions,
     budget: Duration,
 ) -> Result<Repeated<DrainReport>, Error> {
-    orders::repeat_for(budget, DRAIN_PAUSE, |until| {
+    repeat::repeat_for(budget, DRAIN_PAUSE, |until| {
         let opts = DrainOptions {
             until: Some(until).filter(|_| !budget.is_zero()),
             ..opts.clone()
@@ -119,7 +123,7 @@ pub fn release_for<S: Store>(
     limit: i64,
     budget: Duration,
 ) -> Result<Repeated<ReleaseReport>, Error> {
-    orders::repeat_for(budget, RELEASE_PAUSE, |_| {
+    repeat::repeat_for(budget, RELEASE_PAUSE, |_| {
         orders::release_due(nodes, db, provider, clock::now_ms(), limit)
     })
 }
