@@ -26,8 +26,7 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
 use crate::manifest::{ManifestError, ManifestFile};
 use crate::runtime::Runtime;
-use crate::runtime::overload::Class;
-use crate::runtime::overload::{Permit, Refused};
+use crate::runtime::overload::{Class, Permit, Refused};
 use crate::runtime::state::Ctx;
 use crate::trigger::classes::{RequestClasses, ToolTable};
 use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};

@@ -3,9 +3,8 @@
 //! shutdown and a lingering close. At the connection cap, idle keep-alive connections are closed
 //! to make room, as nginx reuses its keep-alive connections when it runs out: a crowd's idle
 //! connections never keep the payment provider's webhook waiting in the listen backlog. What a
-//! request gets is
-//! [`super::http::handle`]'s; this module only decides how long a connection may take and how
-//! it ends, so responses are the same whichever options are set.
+//! request gets is [`super::http::handle`]'s; this module only decides how long a connection
+//! may take and how it ends, so responses are the same whichever options are set.
 //!
 //! A connection is in one of three phases ([`Phase`]): idle, before its first request or between
 //! requests (the idle timeout), reading a request head (the header timeout, from the head's
