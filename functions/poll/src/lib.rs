@@ -6,7 +6,7 @@
 //! by the poll script and, once its answer is sent, drains its shard for up to that long.
 //! The answer never waits on Postgres; Postgres sees at most one drainer per shard.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use seckill_domain::event::EventId;
 use seckill_domain::jobs;
@@ -19,7 +19,7 @@ use seckill_spin_edge::store::{self, SpinStore};
 use spin_sdk::http::{IncomingRequest, Method, Request, ResponseOutparam};
 use spin_sdk::http_component;
 
-/// Parse, apply ([`sale::poll`]), render; then, if elected, drain ([`jobs::drain_shard_for`]).
+/// Parse, apply ([`sale::poll`]), render; then, if elected, drain ([`jobs::drain_shard_until`]).
 #[http_component]
 async fn handle(req: IncomingRequest, out: ResponseOutparam) {
     let mut elected = None;
@@ -54,16 +54,17 @@ fn poll(req: &Request) -> Result<(Nodes<SpinStore>, EventId, Polled), ApiError> 
 /// a failure here is only logged, and the next elected poll (or the scheduler) goes on. It
 /// drains the buyer's home shard, whose queue the order waits in.
 fn drain(nodes: &Nodes<SpinStore>, event: &EventId, shard: u32) {
+    let until = Instant::now() + Duration::from_millis(config::poll_drain_ms());
     let result = config::Settings::read().and_then(|settings| {
         let store = nodes
             .for_shard(event, shard)
             .map_err(seckill_domain::Error::from)?;
-        Ok(jobs::drain_shard_for(
+        Ok(jobs::drain_shard_until(
             store,
             &config::postgres()?,
             (event, shard),
             &settings.drain_options(),
-            Duration::from_millis(config::poll_drain_ms()),
+            until,
         )?)
     });
     if let Err(e) = result {

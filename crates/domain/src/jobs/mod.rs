@@ -128,16 +128,17 @@ pub fn release_for<S: Store>(
     })
 }
 
-/// The poll-carried drain: shard `shard` of `event` only, for at most `for_`.
-pub fn drain_shard_for(
+/// The poll-carried drain: shard `shard` of `event` only, until `until` (set by the poll
+/// before it opens Postgres, so opening it counts against the budget).
+pub fn drain_shard_until(
     store: &impl Store,
     db: &impl Sql,
     (event, shard): (&EventId, u32),
     opts: &DrainOptions,
-    for_: Duration,
+    until: Instant,
 ) -> Result<DrainReport, Error> {
     let opts = DrainOptions {
-        until: Some(Instant::now() + for_),
+        until: Some(until),
         ..opts.clone()
     };
     orders::catch_up(store, db, event, shard, &opts, clock::now_ms())
