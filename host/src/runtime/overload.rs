@@ -24,8 +24,12 @@
 //!
 //! Classes: a freed slot goes to the most protected class waiting. The last
 //! [`Gate::reserve`] slots are kept for critical requests, and a critical request is never shed
-//! while a slot is held by a lower class (the next slot to come free is its own); it is shed
-//! only when critical requests alone fill the pool and their queue stands.
+//! while a slot is held by a lower class (the next slot to come free is its own). When critical
+//! requests alone fill the pool (a burst of the provider's webhooks), their queue is served
+//! oldest first and a critical request waits on while slots come free fast enough to serve it
+//! within [`CRITICAL_MAX_WAIT`]: a shed webhook comes back only at the provider's next retry,
+//! minutes later, while its payment's order waits. Only a critical queue that does not move is
+//! shed.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -125,6 +129,11 @@ impl Default for QueueControl {
 /// The most a shed request is told to wait, in seconds (the storefront's and the demo's own
 /// back-off stops doubling there too: `web/common.js`, `backOffMs`).
 pub const MAX_RETRY_AFTER_S: u64 = 8;
+
+/// The longest a critical request waits while critical requests alone fill the pool and slots
+/// keep coming free: well within a webhook sender's timeout, and the order chain's requests are
+/// short.
+pub const CRITICAL_MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// How long a queue must stand for each doubling of `Retry-After`.
 const RETRY_AFTER_DOUBLING: Duration = Duration::from_secs(5);
@@ -358,6 +367,8 @@ impl Gate {
             }
             let mut state = self.lock();
             let lower_class_served = state.lower_class_served();
+            let now = Instant::now();
+            let rate = state.rate.now(now);
             let queue = &mut state.queues[i];
             let Ok(at) = queue.waiting.binary_search_by_key(&id, |(id, _)| *id) else {
                 // Given a slot as its wait ran out.
@@ -365,8 +376,21 @@ impl Gate {
                 ticket.settled = true;
                 return Ok(self.permit(class, arrived.elapsed()));
             };
+            // Critical requests are served oldest first: `at` are ahead of it.
+            let served_in_time = || {
+                rate.is_some_and(|per_s| {
+                    (now - arrived).as_secs_f64() + (at + 1) as f64 / per_s
+                        <= CRITICAL_MAX_WAIT.as_secs_f64()
+                })
+            };
             if class == Class::Critical && lower_class_served {
                 deadline += self.control.interval;
+                continue;
+            }
+            if class == Class::Critical && served_in_time() {
+                deadline = (deadline + self.control.interval)
+                    .min(arrived + CRITICAL_MAX_WAIT)
+                    .max(now + self.control.target);
                 continue;
             }
             let stood = Instant::now() - queue.last_empty;
@@ -400,8 +424,10 @@ impl Gate {
         for class in Class::ALL {
             while self.may_take(state, class) {
                 let queue = &mut state.queues[class.index()];
-                // A standing queue is served newest first.
-                let next = if queue.standing(now, self.control.interval) {
+                // A standing queue is served newest first, but the critical one, which is
+                // not shed while it moves.
+                let next = if class != Class::Critical && queue.standing(now, self.control.interval)
+                {
                     queue.waiting.pop_back()
                 } else {
                     queue.waiting.pop_front()
@@ -697,8 +723,8 @@ mod tests {
         drop(old.await.unwrap());
         assert!(new.await.unwrap().is_ok());
 
-        // Critical requests wait past their deadline while lower classes are served: two of
-        // them in a queue that has stood two intervals, and the newer gets the slot.
+        // The critical queue is served oldest first, standing or not: it is not shed while it
+        // moves, so its order of arrival is kept.
         let gate = Gate::new(3, CONTROL);
         let mut sales = fill(&gate, Class::Sale, 2).await;
         let critical = fill(&gate, Class::Critical, 1).await;
@@ -709,10 +735,33 @@ mod tests {
         settle().await;
         sales.pop();
         settle().await;
-        assert!(new.is_finished() && !old.is_finished(), "newest first");
+        assert!(old.is_finished() && !new.is_finished(), "oldest first");
         sales.pop();
-        assert!(old.await.unwrap().is_ok());
-        drop((critical, new.await.unwrap()));
+        assert!(new.await.unwrap().is_ok());
+        drop((critical, old.await.unwrap()));
+    }
+
+    /// A burst of critical requests five times the pool, each holding its slot 30 ms: their
+    /// queue stands past its interval, yet moves, and every one is served.
+    #[tokio::test(start_paused = true)]
+    async fn critical_requests_alone_are_not_shed_while_their_queue_moves() {
+        let gate = Gate::new(2, CONTROL);
+        let burst: Vec<_> = (0..10)
+            .map(|_| {
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let permit = gate.admit(Class::Critical).await?;
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    Ok::<Duration, Refused>(permit.waited())
+                })
+            })
+            .collect();
+        let mut longest = Duration::ZERO;
+        for request in burst {
+            longest = longest.max(request.await.unwrap().expect("served, not shed"));
+        }
+        assert!(longest > CONTROL.interval, "the queue stood: {longest:?}");
+        assert!(longest < CRITICAL_MAX_WAIT);
     }
 
     #[tokio::test(start_paused = true)]
