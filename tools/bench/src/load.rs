@@ -21,6 +21,8 @@ use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 
+use crate::wire::{StampedConnector, Wire};
+
 /// One request to send.
 #[derive(Clone)]
 pub struct Call {
@@ -371,6 +373,9 @@ pub struct Answer {
     pub timing: ServerTiming,
     /// The whole body.
     pub body: Bytes,
+    /// At the client's socket, from the request's first byte sent to its answer's received
+    /// ([`crate::wire`]; kept-alive connections only).
+    pub at_socket: Option<Duration>,
 }
 
 impl Answer {
@@ -387,6 +392,7 @@ impl Answer {
             retry_after_s,
             timing,
             body,
+            at_socket: None,
         })
     }
 
@@ -451,10 +457,7 @@ impl ServerTiming {
 #[derive(Clone)]
 pub struct KeptAlive {
     addr: SocketAddr,
-    client: hyper_util::client::legacy::Client<
-        hyper_util::client::legacy::connect::HttpConnector,
-        Full<Bytes>,
-    >,
+    client: hyper_util::client::legacy::Client<StampedConnector, Full<Bytes>>,
 }
 
 impl KeptAlive {
@@ -466,7 +469,7 @@ impl KeptAlive {
         let client =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .pool_idle_timeout(Duration::from_secs(30))
-                .build(connector);
+                .build(StampedConnector(connector));
         KeptAlive { addr, client }
     }
 
@@ -474,7 +477,14 @@ impl KeptAlive {
     pub async fn send(&self, call: Call) -> Result<Answer> {
         let mut req = call.request(&self.addr.to_string())?;
         *req.uri_mut() = format!("http://{}{}", self.addr, req.uri()).parse()?;
-        Answer::read(self.client.request(req).await?).await
+        let resp = self.client.request(req).await?;
+        // Now, before the connection can carry another request.
+        let at_socket = resp.extensions().get::<Wire>().and_then(Wire::round_trip);
+        let answer = Answer::read(resp).await?;
+        Ok(Answer {
+            at_socket,
+            ..answer
+        })
     }
 }
 

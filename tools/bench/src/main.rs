@@ -25,6 +25,7 @@ mod server;
 mod spike;
 mod spin_costs;
 mod table;
+mod wire;
 
 use anyhow::Result;
 use clap::Parser;

@@ -436,6 +436,7 @@ mod tests {
             at_ms,
             latency_us,
             host_us: None,
+            socket_us: None,
             status: 202,
             shed: false,
         }

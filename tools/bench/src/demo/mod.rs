@@ -34,7 +34,7 @@ use futures::{StreamExt, stream};
 use serde_json::Value;
 
 use crate::load::{Call, KeptAlive};
-use recorder::{Phase, Recorder, Shared, Unavailable, Watch};
+use recorder::{Phase, Recorder, Sample, Shared, Unavailable, Watch};
 use seckill_host::trigger::classes::Classifier;
 use seckill_testkit::walk::{Buyer, Client, Reply, Request};
 
@@ -184,8 +184,17 @@ impl Sale {
         let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         let shed = answer.is_shed();
         let mut rec = self.rec.lock().unwrap();
-        let host_us = answer.timing.at_host().map(|d| d.as_micros() as u64);
-        rec.record(endpoint, class, latency_us, host_us, answer.status, shed);
+        let us = |d: Duration| d.as_micros() as u64;
+        rec.record(Sample {
+            endpoint,
+            class,
+            at_ms: 0,
+            latency_us,
+            host_us: answer.timing.at_host().map(us),
+            socket_us: answer.at_socket.map(us),
+            status: answer.status,
+            shed,
+        });
         if answer.status == 503 {
             rec.record_unavailable(endpoint, who_said(shed, &body));
         }

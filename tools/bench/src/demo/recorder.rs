@@ -27,6 +27,9 @@ pub struct Sample {
     /// Its time at the host, as the host said (`Server-Timing`'s `host`: from its head's first
     /// byte, before any queue, to its answer).
     pub host_us: Option<u64>,
+    /// Its time at the buyer's socket (request sent to answer received, as the kernel stamped
+    /// it): the buyers' machine's own waits left out, as on a buyer's own device.
+    pub socket_us: Option<u64>,
     pub status: u16,
     /// The host's own `503`: no instance slot for it (it never ran).
     pub shed: bool,
@@ -190,26 +193,10 @@ impl Recorder {
         *self.unavailable.entry((endpoint, by)).or_default() += 1;
     }
 
-    /// Records a request of `class` that finished now (`shed`: with the host's own `503`).
-    pub fn record(
-        &mut self,
-        endpoint: &'static str,
-        class: Option<Class>,
-        latency_us: u64,
-        host_us: Option<u64>,
-        status: u16,
-        shed: bool,
-    ) {
+    /// Records `sample`, which finished now.
+    pub fn record(&mut self, sample: Sample) {
         let at_ms = self.now_ms();
-        self.samples.push(Sample {
-            endpoint,
-            class,
-            at_ms,
-            latency_us,
-            host_us,
-            status,
-            shed,
-        });
+        self.samples.push(Sample { at_ms, ..sample });
     }
 
     /// When the sale opened (the chart's zero); 0 if it has not.
@@ -421,6 +408,7 @@ pub fn synthetic() -> Recorder {
             at_ms,
             latency_us: 1_000 + at_ms % 7_000,
             host_us: None,
+            socket_us: None,
             status: if at_ms < 5_000 { 202 } else { 409 },
             shed: false,
         });
