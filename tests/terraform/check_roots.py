@@ -62,6 +62,8 @@ wiring. For each root:
   alerts      the SpinKube root loads infra/prometheus/seckill.rules.yml's groups as they are into a
               PrometheusRule (monitoring.coreos.com/v1) in its namespace, behind a switch that is
               off by default (the kind needs the Prometheus operator's CRDs).
+  dashboard   the SpinKube root ships infra/grafana/seckill.dashboard.json as it is in a ConfigMap
+              of its namespace labelled for Grafana's dashboard sidecar, on by default.
   critical    the SpinKube root gives the critical routes (spin.http.toml's request classes) a
               SpinApp of their own: the app's image, executor and runtime config, requests equal
               to limits, replicas from a validated variable; the ticker calls its Service; and its
@@ -1038,6 +1040,37 @@ def check_alert_rules(repo: Path, root: Root, report: Report):
     report.check(f"{root.name}: the alerts of {ALERT_RULES} as a PrometheusRule, off by default", problems)
 
 
+DASHBOARD = "infra/grafana/seckill.dashboard.json"
+
+
+def check_dashboard(repo: Path, root: Root, report: Report):
+    """The SpinKube root's Grafana dashboard: the dashboard file as it is, in a ConfigMap of the
+    root's namespace that carries the label Grafana's sidecar selects, on by default (a plain
+    ConfigMap needs nothing else in the cluster)."""
+    problems = []
+    maps = [(name, b) for (t, name), b in root.resources.items()
+            if t == "kubernetes_config_map_v1" and "dashboard.json" in str(b.get("data", ""))]
+    if len(maps) != 1:
+        problems.append(f"expected one kubernetes_config_map_v1 whose data is the Grafana dashboard, found {len(maps)}")
+    for name, body in maps:
+        meta = body.get("metadata", {})
+        if isinstance(meta, list):
+            meta = meta[0] if meta else {}
+        if not re.fullmatch(r"kubernetes_namespace_v1\.\w+\.metadata\[0\]\.name", expr(meta.get("namespace", ""))):
+            problems.append(f"{name}: not in the root's namespace")
+        labels = re.fullmatch(r"var\.(\w+)", expr(meta.get("labels", "")))
+        default = root.variables.get(labels.group(1), {}).get("default") if labels else None
+        if not isinstance(default, dict) or unq(default.get("grafana_dashboard")) != "1":
+            problems.append(f"{name}: its labels do not default to grafana_dashboard = \"1\" (the sidecar's label)")
+        switch = re.fullmatch(r"var\.(\w+) \? 1 : 0", expr(body.get("count", "")))
+        if switch and root.variables.get(switch.group(1), {}).get("default") is not True:
+            problems.append(f"{name}: var.{switch.group(1)} does not default to true")
+        files = re.findall(r'file\("\$\{path\.module\}/([^"]+)"\)', str(body.get("data", "")))
+        if [(root.path / f).resolve() for f in files] != [(repo / DASHBOARD).resolve()]:
+            problems.append(f"{name}: data is not file(...) of {DASHBOARD}: {files}")
+    report.check(f"{root.name}: the Grafana dashboard of {DASHBOARD} as a ConfigMap for Grafana's sidecar", problems)
+
+
 def check_host_runtime(repo: Path, root: Root, report: Report):
     """The AWS root's runtime = "seckill-host": our host, not Spin, fed as Spin is."""
     problems = []
@@ -1817,6 +1850,7 @@ def run_checks(repo: Path, report: Report):
             check_cdn_cache_key(repo, root, manifests, report)
         if name == "spinkube":
             check_alert_rules(repo, root, report)
+            check_dashboard(repo, root, report)
             check_critical_routes(repo, root, manifests, report)
             check_network_policy(repo, root, report)
     check_scheduler_credentials(repo, report)
@@ -2020,6 +2054,13 @@ DEFECTS = [
     ("the PrometheusRule from another file", "infra/terraform/spinkube/main.tf",
      "/../../prometheus/seckill.rules.yml", "/seckill.rules.yml",
      "spec.groups is not yamldecode(file(...)).groups of"),
+    # The SpinKube root's dashboard
+    ("the dashboard from another file", "infra/terraform/spinkube/main.tf",
+     "/../../grafana/seckill.dashboard.json", "/seckill.dashboard.json",
+     "data is not file(...) of"),
+    ("the dashboard without the sidecar's label", "infra/terraform/spinkube/variables.tf",
+     'default     = { grafana_dashboard = "1" }', 'default     = {}',
+     "do not default to grafana_dashboard"),
     # The SpinKube root's critical routes
     ("a critical route missing from the critical HTTPRoute", "infra/terraform/spinkube/main.tf",
      "matches     = module.request_classes.gateway_critical_matches",

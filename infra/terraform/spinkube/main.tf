@@ -629,3 +629,21 @@ resource "kubernetes_manifest" "alert_rules" {
     spec = { groups = yamldecode(file("${path.module}/../../prometheus/seckill.rules.yml")).groups }
   }
 }
+
+# --- Dashboard: the Grafana dashboard as a ConfigMap for Grafana's sidecar -----------------------
+# ../../grafana/seckill.dashboard.json is the dashboard's one home (the alerts' thresholds drawn on
+# their panels; scripts/check-dashboard.py holds it to the rules and to what the app exports).
+# Grafana's dashboard sidecar (kube-prometheus-stack's default) loads every ConfigMap that carries
+# its label (grafana_dashboard_labels) from the namespaces it watches.
+
+resource "kubernetes_config_map_v1" "dashboard" {
+  count = var.grafana_dashboard ? 1 : 0
+  metadata {
+    name      = "${var.app_name}-dashboard"
+    namespace = kubernetes_namespace_v1.app.metadata[0].name
+    labels    = var.grafana_dashboard_labels
+  }
+  data = {
+    "seckill.dashboard.json" = file("${path.module}/../../grafana/seckill.dashboard.json")
+  }
+}

@@ -285,3 +285,15 @@ variable "prometheus_rule_labels" {
   type        = map(string)
   default     = {}
 }
+
+variable "grafana_dashboard" {
+  description = "Ship infra/grafana/seckill.dashboard.json as a ConfigMap that Grafana's dashboard sidecar loads (kube-prometheus-stack's Grafana runs it). A plain ConfigMap: nothing else is needed in the cluster."
+  type        = bool
+  default     = true
+}
+
+variable "grafana_dashboard_labels" {
+  description = "Labels of the dashboard's ConfigMap: what Grafana's sidecar selects (kube-prometheus-stack's default label is grafana_dashboard = \"1\")."
+  type        = map(string)
+  default     = { grafana_dashboard = "1" }
+}

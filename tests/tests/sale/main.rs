@@ -17,7 +17,8 @@
 //! - `poll`, `lottery`, `pause_and_deny` — the poll's states, the lottery, pause and deny lists;
 //! - `errors` — a script failing on the data, an unreachable Redis;
 //! - `config_center` — versions and rollback, the gray release, the global bucket, shadow mode,
-//!   the metrics.
+//!   the metrics;
+//! - `dashboard` — the Grafana dashboard against the metrics a running app exports.
 //!
 //! A test whose outcome the manifest, the transport or the node count can change lives in a
 //! module named for the later runs of `scripts/test.sh` that repeat it (`over_rest`,
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 
 mod archive;
 mod config_center;
+mod dashboard;
 mod errors;
 mod gate;
 mod input;

@@ -9,6 +9,9 @@ use anyhow::{Context, Result};
 use seckill_host::factors::tls::TlsTrust;
 use seckill_host::manifest::expressions::Providers;
 use seckill_host::runtime::overload::QueueControl;
+use seckill_host::trigger::http::HttpTrigger;
+use seckill_host::trigger::metrics::Metrics;
+use seckill_host::trigger::serve::ServeOptions;
 use seckill_host::{App, ConnectionMode, Options};
 use serde_json::Value;
 
@@ -29,6 +32,8 @@ const INSTANCES: u32 = 200;
 pub struct TestApp {
     /// The loaded app (for measurements and cron runs).
     pub app: Arc<App>,
+    /// The host's metrics of the requests served, as `--metrics-listen` serves them.
+    pub metrics: Arc<Metrics>,
     /// `http://127.0.0.1:<port>`.
     pub base_url: String,
     /// A client with keep-alive.
@@ -178,13 +183,21 @@ impl<'a> TestAppBuilder<'a> {
         let app = Arc::new(tokio::task::spawn_blocking(move || App::load(&path, options)).await??);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr: SocketAddr = listener.local_addr()?;
+        let trigger: &HttpTrigger = (*app).as_ref();
+        let metrics = Arc::new(Metrics::new(trigger.runtime().clone()));
         let server = tokio::spawn({
             let app = app.clone();
+            let options = ServeOptions {
+                metrics: Some(metrics.clone()),
+                ..ServeOptions::default()
+            };
             async move {
-                let _ = seckill_host::trigger::serve::serve_until_dropped(app, listener).await;
+                let forever = tokio_util::sync::CancellationToken::new();
+                let _ = seckill_host::trigger::serve::serve(app, listener, options, forever).await;
             }
         });
         Ok(TestApp {
+            metrics,
             shards: Default::default(),
             placement,
             servers,
