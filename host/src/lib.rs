@@ -8,13 +8,15 @@
 //! ([`factors::spin_costs`]); [`runtime`] compiles and pre-instantiates the components, composes
 //! a store's data from the factors and admits requests to the instance slots by class
 //! ([`runtime::overload`]); [`trigger`] runs the HTTP and cron triggers and serves HTTP as a
-//! production runtime; [`app`] loads an app through all of them.
+//! production runtime; [`app`] loads an app through all of them. [`telemetry`] traces requests
+//! and their outbound calls across the layers, as Spin's `crates/telemetry` does.
 
 pub mod app;
 pub mod bench;
 pub mod factors;
 pub mod manifest;
 pub mod runtime;
+pub mod telemetry;
 pub mod trigger;
 
 pub use app::{App, Options};

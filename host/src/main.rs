@@ -230,18 +230,16 @@ impl AppArgs {
 }
 
 fn main() -> Result<()> {
+    use tracing_subscriber::prelude::*;
     let cli = Cli::parse();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,wasmtime_cranelift=warn,cranelift=warn".into()),
-        )
-        .with_writer(std::io::stderr);
-    match cli.log_format {
-        LogFormat::Text => subscriber.with_ansi(std::io::stderr().is_terminal()).init(),
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,wasmtime_cranelift=warn,cranelift=warn".into());
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log = match cli.log_format {
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).boxed(),
         // One object per line: timestamp, level, message, the event's fields, target.
-        LogFormat::Json => subscriber.json().flatten_event(true).init(),
-    }
+        LogFormat::Json => log.json().flatten_event(true).boxed(),
+    };
     // The guests' runtime (connections are served on a front runtime of their own:
     // `seckill_host::trigger::serve`). Admitted requests arrive from the front through the shared queue,
     // which a busy worker looks at only every `global_queue_interval` tasks of its own (61 by
@@ -250,6 +248,15 @@ fn main() -> Result<()> {
         .enable_all()
         .global_queue_interval(8)
         .build()?;
+    // The traces' batch processor runs on it.
+    let traces = {
+        let _in = runtime.enter();
+        seckill_host::telemetry::layer()?
+    };
+    tracing_subscriber::registry()
+        .with(log.with_filter(filter))
+        .with(traces)
+        .init();
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Up {
@@ -278,6 +285,7 @@ fn main() -> Result<()> {
             }
         }
     });
+    seckill_host::telemetry::shutdown();
     // A task the grace period cut off must not hold the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result

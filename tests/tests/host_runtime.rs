@@ -898,3 +898,90 @@ fn server_timing_is_on_every_answer_only_when_asked() -> Result<()> {
     assert!(!hello(&plain)?.contains("server-timing"));
     Ok(())
 }
+
+/// `GET path` with a `traceparent` header, on a connection of its own.
+fn get_traced(addr: SocketAddr, path: &str, traceparent: &str) -> Result<String> {
+    let mut stream = connect(addr)?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\ntraceparent: {traceparent}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
+}
+
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a request with a W3C `traceparent` reaches an OTLP
+/// receiver as its server span (named `{method} {route}`, a child of the incoming parent) and
+/// the spans of its Redis and Postgres calls (children of it, in the same trace), named by
+/// command or statement verb alone: no key, no SQL.
+#[test]
+fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let receiver = runtime.block_on(seckill_testkit::OtlpReceiver::start())?;
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let host = HostProcess::start_with_env(
+        "tests/manifests/conformance.toml",
+        &[("redis_host", redis.host()), ("pg_host", pg.host())],
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100".to_owned()),
+        ],
+    )?;
+    let traces = [
+        (
+            "/conformance/redis",
+            "redis",
+            "4bf92f3577b34da6a3ce929d0e0e4736",
+            "00f067aa0ba902b7",
+        ),
+        (
+            "/conformance/pg",
+            "postgresql",
+            "0af7651916cd43dd8448eb211c80319c",
+            "b7ad6b7169203331",
+        ),
+    ];
+    for (path, _, trace, parent) in traces {
+        let resp = get_traced(host.addr, path, &format!("00-{trace}-{parent}-01"))?;
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    }
+    let spans = runtime.block_on(receiver.wait_for(Duration::from_secs(20), |spans| {
+        traces.iter().all(|(_, system, trace, _)| {
+            spans
+                .iter()
+                .any(|s| &s.trace_id == trace && s.attribute("db.system") == Some(system))
+        })
+    }));
+    for (path, system, trace, parent) in traces {
+        let server = spans
+            .iter()
+            .find(|s| &s.trace_id == trace && s.parent_span_id == parent)
+            .unwrap_or_else(|| {
+                panic!("no server span of {path} under its traceparent: {spans:#?}")
+            });
+        assert_eq!(server.name, "GET /conformance/...", "{server:?}");
+        assert_eq!(server.attribute("http.route"), Some("/conformance/..."));
+        let calls: Vec<_> = spans
+            .iter()
+            .filter(|s| s.parent_span_id == server.span_id)
+            .collect();
+        assert!(
+            calls
+                .iter()
+                .any(|s| s.attribute("db.system") == Some(system) && &s.trace_id == trace),
+            "no {system} span under {path}'s: {spans:#?}"
+        );
+    }
+    // Low-cardinality names: a command or a verb, never a key or a statement.
+    for span in spans.iter().filter(|s| s.attribute("db.system").is_some()) {
+        assert!(
+            span.name
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_lowercase()),
+            "{span:?}"
+        );
+    }
+    Ok(())
+}

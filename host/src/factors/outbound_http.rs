@@ -17,6 +17,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tracing::Instrument;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi_http::p2::bindings::LinkOptions;
 use wasmtime_wasi_http::p2::bindings::http::{outgoing_handler, types};
@@ -28,6 +29,7 @@ use crate::factors::allowed_hosts::default_port;
 use crate::factors::component::ComponentConfig;
 use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
+use crate::telemetry::{self, client_span};
 
 /// Idle connections kept per origin.
 pub const MAX_IDLE_PER_ORIGIN: usize = 64;
@@ -203,11 +205,24 @@ impl WasiHttpHooks for OutboundHttp {
         }
         _ = fut;
         let pool = self.pool.clone();
-        Box::new(async move {
-            let response = pool.send(request, options).await?;
-            // The pool drives its connections itself: nothing for the caller to await.
-            let io = async { Ok(()) };
-            Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))
-        })
+        let span = client_span!(
+            "spin_outbound_http.send_request",
+            "http",
+            request.method().as_str()
+        );
+        let mut request = request;
+        {
+            let _in = span.enter();
+            telemetry::inject(request.headers_mut());
+        }
+        Box::new(
+            async move {
+                let response = pool.send(request, options).await?;
+                // The pool drives its connections itself: nothing for the caller to await.
+                let io = async { Ok(()) };
+                Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))
+            }
+            .instrument(span),
+        )
     }
 }

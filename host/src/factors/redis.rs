@@ -16,6 +16,7 @@ use redis::aio::{
 use redis::{FromRedisValue, Value};
 use seckill_redis_reply::Reply;
 use tokio::sync::OnceCell;
+use tracing::Instrument;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
 use crate::factors::component::ComponentConfig;
@@ -23,6 +24,7 @@ use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, ConnectionMode, Factor, PrepareContext};
 use crate::manifest::ManifestError;
+use crate::telemetry::{client_span, redis_command};
 use bindings::fermyon::spin::redis::{
     self as wit, Error, Host, HostConnection, Payload, RedisParameter, RedisResult,
 };
@@ -81,9 +83,14 @@ impl RedisConnection {
         cmd: &redis::Cmd,
         map_err: impl Fn(redis::RedisError) -> Error,
     ) -> Result<T, Error> {
+        let span = client_span!(
+            "spin_outbound_redis.execute",
+            "redis",
+            command_name(cmd).as_str()
+        );
         let reply = match &mut self.conn {
-            Conn::Shared(c) => c.req_packed_command(cmd).await,
-            Conn::Own(c) => c.req_packed_command(cmd).await,
+            Conn::Shared(c) => c.req_packed_command(cmd).instrument(span).await,
+            Conn::Own(c) => c.req_packed_command(cmd).instrument(span).await,
         }
         .map_err(&map_err)?;
         let size = reply_size(&reply);
@@ -94,6 +101,14 @@ impl RedisConnection {
             )));
         }
         redis::from_owned_redis_value(reply.extract_error().map_err(&map_err)?).map_err(map_err)
+    }
+}
+
+/// The command `cmd` runs, for its span.
+fn command_name(cmd: &redis::Cmd) -> String {
+    match cmd.args_iter().next() {
+        Some(redis::Arg::Simple(name)) => redis_command(&String::from_utf8_lossy(name)),
+        _ => redis_command(""),
     }
 }
 
@@ -331,7 +346,8 @@ impl HostConnection for InstanceState {
         if self.open >= MAX_CONNECTIONS_PER_INSTANCE {
             return Err(Error::TooManyConnections);
         }
-        let conn = self.pools.open(&address).await?;
+        let span = client_span!("spin_outbound_redis.open_connection", "redis", "open");
+        let conn = self.pools.open(&address).instrument(span).await?;
         let conn = self
             .connections
             .push(conn)

@@ -21,6 +21,7 @@ use http::uri::Authority;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty, Full, LengthLimitError, Limited, combinators::UnsyncBoxBody};
 use hyper::body::Body;
+use tracing::Instrument;
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 
@@ -28,6 +29,7 @@ use crate::manifest::{ManifestError, ManifestFile};
 use crate::runtime::Runtime;
 use crate::runtime::overload::{Class, Permit, Refused};
 use crate::runtime::state::Ctx;
+use crate::telemetry;
 use crate::trigger::classes::{RequestClasses, ToolTable};
 use crate::trigger::routes::{self, RouteMatch, Router, WELL_KNOWN_PREFIX};
 
@@ -199,6 +201,24 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// (`crates/trigger-http/src/wasi.rs`): a client that goes away does not cancel it.
 pub async fn handle(
     trigger: &HttpTrigger,
+    req: Request<impl RequestBody>,
+    client: SocketAddr,
+    guests: &tokio::runtime::Handle,
+) -> Result<Response<ResponseBody>, ConnectionError> {
+    let span = telemetry::request_span(&req, client);
+    let method = req.method().clone();
+    let resp = route_and_run(trigger, req, client, guests)
+        .instrument(span.clone())
+        .await?;
+    if let Some(MatchedRoute(route)) = resp.extensions().get::<MatchedRoute>() {
+        telemetry::name_request(&span, &method, route, resp.status().as_u16());
+    }
+    Ok(resp)
+}
+
+/// [`handle`], within the request's span.
+async fn route_and_run(
+    trigger: &HttpTrigger,
     mut req: Request<impl RequestBody>,
     client: SocketAddr,
     guests: &tokio::runtime::Handle,
@@ -258,7 +278,7 @@ pub async fn handle(
             .expect("routes only point at HTTP components")
             .clone();
         let call = run(trigger.runtime.clone(), matched.component, pre, slot, req);
-        let mut resp = guests.spawn(call).await??;
+        let mut resp = guests.spawn(call.in_current_span()).await??;
         resp.extensions_mut().insert(queued);
         anyhow::Ok(resp)
     };

@@ -43,12 +43,32 @@ impl HostProcess {
         Self::start_binary(&host_binary()?, manifest, vars, args)
     }
 
+    /// [`HostProcess::start`] with `env` added to its environment (`OTEL_*`, …).
+    pub fn start_with_env(
+        manifest: &str,
+        vars: &[(&str, String)],
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> Result<Self> {
+        Self::launch(&host_binary()?, manifest, vars, args, env)
+    }
+
     /// [`HostProcess::start`] with the host binary at `binary` (e.g. an unpacked release).
     pub fn start_binary(
         binary: &Path,
         manifest: &str,
         vars: &[(&str, String)],
         args: &[&str],
+    ) -> Result<Self> {
+        Self::launch(binary, manifest, vars, args, &[])
+    }
+
+    fn launch(
+        binary: &Path,
+        manifest: &str,
+        vars: &[(&str, String)],
+        args: &[&str],
+        env: &[(&str, String)],
     ) -> Result<Self> {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse()?;
         let mut command = Command::new(binary);
@@ -70,6 +90,7 @@ impl HostProcess {
                 value,
             );
         }
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         let mut child = command.spawn().context("starting seckill-host")?;
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("piped");

@@ -16,6 +16,7 @@
 //! - [`walk`] — a buyer's walk through the sale (challenge, admission, precheck, buy, poll,
 //!   pay), over any [`walk::Client`]: the tests', the bench's and the demo's one walk;
 //! - `transport` — [`rest_transport`]; [`rest_facade`] — the REST stand-in for Upstash;
+//! - [`otlp`] — an OpenTelemetry collector's receiving side (OTLP/HTTP, protobuf);
 //! - `record` — the API exchange recorder behind the OpenAPI check;
 //! - `suite_runs` — [`switches`]: the suite's manifest, transport and node count, from the
 //!   environment;
@@ -31,6 +32,7 @@ mod auth;
 pub mod host_process;
 mod machine;
 mod manifests;
+pub mod otlp;
 mod pg_server;
 pub mod pow;
 pub mod provider;
@@ -56,6 +58,7 @@ pub use manifests::{
     app_vars, derived_from, derived_manifest, faulty_manifest, over_nodes, placement,
     product_manifest,
 };
+pub use otlp::OtlpReceiver;
 pub use pg_server::PgServer;
 pub use provider::{PAYMENT_WEBHOOK_SECRET, Provider};
 pub use realistic_ids::{ID_KINDS, realistic_ids};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio_postgres::Config;
 use tokio_postgres::config::Host as PgHost;
+use tracing::Instrument;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
 use super::bindings::spin::postgres::postgres::{self as pg, ParameterValue, RowSet};
@@ -17,6 +18,7 @@ use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
 use crate::manifest::ManifestError;
+use crate::telemetry::{client_span, sql_verb};
 
 /// One instance's Postgres state: its component's allowed hosts, its open connections (a table
 /// of its own, as Spin's `InstanceState` keeps one) and the app-wide pools.
@@ -146,9 +148,11 @@ impl pg::HostConnection for InstanceState {
         // client from the connection string's pool.
         self.meter.outbound_open();
         let config = self.ensure_pg_address_allowed(&address)?;
+        let span = client_span!("spin_outbound_pg.open", "postgresql", "open");
         let client = self
             .pools
             .get_client(&address, &config)
+            .instrument(span)
             .await
             .map_err(|e| pg::Error::ConnectionFailed(error_report(&e)))?;
         self.connections
@@ -168,9 +172,11 @@ impl pg::HostConnection for InstanceState {
         // `value-conversion-failed` from `execute`.
         let params =
             to_sql_parameters(params).map_err(|e| pg::Error::BadParameter(error_report(&e)))?;
+        let span = client_span!("spin_outbound_pg.query", "postgresql", sql_verb(&statement));
         let rows = connection
             .client()
             .query(&statement, &param_refs(&params))
+            .instrument(span)
             .await
             .map_err(query_failed)?;
         // Spin infers the columns from the first row, so an empty result has no columns.
@@ -193,9 +199,15 @@ impl pg::HostConnection for InstanceState {
         let connection = self.pg_connection(&connection, &statement)?;
         let params = to_sql_parameters(params)
             .map_err(|e| pg::Error::ValueConversionFailed(error_report(&e)))?;
+        let span = client_span!(
+            "spin_outbound_pg.execute",
+            "postgresql",
+            sql_verb(&statement)
+        );
         connection
             .client()
             .execute(&statement, &param_refs(&params))
+            .instrument(span)
             .await
             .map_err(query_failed)
     }
