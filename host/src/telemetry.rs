@@ -126,15 +126,16 @@ pub fn name_request(span: &Span, method: &http::Method, route: &str, status: u16
     span.record("http.response.status_code", status);
 }
 
-/// The span of one outbound call, named as Spin names it (`$name`), of `$system` (`redis`,
-/// `postgresql`, `http`), displayed as `$otel_name` (low-cardinality).
+/// The span of one outbound call, named as Spin names it (`$name`), with what it calls
+/// (`"db.system" = "redis"`, `"http.request.method" = …`), displayed as `$otel_name`
+/// (low-cardinality). Its fields are evaluated only while traces are on.
 macro_rules! client_span {
-    ($name:literal, $system:literal, $otel_name:expr) => {
+    ($name:literal, $key:literal = $value:expr, $otel_name:expr) => {
         if $crate::telemetry::on() {
             tracing::info_span!(
                 $name,
                 "otel.kind" = "client",
-                "db.system" = $system,
+                $key = $value,
                 "otel.name" = $otel_name
             )
         } else {

@@ -914,15 +914,21 @@ fn get_traced(addr: SocketAddr, path: &str, traceparent: &str) -> Result<String>
 /// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a request with a W3C `traceparent` reaches an OTLP
 /// receiver as its server span (named `{method} {route}`, a child of the incoming parent) and
 /// the spans of its Redis and Postgres calls (children of it, in the same trace), named by
-/// command or statement verb alone: no key, no SQL.
+/// command or statement verb alone: no key, no SQL; an outbound HTTP request carries the trace.
 #[test]
 fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let receiver = runtime.block_on(seckill_testkit::OtlpReceiver::start())?;
+    let echo = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let echo_host = echo.local_addr()?.to_string();
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
     let host = HostProcess::start_with_env(
         "tests/manifests/conformance.toml",
-        &[("redis_host", redis.host()), ("pg_host", pg.host())],
+        &[
+            ("redis_host", redis.host()),
+            ("pg_host", pg.host()),
+            ("echo_host", echo_host),
+        ],
         &[],
         &[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()),
@@ -974,6 +980,50 @@ fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
             "no {system} span under {path}'s: {spans:#?}"
         );
     }
+    // An outbound request carries the trace on: its `traceparent` names the request's trace
+    // and the client span of the call.
+    let echoed = std::thread::spawn(move || -> Result<String> {
+        let (mut stream, _) = echo.accept()?;
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte)?;
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let traceparent = head
+            .lines()
+            .find_map(|l| l.strip_prefix("traceparent: "))
+            .unwrap_or("")
+            .to_owned();
+        let body = format!("{{\"traceparent\":\"{traceparent}\"}}");
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        Ok(traceparent)
+    });
+    let trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let resp = get_traced(
+        host.addr,
+        "/conformance/outbound-echo",
+        &format!("00-{trace}-10f067aa0ba902b8-01"),
+    )?;
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    let sent = echoed.join().expect("the echo server")?;
+    let spans = runtime.block_on(receiver.wait_for(Duration::from_secs(20), |spans| {
+        spans
+            .iter()
+            .any(|s| s.trace_id == trace && s.attribute("http.request.method") == Some("GET"))
+    }));
+    let call = spans
+        .iter()
+        .find(|s| s.trace_id == trace && s.attribute("http.request.method") == Some("GET"))
+        .unwrap_or_else(|| panic!("no outbound HTTP span: {spans:#?}"));
+    assert_eq!(call.name, "GET");
+    assert_eq!(sent, format!("00-{trace}-{}-01", call.span_id), "{resp}");
+
     // Low-cardinality names: a command or a verb, never a key or a statement.
     for span in spans.iter().filter(|s| s.attribute("db.system").is_some()) {
         assert!(

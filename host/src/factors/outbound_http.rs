@@ -207,7 +207,7 @@ impl WasiHttpHooks for OutboundHttp {
         let pool = self.pool.clone();
         let span = client_span!(
             "spin_outbound_http.send_request",
-            "http",
+            "http.request.method" = request.method().as_str(),
             request.method().as_str()
         );
         let mut request = request;

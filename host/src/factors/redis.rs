@@ -85,7 +85,7 @@ impl RedisConnection {
     ) -> Result<T, Error> {
         let span = client_span!(
             "spin_outbound_redis.execute",
-            "redis",
+            "db.system" = "redis",
             command_name(cmd).as_str()
         );
         let reply = match &mut self.conn {
@@ -346,7 +346,11 @@ impl HostConnection for InstanceState {
         if self.open >= MAX_CONNECTIONS_PER_INSTANCE {
             return Err(Error::TooManyConnections);
         }
-        let span = client_span!("spin_outbound_redis.open_connection", "redis", "open");
+        let span = client_span!(
+            "spin_outbound_redis.open_connection",
+            "db.system" = "redis",
+            "open"
+        );
         let conn = self.pools.open(&address).instrument(span).await?;
         let conn = self
             .connections

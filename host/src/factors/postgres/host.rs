@@ -148,7 +148,7 @@ impl pg::HostConnection for InstanceState {
         // client from the connection string's pool.
         self.meter.outbound_open();
         let config = self.ensure_pg_address_allowed(&address)?;
-        let span = client_span!("spin_outbound_pg.open", "postgresql", "open");
+        let span = client_span!("spin_outbound_pg.open", "db.system" = "postgresql", "open");
         let client = self
             .pools
             .get_client(&address, &config)
@@ -172,7 +172,11 @@ impl pg::HostConnection for InstanceState {
         // `value-conversion-failed` from `execute`.
         let params =
             to_sql_parameters(params).map_err(|e| pg::Error::BadParameter(error_report(&e)))?;
-        let span = client_span!("spin_outbound_pg.query", "postgresql", sql_verb(&statement));
+        let span = client_span!(
+            "spin_outbound_pg.query",
+            "db.system" = "postgresql",
+            sql_verb(&statement)
+        );
         let rows = connection
             .client()
             .query(&statement, &param_refs(&params))
@@ -201,7 +205,7 @@ impl pg::HostConnection for InstanceState {
             .map_err(|e| pg::Error::ValueConversionFailed(error_report(&e)))?;
         let span = client_span!(
             "spin_outbound_pg.execute",
-            "postgresql",
+            "db.system" = "postgresql",
             sql_verb(&statement)
         );
         connection

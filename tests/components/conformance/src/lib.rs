@@ -3,7 +3,7 @@
 //! the report; the same component can be run under real Spin to compare.
 //!
 //! Routes (by path): `/conformance/redis`, `/conformance/pg`, `/conformance/variables`,
-//! `/conformance/outbound-http`, `/conformance/headers` (and `/routes/...`), `/conformance/trap`,
+//! `/conformance/outbound-http`, `/conformance/outbound-echo`, `/conformance/headers` (and `/routes/...`), `/conformance/trap`,
 //! `/conformance/slow-incr` (sleeps, then counts itself in Redis: shows a guest outlives its
 //! client).
 
@@ -23,6 +23,7 @@ fn handle(req: Request) -> Response {
         "/conformance/pg" => pg::run(&var("pg_url"), &var("denied_pg_url")),
         "/conformance/variables" => variables_report(),
         "/conformance/outbound-http" => outbound_http_report(),
+        "/conformance/outbound-echo" => outbound_echo(),
         p if p == "/conformance/headers" || p.starts_with("/routes/") => headers_report(&req),
         "/conformance/trap" => panic!("deliberate trap"),
         "/conformance/slow-incr" => slow_incr(),
@@ -125,6 +126,20 @@ fn outbound_http_report() -> Value {
             .map(|r| *r.status())
     });
     json!({ "denied": show(result) })
+}
+
+/// What the echo server (`echo_url`) answered to a GET: the headers it was sent.
+fn outbound_echo() -> Value {
+    let url = var("echo_url");
+    let result = spin_sdk::http::run(async move {
+        spin_sdk::http::send::<_, Response>(Request::get(url))
+            .await
+            .map(|resp| String::from_utf8_lossy(resp.body()).into_owned())
+    });
+    match result {
+        Ok(body) => serde_json::from_str(&body).unwrap_or(json!(body)),
+        Err(e) => json!({ "error": format!("{e:?}") }),
+    }
 }
 
 fn headers_report(req: &Request) -> Value {
