@@ -38,7 +38,8 @@ pip_install() {
   "${pip[@]}" --root-user-action=ignore "$@" 2>/dev/null || "${pip[@]}" --break-system-packages "$@"
 }
 
-# 4. The OpenAPI checker (scripts/check-openapi.py): openapi-core, a maintained validator; and
+# 4. The OpenAPI checker (scripts/check-openapi.py): openapi-core, a maintained validator, and
+#    PyYAML (the dashboard's check, scripts/check-dashboard.py, reads the alert rules with it);
 #    for tests/terraform/check_roots.py, python-hcl2 (without it scripts/terraform-checks.sh
 #    skips that check, which fails the run under CI=true).
 python3 -c 'import openapi_core, yaml' >/dev/null 2>&1 || pip_install 'openapi-core==0.23.1' 'PyYAML>=6'
