@@ -963,7 +963,7 @@ fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
     for (path, system, trace, parent) in traces {
         let server = spans
             .iter()
-            .find(|s| &s.trace_id == trace && s.parent_span_id == parent)
+            .find(|s| s.trace_id == trace && s.parent_span_id == parent)
             .unwrap_or_else(|| {
                 panic!("no server span of {path} under its traceparent: {spans:#?}")
             });
@@ -976,7 +976,7 @@ fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
         assert!(
             calls
                 .iter()
-                .any(|s| s.attribute("db.system") == Some(system) && &s.trace_id == trace),
+                .any(|s| s.attribute("db.system") == Some(system) && s.trace_id == trace),
             "no {system} span under {path}'s: {spans:#?}"
         );
     }
