@@ -1,48 +1,128 @@
-// Shared by the storefront and the console: JSON calls and a kind word for every error code.
+// Shared by the landing page, the storefront and the console: their language, JSON calls, a
+// kind word for every error code (the catalogues' `error.{code}`), back-off.
+//
+// The pages' language is chosen in the browser and never by the server: the pages are cached by
+// path alone, so one cached page serves every language. The choice is the person's own (the
+// switch in each page's header, kept in localStorage), else the first of the browser's languages
+// the pages speak, else English. Every string the pages show is in one catalogue per language,
+// web/i18n/{language}.json (held to the pages and to the API's error codes by functions/web's
+// tests); numbers, prices, dates and durations are formatted by Intl in the same language.
 'use strict';
 
-/** Human messages for every `code` the API returns (api/openapi.yaml, ErrorCode). */
-const MESSAGES = {
-  malformed_json: 'The request was not understood. Reload the page and try again.',
-  bad_event_id: 'This sale does not exist: check the link.',
-  invalid_config: 'A value is out of range; check the form.',
-  invalid_deny_list: 'Give 1–50 users and/or 1–50 IP addresses or CIDR ranges (203.0.113.0/24); user ids are printable ASCII without spaces.',
-  bad_order_id: 'That order number is not valid.',
-  bad_query: 'A parameter is out of range.',
-  unauthorized: 'Please sign in again.',
-  forbidden: 'This token may only read: an operator makes changes.',
-  not_admitted: 'You have no admission for this sale. Reserve before it starts next time.',
-  denied: 'This account cannot take part in this sale.',
-  not_released: 'The sale opens to buyers in turns, and yours has not come yet. Try again in a moment.',
-  not_selected: 'The lottery is drawn and you were not selected this time. Thank you for taking part.',
-  bad_purchase_token: 'Your place expired. Press buy again.',
-  event_not_found: 'This sale does not exist: check the link.',
-  order_not_found: 'Your order is still being recorded. Try paying again in a moment.',
-  not_found: 'Not found.',
-  method_not_allowed: 'The page sent a request the server does not take. Reload the page.',
-  already_bought: 'You already have an order for this sale (one per person).',
-  order_expired: 'The payment window has closed; the item went back on sale.',
-  conflict: 'That is not possible in the current state.',
-  sold_out: 'Sold out. Every item has found a buyer.',
-  sale_ended: 'The sale has ended.',
-  admission_closed: 'All reservations are taken. You can still watch the sale.',
-  unreadable_body: 'The connection broke off. Try again.',
-  body_too_large: 'The request was too large.',
-  too_early: 'The sale has not started yet.',
-  admission_not_open: 'Reservations are not open yet.',
-  bad_challenge: 'The reservation check expired. Press reserve again.',
-  challenge_used: 'The reservation check was used already. Press reserve again.',
-  challenge_required: 'The reservation check changed. Press reserve again.',
-  bad_signature: 'A payment notice was refused: its signature did not check out.',
-  worker_failed: 'This browser could not run the reservation check (a Web Worker). Try another browser.',
-  rate_limited: 'Many people are buying right now. Please try again in a moment.',
-  internal: 'Something went wrong on our side. We are looking into it.',
-  sale_paused: 'The sale is paused for a moment. Stay on this page.',
-  unavailable: 'The shop is very busy. Please try again in a moment.',
-  demo_login_off: 'The demo sign-in is off on this server.',
-  bad_user_id: 'A name is 1–128 letters, digits or symbols, without spaces.',
-  network: 'No connection to the shop. Check your network; we keep trying.',
-};
+// ---- the language ------------------------------------------------------------------------------
+/** The languages the pages speak, each named in itself (the switch lists them). */
+const LANGUAGES = {en: 'English', 'zh-CN': '简体中文'};
+const LANGUAGE_KEY = 'seckill.lang';
+
+/** The stored choice, else the browser's first language we speak (by its base: zh-TW reads zh-CN), else English. */
+function chooseLanguage() {
+  let stored = null;
+  try { stored = localStorage.getItem(LANGUAGE_KEY); } catch (e) { /* storage blocked: not kept */ }
+  if (Object.hasOwn(LANGUAGES, stored)) return stored;
+  const ours = Object.keys(LANGUAGES);
+  for (const tag of navigator.languages || [navigator.language]) {
+    const lower = tag.toLowerCase(), base = lower.split('-')[0];
+    const found = ours.find((l) => l.toLowerCase() === lower) || ours.find((l) => l.split('-')[0] === base);
+    if (found) return found;
+  }
+  return 'en';
+}
+
+const LANG = chooseLanguage();
+const NUMBER = new Intl.NumberFormat(LANG);
+const TWO_DIGITS = new Intl.NumberFormat(LANG, {minimumIntegerDigits: 2, useGrouping: false});
+const PLURAL = new Intl.PluralRules(LANG);
+let CATALOGUE = {};
+
+/**
+ * The string `key` in the page's language, each `{name}` replaced by `params[name]` (numbers
+ * formatted). A string with plural forms ({one, other}) takes the form `params.count` needs.
+ */
+function t(key, params = {}) {
+  let s = CATALOGUE[key];
+  if (s === undefined) return key;
+  if (typeof s === 'object') s = s[PLURAL.select(params.count)] ?? s.other;
+  return s.replace(/\{(\w+)\}/g, (whole, name) => {
+    const v = params[name];
+    return v === undefined ? whole : typeof v === 'number' ? NUMBER.format(v) : String(v);
+  });
+}
+
+/** `n` with the language's separators. */
+function fmt(n) {
+  return typeof n === 'number' ? NUMBER.format(n) : String(n ?? '–');
+}
+
+/** `amount` in the currency's smallest unit (1999 `eur`) as a price (€19.99). */
+function money(amount, currency) {
+  try {
+    const digits = new Intl.NumberFormat('en', {style: 'currency', currency}).resolvedOptions().maximumFractionDigits;
+    return new Intl.NumberFormat(LANG, {style: 'currency', currency}).format(amount / 10 ** digits);
+  } catch (e) { // not an ISO 4217 code
+    return `${fmt(amount)} ${currency}`;
+  }
+}
+
+/** `ms` as h:mm:ss (or m:ss), the countdown's form. */
+function duration(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const two = (x) => TWO_DIGITS.format(x);
+  return h ? `${NUMBER.format(h)}:${two(m)}:${two(r)}` : `${NUMBER.format(m)}:${two(r)}`;
+}
+
+/** An instant (Unix ms) as a date and time. */
+function dateTime(ms) {
+  return new Date(ms).toLocaleString(LANG);
+}
+
+/** An instant (Unix ms) as a time of day. */
+function clockTime(ms) {
+  return new Date(ms).toLocaleTimeString(LANG);
+}
+
+/** The page's own text: `data-i18n` (text), `data-i18n-label` (aria-label), `data-i18n-placeholder`; `<html lang>`. */
+function translatePage() {
+  document.documentElement.lang = LANG;
+  document.querySelectorAll('[data-i18n]').forEach((el) => { el.textContent = t(el.dataset.i18n); });
+  document.querySelectorAll('[data-i18n-label]').forEach((el) => el.setAttribute('aria-label', t(el.dataset.i18nLabel)));
+  document.querySelectorAll('[data-i18n-placeholder]').forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
+}
+
+/** The header's switch: each language in its own name; a choice is kept and the page reloaded in it. */
+function languageSwitch() {
+  const select = document.getElementById('lang');
+  select.replaceChildren(...Object.entries(LANGUAGES).map(([code, name]) => {
+    const option = new Option(name, code, false, code === LANG);
+    option.lang = code;
+    return option;
+  }));
+  select.addEventListener('change', () => {
+    try { localStorage.setItem(LANGUAGE_KEY, select.value); } catch (e) { return; }
+    location.reload();
+  });
+}
+
+/** The catalogue, asked again (doubling, at most 8 s) until it comes: the page has no words without it. */
+async function loadCatalogue() {
+  const url = document.querySelector(`meta[name="catalogue"][lang="${LANG}"]`).content;
+  for (let wait = 500; ; wait = Math.min(wait * 2, 8000)) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return await r.json();
+    } catch (e) { /* no answer: asked again */ }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+/** Resolves once the page speaks its language: each page's script starts from it. */
+const translated = loadCatalogue().then((catalogue) => {
+  CATALOGUE = catalogue;
+  translatePage();
+  languageSwitch();
+});
+
+// ---- calls -------------------------------------------------------------------------------------
 
 /**
  * The code of a refusal without the app's JSON, by status: the host (or a proxy) answers its own
@@ -52,7 +132,9 @@ const HOST_REFUSALS = {408: 'network', 413: 'body_too_large', 503: 'unavailable'
 
 /** The message for an error code, or a generic one. */
 function messageFor(code) {
-  return MESSAGES[code] || `Unexpected answer (${code}).`;
+  const key = `error.${code}`;
+  const message = t(key);
+  return message === key ? t('common.unexpected', {code}) : message;
 }
 
 /**
@@ -79,29 +161,6 @@ async function call(method, path, {bearer, body, cache = 'no-store'} = {}) {
     status: resp.status, body: json, code, retryAfterMs: Number.isFinite(retry) && retry > 0 ? retry * 1000 : 0,
     unrecorded: resp.headers.get('seckill-audit') === 'not-recorded',
   };
-}
-
-/** `n` with thousands separators. */
-function fmt(n) {
-  return typeof n === 'number' ? n.toLocaleString('en-US') : String(n ?? '–');
-}
-
-/** `amount` in the currency's smallest unit (1999 `eur`) as a price (€19.99). */
-function money(amount, currency) {
-  try {
-    const digits = new Intl.NumberFormat('en', {style: 'currency', currency}).resolvedOptions().maximumFractionDigits;
-    return new Intl.NumberFormat(undefined, {style: 'currency', currency}).format(amount / 10 ** digits);
-  } catch (e) { // not an ISO 4217 code
-    return `${fmt(amount)} ${currency}`;
-  }
-}
-
-/** `ms` as h:mm:ss (or m:ss). */
-function duration(ms) {
-  const s = Math.max(0, Math.ceil(ms / 1000));
-  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
-  const two = (x) => String(x).padStart(2, '0');
-  return h ? `${h}:${two(m)}:${two(r)}` : `${m}:${two(r)}`;
 }
 
 const $ = (id) => document.getElementById(id);

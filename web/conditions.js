@@ -36,17 +36,18 @@ function evaluateConditions(samples, health) {
   const redisDown = !!health && !!health.redis && !health.redis.ok;
   return [
     {alert: 'SeckillQueueBacklog', flagged: last.queued > c.SeckillQueueBacklog.queuedAbove,
-      detail: `${fmt(last.queued)} queued (flagged above ${fmt(c.SeckillQueueBacklog.queuedAbove)})`},
+      detail: t('conditions.backlog', {queued: last.queued, above: c.SeckillQueueBacklog.queuedAbove})},
     {alert: 'SeckillLandingFailing', flagged: ratio !== null && ratio < c.SeckillLandingFailing.landedRatioBelow,
-      detail: ratio === null ? 'nothing landed or failed in the window'
-        : `${(ratio * 100).toFixed(1)} % landed in the window: ${fmt(landed)} landed, ${fmt(dead)} dead letters (flagged below ${c.SeckillLandingFailing.landedRatioBelow * 100} %)`},
+      detail: ratio === null ? t('conditions.landingNone')
+        : t('conditions.landing', {percent: (ratio * 100).toFixed(1), landed, dead, below: c.SeckillLandingFailing.landedRatioBelow * 100})},
     {alert: 'SeckillDeadLetters', flagged: dead > c.SeckillDeadLetters.deadLettersAddedAbove,
-      detail: `${fmt(dead)} new in the window, ${fmt(last.dead)} in all`},
+      detail: t('conditions.dead', {added: dead, all: last.dead})},
     {alert: 'SeckillRedisCpuHigh', flagged: latency === null ? null : redisDown || latency > c.SeckillRedisCpuHigh.redisLatencyMsAbove,
-      detail: latency === null ? 'no health report yet'
-        : `${redisDown ? 'Redis does not answer' : `Redis answers in ${fmt(latency)} ms`}: the console cannot see CPU, so latency stands in (flagged above ${c.SeckillRedisCpuHigh.redisLatencyMsAbove} ms)`},
-    {alert: 'SeckillShedding', flagged: null, detail: 'shed requests are a host metric: see Prometheus'},
-    {alert: 'SeckillCriticalShed', flagged: null, detail: 'shed requests are a host metric: see Prometheus'},
-    {alert: 'SeckillProviderLivemodeMismatch', flagged: null, detail: "the provider's events are counted in Postgres: see Prometheus"},
+      detail: latency === null ? t('conditions.redisUnread')
+        : redisDown ? t('conditions.redisDown', {above: c.SeckillRedisCpuHigh.redisLatencyMsAbove})
+          : t('conditions.redis', {ms: latency, above: c.SeckillRedisCpuHigh.redisLatencyMsAbove})},
+    {alert: 'SeckillShedding', flagged: null, detail: t('conditions.shedHere')},
+    {alert: 'SeckillCriticalShed', flagged: null, detail: t('conditions.shedHere')},
+    {alert: 'SeckillProviderLivemodeMismatch', flagged: null, detail: t('conditions.providerHere')},
   ];
 }

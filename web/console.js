@@ -26,16 +26,17 @@ const admin = (method, path, body) => call(method, path, {bearer: C.token, body}
 
 // A write that happened but whose audit record could not be stored says so (the server logs it).
 function unrecorded(r) {
-  return r.unrecorded ? ' Not recorded in the audit (the server logged it).' : '';
+  return r.unrecorded ? t('console.unrecorded') : '';
 }
 
 // The refusal in words, with the message the API gave.
 function problem(r) {
-  return `${messageFor(r.code)}${r.body && r.body.error ? ` (${r.body.error.message})` : ''}`;
+  const message = messageFor(r.code);
+  return r.body && r.body.error ? t('console.problem', {message, detail: r.body.error.message}) : message;
 }
 
 function failed(r, what) {
-  say(`${what}: ${problem(r)}`, 'bad');
+  say(t('console.failed', {what, problem: problem(r)}), 'bad');
   if (r.code === 'unauthorized') $('token').focus();
 }
 
@@ -46,28 +47,28 @@ async function start() {
   $('event-search').addEventListener('input', renderEvents);
   $('event-filter').addEventListener('change', renderEvents);
   $('edit-form').addEventListener('submit', saveEvent);
-  $('warmup').addEventListener('click', () => act('POST', '/warmup', undefined, 'Warmed up'));
-  $('pause').addEventListener('click', () => act('PATCH', '', {enabled: false}, 'Sale paused'));
-  $('resume').addEventListener('click', () => act('PATCH', '', {enabled: true}, 'Sale resumed'));
-  $('user-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {user_rate: Number($('u-rate').value), user_burst: Number($('u-burst').value)}, 'Per-user limit set'); });
-  $('buy-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {buy_rate: Number($('b-rate').value), buy_burst: Number($('b-burst').value)}, 'Event limit set'); });
-  $('gray-form').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {gray_percent: Number($('g-percent').value)}, 'Gray release set', 'Setting the gray release'); });
+  $('warmup').addEventListener('click', () => act('POST', '/warmup', undefined, t('console.done.warmup')));
+  $('pause').addEventListener('click', () => act('PATCH', '', {enabled: false}, t('console.done.pause')));
+  $('resume').addEventListener('click', () => act('PATCH', '', {enabled: true}, t('console.done.resume')));
+  $('user-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {user_rate: Number($('u-rate').value), user_burst: Number($('u-burst').value)}, t('console.done.userLimit')); });
+  $('buy-limit').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {buy_rate: Number($('b-rate').value), buy_burst: Number($('b-burst').value)}, t('console.done.buyLimit')); });
+  $('gray-form').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {gray_percent: Number($('g-percent').value)}, t('console.done.gray'), t('console.doing.gray')); });
   $('shadow-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const shadow = [...document.querySelectorAll('#shadow-form input:checked')].map((c) => c.value);
-    act('PATCH', '', {shadow}, 'Shadow mode set', 'Setting shadow mode');
+    act('PATCH', '', {shadow}, t('console.done.shadow'), t('console.doing.shadow'));
   });
   $('global-form').addEventListener('submit', setGlobalLimit);
   $('reload-versions').addEventListener('click', loadVersions);
-  $('extend').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {end_ms: Math.round(serverNow() + Number($('x-min').value) * 60000)}, 'End moved'); });
+  $('extend').addEventListener('submit', (e) => { e.preventDefault(); act('PATCH', '', {end_ms: Math.round(serverNow() + Number($('x-min').value) * 60000)}, t('console.done.extend')); });
   $('deny-form').addEventListener('submit', deny);
-  $('draw').addEventListener('click', () => act('POST', '/draw', undefined, 'Drawn'));
+  $('draw').addEventListener('click', () => act('POST', '/draw', undefined, t('console.done.draw')));
   document.querySelectorAll('[data-job]').forEach((b) => b.addEventListener('click', () => job(b.dataset.job)));
   $('reload-audit').addEventListener('click', loadAudit);
   $('reload-refunds').addEventListener('click', loadRefunds);
-  const t = await call('GET', '/api/time');
-  if (!t.code) C.offset = t.body.now_ms - Date.now();
-  if (C.token) useToken(C.token);
+  const time = await call('GET', '/api/time');
+  if (!time.code) C.offset = time.body.now_ms - Date.now();
+  if (C.token) useToken(C.token); else say(t('console.enterToken'));
 }
 
 function serverNow() {
@@ -78,14 +79,14 @@ async function useToken(token) {
   C.token = token;
   sessionStorage.setItem('seckill.admin', token);
   const me = await admin('GET', '/admin/whoami');
-  if (me.code) { failed(me, 'Signing in'); return; }
+  if (me.code) { failed(me, t('console.doing.signIn')); return; }
   C.readOnly = me.body.role === 'viewer';
   $('who').textContent = `${me.body.operator} (${me.body.role})`;
   // A viewer's page offers no change the server would refuse (it refuses them whatever the page does).
   for (const id of WRITES) $(id).disabled = C.readOnly;
   $('read-only').classList.toggle('hidden', !C.readOnly);
   if (await loadEvents()) {
-    say(C.readOnly ? 'Signed in as a viewer: you may read; changes need an operator.' : 'Signed in. Pick an event or create one.', 'ok');
+    say(C.readOnly ? t('console.signedInViewer') : t('console.signedIn'), 'ok');
     loadGlobalLimit();
   }
 }
@@ -103,7 +104,7 @@ function writeButton(text, label, onClick) {
 
 async function loadEvents() {
   const r = await admin('GET', '/admin/events');
-  if (r.code) { failed(r, 'Listing events'); return false; }
+  if (r.code) { failed(r, t('console.doing.list')); return false; }
   C.events = r.body.events;
   renderEvents();
   return true;
@@ -120,11 +121,11 @@ function stage(e) {
 function stageText(e) {
   const now = serverNow();
   switch (stage(e)) {
-    case 'upcoming': return `opens in ${duration(e.start_ms - now)}`;
-    case 'live': return `live, ends in ${duration(e.end_ms - now)}`;
-    case 'ended': return `ended ${new Date(e.end_ms).toLocaleString()}`;
-    case 'archived': return 'archived';
-    default: return 'no configuration';
+    case 'upcoming': return t('console.stage.upcoming', {in: duration(e.start_ms - now)});
+    case 'live': return t('console.stage.live', {in: duration(e.end_ms - now)});
+    case 'ended': return t('console.stage.ended', {at: dateTime(e.end_ms)});
+    case 'archived': return t('console.stage.archived');
+    default: return t('console.stage.unconfigured');
   }
 }
 
@@ -154,23 +155,24 @@ function renderEvents() {
     about.textContent = `${e.sku || ''} · ${stageText(e)}`;
     li.append(b, about);
     if (e.archived || stage(e) === 'ended') {
-      const verb = e.archived ? 'Unarchive' : 'Archive';
-      li.append(writeButton(verb, `${verb} ${e.event_id}`, () => archive(e.event_id, !e.archived)));
+      const [verb, label] = e.archived ? [t('console.unarchive'), t('console.unarchiveLabel', {id: e.event_id})]
+        : [t('console.archive'), t('console.archiveLabel', {id: e.event_id})];
+      li.append(writeButton(verb, label, () => archive(e.event_id, !e.archived)));
     }
     return li;
   }));
   const archived = C.events.filter((e) => e.archived).length;
   $('event-count').textContent = C.events.length
-    ? `Showing ${fmt(shown.length)} of ${fmt(C.events.length)} events (${fmt(archived)} archived).`
-    : 'No events yet.';
+    ? t('console.eventCount', {shown: shown.length, count: C.events.length, archived})
+    : t('console.noEvents');
 }
 
 // Archives an ended event (it leaves the default list), or brings one back.
 async function archive(id, on) {
   const r = await admin(on ? 'POST' : 'DELETE', `/admin/events/${encodeURIComponent(id)}/archive`);
-  if (r.code) { failed(r, on ? 'Archiving' : 'Unarchiving'); return; }
+  if (r.code) { failed(r, on ? t('console.doing.archive') : t('console.doing.unarchive')); return; }
   await loadEvents(); // the list moves before the status says so
-  say(`${on ? 'Archived' : 'Unarchived'} ${id}.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  say((on ? t('console.archived', {id}) : t('console.unarchived', {id})) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
   if (id === C.event) loadAudit();
 }
 
@@ -181,10 +183,10 @@ function select(id) {
   $('f-id').value = id;
   document.querySelectorAll('#event-list button.pick').forEach((b) => b.setAttribute('aria-pressed', String(b.dataset.id === id)));
   $('live').classList.remove('hidden');
-  $('live-h').textContent = `Live: ${id}`;
+  $('live-h').textContent = t('console.liveOf', {id});
   $('refunds').classList.remove('hidden');
-  $('refunds-h').textContent = 'Refunds due';
-  $('refunds-note').textContent = 'Loading…';
+  $('refunds-h').textContent = t('console.refundsH');
+  $('refunds-note').textContent = t('console.loading');
   delete $('refunds-note').dataset.tone;
   $('refunds-table').classList.add('hidden');
   C.refundsAt = 0;
@@ -199,10 +201,12 @@ function select(id) {
 // A write to the event: `done` says it went, `doing` names it when refused.
 async function act(method, suffix, body, done, doing = done) {
   const id = C.event || $('f-id').value;
-  if (!id) { say('Pick or create an event first.', 'warn'); return; }
+  if (!id) { say(t('console.pickFirst'), 'warn'); return; }
   const r = await admin(method, `/admin/events/${encodeURIComponent(id)}${suffix}`, body);
   if (r.code) { failed(r, doing); loadAudit(); return; }
-  say(`${done}: ${id}${r.body && r.body.stock !== undefined ? ` (${fmt(r.body.stock)} units over ${r.body.shards} shards)` : ''}${r.body && r.body.admitted !== undefined ? ` (${fmt(r.body.admitted)} admitted)` : ''}${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  const units = r.body && r.body.stock !== undefined ? t('console.unitsOver', {stock: r.body.stock, shards: r.body.shards}) : '';
+  const admitted = r.body && r.body.admitted !== undefined ? t('console.admittedCount', {admitted: r.body.admitted}) : '';
+  say(t('console.doneFor', {done, id}) + units + admitted + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
   C.filled = null; // the controls show the configuration as changed
   refresh();
   loadAudit();
@@ -225,8 +229,8 @@ async function saveEvent(e) {
   };
   if ($('f-pow').value !== '') body.pow_difficulty = Number($('f-pow').value);
   const r = await admin('PUT', `/admin/events/${encodeURIComponent(id)}`, body);
-  if (r.code) { failed(r, 'Saving'); return; }
-  say(`${r.body.created ? 'Created' : 'Updated'} ${id}. Warm it up before the start.${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  if (r.code) { failed(r, t('console.doing.save')); return; }
+  say((r.body.created ? t('console.created', {id}) : t('console.updated', {id})) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
   await loadEvents();
   select(id);
 }
@@ -241,7 +245,7 @@ function minorUnits(price, currency) {
 async function deny(e) {
   e.preventDefault();
   const lines = (id) => $(id).value.split('\n').map((s) => s.trim()).filter(Boolean);
-  await act('POST', '/deny', {users: lines('d-users'), addrs: lines('d-addrs')}, 'Denied');
+  await act('POST', '/deny', {users: lines('d-users'), addrs: lines('d-addrs')}, t('console.done.deny'));
 }
 
 async function job(name) {
@@ -249,11 +253,20 @@ async function job(name) {
   const r = await admin('POST', `/admin/jobs/${name}`);
   if (r.code) { failed(r, name); $('job-out').textContent = ''; return; }
   $('job-out').textContent = `${name}: ${JSON.stringify(r.body)}`;
-  say(`${name} done`, 'ok');
+  say(t('console.jobDone', {name}), 'ok');
 }
 
 // ---- the config center: versions, rollback, the global limit -----------------------------------
-const CHANGE_KINDS = {create: 'created', update: 'replaced', switches: 'switches and limits', rollback: 'rollback'};
+/** A version's kind of change, in words. */
+function changeKind(change) {
+  switch (change) {
+    case 'create': return t('console.change.create');
+    case 'update': return t('console.change.update');
+    case 'switches': return t('console.change.switches');
+    case 'rollback': return t('console.change.rollback');
+    default: return change;
+  }
+}
 
 // The selected event's configuration versions, newest first, each with the fields it changed;
 // every one but the newest (the configuration in force) can be applied again.
@@ -269,14 +282,15 @@ async function loadVersions() {
     li.textContent = text;
     list.replaceChildren(li);
   };
-  if (r.code) { note(`Versions: ${problem(r)}`); return; }
-  if (!r.body.versions.length) { note('No version recorded yet.'); return; }
+  if (r.code) { note(t('console.versionsFailed', {problem: problem(r)})); return; }
+  if (!r.body.versions.length) { note(t('console.noVersions')); return; }
   list.replaceChildren(...r.body.versions.map((v, i) => {
     const li = document.createElement('li');
     li.dataset.version = v.version;
     const head = document.createElement('div');
-    const to = v.rolled_back_to ? ` to version ${v.rolled_back_to}` : '';
-    head.textContent = `Version ${v.version}${i === 0 ? ' (in force)' : ''} · ${new Date(v.at_ms).toLocaleString()} · ${v.operator} · ${CHANGE_KINDS[v.change] || v.change}${to}`;
+    const title = i === 0 ? t('console.versionInForce', {version: v.version}) : t('console.version', {version: v.version});
+    const kind = v.rolled_back_to ? t('console.rolledBackTo', {kind: changeKind(v.change), version: v.rolled_back_to}) : changeKind(v.change);
+    head.textContent = [title, dateTime(v.at_ms), v.operator, kind].join(' · ');
     const diff = document.createElement('ul');
     diff.className = 'diff muted';
     const item = (text) => {
@@ -289,18 +303,18 @@ async function loadVersions() {
       d.dataset.field = c.field;
       return d;
     }));
-    if (!v.changes.length) diff.append(item('no field changed'));
+    if (!v.changes.length) diff.append(item(t('console.noFieldChanged')));
     if (v.change === 'create') { // every field: folded
       const all = document.createElement('details');
       const summary = document.createElement('summary');
-      summary.textContent = `${v.changes.length} fields set`;
+      summary.textContent = t('console.fieldsSet', {count: v.changes.length});
       all.append(summary, diff);
       li.append(head, all);
     } else {
       li.append(head, diff);
     }
     if (i > 0) {
-      li.append(writeButton('Roll back to this version', `Roll back to this version: ${v.version}`, () => rollback(v.version)));
+      li.append(writeButton(t('console.rollBack'), t('console.rollBackLabel', {version: v.version}), () => rollback(v.version)));
     }
     return li;
   }));
@@ -309,23 +323,23 @@ async function loadVersions() {
 // A configuration value as a person reads it: instants as dates, lists joined.
 function shown(field, v) {
   if (v === null || v === undefined) return '–';
-  if (Array.isArray(v)) return v.length ? v.join(', ') : 'none';
-  if (typeof v === 'number' && field.endsWith('_ms') && v > 1e12) return new Date(v).toLocaleString();
+  if (Array.isArray(v)) return v.length ? v.join(', ') : t('console.none');
+  if (typeof v === 'number' && field.endsWith('_ms') && v > 1e12) return dateTime(v);
   return String(v);
 }
 
 async function rollback(version) {
-  if (!confirm(`Apply version ${version}'s configuration to ${C.event} again? It becomes a new version.`)) return;
-  await act('POST', '/rollback', {version}, `Rolled back to version ${version}`, `Rolling back to version ${version}`);
+  if (!confirm(t('console.rollBackConfirm', {version, id: C.event}))) return;
+  await act('POST', '/rollback', {version}, t('console.done.rollback', {version}), t('console.doing.rollback', {version}));
 }
 
 function globalText(l) {
-  return l.rate > 0 ? `Now ${fmt(l.rate)} prechecks a second, burst ${fmt(l.burst)}, across every live event.` : 'Now off.';
+  return l.rate > 0 ? t('console.globalNow', {rate: l.rate, burst: l.burst}) : t('console.globalOff');
 }
 
 async function loadGlobalLimit() {
   const r = await admin('GET', '/admin/limits/global');
-  if (r.code) { $('global-now').textContent = `Global limit: ${problem(r)}`; return; }
+  if (r.code) { $('global-now').textContent = t('console.globalFailed', {problem: problem(r)}); return; }
   $('gl-rate').value = r.body.rate;
   $('gl-burst').value = r.body.burst;
   $('global-now').textContent = globalText(r.body);
@@ -335,10 +349,10 @@ async function loadGlobalLimit() {
 async function setGlobalLimit(e) {
   e.preventDefault();
   const r = await admin('PUT', '/admin/limits/global', {rate: Number($('gl-rate').value), burst: Number($('gl-burst').value)});
-  if (r.code) { failed(r, 'Setting the global limit'); return; }
-  const spread = `${globalText(r.body)} Spread over ${fmt(r.body.shards)} shards of ${fmt(r.body.events)} live events.`;
+  if (r.code) { failed(r, t('console.doing.global')); return; }
+  const spread = globalText(r.body) + t('console.spread', {shards: r.body.shards, events: r.body.events});
   $('global-now').textContent = spread;
-  say(`Global limit set. ${spread}${unrecorded(r)}`, r.unrecorded ? 'warn' : 'ok');
+  say(t('console.globalSet', {spread}) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
 }
 
 // ---- the audit: the selected event's latest changes ------------------------------------------
@@ -346,12 +360,12 @@ async function loadAudit() {
   if (!C.event) return;
   const r = await admin('GET', `/admin/audit?event=${encodeURIComponent(C.event)}&limit=20`);
   const list = $('audit-list');
-  if (r.code) { list.textContent = `Changes: ${messageFor(r.code)}`; return; }
-  if (!r.body.records.length) { list.textContent = 'No changes recorded yet.'; return; }
+  if (r.code) { list.textContent = t('console.auditFailed', {message: messageFor(r.code)}); return; }
+  if (!r.body.records.length) { list.textContent = t('console.noChanges'); return; }
   list.replaceChildren(...r.body.records.map((a) => {
     const li = document.createElement('li');
     const head = document.createElement('div');
-    head.textContent = `${new Date(a.at_ms).toLocaleString()} · ${a.operator} (${a.role}) · ${a.method} ${a.path} → ${a.status}`;
+    head.textContent = `${dateTime(a.at_ms)} · ${a.operator} (${a.role}) · ${a.method} ${a.path} → ${a.status}`;
     const what = document.createElement('div');
     what.className = 'muted';
     what.textContent = change(a.before, a.after);
@@ -363,16 +377,24 @@ async function loadAudit() {
 // What a record changed: the fields that differ (before → after), else what was added or
 // returned, or the error answered.
 function change(before, after) {
-  if (after && after.error) return `refused: ${after.error.code}`;
+  if (after && after.error) return t('console.refusedCode', {code: after.error.code});
   if (before && after) {
     const diff = Object.keys(after).filter((k) => before[k] !== after[k]).map((k) => `${k}: ${before[k] ?? '–'} → ${after[k]}`);
-    return diff.length ? diff.join(', ') : 'no field changed';
+    return diff.length ? diff.join(', ') : t('console.noFieldChanged');
   }
   return after ? Object.entries(after).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(' ') : v}`).join('  ') : '–';
 }
 
 // ---- refunds due: provider payments that paid nothing (late, another amount, a second one) -----
-const REASONS = {late: 'paid after the deadline', amount_mismatch: 'amount or currency differed', duplicate: 'a second payment for a paid order'};
+/** Why a payment owes a refund, in words. */
+function refundReason(reason) {
+  switch (reason) {
+    case 'late': return t('console.reason.late');
+    case 'amount_mismatch': return t('console.reason.amountMismatch');
+    case 'duplicate': return t('console.reason.duplicate');
+    default: return reason || '–';
+  }
+}
 
 // Loads the selected event's payments owing a refund, one call at a time (asked for meanwhile,
 // it loads again once the call answers). The live view calls it at most every REFUNDS_EVERY_MS,
@@ -389,30 +411,31 @@ async function loadRefunds() {
   if (id !== C.event || C.refundsAgain) { loadRefunds(); return; } // another event, or asked again
   const note = $('refunds-note'), table = $('refunds-table');
   if (r.code) {
-    $('refunds-h').textContent = 'Refunds due';
-    note.textContent = `Refunds: ${problem(r)}`;
+    $('refunds-h').textContent = t('console.refundsH');
+    note.textContent = t('console.refundsFailed', {problem: problem(r)});
     note.dataset.tone = 'bad';
     table.classList.add('hidden');
     return;
   }
   delete note.dataset.tone;
   const due = r.body.payments;
-  $('refunds-h').textContent = `Refunds due (${due.length >= REFUNDS_LIMIT ? `${REFUNDS_LIMIT} or more` : fmt(due.length)})`;
+  $('refunds-h').textContent = due.length >= REFUNDS_LIMIT ? t('console.refundsAtLeast', {count: REFUNDS_LIMIT})
+    : t('console.refundsCount', {count: due.length});
   if (!due.length) {
-    note.textContent = 'No payment owes a refund.';
+    note.textContent = t('console.noRefunds');
     table.classList.add('hidden');
     return;
   }
-  note.textContent = due.length >= REFUNDS_LIMIT ? `The latest ${REFUNDS_LIMIT}, newest first.` : 'Newest first.';
+  note.textContent = due.length >= REFUNDS_LIMIT ? t('console.latestFirst', {count: REFUNDS_LIMIT}) : t('console.newestFirst');
   $('refunds-list').replaceChildren(...due.map((p) => {
     const tr = document.createElement('tr');
     tr.className = 'refund';
     tr.dataset.payment = p.payment_id;
     const cells = [
       [p.order_id], [p.user_id], [money(p.amount, p.currency), 'n'],
-      [REASONS[p.refund_reason] || p.refund_reason || '–'], [p.provider_ref || '–'],
-      [p.confirmed_ms ? new Date(p.confirmed_ms).toLocaleString() : '–'],
-      [p.refund_error ? `failed, tried again: ${p.refund_error}` : '–'],
+      [refundReason(p.refund_reason)], [p.provider_ref || '–'],
+      [p.confirmed_ms ? dateTime(p.confirmed_ms) : '–'],
+      [p.refund_error ? t('console.refundFailed', {error: p.refund_error}) : '–'],
     ];
     tr.append(...cells.map(([text, cls]) => {
       const td = document.createElement('td');
@@ -433,7 +456,7 @@ async function refresh() {
     if (Date.now() - C.refundsAt >= REFUNDS_EVERY_MS) loadRefunds(); // not awaited: the tiles go on
     if (Date.now() - C.healthAt >= HEALTH_EVERY_MS) loadHealth();
     const r = await admin('GET', `/admin/events/${encodeURIComponent(C.event)}`);
-    if (r.code) failed(r, 'Status'); else render(r.body);
+    if (r.code) failed(r, t('console.doing.status')); else render(r.body);
   }
   C.timer = setTimeout(refresh, 1000);
 }
@@ -460,28 +483,34 @@ function render(s) {
     return dt > 0 ? Math.max(0, Math.round((sample[k] - since[k]) / dt)) : 0;
   };
   const enabled = cfg.enabled !== '0';
-  const start = Number(cfg.start_ms), end = Number(cfg.end_ms), t = serverNow();
-  const phase = cfg.warmed !== '1' ? 'not warmed up' : !enabled ? 'PAUSED' : cfg.soldout === '1' ? 'sold out' : t < start ? `starts in ${duration(start - t)}` : t < end ? 'on sale' : 'ended';
-  const price = cfg.currency ? ` · ${money(Number(cfg.unit_amount), cfg.currency)}` : '';
-  const pow = cfg.pow_difficulty ? ` · proof of work ${cfg.pow_difficulty} bits` : '';
-  $('live-meta').textContent = `${cfg.sku}${price} · ${phase} · ${fmt(stock)} units · ${s.stock_by_shard.length} shards · ${cfg.admission_mode || 'fcfs'}${pow}`;
+  const start = Number(cfg.start_ms), end = Number(cfg.end_ms), at = serverNow();
+  const phase = cfg.warmed !== '1' ? t('console.phase.cold') : !enabled ? t('console.phase.paused') : cfg.soldout === '1' ? t('console.phase.soldOut')
+    : at < start ? t('console.phase.startsIn', {in: duration(start - at)}) : at < end ? t('console.phase.onSale') : t('console.phase.ended');
+  const meta = [cfg.sku];
+  if (cfg.currency) meta.push(money(Number(cfg.unit_amount), cfg.currency));
+  meta.push(phase, t('console.units', {count: stock}), t('console.shards', {count: s.stock_by_shard.length}),
+    cfg.admission_mode === 'lottery' ? t('console.option.lottery') : t('console.option.fcfs'));
+  if (cfg.pow_difficulty) meta.push(t('console.powBits', {bits: cfg.pow_difficulty}));
+  $('live-meta').textContent = meta.join(' · ');
+  const perSecond = (k) => t('console.perSecond', {rate: rate(k)});
+  // [the tile's name (its data-name), its value, its note]
   const tiles = [
-    ['Sale', enabled ? 'open' : 'paused', 'switch'],
-    ['Units left', s.stock_left, `of ${fmt(stock)}`],
-    ['Accepted', s.sold, `${fmt(rate('sold'))}/s`],
-    ['Queued', s.queued, 'for Postgres'],
-    ['Drained', s.drained, `${fmt(rate('drained'))}/s`],
-    ['Paid', s.paid, `${fmt(rate('paid'))}/s`],
-    ['Expired', s.expired, 'unpaid, back on sale'],
-    ['Refused', refused, `${fmt(rate('refused'))}/s`],
-    ['Dead letters', s.dead_letters, s.dead_letters ? 'need an operator' : 'none'],
-    ['Admitted', s.admitted, `registrants ${fmt(s.registrants)}`],
-    ['Stream', s.stream_length, 'entries held'],
+    ['Sale', t('console.tile.sale'), enabled ? t('console.tile.open') : t('console.tile.paused'), t('console.tile.switch')],
+    ['Units left', t('console.tile.left'), s.stock_left, t('console.tile.of', {stock})],
+    ['Accepted', t('console.tile.accepted'), s.sold, perSecond('sold')],
+    ['Queued', t('console.tile.queued'), s.queued, t('console.tile.forPostgres')],
+    ['Drained', t('console.tile.drained'), s.drained, perSecond('drained')],
+    ['Paid', t('console.tile.paid'), s.paid, perSecond('paid')],
+    ['Expired', t('console.tile.expired'), s.expired, t('console.tile.backOnSale')],
+    ['Refused', t('console.tile.refused'), refused, perSecond('refused')],
+    ['Dead letters', t('console.tile.dead'), s.dead_letters, s.dead_letters ? t('console.tile.needOperator') : t('console.none')],
+    ['Admitted', t('console.tile.admitted'), s.admitted, t('console.tile.registrants', {registrants: s.registrants})],
+    ['Stream', t('console.tile.stream'), s.stream_length, t('console.tile.entriesHeld')],
   ];
-  $('tiles').replaceChildren(...tiles.map(([name, value, note]) => {
+  $('tiles').replaceChildren(...tiles.map(([id, name, value, note]) => {
     const d = document.createElement('div');
     d.className = 'tile';
-    d.dataset.name = name;
+    d.dataset.name = id;
     const b = document.createElement('b');
     b.textContent = fmt(value);
     const span = document.createElement('span');
@@ -503,8 +532,11 @@ function render(s) {
 function renderRelease(cfg, shadowed) {
   const gray = cfg.gray_percent ?? '100'; // the default, for an event configured without it
   const shadow = (cfg.shadow || '').split(',').filter(Boolean);
-  $('gray-now').textContent = `Now ${gray} % of users are let in.`;
-  $('shadowed').textContent = `In shadow: ${shadow.length ? shadow.join(', ') : 'none'}. Refusals counted in shadow: ${LIMITS.map((l) => `${l} ${fmt(shadowed[l] || 0)}`).join(' · ')}.`;
+  $('gray-now').textContent = t('console.grayNow', {percent: gray});
+  $('shadowed').textContent = t('console.shadowNow', {
+    shadow: shadow.length ? shadow.join(', ') : t('console.none'),
+    counted: LIMITS.map((l) => `${l} ${fmt(shadowed[l] || 0)}`).join(' · '),
+  });
   if (C.filled === C.event) return;
   C.filled = C.event;
   $('g-percent').value = gray;
@@ -512,10 +544,17 @@ function renderRelease(cfg, shadowed) {
 }
 
 // ---- conditions: what the console flags, beside the action that answers each --------------
-const CONDITION_NAMES = {
-  SeckillQueueBacklog: 'Queue backlog', SeckillLandingFailing: 'Orders failing to land',
-  SeckillDeadLetters: 'Dead letters', SeckillRedisCpuHigh: 'Redis overloaded', SeckillShedding: 'Requests shed',
-};
+/** A condition's name in words (the alert's own name where the console has none). */
+function conditionName(alert) {
+  switch (alert) {
+    case 'SeckillQueueBacklog': return t('conditions.name.backlog');
+    case 'SeckillLandingFailing': return t('conditions.name.landing');
+    case 'SeckillDeadLetters': return t('conditions.name.dead');
+    case 'SeckillRedisCpuHigh': return t('conditions.name.redis');
+    case 'SeckillShedding': return t('conditions.name.shedding');
+    default: return alert;
+  }
+}
 
 // The controls of this page that answer a condition: [label, CSS selector]. The entry is the
 // gray share where the event has one (a control marked data-control="gray_percent"), else the
@@ -523,13 +562,13 @@ const CONDITION_NAMES = {
 function actionsFor(alert, cfg) {
   const grayControl = '[data-control="gray_percent"]';
   const gray = cfg.gray_percent !== undefined && document.querySelector(grayControl);
-  const off = ['Switch entry off', '#pause'];
-  const entry = gray ? [`Lower the gray % (now ${cfg.gray_percent} %)`, grayControl] : off;
+  const off = [t('conditions.action.entryOff'), '#pause'];
+  const entry = gray ? [t('conditions.action.lowerGray', {percent: cfg.gray_percent}), grayControl] : off;
   switch (alert) {
     case 'SeckillQueueBacklog': return gray ? [entry, off] : [entry];
-    case 'SeckillLandingFailing': return [off, ['Check health', '#health']];
-    case 'SeckillDeadLetters': return [['Reconcile the dead letters', '[data-job="reconcile"]']];
-    case 'SeckillRedisCpuHigh': return [off, ['Lower the buy rate', '#b-rate']];
+    case 'SeckillLandingFailing': return [off, [t('conditions.action.health'), '#health']];
+    case 'SeckillDeadLetters': return [[t('conditions.action.reconcile'), '[data-job="reconcile"]']];
+    case 'SeckillRedisCpuHigh': return [off, [t('conditions.action.buyRate'), '#b-rate']];
     default: return [entry];
   }
 }
@@ -568,7 +607,8 @@ function renderConditions(cfg) {
   for (const {alert, flagged, detail} of evaluateConditions(C.samples, C.health)) {
     const li = list.querySelector(`[data-alert="${alert}"]`);
     li.dataset.flagged = flagged === null ? 'unknown' : String(flagged);
-    li.querySelector('b').textContent = `${flagged ? '⚠ ' : ''}${CONDITION_NAMES[alert]}: ${flagged === null ? 'not seen here' : flagged ? 'FLAGGED' : 'ok'}`;
+    const verdict = flagged === null ? t('conditions.unseen') : flagged ? t('conditions.flagged') : t('conditions.ok');
+    li.querySelector('b').textContent = `${flagged ? '⚠ ' : ''}${t('conditions.verdict', {name: conditionName(alert), verdict})}`;
     li.querySelector('.muted').textContent = detail;
     const labels = actionsFor(alert, cfg).map(([label]) => label); // the gray % they name moves
     li.querySelectorAll('.actions button').forEach((b, i) => { b.textContent = labels[i]; });
@@ -589,13 +629,32 @@ function healthItem() {
 function renderHealth() {
   const h = C.health, el = $('health');
   if (!el) return;
-  const probe = (name, p) => `${name} ${p.ok ? `${fmt(p.latency_ms)} ms` : `failing${p.error ? ` (${p.error})` : ''}`}`;
-  el.textContent = h ? `Health: ${probe('Redis', h.redis)}, ${probe('Postgres', h.postgres)}` : 'Health: not read yet';
+  const probe = (p) => p.ok ? t('console.health.ms', {ms: p.latency_ms})
+    : p.error ? t('console.health.failingWith', {error: p.error}) : t('console.health.failing');
+  el.textContent = h ? t('console.health', {redis: probe(h.redis), postgres: probe(h.postgres)}) : t('console.health.unread');
 }
 
 // Orders (left axis) and refusals (right axis: they can outnumber the units many times).
-const SERIES = [['left', 'units left', '#2563eb'], ['sold', 'accepted', '#c2410c'], ['queued', 'queued', '#0891b2'], ['drained', 'drained', '#15803d'], ['paid', 'paid', '#7c3aed']];
-const REFUSED = ['refused', 'refused (right axis)', '#b91c1c'];
+// [sample field, colour]; each series' name is the catalogue's.
+const SERIES = [['left', '#2563eb'], ['sold', '#c2410c'], ['queued', '#0891b2'], ['drained', '#15803d'], ['paid', '#7c3aed']];
+const REFUSED = ['refused', '#b91c1c'];
+
+/** A series' name in the chart's legend. */
+function seriesName(k) {
+  switch (k) {
+    case 'left': return t('console.series.left');
+    case 'sold': return t('console.series.sold');
+    case 'queued': return t('console.series.queued');
+    case 'drained': return t('console.series.drained');
+    case 'paid': return t('console.series.paid');
+    default: return t('console.series.refused');
+  }
+}
+
+/** Text for the SVG markup the charts build. */
+function escapeXml(text) {
+  return text.replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'})[c]);
+}
 
 function lineChart(samples, stock) {
   const W = 640, H = 196, L = 48, R = 48, B = 22, T = 24;
@@ -604,18 +663,18 @@ function lineChart(samples, stock) {
   const now = samples.length ? samples[samples.length - 1].t : 0;
   // The span grows with the history, from 30 s up to two minutes.
   const span = Math.min(HISTORY * 1000, Math.max(30_000, samples.length ? now - samples[0].t : 0));
-  const x = (t) => L + (W - L - R) * (1 - Math.min(1, (now - t) / span));
+  const x = (at) => L + (W - L - R) * (1 - Math.min(1, (now - at) / span));
   const y = (v, top) => T + (H - T - B) * (1 - v / top);
   let svg = `<svg viewBox="0 0 ${W} ${H}" xmlns="http://www.w3.org/2000/svg">`;
   for (const f of [0, 0.5, 1]) {
     svg += `<line x1="${L}" x2="${W - R}" y1="${y(max * f, max)}" y2="${y(max * f, max)}" stroke="currentColor" stroke-opacity=".15"/><text x="${L - 4}" y="${y(max * f, max) + 4}" text-anchor="end">${fmt(Math.round(max * f))}</text>`;
-    svg += `<text x="${W - R + 4}" y="${y(maxRefused * f, maxRefused) + 4}" fill="${REFUSED[2]}">${fmt(Math.round(maxRefused * f))}</text>`;
+    svg += `<text x="${W - R + 4}" y="${y(maxRefused * f, maxRefused) + 4}" fill="${REFUSED[1]}">${fmt(Math.round(maxRefused * f))}</text>`;
   }
-  svg += `<text x="${L}" y="${H - 6}">−${Math.round(span / 1000)} s</text><text x="${W - R}" y="${H - 6}" text-anchor="end">now</text>`;
+  svg += `<text x="${L}" y="${H - 6}">${escapeXml(t('console.chart.ago', {seconds: Math.round(span / 1000)}))}</text><text x="${W - R}" y="${H - 6}" text-anchor="end">${escapeXml(t('console.chart.now'))}</text>`;
   const line = (k, color, top) => `<polyline fill="none" stroke="${color}" stroke-width="2" data-series="${k}" points="${samples.map((s) => `${x(s.t).toFixed(1)},${y(s[k], top).toFixed(1)}`).join(' ')}"/>`;
-  [...SERIES, REFUSED].forEach(([k, label, color], i) => {
+  [...SERIES, REFUSED].forEach(([k, color], i) => {
     svg += line(k, color, k === 'refused' ? maxRefused : max);
-    svg += `<rect x="${L + 4 + i * 86}" y="4" width="10" height="10" fill="${color}"/><text x="${L + 18 + i * 86}" y="13">${label}</text>`;
+    svg += `<rect x="${L + 4 + i * 86}" y="4" width="10" height="10" fill="${color}"/><text x="${L + 18 + i * 86}" y="13">${escapeXml(seriesName(k))}</text>`;
   });
   return `${svg}</svg>`;
 }
@@ -626,7 +685,7 @@ function barChart(shards) {
   let svg = `<svg viewBox="0 0 ${W} ${H}" xmlns="http://www.w3.org/2000/svg">`;
   shards.forEach((v, i) => {
     const h = (H - B - 4) * (v / max);
-    svg += `<rect x="${4 + i * w + 1}" y="${H - B - h}" width="${Math.max(1, w - 2)}" height="${h}" fill="#2563eb"><title>shard ${i}: ${v}</title></rect>`;
+    svg += `<rect x="${4 + i * w + 1}" y="${H - B - h}" width="${Math.max(1, w - 2)}" height="${h}" fill="#2563eb"><title>${escapeXml(t('console.chart.shard', {shard: i, units: v}))}</title></rect>`;
     if (shards.length <= 32) svg += `<text x="${4 + i * w + w / 2}" y="${H - 3}" text-anchor="middle">${v}</text>`;
   });
   return `${svg}</svg>`;
@@ -635,7 +694,7 @@ function barChart(shards) {
 // One bar per error code, longest first, with its count and its rate over the last seconds.
 function refusalChart(now, before, dt) {
   const rows = Object.entries(now).sort((a, b) => b[1] - a[1]);
-  if (!rows.length) return '<p class="muted">none yet</p>';
+  if (!rows.length) return `<p class="muted">${escapeXml(t('console.chart.noneYet'))}</p>`;
   const W = 640, R = 20, L = 150, max = Math.max(1, ...rows.map((r) => r[1]));
   let svg = `<svg viewBox="0 0 ${W} ${rows.length * R + 4}" xmlns="http://www.w3.org/2000/svg">`;
   rows.forEach(([code, n], i) => {
@@ -643,9 +702,9 @@ function refusalChart(now, before, dt) {
     const w = (W - L - 170) * (n / max);
     svg += `<g data-code="${code}"><text x="${L - 6}" y="${i * R + 15}" text-anchor="end">${code}</text>`;
     svg += `<rect x="${L}" y="${i * R + 4}" width="${Math.max(1, w)}" height="${R - 6}" fill="#b91c1c"/>`;
-    svg += `<text x="${L + w + 6}" y="${i * R + 15}">${fmt(n)} · ${fmt(per)}/s</text></g>`;
+    svg += `<text x="${L + w + 6}" y="${i * R + 15}">${fmt(n)} · ${escapeXml(t('console.perSecond', {rate: per}))}</text></g>`;
   });
   return `${svg}</svg>`;
 }
 
-start();
+translated.then(start);

@@ -22,11 +22,11 @@ function item(e) {
   a.href = shopUrl(e.event_id);
   a.textContent = e.sku || e.event_id;
   const when = e.state === 'live'
-    ? `until ${new Date(e.end_ms).toLocaleString()}`
-    : `opens ${new Date(e.start_ms).toLocaleString()}`;
+    ? t('index.until', {time: dateTime(e.end_ms)})
+    : t('index.opens', {time: dateTime(e.start_ms)});
   const note = document.createElement('span');
   note.className = 'muted';
-  note.textContent = [money(e.unit_amount, e.currency), when, e.sold_out ? 'sold out' : null, `sale ${e.event_id}`]
+  note.textContent = [money(e.unit_amount, e.currency), when, e.sold_out ? t('index.soldOut') : null, t('index.saleId', {id: e.event_id})]
     .filter(Boolean).join(' · ');
   li.append(a, ' ', note);
   return li;
@@ -41,7 +41,7 @@ async function load() {
   const r = await call('GET', '/shop/events', {cache: 'default'});
   const el = $('status');
   if (r.code) {
-    el.textContent = `The sales could not be loaded. ${messageFor(r.code)}`;
+    el.textContent = t('index.loadFailed', {message: messageFor(r.code)});
     el.dataset.tone = 'warn';
     return;
   }
@@ -49,11 +49,13 @@ async function load() {
   const upcoming = r.body.events.filter((e) => e.state !== 'live');
   show('live', live);
   show('upcoming', upcoming);
-  const count = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
-  const text = `${count(live.length, 'sale')} on now, ${upcoming.length} coming up.`;
+  const text = t('index.summary', {count: live.length, upcoming: upcoming.length});
   if (el.textContent !== text) el.textContent = text;
   el.dataset.tone = '';
 }
 
-load();
-setInterval(load, LIST_EVERY_MS);
+translated.then(() => {
+  $('status').textContent = t('index.loading');
+  load();
+  setInterval(load, LIST_EVERY_MS);
+});

@@ -50,7 +50,6 @@ function refuse(r) {
 }
 
 const jitter = (max) => Math.floor(Math.random() * (max + 1));
-const clockTime = (ms) => new Date(ms).toLocaleTimeString();
 const key = (what) => `seckill.${what}.${S.event}.${S.user}`;
 
 // ---- start -----------------------------------------------------------------------------
@@ -63,13 +62,13 @@ async function start() {
   });
   if (!S.event) {
     $('pick').classList.remove('hidden');
-    say('Choose a sale.');
+    say(t('shop.choose'));
     return;
   }
   // The provider sends the buyer back here after paying, in the window the checkout opened
   // in: say so and close it; the storefront's own window sees the order paid when it polls.
   if (new URLSearchParams(location.search).get('checkout') === 'done') {
-    say('Payment received. You can close this window: the shop shows your order.', 'ok');
+    say(t('shop.paymentReceived'), 'ok');
     $('status').dataset.checkout = 'done';
     setTimeout(() => window.close(), 1500);
     return;
@@ -117,18 +116,17 @@ async function loadInfo() {
   }
   const first = !S.info;
   S.info = r.body;
-  const t = (ms) => new Date(ms).toLocaleString();
   const show = (id, text) => { if ($(id).textContent !== text) $(id).textContent = text; };
-  show('window', `On sale ${t(S.info.start_ms)} – ${t(S.info.end_ms)}`);
-  show('left', S.info.sold_out ? 'Sold out' : `${fmt(S.info.stock_left)} of ${fmt(S.info.stock)} left`);
+  show('window', t('shop.window', {start: dateTime(S.info.start_ms), end: dateTime(S.info.end_ms)}));
+  show('left', S.info.sold_out ? t('shop.soldOut') : t('shop.left', {left: S.info.stock_left, stock: S.info.stock}));
   if (!first) return true;
   $('event').classList.remove('hidden');
   $('sku').textContent = S.info.sku;
   if (S.info.unit_amount && S.info.currency) {
     const price = money(S.info.unit_amount, S.info.currency);
-    $('price').textContent = `Price: ${price}`;
+    $('price').textContent = t('shop.price', {price});
     $('price').classList.remove('hidden');
-    $('pay').textContent = `Pay ${price}`;
+    $('pay').textContent = t('shop.pay', {price});
   }
   return true;
 }
@@ -152,8 +150,8 @@ function signIn(jwt, user) {
   $('signin').classList.add('hidden');
   $('sale').classList.remove('hidden');
   $('who').textContent = user;
-  $('reserved').textContent = S.admission ? 'You have a place: the buy button works from the start of the sale.' : '';
-  say(S.admission ? 'You have a place. Stay on this page.' : 'Signed in. Reserve a place before the sale starts.');
+  $('reserved').textContent = S.admission ? t('shop.havePlace') : '';
+  say(S.admission ? t('shop.havePlaceStay') : t('shop.signedIn'));
   poll(); // an order from before a reload
 }
 
@@ -165,7 +163,7 @@ function signOut() {
 
 function showSignIn() {
   $('signin').classList.remove('hidden');
-  say('Sign in to take part.');
+  say(t('shop.signInToTakePart'));
 }
 
 // ---- the countdown -----------------------------------------------------------------------
@@ -177,18 +175,18 @@ function tick() {
   const el = $('countdown');
   if (toStart > 0) {
     el.textContent = duration(toStart);
-    el.setAttribute('aria-label', 'Time until the sale starts');
+    el.setAttribute('aria-label', t('shop.untilStart'));
   } else if (live) {
-    el.textContent = 'On sale now';
+    el.textContent = t('shop.onSaleNow');
   } else {
-    el.textContent = 'Sale ended';
+    el.textContent = t('shop.saleEnded');
   }
   $('buy').disabled = !(live && S.jwt && S.admission && !S.locked && !S.order && !S.final);
   const opens = S.info.admission_opens_ms || 0;
   $('reserve').disabled = !S.jwt || !!S.admission || S.reserving || now < opens || now >= S.info.end_ms;
   if (S.jwt && !S.admission && !S.final) {
-    $('reserved').textContent = now < opens ? `Reservations open in ${duration(opens - now)}, at ${clockTime(opens)}.`
-      : live ? 'No place reserved yet: reserve now, places may be left.' : '';
+    $('reserved').textContent = now < opens ? t('shop.reservationsOpenIn', {in: duration(opens - now), at: clockTime(opens)})
+      : live ? t('shop.noPlaceYet') : '';
   }
   // Precheck as the sale opens (spread over 0-300 ms), so the click finds its token ready.
   if (live && S.admission && !S.purchase && !S.prechecking && !S.order && !S.final && !S.prefetched) {
@@ -202,25 +200,25 @@ async function reserve() {
   if (S.reserving) return;
   S.reserving = true;
   tick();
-  say('Reserving…');
+  say(t('shop.reserving'));
   const r = await admit().catch(() => ({code: 'worker_failed'}));
   S.reserving = false;
   $('pow').classList.add('hidden');
   tick();
   if (r.status === 202) {
-    say('You are registered for the lottery. Come back after the draw and press reserve again.', 'ok');
+    say(t('shop.lotteryRegistered'), 'ok');
     return;
   }
   if (r.code === 'admission_not_open') {
     S.info.admission_opens_ms = S.info.admission_opens_ms || Math.round(serverNow() + r.retryAfterMs);
-    say(`Reservations open at ${clockTime(S.info.admission_opens_ms)}.`, 'warn');
+    say(t('shop.reservationsOpenAt', {at: clockTime(S.info.admission_opens_ms)}), 'warn');
     return;
   }
   if (r.code) { refuse(r); return; }
   S.admission = r.body.admission_token;
   sessionStorage.setItem(key('admission'), S.admission);
-  $('reserved').textContent = 'You have a place: the buy button works from the start of the sale.';
-  say('Reserved! Stay on this page: the buy button unlocks when the sale starts.', 'ok');
+  $('reserved').textContent = t('shop.havePlace');
+  say(t('shop.reserved'), 'ok');
   tick();
 }
 
@@ -245,9 +243,9 @@ async function admit() {
 async function waited(r, attempt) {
   if (!['rate_limited', 'unavailable', 'network'].includes(r.code)) return false;
   const wait = backOffMs(r, attempt);
-  say(`Busy: trying again in ${Math.ceil(wait / 1000)} s…`, 'warn');
+  say(t('shop.busy', {seconds: Math.ceil(wait / 1000)}), 'warn');
   await sleep(wait);
-  say('Reserving…');
+  say(t('shop.reserving'));
   return true;
 }
 
@@ -259,10 +257,9 @@ function solve({challenge, difficulty}) {
   const progress = (tried) => {
     const rate = tried / Math.max(1, performance.now() - began); // per ms
     $('pow-bar').value = Math.min(tried / expected, 0.99);
-    const left = rate ? ` · about ${Math.ceil((expected - tried) / rate / 1000)} s left` : '';
-    $('pow-note').textContent = tried < expected
-      ? `${fmt(tried)} of about ${fmt(expected)} tries${left}`
-      : `${fmt(tried)} tries: taking longer than usual, still looking…`;
+    $('pow-note').textContent = tried >= expected ? t('shop.powLonger', {tried})
+      : rate ? t('shop.powProgressLeft', {tried, expected, seconds: Math.ceil((expected - tried) / rate / 1000)})
+        : t('shop.powProgress', {tried, expected});
   };
   progress(0);
   $('pow').classList.remove('hidden');
@@ -304,7 +301,7 @@ async function buy() {
   if (S.locked || $('buy').disabled) return; // a synthetic click on the locked button, too
   S.locked = true;               // before any await: a burst of clicks sends one buy
   $('buy').disabled = true;
-  say('Buying…');
+  say(t('shop.buying'));
   await sleep(jitter(300));      // spread the crowd's clicks over 300 ms
   let p = S.purchase && S.purchase.until > performance.now() ? S.purchase : await (S.prechecking || precheck());
   if (!p) { unlock(); return; }
@@ -317,13 +314,13 @@ async function buy() {
     r = await call('POST', sale('buy'), {bearer: S.jwt, body: {purchase_token: p.token}});
     if (!['unavailable', 'network'].includes(r.code) || attempt === 3) break;
     const wait = backOffMs(r, attempt);
-    say(`Busy: trying again in ${Math.ceil(wait / 1000)} s…`, 'warn');
+    say(t('shop.busy', {seconds: Math.ceil(wait / 1000)}), 'warn');
     await sleep(wait);
   }
   if (!r.code) {
     S.order = r.body.order_id;
     showQueue(r.body.position, null);
-    say('Got it! Your item is reserved; your order is being recorded.', 'ok');
+    say(t('shop.gotIt'), 'ok');
     schedulePoll();
     return;
   }
@@ -355,7 +352,7 @@ function finish() {
 function showQueue(position, waitMs) {
   $('queue').classList.remove('hidden');
   $('position').textContent = fmt(position);
-  $('wait').textContent = waitMs == null ? '…' : waitMs < 1000 ? 'under a second' : `about ${duration(waitMs)}`;
+  $('wait').textContent = waitMs == null ? '…' : waitMs < 1000 ? t('shop.underASecond') : t('shop.about', {duration: duration(waitMs)});
 }
 
 function schedulePoll(ms) {
@@ -375,7 +372,7 @@ async function poll() {
   if (b.status === 'queued') {
     S.order = b.order_id;
     showQueue(b.position, b.estimated_wait_ms);
-    say('You are in line: your item is reserved while your order is recorded.', 'ok');
+    say(t('shop.inLine'), 'ok');
     schedulePoll();
   } else if (b.status === 'order') {
     S.order = b.order_id;
@@ -385,15 +382,14 @@ async function poll() {
       if (S.paying) {
         schedulePoll(1000 + jitter(1000)); // the provider tells the shop as soon as it is paid
       } else {
-        say('Confirmed! Pay now to keep your item.', 'ok');
+        say(t('shop.confirmed'), 'ok');
         schedulePoll(3000);
       }
     } else if (b.state === 'paid') {
       paid(b.refund);
     } else {
       $('pay').classList.add('hidden');
-      say('Your order expired: the payment window closed and the item went back on sale.' +
-        refundNote(b.refund), 'bad');
+      say(t('shop.expired') + refundNote(b.refund), 'bad');
       settle(b.refund);
     }
   } else if (b.status === 'sold_out') {
@@ -405,11 +401,12 @@ async function poll() {
   tick();
 }
 
-// Starts the payment (or finds the one under way) and opens the provider's checkout in a
-// window of its own; the order's state, polled, says when the provider reported it paid.
+// Starts the payment (or finds the one under way) and opens the provider's checkout, in the
+// page's language, in a window of its own; the order's state, polled, says when the provider
+// reported it paid.
 async function pay() {
   $('pay').disabled = true;
-  const r = await call('POST', `/api/events/${S.event}/orders/${S.order}/pay`, {bearer: S.jwt});
+  const r = await call('POST', `/api/events/${S.event}/orders/${S.order}/pay?locale=${LANG}`, {bearer: S.jwt});
   $('pay').disabled = false;
   if (r.code) {
     refuse(r);
@@ -419,19 +416,19 @@ async function pay() {
   const b = r.body;
   if (b.status === 'succeeded') { paid(); return; }
   if (!/^https?:\/\//.test(b.checkout_url || '')) {
-    say('Payments are not set up on this shop yet. Your item stays reserved until the payment window closes.', 'bad');
+    say(t('shop.noPayments'), 'bad');
     return;
   }
   S.paying = true;
   window.open(b.checkout_url, '_blank', 'popup,noopener');
-  $('pay').textContent = 'Open the payment window again';
-  say(`Complete the payment in the provider's window… (before ${clockTime(b.deadline_ms)})`, 'ok');
+  $('pay').textContent = t('shop.payAgain');
+  say(t('shop.completePayment', {before: clockTime(b.deadline_ms)}), 'ok');
   schedulePoll(1500);
 }
 
 function paid(refund) {
   $('pay').classList.add('hidden');
-  say('Paid. Thank you — your item is on its way.' + refundNote(refund), 'ok');
+  say(t('shop.paid') + refundNote(refund), 'ok');
   settle(refund);
 }
 
@@ -439,11 +436,8 @@ function paid(refund) {
 // where its refund stands.
 function refundNote(refund) {
   if (!refund) return '';
-  const one = refund.payments === 1;
-  const what = one ? 'A payment of yours this order did not need' :
-    `${refund.payments} payments of yours this order did not need`;
-  if (refund.state === 'refunded') return ` ${what} ${one ? 'was' : 'were'} refunded.`;
-  return ` ${what} ${one ? 'is' : 'are'} being refunded.`;
+  const count = refund.payments;
+  return refund.state === 'refunded' ? t('shop.refunded', {count}) : t('shop.refunding', {count});
 }
 
 // An order past payment is done, unless money it did not need is still being paid back: then
@@ -457,4 +451,4 @@ function settle(refund) {
   }
 }
 
-start();
+translated.then(start);

@@ -1,6 +1,7 @@
 //! Embeds `web/`: every asset gets a content-hashed name (so it can be cached forever) and a
 //! gzip twin made here, once, rather than on every request. The pages name the assets through
-//! `{{file}}` placeholders, replaced by the hashed paths. Writes `$OUT_DIR/assets.rs`.
+//! `{{file}}` placeholders, replaced by the hashed paths (a file in a folder of `web/` is served
+//! flat: `i18n/en.json` as `i18n-en.{hash}.json`). Writes `$OUT_DIR/assets.rs`.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,6 +10,8 @@ use std::path::{Path, PathBuf};
 /// Assets: file in `web/` and content type.
 const ASSETS: &[(&str, &str)] = &[
     ("style.css", "text/css; charset=utf-8"),
+    ("i18n/en.json", "application/json"),
+    ("i18n/zh-CN.json", "application/json"),
     ("common.js", "text/javascript; charset=utf-8"),
     ("shop.js", "text/javascript; charset=utf-8"),
     ("index.js", "text/javascript; charset=utf-8"),
@@ -37,10 +40,11 @@ fn main() {
     for (file, content_type) in ASSETS {
         let bytes = std::fs::read(web.join(file)).expect("an asset");
         let hash = short_hash(&bytes);
-        let (stem, ext) = file.rsplit_once('.').expect("a file extension");
+        let flat = file.replace('/', "-");
+        let (stem, ext) = flat.rsplit_once('.').expect("a file extension");
         let path = format!("{PREFIX}{stem}.{hash}.{ext}");
         names.push((file.to_string(), path.clone()));
-        let entry = embed(&out, file, &bytes, &path, content_type, &hash, true);
+        let entry = embed(&out, &flat, &bytes, &path, content_type, &hash, true);
         writeln!(code, "    {entry},").unwrap();
     }
     code.push_str("];\n");

@@ -2,7 +2,9 @@
 // that scripts/browser-tests.sh starts (SECKILL_URL, SECKILL_ADMIN_TOKEN, a viewer's
 // SECKILL_VIEWER_TOKEN, the payment
 // provider's sandbox, SECKILL_PROVIDER_URL, and its Redis, SECKILL_REDIS_URL). Each test runs in a fresh browser context; a
-// screenshot of each state goes to $SECKILL_ARTIFACTS.
+// screenshot of each state goes to $SECKILL_ARTIFACTS. The buyer's whole journey, the console's
+// main flow and the accessibility checks run in each language the pages speak, their words
+// read from the pages' catalogues (web/i18n/); the other tests in English.
 // Usage: node run.mjs [name filter]
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
@@ -23,6 +25,30 @@ const REDIS = process.env.SECKILL_REDIS_URL;
 const ROOT = new URL('../../', import.meta.url).pathname;
 assert.ok(BASE && ADMIN, 'SECKILL_URL and SECKILL_ADMIN_TOKEN are required');
 mkdirSync(ARTIFACTS, { recursive: true });
+
+// ---- the pages' words ------------------------------------------------------------------------
+const LANGS = ['en', 'zh-CN'];
+const CATALOGUES = Object.fromEntries(LANGS.map((l) => [l, JSON.parse(readFileSync(`${ROOT}web/i18n/${l}.json`, 'utf8'))]));
+
+/** What the pages show for `key` in `lang`: its plural form for `params.count`, placeholders filled (numbers by Intl). */
+function text(lang, key, params = {}) {
+  let s = CATALOGUES[lang][key];
+  assert.ok(s !== undefined, `${key} is not in the ${lang} catalogue`);
+  if (typeof s === 'object') s = s[new Intl.PluralRules(lang).select(params.count)] ?? s.other;
+  return s.replace(/\{(\w+)\}/g, (whole, name) => {
+    const v = params[name];
+    return v === undefined ? whole : typeof v === 'number' ? new Intl.NumberFormat(lang).format(v) : String(v);
+  });
+}
+/** The text of `key` up to its first placeholder. */
+const textBefore = (lang, key) => text(lang, key).split('{')[0];
+/** `s` matched literally in a RegExp. */
+const literally = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** `key`'s whole text, exactly (a RegExp for `hasText`). */
+const exactly = (lang, key, params) => new RegExp(`^${literally(text(lang, key, params))}$`);
+// The provider's hosted checkout in each language: its html lang and its Pay button's word
+// (tools/testkit/src/stripe/hosted.rs, Stripe's `locale`).
+const CHECKOUT_WORDS = { en: ['en', 'Pay'], 'zh-CN': ['zh', '支付'] };
 
 // ---- the API, from the test's side ------------------------------------------------------------
 async function api(method, path, { bearer = ADMIN, body } = {}) {
@@ -89,9 +115,14 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-background-networking'],
 });
 
-/** A phone-sized page; `skewMs` moves the page's Date (the device clock) by that much. */
-async function page({ skewMs = 0, width = 390, height = 844, bypassCSP = false } = {}) {
-  const context = await browser.newContext({ viewport: { width, height }, baseURL: BASE, bypassCSP, locale: 'en-US' });
+/**
+ * A phone-sized page; `skewMs` moves the page's Date (the device clock) by that much. `lang` is
+ * the pages' language, chosen as a person's switch chooses it (kept in localStorage), in a
+ * browser whose own language is `locale`.
+ */
+async function page({ skewMs = 0, width = 390, height = 844, bypassCSP = false, lang = 'en', locale = 'en-US' } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, baseURL: BASE, bypassCSP, locale });
+  if (lang !== 'en') await context.addInitScript((l) => localStorage.setItem('seckill.lang', l), lang);
   if (skewMs) {
     await context.addInitScript((skew) => {
       const Real = Date;
@@ -103,6 +134,7 @@ async function page({ skewMs = 0, width = 390, height = 844, bypassCSP = false }
     }, skewMs);
   }
   const p = await context.newPage();
+  p.lang = lang;
   p.calls = [];
   p.on('request', (r) => p.calls.push({ method: r.method(), path: new URL(r.url()).pathname, at: Date.now() }));
   return p;
@@ -114,14 +146,14 @@ const callsTo = (p, suffix) => p.calls.filter((c) => c.method === 'POST' && c.pa
 
 async function signIn(p, eventId, user) {
   await p.goto(`/shop/${eventId}`);
-  await p.getByLabel('Your name (demo sign-in)').fill(user);
-  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByLabel(text(p.lang, 'shop.demoName')).fill(user);
+  await p.getByRole('button', { name: text(p.lang, 'shop.signIn'), exact: true }).click();
   await p.locator('#who').filter({ hasText: user }).waitFor();
 }
 
 async function reserve(p) {
-  await p.getByRole('button', { name: 'Reserve a place' }).click();
-  await status(p).filter({ hasText: 'Reserved' }).waitFor({ timeout: 60_000 });
+  await p.getByRole('button', { name: text(p.lang, 'shop.reserve') }).click();
+  await status(p).filter({ hasText: text(p.lang, 'shop.reserved') }).waitFor({ timeout: 60_000 });
 }
 
 /** Pays at the provider's hosted checkout (the sandbox): its Pay button, then back at the
@@ -134,13 +166,20 @@ async function payAtProvider(checkout) {
   if (!checkout.isClosed()) assert.equal(new URL(checkout.url()).origin, new URL(BASE).origin, checkout.url());
 }
 
+/** The console at desktop size in `lang` (its main page opened, signed in with `token`). */
+async function consoleSignedIn(token = ADMIN, { lang = 'en', bypassCSP = false } = {}) {
+  const p = await page({ width: 1280, height: 1000, lang, bypassCSP });
+  await p.goto('/console');
+  await p.getByLabel(text(lang, 'console.label.token')).fill(token);
+  await p.getByRole('button', { name: text(lang, 'common.useToken') }).click();
+  const signedIn = token === VIEWER ? 'console.signedInViewer' : 'console.signedIn';
+  await status(p).filter({ hasText: text(lang, signedIn) }).waitFor();
+  return p;
+}
+
 /** The console at desktop size, signed in with `token`, showing event `id`. */
 async function consoleOn(id, token = ADMIN) {
-  const p = await page({ width: 1280, height: 1000 });
-  await p.goto('/console');
-  await p.getByLabel('Admin token (kept in this tab only)').fill(token);
-  await p.getByRole('button', { name: 'Use token' }).click();
-  await status(p).filter({ hasText: 'Signed in' }).waitFor();
+  const p = await consoleSignedIn(token);
   await p.getByLabel('Search by id or item').fill(id);
   await p.getByRole('button', { name: id, exact: true }).click();
   await p.locator('.tile').first().waitFor();
@@ -187,16 +226,17 @@ test('countdown follows the server clock when the device clock is minutes off', 
   }));
 });
 
-test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async () => {
+for (const lang of LANGS) test(`reserve, wait, one click burst = one buy, queued, confirmed, paid (${lang})`, async () => {
   const e = await event(6_000);
-  const p = await page();
+  // In a browser whose own language is English: the page's language is the person's choice.
+  const p = await page({ lang });
   await signIn(p, e.id, 'flow-user');
   await reserve(p);
   // Before the start: locked, and forcing clicks sends nothing.
   assert.ok(await p.locator('#buy').isDisabled());
   await p.locator('#buy').click({ force: true, timeout: 2_000 }).catch(() => {});
   await p.locator('#buy').dispatchEvent('click');
-  await shot(p, 'before-start');
+  await shot(p, `before-start-${lang}`);
   assert.equal(callsTo(p, '/buy').length, 0, 'no buy before the start');
   assert.equal(callsTo(p, '/precheck').length, 0, 'no precheck before the start');
   // The start: the button unlocks on the server's clock.
@@ -207,9 +247,9 @@ test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async 
     const b = document.getElementById('buy');
     for (let i = 0; i < 10; i++) { b.click(); b.dispatchEvent(new MouseEvent('click', { bubbles: true })); }
   });
-  await status(p).filter({ hasText: /in line|Got it/ }).waitFor();
+  await status(p).filter({ hasText: new RegExp(`${literally(text(lang, 'shop.inLine'))}|${literally(text(lang, 'shop.gotIt'))}`) }).waitFor();
   await p.locator('#position').filter({ hasText: /^\d/ }).waitFor();
-  await shot(p, 'queued');
+  await shot(p, `queued-${lang}`);
   // Polls keep going every 1-3 s while queued (three of them: up to 9 s); no second buy appears.
   const bought = callsTo(p, '/buy')[0].at;
   const polls = () => p.calls.filter((c) => c.path.endsWith('/orders/me') && c.at > bought);
@@ -222,18 +262,24 @@ test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async 
   }
   // The drain moves it into Postgres: confirmed, then paid.
   assert.equal((await api('POST', '/admin/jobs/drain')).status, 200);
-  await status(p).filter({ hasText: 'Confirmed' }).waitFor({ timeout: 10_000 });
-  await shot(p, 'confirmed');
-  // Paying: the price on the button, the provider's checkout in a popup, then paid here.
-  const [checkout] = await Promise.all([p.waitForEvent('popup'), p.getByRole('button', { name: /^Pay €19\.99$/ }).click()]);
-  await status(p).filter({ hasText: "Complete the payment in the provider's window" }).waitFor();
+  await status(p).filter({ hasText: text(lang, 'shop.confirmed') }).waitFor({ timeout: 10_000 });
+  await shot(p, `confirmed-${lang}`);
+  // Paying: the price on the button, the provider's checkout in a popup (in the page's
+  // language, not the browser's), then paid here.
+  const [checkout] = await Promise.all([
+    p.waitForEvent('popup'), p.getByRole('button', { name: text(lang, 'shop.pay', { price: '€19.99' }), exact: true }).click(),
+  ]);
+  await status(p).filter({ hasText: textBefore(lang, 'shop.completePayment') }).waitFor();
   await checkout.waitForLoadState();
   await checkout.locator('body').filter({ hasText: /19[.,]?99/ }).waitFor();
-  await shot(checkout, 'provider-checkout');
+  const [checkoutLang, payWord] = CHECKOUT_WORDS[lang];
+  assert.equal(await checkout.locator('html').getAttribute('lang'), checkoutLang, 'the checkout in the page\'s language');
+  assert.match(await checkout.locator('#pay').textContent(), new RegExp(`^${payWord} `));
+  await shot(checkout, `provider-checkout-${lang}`);
   await payAtProvider(checkout);
-  await status(p).filter({ hasText: 'Paid' }).waitFor({ timeout: 15_000 });
+  await status(p).filter({ hasText: text(lang, 'shop.paid') }).waitFor({ timeout: 15_000 });
   assert.ok(await p.locator('#pay').isHidden(), 'no pay button once paid');
-  await shot(p, 'paid');
+  await shot(p, `paid-${lang}`);
   // Paid twice (the provider's test-mode dashboard charges the order's session again): the
   // refund job pays the second payment back, and the buyer's page says so.
   if (PROVIDER) {
@@ -247,14 +293,14 @@ test('reserve, wait, one click burst = one buy, queued, confirmed, paid', async 
     for (let i = 0; i < 20 && !refunded; i++) {
       assert.equal((await api('POST', '/admin/jobs/timeout-release')).status, 200);
       await p.reload();
-      refunded = await status(p).filter({ hasText: 'A payment of yours this order did not need was refunded.' })
+      refunded = await status(p).filter({ hasText: text(lang, 'shop.refunded', { count: 1 }).trim() })
         .waitFor({ timeout: 1_500 }).then(() => true, () => false);
     }
     assert.ok(refunded, 'the buyer sees the second payment refunded');
     await dash.reload();
     await dash.locator('#refunds tr[data-refund]').filter({ hasText: 'succeeded' }).first().waitFor();
-    await shot(p, 'refunded');
-    await shot(dash, 'provider-dashboard');
+    await shot(p, `refunded-${lang}`);
+    await shot(dash, `provider-dashboard-${lang}`);
     await dash.close();
   }
   await p.context().close();
@@ -371,22 +417,18 @@ test('rate limited, then paused', async () => {
   await p.context().close();
 });
 
-test('console: create, warm up, live numbers move, a switch takes effect', async () => {
-  const p = await page({ width: 1280, height: 1000 });
-  await p.goto('/console');
-  await p.getByLabel('Admin token (kept in this tab only)').fill(ADMIN);
-  await p.getByRole('button', { name: 'Use token' }).click();
-  await status(p).filter({ hasText: 'Signed in' }).waitFor();
+for (const lang of LANGS) test(`console: create, warm up, live numbers move, a switch takes effect (${lang})`, async () => {
+  const p = await consoleSignedIn(ADMIN, { lang });
   const id = `console${Date.now().toString(36)}`;
-  await p.getByLabel('Event id').fill(id);
-  await p.getByLabel('Item (SKU)').fill('Console phone');
-  await p.getByLabel('Units', { exact: true }).fill('50');
-  await p.getByLabel('…or starts in (seconds)').fill('0');
-  await p.getByLabel('Proof of work (bits)').fill('12');
-  await p.getByRole('button', { name: 'Save event' }).click();
-  await status(p).filter({ hasText: `Created ${id}` }).waitFor();
-  await p.getByRole('button', { name: 'Warm up' }).click();
-  await status(p).filter({ hasText: 'Warmed up' }).waitFor();
+  await p.getByLabel(text(lang, 'console.label.fId')).fill(id);
+  await p.getByLabel(text(lang, 'console.label.fSku')).fill('Console phone');
+  await p.getByLabel(text(lang, 'console.label.fStock'), { exact: true }).fill('50');
+  await p.getByLabel(text(lang, 'console.label.fStartIn')).fill('0');
+  await p.getByLabel(text(lang, 'console.label.fPow')).fill('12');
+  await p.getByRole('button', { name: text(lang, 'console.saveEvent') }).click();
+  await status(p).filter({ hasText: text(lang, 'console.created', { id }) }).waitFor();
+  await p.getByRole('button', { name: text(lang, 'console.warmup'), exact: true }).click();
+  await status(p).filter({ hasText: text(lang, 'console.doneFor', { done: text(lang, 'console.done.warmup'), id }) }).waitFor();
   await p.getByRole('button', { name: id }).waitFor();
   const tile = (name) => p.locator(`.tile[data-name="${name}"] b`);
   await tile('Units left').filter({ hasText: /^50$/ }).waitFor();
@@ -403,7 +445,7 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await tile('Queued').filter({ hasText: /^6$/ }).waitFor();
   for (let i = 6; i < 10; i++) assert.equal((await apiBuy(id, `crowd-${i}`)).status, 202);
   await tile('Accepted').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
-  await p.getByRole('button', { name: 'Drain now' }).click();
+  await p.getByRole('button', { name: text(lang, 'console.job.drain') }).click();
   await tile('Drained').filter({ hasText: /^10$/ }).waitFor({ timeout: 5_000 });
   await tile('Queued').filter({ hasText: /^0$/ }).waitFor();
   // Two buyers pay at the provider: the Paid tile counts them.
@@ -421,10 +463,10 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   const refunds = p.locator('#refunds');
   const refundCalls = () => p.calls.filter((c) => c.method === 'GET' && /^\/admin\/events\/[^/]+\/payments$/.test(c.path));
   let reloads = 0;
-  await p.getByRole('button', { name: 'Reload refunds' }).click();
+  await p.getByRole('button', { name: text(lang, 'console.reloadRefunds') }).click();
   reloads++;
-  await refunds.locator('#refunds-note').filter({ hasText: /^No payment owes a refund\.$/ }).waitFor({ timeout: 5_000 });
-  await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(0\)$/ }).waitFor();
+  await refunds.locator('#refunds-note').filter({ hasText: exactly(lang, 'console.noRefunds') }).waitFor({ timeout: 5_000 });
+  await refunds.locator('#refunds-h').filter({ hasText: exactly(lang, 'console.refundsCount', { count: 0 }) }).waitFor();
   assert.equal(await refunds.locator('tr.refund').count(), 0);
   // An edited checkout address pays what the session says, never what the address says.
   const third = await api('POST', `/api/events/${id}/orders/${orders[2]}/pay`, { bearer: await jwt('crowd-2') });
@@ -438,9 +480,9 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   // The provider reports a second charge of that order (another integration charged the
   // buyer again): one refund due, of the amount taken, and the order paid once.
   const event = JSON.stringify({
-    id: 'evt_second_charge', object: 'event', type: 'payment_intent.succeeded', livemode: false,
+    id: `evt_second_charge_${id}`, object: 'event', type: 'payment_intent.succeeded', livemode: false,
     created: Math.floor(Date.now() / 1000), api_version: '2024-06-20',
-    data: { object: { id: 'pi_second_charge', object: 'payment_intent', amount: 1999, amount_received: 1999,
+    data: { object: { id: `pi_second_charge_${id}`, object: 'payment_intent', amount: 1999, amount_received: 1999,
       currency: 'eur', status: 'succeeded', livemode: false, metadata: { payment_id: third.body.payment_id } } },
   });
   const t = Math.floor(Date.now() / 1000);
@@ -449,28 +491,28 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
     method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` }, body: event,
   });
   assert.equal(delivered.status, 200, await delivered.text());
-  await p.getByRole('button', { name: 'Reload refunds' }).click();
+  await p.getByRole('button', { name: text(lang, 'console.reloadRefunds') }).click();
   reloads++;
   const row = refunds.locator('tr.refund');
   await row.first().waitFor({ timeout: 5_000 });
-  await refunds.locator('#refunds-h').filter({ hasText: /^Refunds due \(1\)$/ }).waitFor();
+  await refunds.locator('#refunds-h').filter({ hasText: exactly(lang, 'console.refundsCount', { count: 1 }) }).waitFor();
   const cells = await row.first().locator('td').allTextContents();
-  assert.deepEqual(cells.slice(0, 4), [orders[2], 'crowd-2', '€19.99', 'a second payment for a paid order'], cells.join(' | '));
+  assert.deepEqual(cells.slice(0, 4), [orders[2], 'crowd-2', '€19.99', text(lang, 'console.reason.duplicate')], cells.join(' | '));
   assert.match(cells[4], /^pi_\w+$/, cells.join(' | '));
   assert.ok(cells[5] !== '–' && !/Invalid|NaN|undefined/.test(cells[5]), cells.join(' | '));
   assert.equal(await row.count(), 1);
   await tile('Paid').filter({ hasText: /^3$/ }).waitFor();
-  await shot(p, 'console-refunds');
+  await shot(p, `console-refunds-${lang}`);
   // The list is a Postgres query: the live view reads it at most every five seconds.
   const calls = refundCalls();
   const span = calls[calls.length - 1].at - calls[0].at;
   assert.ok(calls.length <= reloads + 1 + Math.floor(span / 4_500), `${calls.length} refund lists in ${span} ms`);
   const points = await p.locator('#chart polyline').first().getAttribute('points');
   assert.ok(points.split(' ').length >= 3, `the chart has ${points.split(' ').length} points`);
-  await shot(p, 'console-running');
+  await shot(p, `console-running-${lang}`);
   // The pause switch: the console shows it, and buyers meet it.
-  await p.getByRole('button', { name: 'Pause sale' }).click();
-  await tile('Sale').filter({ hasText: 'paused' }).waitFor();
+  await p.getByRole('button', { name: text(lang, 'console.pause') }).click();
+  await tile('Sale').filter({ hasText: text(lang, 'console.tile.paused') }).waitFor();
   const token = await jwt('after-pause');
   const adm = await admit(id, token);
   const pre = await api('POST', `/api/events/${id}/precheck`, { bearer: token, body: { admission_token: adm.body.admission_token } });
@@ -481,7 +523,7 @@ test('console: create, warm up, live numbers move, a switch takes effect', async
   await tile('Refused').filter({ hasText: /^1$/ }).waitFor();
   const notes = await p.locator('.tile span').allTextContents();
   assert.ok(notes.every((n) => !/NaN|undefined/.test(n)), notes.join(' | '));
-  await shot(p, 'console-paused');
+  await shot(p, `console-paused-${lang}`);
   await p.context().close();
 });
 
@@ -781,16 +823,19 @@ test('pages: content types, caching, gzip, no third-party origin', async () => {
   assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8');
   assert.equal(html.headers.get('cache-control'), 'no-cache');
   assert.match(html.headers.get('content-security-policy'), /default-src 'none'/);
-  const text = await html.text();
-  const assets = [...text.matchAll(/(?:href|src)="([^"]+)"|name="pow-worker" content="([^"]+)"/g)].map((m) => m[1] || m[2]);
+  const html_ = await html.text();
+  const assets = [...html_.matchAll(/(?:href|src)="([^"]+)"|name="(?:pow-worker|catalogue)"(?: lang="[^"]+")? content="([^"]+)"/g)]
+    .map((m) => m[1] || m[2]);
   assert.ok(assets.some((a) => /\/pow-worker\.\w+\.js$/.test(a)), 'the page names its worker');
+  for (const lang of LANGS) assert.ok(assets.some((a) => new RegExp(`/i18n-${lang}\\.\\w+\\.json$`).test(a)), `the page names its ${lang} catalogue`);
   assert.match(html.headers.get('content-security-policy'), /worker-src 'self'/);
   assert.ok(assets.length >= 4 && assets.every((a) => a.startsWith('/shop/assets/')), assets.join());
   for (const a of assets) {
     const r = await fetch(BASE + a, { headers: { 'Accept-Encoding': 'gzip' } });
     assert.equal(r.status, 200, a);
     assert.match(r.headers.get('cache-control'), /immutable/);
-    assert.match(r.headers.get('content-type'), a.endsWith('.css') ? /^text\/css/ : /^text\/javascript/);
+    const type = a.endsWith('.css') ? /^text\/css/ : a.endsWith('.json') ? /^application\/json/ : /^text\/javascript/;
+    assert.match(r.headers.get('content-type'), type, a);
   }
   const again = await fetch(`${BASE}/shop/x`, { headers: { 'If-None-Match': html.headers.get('etag') } });
   assert.equal(again.status, 304);
@@ -846,25 +891,63 @@ test('landing page: the live and upcoming sales, one followed to its storefront,
   await p.context().close();
 });
 
-test('accessibility: axe finds no WCAG 2 A/AA violations in the storefront and the console', async () => {
+for (const lang of LANGS) test(`accessibility: axe finds no WCAG 2 A/AA violations in the storefront and the console (${lang})`, async () => {
   const e = await event(60_000);
-  const shop = await page({ bypassCSP: true });
+  const shop = await page({ bypassCSP: true, lang });
   await shop.goto(`/shop/${e.id}`);
-  await status(shop).filter({ hasText: 'Sign in' }).waitFor();
-  await check(shop, 'signed out');
+  await status(shop).filter({ hasText: text(lang, 'shop.signInToTakePart') }).waitFor();
+  await check(shop, `signed out (${lang})`);
   await signIn(shop, e.id, 'a11y');
   await reserve(shop);
-  await check(shop, 'reserved');
+  await check(shop, `reserved (${lang})`);
   await shop.context().close();
-  const console_ = await page({ bypassCSP: true, width: 1280, height: 1000 });
-  await console_.goto('/console');
-  await console_.getByLabel('Admin token (kept in this tab only)').fill(ADMIN);
-  await console_.getByRole('button', { name: 'Use token' }).click();
+  const console_ = await consoleSignedIn(ADMIN, { lang, bypassCSP: true });
   await console_.getByRole('button', { name: e.id }).click();
   await console_.locator('.tile').first().waitFor();
   await console_.locator('#version-list li[data-version]').first().waitFor();
-  await check(console_, 'console');
+  await check(console_, `console (${lang})`);
   await console_.context().close();
+});
+
+test('language: the browser\'s by default, the switch changes it on every page and it sticks; <html lang>, Intl', async () => {
+  const e = await event(600_000);
+  const p = await page({ locale: 'zh-CN', bypassCSP: true }); // nothing chosen yet: the browser says zh-CN
+  await p.goto(`/shop/${e.id}`);
+  await status(p).filter({ hasText: text('zh-CN', 'shop.signInToTakePart') }).waitFor();
+  assert.equal(await p.locator('html').getAttribute('lang'), 'zh-CN');
+  assert.equal(await p.title(), text('zh-CN', 'shop.title'));
+  const shown = async (id) => p.locator(`#${id}`).textContent();
+  const [start, end] = await p.evaluate((id) => fetch(`/shop/events/${id}`).then((r) => r.json()).then((i) => [i.start_ms, i.end_ms]), e.id);
+  const zhDate = (ms) => new Date(ms).toLocaleString('zh-CN');
+  assert.equal(await shown('window'), text('zh-CN', 'shop.window', { start: zhDate(start), end: zhDate(end) }));
+  assert.equal(await shown('price'), text('zh-CN', 'shop.price', { price: new Intl.NumberFormat('zh-CN', { style: 'currency', currency: 'EUR' }).format(19.99) }));
+  assert.equal(await shown('left'), text('zh-CN', 'shop.left', { left: 5, stock: 5 }));
+  const switcher = (lang) => p.getByLabel(text(lang, 'lang.label'), { exact: true });
+  assert.deepEqual(await switcher('zh-CN').locator('option').allTextContents(), ['English', '简体中文']);
+  await shot(p, 'language-zh-CN');
+  // English, chosen: the page speaks it, after a reload too, and so do the other pages.
+  await Promise.all([p.waitForEvent('load'), switcher('zh-CN').selectOption('en')]);
+  await status(p).filter({ hasText: text('en', 'shop.signInToTakePart') }).waitFor();
+  assert.equal(await p.locator('html').getAttribute('lang'), 'en');
+  await p.reload();
+  await status(p).filter({ hasText: text('en', 'shop.signInToTakePart') }).waitFor();
+  assert.equal(await switcher('en').inputValue(), 'en');
+  await p.goto('/');
+  await status(p).filter({ hasText: /sales? on now, [\d,]+ coming up\.$/ }).waitFor();
+  assert.equal(await p.locator('html').getAttribute('lang'), 'en');
+  // Chinese again, from the landing page: the landing page and the console in Chinese, axe clean.
+  await Promise.all([p.waitForEvent('load'), switcher('en').selectOption('zh-CN')]);
+  await p.locator('#live-h').filter({ hasText: exactly('zh-CN', 'index.live') }).waitFor();
+  const sales = await p.evaluate(() => fetch('/shop/events').then((r) => r.json()).then((l) => l.events.map((e) => e.state)));
+  const live = sales.filter((state) => state === 'live').length;
+  await status(p).filter({ hasText: exactly('zh-CN', 'index.summary', { count: live, upcoming: sales.length - live }) }).waitFor();
+  assert.equal(await p.locator('html').getAttribute('lang'), 'zh-CN');
+  await check(p, 'landing page (zh-CN)');
+  await shot(p, 'landing-zh-CN');
+  await p.goto('/console');
+  await status(p).filter({ hasText: exactly('zh-CN', 'console.enterToken') }).waitFor();
+  assert.equal(await p.locator('html').getAttribute('lang'), 'zh-CN');
+  await p.context().close();
 });
 
 // ---- run --------------------------------------------------------------------------------------

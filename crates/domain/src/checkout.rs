@@ -116,6 +116,43 @@ fn id_or_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>
     }))
 }
 
+/// The language of the provider's hosted page: the storefront's, when the buyer's storefront
+/// names it, else the buyer's browser's (Stripe's `auto`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CheckoutLocale {
+    /// The browser's language, as the provider reads it.
+    #[default]
+    Auto,
+    /// English.
+    English,
+    /// Simplified Chinese.
+    SimplifiedChinese,
+}
+
+impl CheckoutLocale {
+    /// A storefront language (`web/i18n/{language}.json`: `en` or `zh-CN`); any other value is
+    /// `400 bad_query`.
+    pub fn parse(language: &str) -> Result<Self, Error> {
+        match language {
+            "en" => Ok(CheckoutLocale::English),
+            "zh-CN" => Ok(CheckoutLocale::SimplifiedChinese),
+            _ => Err(Error::invalid(
+                ErrorCode::BadQuery,
+                "locale must be one of the storefront's languages: en, zh-CN",
+            )),
+        }
+    }
+
+    /// Stripe Checkout's `locale` for it.
+    pub fn stripe(self) -> &'static str {
+        match self {
+            CheckoutLocale::Auto => "auto",
+            CheckoutLocale::English => "en",
+            CheckoutLocale::SimplifiedChinese => "zh",
+        }
+    }
+}
+
 /// What a new session asks: our payment, its order, the amount we set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSession<'a> {
@@ -130,6 +167,8 @@ pub struct NewSession<'a> {
     /// Where the provider sends the buyer after paying, and if they go back.
     pub success_url: &'a str,
     pub cancel_url: &'a str,
+    /// The language the hosted page speaks.
+    pub locale: CheckoutLocale,
     /// Unix seconds.
     pub now_s: u64,
     /// The order's deadline, Unix seconds: the session outlives it, so that only our expiry
@@ -167,7 +206,7 @@ pub fn create_session(
         ),
         ("success_url", new.success_url.to_owned()),
         ("cancel_url", new.cancel_url.to_owned()),
-        ("locale", "auto".to_owned()),
+        ("locale", new.locale.stripe().to_owned()),
         ("expires_at", expires_at(new).to_string()),
     ];
     let call = ApiCall {
@@ -425,6 +464,7 @@ mod tests {
             product: "Phone",
             success_url: "https://shop.example/ok",
             cancel_url: "https://shop.example/back",
+            locale: CheckoutLocale::SimplifiedChinese,
             now_s: 1_000,
             deadline_s: 1_300,
         }
@@ -452,7 +492,19 @@ mod tests {
             Some("pay_1")
         );
         assert_eq!(param("expires_at"), Some("2860"));
+        assert_eq!(param("locale"), Some("zh"));
         assert_eq!(call.idempotency_key.as_deref(), Some("session-pay_1"));
+    }
+
+    #[test]
+    fn the_storefronts_languages_map_to_the_providers_locales_and_nothing_else_parses() {
+        assert_eq!(CheckoutLocale::default().stripe(), "auto");
+        assert_eq!(CheckoutLocale::parse("en").unwrap().stripe(), "en");
+        assert_eq!(CheckoutLocale::parse("zh-CN").unwrap().stripe(), "zh");
+        for other in ["", "auto", "zh", "zh-cn", "EN", "fr", "en-US"] {
+            let refused = CheckoutLocale::parse(other).unwrap_err();
+            assert_eq!(refused.code(), ErrorCode::BadQuery, "{other:?}");
+        }
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! payment (amount, currency, deadline), opens its checkout session at the provider with the
 //! order's own amount, and answers the session's page; never marks anything paid: the
 //! provider's signed webhook does ([`orders::start_payment`], `functions/payment-webhook`).
+//! `?locale=` (the storefront's language, `en` or `zh-CN`) is the language of the provider's
+//! page; without it the provider follows the buyer's browser.
 
+use seckill_domain::checkout::CheckoutLocale;
 use seckill_domain::clock;
 use seckill_domain::ids::OrderId;
 use seckill_domain::orders::{self, Checkout, PayRequest, Payment};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
-use seckill_spin_edge::http::{self, buyer, event_id, path_param, require_method};
+use seckill_spin_edge::http::{self, buyer, event_id, path_param, query_param, require_method};
 use seckill_spin_edge::payments::ProviderClient;
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -29,6 +32,10 @@ fn pay(req: &Request) -> Result<Payment, ApiError> {
     let user = buyer(req)?;
     let event = event_id(req)?;
     let order = OrderId::parse(path_param(req, "order_id")?)?;
+    let locale = query_param(req, "locale")
+        .map(CheckoutLocale::parse)
+        .transpose()?
+        .unwrap_or_default();
     let pay = PayRequest {
         event: &event,
         user: &user,
@@ -43,6 +50,7 @@ fn pay(req: &Request) -> Result<Payment, ApiError> {
         api,
         success_url: &success_url,
         cancel_url: &cancel_url,
+        locale,
     });
     Ok(orders::start_payment(
         &config::postgres()?,

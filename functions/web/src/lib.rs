@@ -327,11 +327,31 @@ mod tests {
         let page = |asset: &Asset| std::str::from_utf8(asset.raw).unwrap().to_owned();
         // Each page and the files it loads (by the name `web/` gives them).
         let pages = [
-            (page(&INDEX), &["style", "common", "index"][..]),
-            (page(&SHOP), &["style", "common", "shop", "pow-worker"][..]),
+            (
+                page(&INDEX),
+                &["style", "i18n-en", "i18n-zh-CN", "common", "index"][..],
+            ),
+            (
+                page(&SHOP),
+                &[
+                    "style",
+                    "i18n-en",
+                    "i18n-zh-CN",
+                    "common",
+                    "shop",
+                    "pow-worker",
+                ][..],
+            ),
             (
                 page(&CONSOLE),
-                &["style", "common", "console", "conditions"][..],
+                &[
+                    "style",
+                    "i18n-en",
+                    "i18n-zh-CN",
+                    "common",
+                    "console",
+                    "conditions",
+                ][..],
             ),
         ];
         for asset in ASSETS {
@@ -353,5 +373,129 @@ mod tests {
                 .iter()
                 .all(|a| a.immutable && a.gzip.len() < a.raw.len())
         );
+    }
+
+    /// The catalogues (`web/i18n/{language}.json`) by language, from their served names.
+    fn catalogues() -> Vec<(&'static str, serde_json::Map<String, Value>)> {
+        ASSETS
+            .iter()
+            .filter_map(|a| {
+                let name = a.path.strip_prefix("/shop/assets/i18n-")?;
+                let language = name.strip_suffix(".json")?.rsplit_once('.')?.0;
+                let Ok(Value::Object(strings)) = serde_json::from_slice(a.raw) else {
+                    panic!("{}: not a JSON object", a.path);
+                };
+                Some((language, strings))
+            })
+            .collect()
+    }
+
+    /// The `{name}` placeholders of a catalogue entry (every plural form's).
+    fn placeholders(entry: &Value) -> std::collections::BTreeSet<String> {
+        let forms: Vec<&str> = match entry {
+            Value::String(s) => vec![s],
+            Value::Object(forms) => forms.values().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        forms
+            .iter()
+            .flat_map(|s| s.split('{').skip(1))
+            .filter_map(|rest| Some(rest.split_once('}')?.0.to_owned()))
+            .collect()
+    }
+
+    /// The catalogue keys a text names: a quoted `namespace.name` (`t('shop.buy')`,
+    /// `data-i18n="shop.buy"`).
+    fn keys_named(text: &str) -> Vec<String> {
+        const NAMESPACES: &[&str] = &[
+            "lang.",
+            "common.",
+            "index.",
+            "shop.",
+            "console.",
+            "conditions.",
+            "error.",
+        ];
+        let mut keys = Vec::new();
+        for (at, quote) in text.match_indices(['\'', '"']) {
+            let rest = &text[at + 1..];
+            if !NAMESPACES.iter().any(|ns| rest.starts_with(ns)) {
+                continue;
+            }
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+                .unwrap_or(rest.len());
+            if rest[end..].starts_with(quote) {
+                keys.push(rest[..end].to_owned());
+            }
+        }
+        keys
+    }
+
+    /// Every string the pages show is in each language's catalogue, under the same keys with
+    /// the same placeholders; every key a page or script names is in them, and every key in
+    /// them is named by one, or is the message of an error code: one for each code the API
+    /// answers ([`ErrorCode::ALL`]) and the pages' own (`network`: no answer; `worker_failed`:
+    /// the proof of work could not run). Each language opens the provider's checkout in it.
+    #[test]
+    fn every_language_has_every_string_the_pages_use_and_every_error_codes_message() {
+        let catalogues = catalogues();
+        let languages: Vec<&str> = catalogues.iter().map(|(l, _)| *l).collect();
+        assert_eq!(languages, ["en", "zh-CN"]);
+        let (_, english) = &catalogues[0];
+        for (language, strings) in &catalogues {
+            for key in english.keys() {
+                assert!(strings.contains_key(key), "{language} lacks {key}");
+            }
+            for (key, entry) in strings {
+                let theirs = english.get(key);
+                assert!(theirs.is_some(), "{key} is in {language} only");
+                assert_eq!(
+                    placeholders(entry),
+                    placeholders(theirs.unwrap()),
+                    "{language} {key}: placeholders"
+                );
+                let plural_ok = entry.as_object().is_none_or(|forms| {
+                    forms.contains_key("other") && forms.values().all(Value::is_string)
+                });
+                assert!(entry.is_string() || entry.is_object(), "{language} {key}");
+                assert!(plural_ok, "{language} {key}: plural forms need `other`");
+            }
+            let page = |asset: &Asset| std::str::from_utf8(asset.raw).unwrap().to_owned();
+            for html in [page(&INDEX), page(&SHOP), page(&CONSOLE)] {
+                let meta = format!("<meta name=\"catalogue\" lang=\"{language}\"");
+                assert!(html.contains(&meta), "a page does not name {language}");
+            }
+            assert!(
+                seckill_domain::checkout::CheckoutLocale::parse(language).is_ok(),
+                "the pay route does not take {language}"
+            );
+        }
+        let mut named = std::collections::BTreeSet::new();
+        let texts = ASSETS
+            .iter()
+            .filter(|a| a.content_type.starts_with("text/javascript"))
+            .chain([&INDEX, &SHOP, &CONSOLE]);
+        for asset in texts {
+            for key in keys_named(std::str::from_utf8(asset.raw).unwrap()) {
+                assert!(english.contains_key(&key), "{key} is in no catalogue");
+                named.insert(key);
+            }
+        }
+        let codes: Vec<String> = ErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .chain(["network", "worker_failed"])
+            .map(|code| format!("error.{code}"))
+            .collect();
+        for code in &codes {
+            assert!(english.contains_key(code), "no message for {code}");
+        }
+        for key in english.keys() {
+            assert!(
+                named.contains(key) || codes.contains(key),
+                "{key} is used by no page"
+            );
+        }
     }
 }

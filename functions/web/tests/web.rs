@@ -41,7 +41,8 @@ async fn pages_and_assets_are_served_with_their_types_caching_and_gzip() -> Resu
         .split('"')
         .filter(|s| s.starts_with("/shop/assets/"))
         .collect();
-    assert_eq!(assets.len(), 4, "{assets:?}"); // style, common, shop, and the PoW worker
+    // style, the two catalogues, common, shop, and the PoW worker
+    assert_eq!(assets.len(), 6, "{assets:?}");
     for page in ["/shop", "/shop/", "/console"] {
         let resp = get(page, false).await?;
         assert_eq!(resp.status(), 200, "{page}");
@@ -60,6 +61,8 @@ async fn pages_and_assets_are_served_with_their_types_caching_and_gzip() -> Resu
         assert_eq!(header(&plain, "content-encoding"), "");
         let kind = if asset.ends_with(".css") {
             "text/css"
+        } else if asset.ends_with(".json") {
+            "application/json"
         } else {
             "text/javascript"
         };

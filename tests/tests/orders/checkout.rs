@@ -137,6 +137,53 @@ async fn a_session_charges_the_orders_own_amount_and_its_payment_pays_the_order(
     assert_books(&app, &pg, "land", 4, &accepted).await
 }
 
+/// The storefront names its language: the session opens the provider's page in it (Stripe's
+/// `zh` for `zh-CN`); without one the provider follows the browser (`auto`). A language the
+/// storefront does not speak is `400 bad_query`, and no payment is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkout_opens_in_the_storefronts_language() -> Result<()> {
+    let (_redis, pg, app, sandbox) = with_sandbox().await?;
+    let accepted = sell(&app, "land", 3, 3, json!({})).await?;
+    drain_all(&app).await?;
+    let pay = |i: usize, query: &'static str| {
+        let (user, order) = accepted[i].clone();
+        let app = &app;
+        async move {
+            let path = format!("/api/events/land/orders/{order}/pay{query}");
+            app.call(Method::POST, &path, Some(&jwt_for(&user)), None)
+                .await
+        }
+    };
+    let (status, refused) = pay(0, "?locale=fr").await?;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (400, &json!("bad_query"))
+    );
+    let payments: i64 = pg
+        .client()
+        .await?
+        .query_one("SELECT count(*) FROM payments", &[])
+        .await?
+        .get(0);
+    assert_eq!(payments, 0, "a refused locale records nothing");
+    for (i, query, locale, pay_word) in [
+        (0, "?locale=zh-CN", "zh", "支付"),
+        (1, "?locale=en", "en", "Pay"),
+        (2, "", "auto", "Pay"),
+    ] {
+        let (status, payment) = pay(i, query).await?;
+        assert_eq!(status, 200, "{payment}");
+        let created = sandbox.calls_to("POST", "/v1/checkout/sessions");
+        assert_eq!(created[i].params["locale"], locale, "{query}");
+        let page = reqwest::get(payment["checkout_url"].as_str().unwrap_or_default())
+            .await?
+            .text()
+            .await?;
+        assert!(page.contains(&format!(">{pay_word} ")), "{query}: {page}");
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_paid_before_the_deadline_whose_webhook_is_held_is_settled_by_release_not_released()
 -> Result<()> {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{int, s, text, transaction};
-use crate::checkout::{self, NewSession, ProviderApi, SessionStatus};
+use crate::checkout::{self, CheckoutLocale, NewSession, ProviderApi, SessionStatus};
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids::{self, OrderId};
@@ -93,6 +93,8 @@ pub struct Checkout<'a> {
     pub success_url: &'a str,
     /// Where the provider's back link goes.
     pub cancel_url: &'a str,
+    /// The language its page speaks (a session already open keeps the one it was opened in).
+    pub locale: CheckoutLocale,
 }
 
 /// Starts the payment of the caller's order, or returns the one already started: one payment
@@ -216,6 +218,7 @@ fn open_session(
             product: &product,
             success_url: checkout.success_url,
             cancel_url: checkout.cancel_url,
+            locale: checkout.locale,
             now_s: req.now_ms / 1000,
             deadline_s: (payment.deadline_ms.max(0) as u64).div_ceil(1000),
         },
@@ -364,6 +367,7 @@ mod tests {
             api: provider,
             success_url: "https://shop.example/ok",
             cancel_url: "https://shop.example/back",
+            locale: CheckoutLocale::Auto,
         };
         start_payment(db, req, Some(&checkout))
     }

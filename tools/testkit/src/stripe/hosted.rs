@@ -1,6 +1,7 @@
 //! The hosted Checkout page, `GET /c/pay/{session}` and its Pay button. It shows the
 //! session's own line items and total, in the session's `locale` where the sandbox has the
-//! words (en, fr, de, es, it; `auto` reads `Accept-Language`; English otherwise). Paying
+//! words (en, fr, de, es, it, zh: simplified Chinese; `auto` reads `Accept-Language`; English
+//! otherwise). Paying
 //! charges the stored `amount_total` — nothing in the URL or the form is read — and
 //! redirects (303) to the `success_url` with `{CHECKOUT_SESSION_ID}` filled in
 //! (<https://docs.stripe.com/payments/checkout/custom-success-page>). "After it expires, a
@@ -72,6 +73,15 @@ const WORDS: &[Words] = &[
         missing: "Qualcosa è andato storto: questa pagina non esiste.",
         back: "Indietro",
         decimal_comma: true,
+    },
+    Words {
+        lang: "zh",
+        pay: "支付",
+        expired: "此结账会话已过期。",
+        complete: "此结账会话已完成。",
+        missing: "出错了：此页面不存在。",
+        back: "返回",
+        decimal_comma: false,
     },
 ];
 
