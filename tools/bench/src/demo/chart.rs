@@ -437,6 +437,7 @@ mod tests {
             latency_us,
             host_us: None,
             socket_us: None,
+            queued_us: None,
             status: 202,
             shed: false,
         }

@@ -192,6 +192,7 @@ impl Sale {
             latency_us,
             host_us: answer.timing.at_host().map(us),
             socket_us: answer.at_socket.map(us),
+            queued_us: answer.timing.queue.map(us),
             status: answer.status,
             shed,
         });

@@ -30,6 +30,8 @@ pub struct Sample {
     /// Its time at the buyer's socket (request sent to answer received, as the kernel stamped
     /// it): the buyers' machine's own waits left out, as on a buyer's own device.
     pub socket_us: Option<u64>,
+    /// Of its time at the host, the wait for an instance slot (`Server-Timing`'s `queue`).
+    pub queued_us: Option<u64>,
     pub status: u16,
     /// The host's own `503`: no instance slot for it (it never ran).
     pub shed: bool,
@@ -409,6 +411,7 @@ pub fn synthetic() -> Recorder {
             latency_us: 1_000 + at_ms % 7_000,
             host_us: None,
             socket_us: None,
+            queued_us: None,
             status: if at_ms < 5_000 { 202 } else { 409 },
             shed: false,
         });

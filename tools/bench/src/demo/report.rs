@@ -350,8 +350,8 @@ fn ms(sorted: &[u64], p: f64) -> Option<f64> {
 /// class), the answered ones' latency percentiles as the buyers measured them, their p99 at the
 /// buyers' sockets (request sent to answer received, as the kernel stamped them: without the
 /// wait of a buyer's task for its turn, which a buyer on a device of their own never has) and
-/// their p99 at the host (as it said, less a first request's wait for its first byte), the rest
-/// being the network and the accept queue.
+/// their p99 at the host (as it said, less a first request's wait for its first byte) and, of
+/// that, the p99 wait for an instance slot; the rest being the network and the accept queue.
 fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
     let mut out = serde_json::Map::new();
     for class in Class::ALL {
@@ -359,6 +359,7 @@ fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
         let answered = sorted(of.iter().filter(|s| !s.shed).map(|s| s.latency_us));
         let at_host = sorted(of.iter().filter(|s| !s.shed).filter_map(|s| s.host_us));
         let at_socket = sorted(of.iter().filter(|s| !s.shed).filter_map(|s| s.socket_us));
+        let queued = sorted(of.iter().filter(|s| !s.shed).filter_map(|s| s.queued_us));
         let no_response = failed.get(&class).copied().unwrap_or(0);
         out.insert(
             class.as_str().to_owned(),
@@ -368,6 +369,7 @@ fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
                 "answered_p50_ms": ms(&answered, 0.5), "answered_p99_ms": ms(&answered, 0.99),
                 "answered_at_socket_p99_ms": ms(&at_socket, 0.99),
                 "answered_at_host_p99_ms": ms(&at_host, 0.99),
+                "answered_queued_p99_ms": ms(&queued, 0.99),
             }),
         );
     }
@@ -377,13 +379,13 @@ fn class_table(samples: &[Sample], failed: &BTreeMap<Class, u64>) -> Value {
 /// Prints the class table as Markdown, most protected class first, after a blank line.
 fn print_classes(classes: &Value) {
     println!(
-        "\n| class | requests | answered | shed by the host | no response | answered p50 ms | answered p99 ms | at the buyers' sockets p99 ms | at the host p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "\n| class | requests | answered | shed by the host | no response | answered p50 ms | answered p99 ms | at the buyers' sockets p99 ms | at the host p99 ms | waiting for a slot p99 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let ms = |v: &Value| v.as_f64().map_or("-".to_owned(), |ms| format!("{ms:.1}"));
     for class in Class::ALL {
         let c = &classes[class.as_str()];
         println!(
-            "| {class} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {class} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c["requests"],
             c["answered"],
             c["shed"],
@@ -392,6 +394,7 @@ fn print_classes(classes: &Value) {
             ms(&c["answered_p99_ms"]),
             ms(&c["answered_at_socket_p99_ms"]),
             ms(&c["answered_at_host_p99_ms"]),
+            ms(&c["answered_queued_p99_ms"]),
         );
     }
 }
@@ -607,6 +610,7 @@ mod tests {
             latency_us,
             host_us: None,
             socket_us: None,
+            queued_us: None,
             status,
             shed: false,
         }
@@ -698,6 +702,7 @@ mod tests {
             Sample {
                 host_us: Some(1_500),
                 socket_us: Some(2_500),
+                queued_us: None,
                 ..classed(Class::Critical, 4_000, 200, false)
             },
             classed(Class::Critical, 1_000, 503, true),
@@ -712,6 +717,7 @@ mod tests {
                 "requests": 2, "answered": 1, "shed": 1, "no_response": 0,
                 "answered_p50_ms": 4.0, "answered_p99_ms": 4.0,
                 "answered_at_socket_p99_ms": 2.5, "answered_at_host_p99_ms": 1.5,
+                "answered_queued_p99_ms": null,
             })
         );
         assert_eq!(table["read"]["requests"], 3);
@@ -722,6 +728,7 @@ mod tests {
                 "requests": 0, "answered": 0, "shed": 0, "no_response": 0,
                 "answered_p50_ms": null, "answered_p99_ms": null,
                 "answered_at_socket_p99_ms": null, "answered_at_host_p99_ms": null,
+                "answered_queued_p99_ms": null,
             })
         );
         assert_eq!(table.as_object().unwrap().len(), Class::ALL.len());
