@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::factors::spin_costs::SpinCostTotals;
-use crate::factors::{ConfigureAppContext, ConnectionMode, postgres, redis};
+use crate::factors::{ConfigureAppContext, ConnectionMode, outbound_http, postgres, redis};
 use crate::manifest::ManifestFile;
 use crate::manifest::expressions::{self, Providers};
 use crate::runtime::Runtime;
@@ -54,6 +54,8 @@ pub struct Options {
     pub tls: crate::factors::tls::TlsTrust,
     /// Where compiled components are kept between loads (`None`: compile every time).
     pub compile_cache: Option<std::path::PathBuf>,
+    /// Where outbound HTTP may not go (the runtime configuration's `block_networks`).
+    pub blocked_networks: crate::factors::blocked_networks::BlockedNetworks,
 }
 
 /// A loaded app, ready to serve.
@@ -83,7 +85,10 @@ impl App {
                 tls: options.tls.clone(),
             },
             variables: (),
-            http_tls: options.tls.clone(),
+            http: outbound_http::RuntimeConfig {
+                tls: options.tls.clone(),
+                blocked: options.blocked_networks.clone(),
+            },
         };
         let app = ConfigureAppContext {
             file: &file,

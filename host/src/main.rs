@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use seckill_host::factors::blocked_networks::BlockedNetworks;
 use seckill_host::manifest::expressions::Providers;
 use seckill_host::runtime::overload::QueueControl;
 use seckill_host::trigger::http::HttpTrigger;
@@ -118,6 +119,10 @@ struct AppArgs {
     /// settings, so a restart skips compiling what it compiled before.
     #[arg(long)]
     compile_cache: Option<PathBuf>,
+    /// Spin's runtime configuration file (`spin up --runtime-config-file`). The host reads its
+    /// `[outbound_networking] block_networks`; any other table is refused, not ignored.
+    #[arg(long)]
+    runtime_config_file: Option<PathBuf>,
 }
 
 /// How `up` serves: limits, timeouts, shutdown, metrics. Durations are `500ms`, `30s`, `2m` or
@@ -224,8 +229,29 @@ impl AppArgs {
                 None => seckill_host::factors::tls::TlsTrust::system(),
             },
             compile_cache: self.compile_cache.clone(),
+            blocked_networks: self.blocked_networks()?,
         };
         App::load(&self.manifest, options)
+    }
+
+    /// What `--runtime-config-file` blocks (nothing without one).
+    fn blocked_networks(&self) -> Result<BlockedNetworks> {
+        let Some(path) = &self.runtime_config_file else {
+            return Ok(BlockedNetworks::default());
+        };
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let table: toml::Table =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        if let Some(other) = table.keys().find(|k| *k != "outbound_networking") {
+            bail!(
+                "{}: seckill-host reads only [outbound_networking] of Spin's runtime configuration, not {other:?}",
+                path.display()
+            );
+        }
+        Ok(BlockedNetworks::from_runtime_config(&table)
+            .with_context(|| format!("in {}", path.display()))?
+            .unwrap_or_default())
     }
 }
 

@@ -1035,3 +1035,56 @@ fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
     }
     Ok(())
 }
+
+/// `--runtime-config-file` with Spin's `[outbound_networking] block_networks = ["private"]`: an
+/// outbound request the manifest allows, to a loopback destination named by address or by a name
+/// that resolves to it, fails with `destination-ip-prohibited` and never connects (Spin's
+/// `remove_blocked_addrs`); a table the host does not read stops it at startup.
+#[test]
+fn blocked_networks_refuse_an_allowed_destination_inside_them() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    let echo = std::net::TcpListener::bind("127.0.0.1:0")?;
+    echo.set_nonblocking(true)?;
+    let port = echo.local_addr()?.port();
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("runtime-config.toml");
+    std::fs::write(
+        &config,
+        "[outbound_networking]\nblock_networks = [\"private\"]\n",
+    )?;
+    let config = config.to_string_lossy().into_owned();
+    for echo_host in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+        let host = HostProcess::start(
+            "tests/manifests/conformance.toml",
+            &[
+                ("redis_host", redis.host()),
+                ("pg_host", pg.host()),
+                ("echo_host", echo_host.clone()),
+            ],
+            &["--runtime-config-file", &config],
+        )?;
+        let resp = get(host.addr, "/conformance/outbound-echo")?;
+        assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+        assert!(
+            resp.contains("DestinationIpProhibited"),
+            "{echo_host}: {resp}"
+        );
+        assert_eq!(
+            echo.accept().map_err(|e| e.kind()).err(),
+            Some(ErrorKind::WouldBlock),
+            "{echo_host}: a connection reached the blocked destination"
+        );
+    }
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "[[key_value_store]]\ntype = \"redis\"\n")?;
+    let refused = HostProcess::start(
+        "tests/manifests/conformance.toml",
+        &[("redis_host", redis.host()), ("pg_host", pg.host())],
+        &["--runtime-config-file", &other.to_string_lossy()],
+    );
+    let Err(e) = refused else {
+        bail!("a runtime config the host does not read was accepted")
+    };
+    assert!(format!("{e:#}").contains("key_value_store"), "{e:#}");
+    Ok(())
+}

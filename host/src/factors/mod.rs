@@ -5,6 +5,7 @@
 //! factors; adding an interface is its module and its line in `factors!` there.
 
 pub mod allowed_hosts;
+pub mod blocked_networks;
 pub mod component;
 pub mod outbound_http;
 pub mod postgres;

@@ -7,15 +7,22 @@
 //! Connections are pooled and shared by every instance, per origin, as Spin does from v3.4
 //! (PRs #3229, #3240): a request to an origin reuses an idle kept-alive connection. HTTP/1.1,
 //! TLS trusting the host's roots (`tls.rs`), at most [`MAX_IDLE_PER_ORIGIN`] idle connections
-//! per origin, closed after [`IDLE_TIMEOUT`].
+//! per origin, closed after [`IDLE_TIMEOUT`]. A destination whose every address the runtime
+//! configuration blocks (`block_networks.rs`) fails with `destination-ip-prohibited`, its name
+//! resolved once, by the connector that then connects to what remains.
 
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body_util::BodyExt as _;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
 use tracing::Instrument;
 use wasmtime::component::{Linker, ResourceTable};
@@ -26,6 +33,7 @@ use wasmtime_wasi_http::{
 };
 
 use crate::factors::allowed_hosts::default_port;
+use crate::factors::blocked_networks::{BlockedNetworks, Prohibited};
 use crate::factors::component::ComponentConfig;
 use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
@@ -38,21 +46,66 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Default connect and first-byte timeouts, when the guest sets none.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Outbound HTTP's part of the runtime configuration.
+#[derive(Clone, Default)]
+pub struct RuntimeConfig {
+    /// The roots outbound HTTPS trusts.
+    pub tls: TlsTrust,
+    /// Where no request may go.
+    pub blocked: BlockedNetworks,
+}
+
 /// The app-wide outbound HTTP client: kept-alive connections, shared across instances.
 #[derive(Clone)]
 pub struct HttpPool {
-    client: Client<HttpsConnector<HttpConnector>, WasiBody>,
+    client: Client<HttpsConnector<HttpConnector<Resolver>>, WasiBody>,
+    blocked: BlockedNetworks,
+}
+
+/// Resolves a destination's name, leaving out the blocked addresses; fails when it leaves none.
+#[derive(Clone)]
+struct Resolver(BlockedNetworks);
+
+impl tower_service::Service<Name> for Resolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = std::io::Result<Self::Response>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let blocked = self.0.clone();
+        Box::pin(async move {
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = all
+                .iter()
+                .copied()
+                .filter(|a| !blocked.is_blocked(a.ip()))
+                .collect();
+            if allowed.is_empty() && !all.is_empty() {
+                tracing::error!(
+                    name = name.as_str(),
+                    "every address of the destination is blocked by the runtime config"
+                );
+                return Err(std::io::Error::other(Prohibited));
+            }
+            Ok(allowed.into_iter())
+        })
+    }
 }
 
 impl HttpPool {
-    /// A pool whose TLS connections verify against `trust`.
-    pub fn new(trust: &TlsTrust) -> Self {
-        let mut http = HttpConnector::new();
+    /// A pool whose TLS connections verify against `config`'s roots and that reaches no
+    /// blocked network.
+    pub fn new(config: &RuntimeConfig) -> Self {
+        let mut http = HttpConnector::new_with_resolver(Resolver(config.blocked.clone()));
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config((*trust.client_config()).clone())
+            .with_tls_config((*config.tls.client_config()).clone())
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
@@ -60,7 +113,19 @@ impl HttpPool {
             .pool_max_idle_per_host(MAX_IDLE_PER_ORIGIN)
             .pool_idle_timeout(IDLE_TIMEOUT)
             .build(connector);
-        HttpPool { client }
+        HttpPool {
+            client,
+            blocked: config.blocked.clone(),
+        }
+    }
+
+    /// Whether `uri` names a blocked address itself (a name is checked once resolved).
+    fn names_a_blocked_address(&self, uri: &http::Uri) -> bool {
+        let host = uri.host().unwrap_or("");
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        literal
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| self.blocked.is_blocked(ip))
     }
 
     /// Sends `request` over a pooled connection; the response body streams.
@@ -82,7 +147,7 @@ impl HttpPool {
 
 impl Default for HttpPool {
     fn default() -> Self {
-        Self::new(&TlsTrust::default())
+        Self::new(&RuntimeConfig::default())
     }
 }
 
@@ -92,6 +157,9 @@ fn client_error(e: hyper_util::client::legacy::Error) -> Error {
     let mut source = e.source();
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.get_ref().is_some_and(|inner| inner.is::<Prohibited>()) {
+                return Error::DestinationIpProhibited;
+            }
             return match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
                 std::io::ErrorKind::TimedOut => Error::ConnectionTimeout,
@@ -204,6 +272,10 @@ impl WasiHttpHooks for OutboundHttp {
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         _ = fut;
+        if self.pool.names_a_blocked_address(request.uri()) {
+            tracing::error!(component = %self.component.id, uri = %request.uri(), "destination blocked by the runtime config");
+            return Box::new(async { Err(Error::DestinationIpProhibited) });
+        }
         let pool = self.pool.clone();
         let span = client_span!(
             "spin_outbound_http.send_request",

@@ -19,7 +19,6 @@ use wasmtime_wasi_http::WasiHttpCtxView;
 use crate::factors::component::ComponentConfig;
 use crate::factors::outbound_http::HttpPool;
 use crate::factors::spin_costs::{ComponentCosts, InstanceMeter};
-use crate::factors::tls::TlsTrust;
 use crate::factors::{ConfigureAppContext, Factor, PrepareContext};
 use crate::factors::{outbound_http, postgres, redis, variables, wasi};
 use crate::manifest::ManifestError;
@@ -36,8 +35,8 @@ macro_rules! factors {
                 #[doc = concat!("The `", stringify!($name), "` factor's.")]
                 pub $name: <$state as Factor>::RuntimeConfig,
             )*
-            /// The roots outbound HTTPS trusts (`wasi:http`, beside the factors).
-            pub http_tls: TlsTrust,
+            /// Outbound HTTP's (`wasi:http`, beside the factors).
+            pub http: outbound_http::RuntimeConfig,
         }
 
         /// The factors' app-wide state (Spin: each factor's `AppState`), shared by every
@@ -60,7 +59,7 @@ macro_rules! factors {
             ) -> Result<Self, ManifestError> {
                 Ok(Services {
                     $($name: <$state as Factor>::configure_app(config.$name, app)?,)*
-                    http: HttpPool::new(&config.http_tls),
+                    http: HttpPool::new(&config.http),
                 })
             }
         }

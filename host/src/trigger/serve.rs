@@ -128,21 +128,6 @@ const RECLAIM_BATCH: usize = 32;
 /// would pay each time). At the cap with nobody in the line yet, the first to join goes.
 const RECLAIMABLE_AFTER: Duration = Duration::from_secs(1);
 
-/// Serves the HTTP trigger of `app` on `listener` with the default [`ServeOptions`] until the
-/// task is dropped.
-pub async fn serve_until_dropped<A>(app: Arc<A>, listener: TcpListener) -> Result<()>
-where
-    A: AsRef<HttpTrigger> + Send + Sync + 'static,
-{
-    serve(
-        app,
-        listener,
-        ServeOptions::default(),
-        CancellationToken::new(),
-    )
-    .await
-}
-
 /// Serves the HTTP trigger of `app` on `listener` until `shutdown` is cancelled; then stops
 /// accepting (the listening socket closes, so new connections are refused), lets each request in
 /// flight finish and returns once every connection has closed. The caller bounds that wait.

@@ -94,7 +94,7 @@ impl HostProcess {
         let mut child = command.spawn().context("starting seckill-host")?;
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("piped");
-        std::thread::spawn({
+        let reader = std::thread::spawn({
             let log = log.clone();
             move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -105,12 +105,19 @@ impl HostProcess {
             }
         });
         let mut host = HostProcess { child, addr, log };
-        let ready = wait_for("seckill-host", Duration::from_secs(60), || {
-            host.child.try_wait().ok().flatten().is_none()
-                && get(addr, "/.well-known/spin/health")
+        // Ready, or gone: a host that refused its configuration exits at once.
+        let settled = wait_for("seckill-host", Duration::from_secs(60), || {
+            host.child.try_wait().ok().flatten().is_some()
+                || get(addr, "/.well-known/spin/health")
                     .is_ok_and(|r| r.starts_with("HTTP/1.1 200"))
         });
-        if let Err(e) = ready {
+        let exited = host.child.try_wait().ok().flatten();
+        if let Some(status) = exited {
+            // Its log is whole once its stderr has ended.
+            let _ = reader.join();
+            bail!("seckill-host exited ({status}):\n{}", host.log().join("\n"));
+        }
+        if let Err(e) = settled {
             let _ = host.child.kill();
             return Err(e.context(host.log().join("\n")));
         }
