@@ -147,20 +147,22 @@ pub(crate) use client_span;
 
 /// A Redis command's name for a span: the command alone, or `OTHER` for what is not one.
 pub fn redis_command(command: &str) -> String {
-    match command.len() <= 32
-        && command
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b'.')
-    {
-        true => command.to_ascii_uppercase(),
-        false => "OTHER".to_owned(),
-    }
+    keyword(command)
 }
 
 /// A statement's verb for a span (`SELECT`, `INSERT`, …): never its text or values.
 pub fn sql_verb(statement: &str) -> String {
-    let verb = statement.split_whitespace().next().unwrap_or("");
-    redis_command(verb)
+    keyword(statement.split_whitespace().next().unwrap_or(""))
+}
+
+/// `word` upper-cased if it is a keyword (letters and dots, at most 32), else `OTHER`: what a
+/// span name may hold without a key, a value or an unbounded set of names.
+fn keyword(word: &str) -> String {
+    let is_keyword = word.len() <= 32 && word.bytes().all(|b| b.is_ascii_alphabetic() || b == b'.');
+    match is_keyword {
+        true => word.to_ascii_uppercase(),
+        false => "OTHER".to_owned(),
+    }
 }
 
 /// Adds the current span's `traceparent` to an outgoing request's `headers`.

@@ -9,14 +9,14 @@ use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
-mod repeat;
-
-pub use repeat::{JobReport, Repeated};
-
 use crate::orders::{self, DrainOptions, DrainReport, Provider, ReleaseReport};
 use crate::scripts;
 use crate::sql::Sql;
 use crate::store::Store;
+
+mod repeat;
+
+pub use repeat::{JobReport, Repeated};
 
 /// The jobs a scheduler runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
