@@ -5,7 +5,7 @@
 //! answer late, and that wait is this machine's, not the sale's. A buyer on a device of their
 //! own pays neither, so the demo prints this figure beside the one its tasks measure.
 
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
+use nix::sys::time::TimeSpec;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -76,20 +78,7 @@ pub struct Stamped {
 
 impl Stamped {
     fn new(tcp: TcpStream) -> io::Result<Self> {
-        let on: libc::c_int = 1;
-        // SAFETY: a valid socket and an option of the size the kernel expects.
-        let set = unsafe {
-            libc::setsockopt(
-                tcp.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&raw const on).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if set != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        setsockopt(&tcp, sockopt::ReceiveTimestampns, &true)?;
         Ok(Stamped {
             tcp,
             wire: Wire::default(),
@@ -97,36 +86,22 @@ impl Stamped {
     }
 
     /// One `recvmsg` into `buf`: the bytes read and the kernel's receive stamp, if it gave one.
-    fn recv(&self, buf: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<(usize, Option<u64>)> {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let mut control = [0u64; 8];
-        // SAFETY: zeroed is a valid msghdr; every pointer set below outlives the call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &raw mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = size_of_val(&control) as _;
-        // SAFETY: a valid socket and a message whose buffers are live and sized as said.
-        let n = unsafe { libc::recvmsg(self.tcp.as_raw_fd(), &raw mut msg, 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut stamp = None;
-        // SAFETY: the kernel filled `control` up to `msg_controllen`; the CMSG macros walk it.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
-                    stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-                }
-                c = libc::CMSG_NXTHDR(&raw const msg, c);
+    fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        let mut iov = [IoSliceMut::new(buf)];
+        let mut control = nix::cmsg_space!(TimeSpec);
+        let msg = recvmsg::<()>(
+            self.tcp.as_raw_fd(),
+            &mut iov,
+            Some(&mut control),
+            MsgFlags::empty(),
+        )?;
+        let stamp = msg.cmsgs()?.find_map(|c| match c {
+            ControlMessageOwned::ScmTimestampns(ts) => {
+                Some(ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64)
             }
-        }
-        Ok((n as usize, stamp))
+            _ => None,
+        });
+        Ok((msg.bytes, stamp))
     }
 }
 
@@ -138,12 +113,9 @@ impl AsyncRead for Stamped {
     ) -> Poll<io::Result<()>> {
         loop {
             ready!(self.tcp.poll_read_ready(cx))?;
-            // SAFETY: `recv` only writes initialised bytes, and only `n` are marked filled.
-            let unfilled = unsafe { buf.unfilled_mut() };
+            let unfilled = buf.initialize_unfilled();
             match self.tcp.try_io(Interest::READABLE, || self.recv(unfilled)) {
                 Ok((n, stamp)) => {
-                    // SAFETY: the kernel wrote `n` bytes.
-                    unsafe { buf.assume_init(n) };
                     buf.advance(n);
                     if n > 0 {
                         self.wire.received(stamp.unwrap_or_else(now_ns));
