@@ -15,8 +15,9 @@ use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt as _;
 use hyper_rustls::HttpsConnector;
@@ -194,6 +195,11 @@ impl InstanceState {
         }
     }
 
+    /// How long this instance has waited on its outbound requests' answers, in all.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.hooks.waited.load(Ordering::Relaxed))
+    }
+
     /// The view wasmtime-wasi-http works on: this state and the store's resource table, which
     /// `wasi:http` shares with WASI (bodies are `wasi:io` streams).
     pub fn view<'a>(&'a mut self, table: &'a mut ResourceTable) -> WasiHttpCtxView<'a> {
@@ -224,6 +230,9 @@ pub struct OutboundHttp {
     pool: HttpPool,
     /// What Spin would pay for this instance.
     meter: Arc<InstanceMeter>,
+    /// Nanoseconds spent waiting on answers: time in the instance that does not hold a core,
+    /// left out of what the adaptive limit measures (`crate::runtime::limit`).
+    waited: Arc<AtomicU64>,
 }
 
 impl OutboundHttp {
@@ -233,6 +242,7 @@ impl OutboundHttp {
             component,
             pool,
             meter,
+            waited: Arc::default(),
         }
     }
 
@@ -276,7 +286,7 @@ impl WasiHttpHooks for OutboundHttp {
             tracing::error!(component = %self.component.id, uri = %request.uri(), "destination blocked by the runtime config");
             return Box::new(async { Err(Error::DestinationIpProhibited) });
         }
-        let pool = self.pool.clone();
+        let (pool, waited) = (self.pool.clone(), self.waited.clone());
         let span = client_span!(
             "spin_outbound_http.send_request",
             "http.request.method" = request.method().as_str(),
@@ -289,7 +299,11 @@ impl WasiHttpHooks for OutboundHttp {
         }
         Box::new(
             async move {
-                let response = pool.send(request, options).await?;
+                let sent = Instant::now();
+                let response = pool.send(request, options).await;
+                let nanos = sent.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
+                waited.fetch_add(nanos, Ordering::Relaxed);
+                let response = response?;
                 // The pool drives its connections itself: nothing for the caller to await.
                 let io = async { Ok(()) };
                 Ok((response, Box::new(io) as Box<dyn Future<Output = _> + Send>))

@@ -3,6 +3,7 @@
 //! factor, each component compiled and pre-instantiated once, and a fresh `Store` per instance.
 //! The triggers run their components through it.
 
+pub mod limit;
 pub mod overload;
 pub mod state;
 

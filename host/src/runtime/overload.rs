@@ -14,13 +14,8 @@
 //! the rate slots are coming free ([`ServiceRate`]) is answered at once, so a burst larger than
 //! the pool serves in an interval never waits a whole interval to be shed.
 //!
-//! Why this and not an adaptive concurrency limit (Netflix's concurrency-limits, Envoy's
-//! adaptive concurrency): those tune how many requests run at once from the latency they see,
-//! which here is the Redis or Postgres round trip plus the guest, and they still need a queue
-//! policy for what does not fit. The slots are fixed by the pooling allocator anyway; what the
-//! spike needs is that waiting is bounded by how long the queue has stood, which is what
-//! controlled delay measures directly, per class, with two constants and no feedback loop to
-//! tune. The bench's spike rows (`seckill-bench --only spike`) print what it gives.
+//! How many requests below critical run at once is a limit of its own under the pool's size,
+//! adaptive ([`super::limit`]): what it leaves waiting is what the queue control above works on.
 //!
 //! Classes: a freed slot goes to the most protected class waiting. The last
 //! [`Gate::reserve`] slots are kept for critical requests, and a critical request is never shed
@@ -39,6 +34,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
+
+use super::limit::Limit;
 
 /// A request's class, from most to least protected (the order of the variants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -179,6 +176,8 @@ impl Queue {
 struct State {
     /// Slots held, by class.
     held: [u32; 4],
+    /// How many slots requests below critical may hold at once.
+    limit: Limit,
     queues: [Queue; 4],
     next_id: u64,
     /// How fast slots come free.
@@ -227,7 +226,12 @@ impl State {
 
     /// Whether a slot of a class below critical is held.
     fn lower_class_served(&self) -> bool {
-        self.held[1..].iter().any(|&n| n > 0)
+        self.lower_held() > 0
+    }
+
+    /// Slots held by classes below critical.
+    fn lower_held(&self) -> u32 {
+        self.held[1..].iter().sum()
     }
 }
 
@@ -258,6 +262,7 @@ impl Gate {
             max_waiting: (capacity as usize * 16).max(1024),
             state: Mutex::new(State {
                 held: [0; 4],
+                limit: Limit::new(capacity - Gate::reserve_of(capacity), now),
                 queues: [queue(), queue(), queue(), queue()],
                 next_id: 0,
                 rate: ServiceRate {
@@ -301,9 +306,18 @@ impl Gate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How many slots requests below critical may hold now (and never the [`Self::reserve`]):
+    /// fewer while they take longer than they do at rest.
+    pub fn admitting(&self) -> u32 {
+        self.lock().limit.get()
+    }
+
     fn may_take(&self, state: &State, class: Class) -> bool {
-        let free = self.capacity - state.in_use();
-        free > 0 && (class == Class::Critical || free > self.reserve)
+        let in_use = state.in_use();
+        match class {
+            Class::Critical => in_use < self.capacity,
+            _ => in_use < self.capacity - self.reserve && state.lower_held() < state.limit.get(),
+        }
     }
 
     /// A slot for a request of `class`, at once or after a wait the queue control allows;
@@ -416,11 +430,32 @@ impl Gate {
         }
     }
 
+    /// A request of `class` below critical spent `took` in its instance (outbound HTTP left
+    /// out): the limit follows.
+    fn served(&self, state: &mut State, class: Class, took: Duration) {
+        let held_back = state.lower_held() >= state.limit.get()
+            || state.queues[1..].iter().any(|q| !q.waiting.is_empty());
+        if state
+            .limit
+            .sample(class.index(), took, held_back, Instant::now())
+        {
+            self.serve(state, Instant::now());
+        }
+    }
+
     /// A slot of `class` comes free: it goes to the most protected class waiting.
     fn release(&self, state: &mut State, class: Class) {
         state.held[class.index()] -= 1;
         let now = Instant::now();
         state.rate.freed(now);
+        self.serve(state, now);
+        if state.in_use() == 0 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Gives the slots that may be taken to those waiting, the most protected class first.
+    fn serve(&self, state: &mut State, now: Instant) {
         for class in Class::ALL {
             while self.may_take(state, class) {
                 let queue = &mut state.queues[class.index()];
@@ -441,9 +476,6 @@ impl Gate {
                     state.held[class.index()] += 1;
                 }
             }
-        }
-        if state.in_use() == 0 {
-            self.idle.notify_waiters();
         }
     }
 
@@ -500,6 +532,15 @@ impl Permit {
     /// How long the request waited for it.
     pub fn waited(&self) -> Duration {
         self.waited
+    }
+
+    /// Gives the slot back after a request that spent `took` in its instance, outbound HTTP
+    /// left out, for the adaptive limit to follow ([`super::limit`]).
+    pub fn served(self, took: Duration) {
+        if self.class != Class::Critical {
+            let mut state = self.gate.lock();
+            self.gate.served(&mut state, self.class, took);
+        }
     }
 }
 
@@ -693,6 +734,40 @@ mod tests {
         let job = job.await.unwrap().expect("served");
         assert_eq!(job.waited(), CONTROL.interval * 20);
         drop((held, webhook, job));
+        assert_eq!(gate.in_use(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_that_take_longer_than_at_rest_admit_fewer() {
+        use crate::runtime::limit::WINDOW;
+        let gate = Gate::new(64, QueueControl::fixed(Duration::from_secs(60)));
+        assert_eq!(gate.admitting(), 62, "all but the reserve at first");
+        let ms = Duration::from_millis(1);
+        // At rest a sale takes 1 ms; in the spike 100.
+        gate.admit(Class::Sale).await.unwrap().served(ms);
+        for _ in 0..20 {
+            tokio::time::advance(WINDOW).await;
+            gate.admit(Class::Sale).await.unwrap().served(ms * 100);
+        }
+        let floor = 62 / 4;
+        assert_eq!(gate.admitting(), floor);
+        let mut held = fill(&gate, Class::Sale, floor).await;
+        let sale = request(&gate, Class::Sale);
+        settle().await;
+        assert!(!sale.is_finished(), "held back by the limit");
+        let webhook = gate.admit(Class::Critical).await.expect("above the limit");
+        assert_eq!(webhook.waited(), Duration::ZERO);
+        // Quick again: the limit grows by its square root, and more run at once.
+        tokio::time::advance(WINDOW).await;
+        held.pop().unwrap().served(ms);
+        assert_eq!(gate.admitting(), floor + 4);
+        held.push(sale.await.unwrap().expect("let in"));
+        held.extend(fill(&gate, Class::Sale, 4).await);
+        let sale = request(&gate, Class::Sale);
+        settle().await;
+        assert!(!sale.is_finished(), "held back by the grown limit");
+        drop((held, webhook));
+        sale.await.unwrap().expect("served");
         assert_eq!(gate.in_use(), 0);
     }
 

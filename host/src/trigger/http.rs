@@ -418,16 +418,20 @@ async fn run(
         .wasi_http()
         .new_incoming_request(Scheme::Http, req)?;
     let out = store.data_mut().wasi_http().new_response_outparam(tx)?;
+    let started = tokio::time::Instant::now();
     let proxy = pre.instantiate_async(&mut store).await?;
     let mut guest = RunToCompletion(Some(Box::pin(async move {
         let result = proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, req, out)
             .await;
+        let took = started
+            .elapsed()
+            .saturating_sub(store.data().outbound_http_waited());
         // Whatever the guest left behind (pooled connections mid-transaction among them) is
         // released only with the store; the pool slot goes with it.
         drop(store);
-        drop(slot);
+        slot.served(took);
         result
     })));
     let call = guest.0.as_mut().expect("just set");

@@ -269,6 +269,12 @@ impl Collector for Pools {
             "Guest instances that may be alive at once",
             limit,
         )?;
+        gauge(
+            &mut encoder,
+            "instances_admitting",
+            "Guest instances requests below critical may hold at once now (the adaptive limit)",
+            i64::from(slots.admitting()),
+        )?;
         let services = runtime.services();
         let opened = ConstCounter::new(services.redis.connections_opened());
         opened.encode(encoder.encode_descriptor(
