@@ -43,6 +43,9 @@ pip_install() {
 #    for tests/terraform/check_roots.py, python-hcl2 (without it scripts/terraform-checks.sh
 #    skips that check, which fails the run under CI=true).
 python3 -c 'import openapi_core, yaml' >/dev/null 2>&1 || pip_install 'openapi-core==0.23.1' 'PyYAML>=6'
+# The shop's endpoint in the tests and the demo (tools/testkit/shop/receiver.py) verifies order
+# events with the Standard Webhooks reference library.
+python3 -c 'import standardwebhooks' >/dev/null 2>&1 || pip_install 'standardwebhooks==1.3.0'
 python3 -c 'import hcl2' >/dev/null 2>&1 || pip_install 'python-hcl2==8.1.4' ||
   log "python-hcl2 unavailable: tests/terraform/check_roots.py cannot run"
 

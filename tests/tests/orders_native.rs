@@ -3,10 +3,14 @@
 //! and a real PostgreSQL. Fast checks of the hardest logic; the end-to-end versions through the
 //! host and the `.wasm` files are in `orders/`.
 
+use std::collections::BTreeSet;
+
 use anyhow::{Context, Result};
 use seckill_domain::event::{EventConfig, EventId};
 use seckill_domain::ids::OrderId;
 use seckill_domain::nodes::Nodes;
+use seckill_domain::order_events::deliver::{DeliveryOptions, Sender, deliver};
+use seckill_domain::order_events::endpoints::{self, Replay};
 use seckill_domain::orders::{self, ConfirmOutcome, DrainOptions, PaymentStatus};
 use seckill_domain::provider::{Notice, PaymentMode, Succeeded};
 use seckill_domain::sale::Admission;
@@ -14,7 +18,7 @@ use seckill_domain::scripts;
 use seckill_domain::sharded::EventShards;
 use seckill_domain::{admin, clock, sale};
 use seckill_native::{NativePg, NativeStore};
-use seckill_testkit::{PgServer, RedisServer};
+use seckill_testkit::{PgServer, RedisServer, ShopReceiver};
 use serde_json::json;
 
 /// The admission key of these tests.
@@ -392,6 +396,223 @@ fn a_status_and_a_drain_run_cost_commands_in_proportion_to_the_shards() -> Resul
     assert!(
         large.1 * 10 <= small.1 * 45,
         "drain grew faster than the shards: {costs:?}"
+    );
+    Ok(())
+}
+
+/// The network between the deliverer and the shop: an endpoint's URL names a public host, and
+/// this brings its request to the shop's receiver on loopback, path and all.
+struct ToShop<'a>(&'a ShopReceiver);
+
+impl Sender for ToShop<'_> {
+    fn post(&mut self, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<u16, String> {
+        let path = url
+            .splitn(4, '/')
+            .nth(3)
+            .map_or("/".to_owned(), |p| format!("/{p}"));
+        self.0.post(&path, headers, body).map_err(|e| e.to_string())
+    }
+}
+
+/// Retries after 1 s and 2 s, disabled after 10 s of failing.
+fn quick_retries() -> DeliveryOptions {
+    DeliveryOptions {
+        retry_after_ms: vec![1_000, 2_000],
+        disable_after_ms: 10_000,
+        ..DeliveryOptions::default()
+    }
+}
+
+/// The order's payment id, and a second payment of it the provider took (a double charge the
+/// refund job owes back) refunded: the refund job's last write. Its talk with the provider is
+/// `orders/checkout.rs`'s.
+fn refund_a_double_charge(pg: &PgServer, order: &str, now_ms: u64) -> Result<()> {
+    let mut client = postgres::Client::connect(&pg.url(), postgres::NoTls)?;
+    let mut tx = client.transaction()?;
+    tx.execute(
+        "INSERT INTO provider_payments (provider_ref, payment_id, event_id, amount, currency,
+             received_ms, status, refund_reason)
+         SELECT 'pi_twice', payment_id, event_id, amount, currency, $2, 'refund_due', 'duplicate'
+         FROM payments WHERE order_id = $1",
+        &[&order, &(now_ms as i64)],
+    )?;
+    tx.execute(
+        "UPDATE provider_payments SET status = 'refunded', refund_id = 're_1', refunded_ms = $1
+         WHERE provider_ref = 'pi_twice'",
+        &[&(now_ms as i64)],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+#[test]
+fn order_events_reach_the_shop_signed_once_each_and_in_order() -> Result<()> {
+    let (redis, pg) = servers()?;
+    let (nodes, db) = connect(&redis, &pg)?;
+    let shop = ShopReceiver::start()?;
+    let now = clock::now_ms();
+    let ep = endpoints::register(&db, "https://shop.example.com/hooks", "fulfilment", now)?;
+    shop.hold_secrets(&[&ep.secret])?;
+
+    let event = EventId::parse("events")?;
+    let accepted = sell(&nodes, &event, 6, 6, 60)?;
+    orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    for (user, order) in &accepted[..2] {
+        assert_eq!(
+            pay(&nodes, &db, &event, user, order, now)?,
+            PaymentStatus::Succeeded
+        );
+    }
+    orders::release_expired(&nodes, &db, now + 61_000, 1_000)?;
+    refund_a_double_charge(&pg, &accepted[0].1, now + 62_000)?;
+
+    let report = deliver(
+        &db,
+        &mut ToShop(&shop),
+        &quick_retries(),
+        clock::now_ms(),
+        || false,
+    )?;
+    let got = shop.received()?;
+    assert_eq!(report.delivered as usize, got.len(), "{report:?}");
+    assert!(
+        got.iter().all(|r| r.verified && r.answered == 204),
+        "{got:?}"
+    );
+    let ids: BTreeSet<_> = got.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids.len(), got.len(), "each event once");
+    let story = |order: &str| -> Vec<String> {
+        got.iter()
+            .filter(|r| r.order_id.as_deref() == Some(order))
+            .filter_map(|r| r.kind.clone())
+            .collect()
+    };
+    assert_eq!(
+        story(&accepted[0].1),
+        ["order.landed", "order.paid", "payment.refunded"]
+    );
+    assert_eq!(story(&accepted[1].1), ["order.landed", "order.paid"]);
+    for (_, order) in &accepted[2..] {
+        assert_eq!(story(order), ["order.landed", "order.expired"]);
+    }
+
+    // Nothing new: nothing sent. A replay sends the message again, with its id.
+    let again = deliver(
+        &db,
+        &mut ToShop(&shop),
+        &quick_retries(),
+        clock::now_ms(),
+        || false,
+    )?;
+    assert_eq!(again.delivered, 0, "{again:?}");
+    let first = got[0].id.clone().expect("an id");
+    let queued = endpoints::replay(
+        &db,
+        &ep.endpoint.endpoint_id,
+        &Replay::Message(first.clone()),
+    )?;
+    assert_eq!(queued, 1);
+    deliver(
+        &db,
+        &mut ToShop(&shop),
+        &quick_retries(),
+        clock::now_ms(),
+        || false,
+    )?;
+    let after = shop.received()?;
+    assert_eq!(after.len(), got.len() + 1);
+    assert_eq!(after.last().and_then(|r| r.id.clone()), Some(first));
+    let log = endpoints::deliveries(&db, &ep.endpoint.endpoint_id, 100)?;
+    assert_eq!(log.len(), after.len(), "every attempt logged");
+    assert!(log[0].replay, "the newest was the replay");
+    Ok(())
+}
+
+#[test]
+fn a_failing_endpoint_is_retried_then_disabled_and_a_rotated_secret_verifies_beside_the_old()
+-> Result<()> {
+    let (redis, pg) = servers()?;
+    let (nodes, db) = connect(&redis, &pg)?;
+    let shop = ShopReceiver::start()?;
+    let t = clock::now_ms();
+    let ep = endpoints::register(&db, "https://shop.example.com/hooks", "", t)?;
+    let id = ep.endpoint.endpoint_id.clone();
+    shop.hold_secrets(&[&ep.secret])?;
+    let event = EventId::parse("failing")?;
+    sell(&nodes, &event, 2, 2, 60)?;
+    orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+
+    // Failing: the first event is tried on the schedule, the second waits behind it.
+    shop.answer_next(500, 100)?;
+    let run = |at: u64| deliver(&db, &mut ToShop(&shop), &quick_retries(), at, || false);
+    assert_eq!(run(t)?.failed, 1);
+    assert_eq!(run(t + 500)?.endpoints, 0, "not due before its retry");
+    assert_eq!(run(t + 1_000)?.failed, 1);
+    assert_eq!(run(t + 2_999)?.endpoints, 0, "the second retry waits 2 s");
+    assert_eq!(run(t + 11_000)?.disabled, 1, "failing 10 s: disabled");
+    assert_eq!(
+        run(t + 60_000)?.endpoints,
+        0,
+        "a disabled endpoint gets nothing"
+    );
+    let disabled = endpoints::get(&db, &id)?;
+    assert!(!disabled.enabled);
+    assert!(
+        disabled
+            .disabled_reason
+            .unwrap_or_default()
+            .contains("failing")
+    );
+    let got = shop.received()?;
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got.iter()
+            .all(|r| r.verified && r.answered == 500 && r.id == got[0].id)
+    );
+
+    // Enabled again and its secret rotated, the shop still holding the old one: both sign.
+    shop.answer_next(204, 0)?;
+    endpoints::set_enabled(&db, &id, true, t)?;
+    let rotated = endpoints::rotate(&db, &id, t)?;
+    assert_eq!(run(t + 61_000)?.delivered, 2);
+    shop.hold_secrets(&[&rotated.secret])?;
+    endpoints::replay(
+        &db,
+        &id,
+        &Replay::Range {
+            from_ms: 0,
+            to_ms: i64::MAX,
+        },
+    )?;
+    assert_eq!(run(t + 62_000)?.delivered, 2, "the new secret verifies too");
+    let got = shop.received()?;
+    assert!(got[3..].iter().all(|r| r.verified), "{got:?}");
+
+    // After the overlap only the new secret signs: a shop that kept only the old one refuses.
+    shop.hold_secrets(&[&ep.secret])?;
+    endpoints::replay(
+        &db,
+        &id,
+        &Replay::Range {
+            from_ms: 0,
+            to_ms: i64::MAX,
+        },
+    )?;
+    let late = t + endpoints::ROTATION_OVERLAP_MS + 1;
+    assert_eq!(run(late)?.failed, 1);
+    assert!(!shop.received()?.last().expect("one more").verified);
+
+    // `410 Gone` disables at once.
+    shop.hold_secrets(&[&rotated.secret])?;
+    shop.answer_next(410, 1)?;
+    sell(&nodes, &EventId::parse("gone")?, 1, 1, 60)?;
+    orders::drain(&nodes, &db, &drain_options(), clock::now_ms())?;
+    assert_eq!(run(late + 1)?.disabled, 1);
+    assert!(
+        endpoints::get(&db, &id)?
+            .disabled_reason
+            .unwrap_or_default()
+            .contains("410")
     );
     Ok(())
 }

@@ -39,6 +39,9 @@ error_codes! {
     /// Admin: a deny list with no entries, more than 50 in a list, or an entry that is neither
     /// a user id nor an IP address or CIDR range.
     InvalidDenyList = "invalid_deny_list",
+    /// Admin: an order events endpoint that is not an `https` URL of a public host, or a
+    /// description too long.
+    InvalidEndpoint = "invalid_endpoint",
     /// Pay: the order id is not 1–64 hex digits.
     BadOrderId = "bad_order_id",
     /// A query parameter out of range.

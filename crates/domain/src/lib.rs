@@ -29,6 +29,7 @@ mod json_integer;
 pub mod keys;
 pub mod net;
 pub mod nodes;
+pub mod order_events;
 pub mod orders;
 pub mod pow;
 pub mod provider;

@@ -29,8 +29,8 @@ pub struct ApiError {
 pub fn status_of(code: ErrorCode) -> u16 {
     use ErrorCode::*;
     match code {
-        MalformedJson | BadEventId | InvalidConfig | InvalidDenyList | BadOrderId | BadQuery
-        | UnreadableBody | BadUserId | BadChallenge | BadSignature => 400,
+        MalformedJson | BadEventId | InvalidConfig | InvalidDenyList | InvalidEndpoint
+        | BadOrderId | BadQuery | UnreadableBody | BadUserId | BadChallenge | BadSignature => 400,
         Unauthorized => 401,
         Forbidden | NotAdmitted | Denied | NotSelected | BadPurchaseToken | NotReleased => 403,
         EventNotFound | OrderNotFound | NotFound | DemoLoginOff => 404,
