@@ -117,7 +117,9 @@ CREATE TABLE webhook_endpoints (
     failing_since_ms  bigint,
     attempts          integer NOT NULL DEFAULT 0,
     next_attempt_ms   bigint  NOT NULL DEFAULT 0,
-    last_error        text
+    last_error        text,
+    -- A run delivering to it holds it until then (one run at a time: two would interleave).
+    leased_until_ms   bigint  NOT NULL DEFAULT 0
 );
 
 -- Every attempt, for operators (trimmed with the events).

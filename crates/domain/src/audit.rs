@@ -88,7 +88,19 @@ impl Entry {
         status: u16,
         at_ms: u64,
     ) -> Self {
-        Self::of(who, ("PUT", path), Self::NO_EVENT, changed, status, at_ms)
+        Self::unscoped(who, ("PUT", path), changed, status, at_ms)
+    }
+
+    /// A write by `who` to what belongs to no event (the order events' endpoints), answered
+    /// now with `status`.
+    pub fn unscoped(
+        who: &Operator,
+        (method, path): (&str, &str),
+        changed: (Option<Value>, Option<Value>),
+        status: u16,
+        at_ms: u64,
+    ) -> Self {
+        Self::of(who, (method, path), Self::NO_EVENT, changed, status, at_ms)
     }
 
     fn of(

@@ -10,6 +10,7 @@
 
 use crate::error::ApiError;
 use seckill_domain::net::Cidr;
+use seckill_domain::order_events::deliver::DeliveryOptions;
 use seckill_domain::orders::DrainOptions;
 use seckill_domain::provider::PaymentMode;
 
@@ -77,6 +78,10 @@ pub struct Settings {
     /// The IPv6 prefix length whose addresses share one admission bucket
     /// ([`seckill_domain::net::bucket_key`]): 64 by default, 1–128.
     pub admission_ipv6_prefix: u8,
+    /// Order events: the waits before each retry of a failing endpoint, seconds separated by
+    /// spaces (the last repeats), how long an endpoint may fail before it is disabled, and how
+    /// many days events and their delivery log are kept ([`DeliveryOptions`]).
+    pub order_events: DeliveryOptions,
 }
 
 impl Default for Settings {
@@ -92,6 +97,7 @@ impl Default for Settings {
             payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
             admission_ipv6_prefix: seckill_domain::net::DEFAULT_IPV6_BUCKET_PREFIX,
+            order_events: DeliveryOptions::default(),
         }
     }
 }
@@ -144,6 +150,21 @@ impl Settings {
                         return Err(format!("setting {name}: {value} is not 1 to 128"));
                     }
                 }
+                "order_events_retry_s" => {
+                    s.order_events.retry_after_ms = value
+                        .split_whitespace()
+                        .map(|v| number::<u64>(name, v).map(|s| s * 1000))
+                        .collect::<Result<_, _>>()?;
+                    if s.order_events.retry_after_ms.is_empty() {
+                        return Err(format!("setting {name}: no wait given"));
+                    }
+                }
+                "order_events_disable_after_s" => {
+                    s.order_events.disable_after_ms = number::<u64>(name, value)? * 1000;
+                }
+                "order_events_keep_days" => {
+                    s.order_events.keep_ms = number::<u64>(name, value)? * 86_400_000;
+                }
                 "trusted_proxies" => {
                     s.trusted_proxies = value
                         .split_whitespace()
@@ -155,6 +176,11 @@ impl Settings {
             }
         }
         Ok(s)
+    }
+
+    /// The order events' delivery options.
+    pub fn order_events_options(&self) -> DeliveryOptions {
+        self.order_events.clone()
     }
 
     /// The drain's options. In the tests' build only, it also arms the drain's

@@ -19,6 +19,7 @@
 //! | GET, PUT | `/admin/limits/global` | the global bucket across events ([`global`]) |
 //! | GET | `/admin/metrics` | every live event's counters, in Prometheus' text format ([`metrics`]) |
 //! | GET | `/admin/whoami` | the operator the bearer secret names, and their role |
+//! | … | `/admin/webhooks…` | the order events' endpoints ([`webhooks`]) |
 //!
 //! Every change of an event's configuration (PUT, PATCH, rollback) is also a version of it in
 //! the config center ([`versions`]).
@@ -40,6 +41,7 @@ use seckill_spin_edge::http::{self, json_body, operator};
 use seckill_spin_edge::{config, store};
 
 mod metrics;
+mod webhooks;
 use serde_json::{Value, json};
 use spin_sdk::http::{IncomingRequest, Method, Request, Response};
 use spin_sdk::http_component;
@@ -129,6 +131,8 @@ fn route(req: &Request) -> Result<Answer, ApiError> {
                 config::postgres().map_err(|e| e.reason()),
                 clock::now_ms(),
             )?))
+        } else if path.starts_with("/admin/webhooks") {
+            webhooks::route(req, &who)
         } else if path.starts_with("/admin/limits/global") {
             global_limit(req, &who)
         } else if path.starts_with("/admin/whoami") {

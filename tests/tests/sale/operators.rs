@@ -433,3 +433,119 @@ async fn a_client_sent_path_match_header_does_not_steer_the_admin_routes() -> Re
     assert!(body["events"].is_array(), "{body}");
     Ok(())
 }
+
+/// The order events' endpoints as operators manage them: a URL that is not `https` to a public
+/// host is `400 invalid_endpoint` and registers nothing, a viewer's write is `403`; registered,
+/// the secret is answered once and never recorded; disabled, enabled, rotated (the old secret
+/// signs beside the new for a while), its log read, removed. Every write is in the audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_event_endpoints_are_managed_by_operators_and_audited() -> Result<()> {
+    let (_redis, _pg, app, _) = with_audit().await?;
+    for bad in [
+        "http://shop.example.com/hooks",
+        "https://10.0.0.8/hooks",
+        "https://169.254.169.254/latest",
+        "https://localhost/hooks",
+    ] {
+        let (status, body) = app
+            .admin(
+                Method::POST,
+                "/admin/webhooks",
+                Some(&json!({ "url": bad })),
+            )
+            .await?;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "invalid_endpoint"),
+            "{bad}: {body}"
+        );
+    }
+    let hooks = json!({ "url": "https://shop.example.com/hooks", "description": "fulfilment" });
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/admin/webhooks",
+            Some(VIEWER_TOKEN),
+            Some(&hooks),
+        )
+        .await?;
+    assert_eq!((status, code(&body)), (403, "forbidden"));
+    let (_, listed) = app.admin(Method::GET, "/admin/webhooks", None).await?;
+    assert_eq!(listed, json!({ "endpoints": [] }), "nothing registered");
+
+    let (status, made) = app
+        .admin(Method::POST, "/admin/webhooks", Some(&hooks))
+        .await?;
+    assert_eq!(status, 201, "{made}");
+    let secret = made["secret"].as_str().expect("a secret").to_owned();
+    assert!(secret.starts_with("whsec_"));
+    let id = made["endpoint"]["endpoint_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let at = |rest: &str| format!("/admin/webhooks/{id}{rest}");
+    let (status, off) = app.admin(Method::POST, &at("/disable"), None).await?;
+    assert_eq!((status, &off["enabled"]), (200, &json!(false)), "{off}");
+    assert_eq!(off["disabled_reason"], "disabled by an operator");
+    let (status, on) = app.admin(Method::POST, &at("/enable"), None).await?;
+    assert_eq!((status, &on["enabled"]), (200, &json!(true)), "{on}");
+    let (status, rotated) = app.admin(Method::POST, &at("/rotate"), None).await?;
+    assert_eq!(status, 200, "{rotated}");
+    let new_secret = rotated["secret"].as_str().expect("a secret").to_owned();
+    assert_ne!(new_secret, secret);
+    assert!(rotated["endpoint"]["previous_secret_until_ms"].as_i64() > Some(0));
+    let (status, log) = app.admin(Method::GET, &at("/deliveries"), None).await?;
+    assert_eq!((status, log), (200, json!({ "deliveries": [] })));
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            &at("/replay"),
+            Some(&json!({ "msg_id": "msg_none" })),
+        )
+        .await?;
+    assert_eq!((status, code(&body)), (404, "not_found"));
+    let (status, body) = app
+        .admin(
+            Method::POST,
+            &at("/replay"),
+            Some(&json!({ "msg_id": "m", "from_ms": 1 })),
+        )
+        .await?;
+    assert_eq!((status, code(&body)), (400, "malformed_json"));
+    let (status, _) = app.admin(Method::DELETE, &at(""), None).await?;
+    assert_eq!(status, 200);
+    let (status, body) = app.admin(Method::GET, &at(""), None).await?;
+    assert_eq!((status, code(&body)), (404, "not_found"));
+
+    let (_, audit) = app
+        .admin(Method::GET, "/admin/audit?limit=50", None)
+        .await?;
+    let records: Vec<(&str, u64)> = audit["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/admin/webhooks"))
+        })
+        .map(|r| {
+            (
+                r["method"].as_str().unwrap_or(""),
+                r["status"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        records.len(),
+        12,
+        "every write, refused ones too: {records:?}"
+    );
+    assert!(records.contains(&("POST", 201)) && records.contains(&("DELETE", 200)));
+    let text = audit.to_string();
+    assert!(
+        !text.contains(&secret) && !text.contains(&new_secret),
+        "no secret recorded"
+    );
+    Ok(())
+}

@@ -57,7 +57,8 @@ pub struct DeliveryReport {
     pub disabled: u32,
     /// Events trimmed for age.
     pub trimmed: u64,
-    /// Of the delivered stream events, the most time from the change to its delivery, ms.
+    /// Of the delivered stream events, the most time from the change to its delivery, ms
+    /// (the events' lag).
     pub max_lag_ms: u64,
 }
 
@@ -76,33 +77,59 @@ struct Pending {
     payload: String,
 }
 
-/// One run at `now_ms`, until `deadline_ms` (checked between requests).
+/// How long a run holds the endpoints it claimed: longer than a run's budget, so that only a
+/// run that died leaves one to the next.
+pub const LEASE_MS: u64 = 120_000;
+
+/// One run at `now_ms`, until `past_budget` says so (asked between requests): the endpoints
+/// due and not held by another run are claimed, delivered to, and let go.
 pub fn deliver(
     db: &impl Sql,
     sender: &mut impl Sender,
     options: &DeliveryOptions,
     now_ms: u64,
-    deadline_ms: impl Fn() -> bool,
+    past_budget: impl Fn() -> bool,
 ) -> Result<DeliveryReport, DbError> {
     let mut report = DeliveryReport::default();
     let now = now_ms as i64;
-    for due in due_endpoints(db, now)? {
+    for due in claim_due(db, now)? {
         report.endpoints += 1;
-        if deadline_ms() {
+        let delivered = deliver_to(db, sender, options, &due, now, &past_budget, &mut report);
+        db.execute(
+            "UPDATE webhook_endpoints SET leased_until_ms = 0 WHERE endpoint_id = $1",
+            &[s(&due.id)],
+        )?;
+        delivered?;
+    }
+    report.trimmed = trim(db, now - options.keep_ms as i64)?;
+    Ok(report)
+}
+
+/// The stream of one endpoint, then its replays.
+fn deliver_to(
+    db: &impl Sql,
+    sender: &mut impl Sender,
+    options: &DeliveryOptions,
+    due: &Due,
+    now: i64,
+    past_budget: &impl Fn() -> bool,
+    report: &mut DeliveryReport,
+) -> Result<(), DbError> {
+    loop {
+        let stream = pending(db, &due.id, options.batch, false)?;
+        if stream.is_empty() {
             break;
         }
-        let stream = pending(db, &due.id, options.batch, false)?;
-        let mut failed = false;
         for event in &stream {
-            if deadline_ms() {
-                break;
+            if past_budget() {
+                return Ok(());
             }
-            match attempt(db, sender, &due, event, false, now)? {
+            match attempt(db, sender, due, event, false, now)? {
                 Ok(()) => {
                     report.delivered += 1;
                     report.max_lag_ms = report
                         .max_lag_ms
-                        .max((now - event.created_ms).max(0) as u64);
+                        .max((crate::clock::now_ms() as i64 - event.created_ms).max(0) as u64);
                     db.execute(
                         "UPDATE webhook_endpoints w SET cursor_tx = e.tx, cursor_seq = e.seq,
                              attempts = 0, failing_since_ms = NULL, next_attempt_ms = 0,
@@ -113,52 +140,47 @@ pub fn deliver(
                 }
                 Err(error) => {
                     report.failed += 1;
-                    if failing(db, &due, options, now, &error)? {
+                    if failing(db, due, options, now, &error)? {
                         report.disabled += 1;
                     }
-                    failed = true;
-                    break;
-                }
-            }
-        }
-        if failed {
-            continue;
-        }
-        for event in pending(db, &due.id, options.batch, true)? {
-            if deadline_ms() {
-                break;
-            }
-            match attempt(db, sender, &due, &event, true, now)? {
-                Ok(()) => {
-                    report.delivered += 1;
-                    db.execute(
-                        "DELETE FROM webhook_replays WHERE endpoint_id = $1 AND seq = $2",
-                        &[s(&due.id), Param::Int64(event.seq)],
-                    )?;
-                }
-                Err(_) => {
-                    // Tried again on the next run; a replay does not move the endpoint's state.
-                    report.failed += 1;
-                    break;
+                    return Ok(());
                 }
             }
         }
     }
-    report.trimmed = trim(db, now - options.keep_ms as i64)?;
-    Ok(report)
+    for event in pending(db, &due.id, options.batch, true)? {
+        if past_budget() {
+            return Ok(());
+        }
+        match attempt(db, sender, due, &event, true, now)? {
+            Ok(()) => {
+                report.delivered += 1;
+                db.execute(
+                    "DELETE FROM webhook_replays WHERE endpoint_id = $1 AND seq = $2",
+                    &[s(&due.id), Param::Int64(event.seq)],
+                )?;
+            }
+            Err(_) => {
+                // Tried again on the next run; a replay does not move the endpoint's state.
+                report.failed += 1;
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
-/// The enabled endpoints whose next attempt is due, with the secrets that sign now.
-fn due_endpoints(db: &impl Sql, now: i64) -> Result<Vec<Due>, DbError> {
+/// Claims the enabled endpoints whose next attempt is due and that no run holds, with the
+/// secrets that sign now.
+fn claim_due(db: &impl Sql, now: i64) -> Result<Vec<Due>, DbError> {
     let rows = db.query(
-        "SELECT endpoint_id, url,
+        "UPDATE webhook_endpoints SET leased_until_ms = $2
+         WHERE enabled AND next_attempt_ms <= $1 AND leased_until_ms <= $1
+         RETURNING endpoint_id, url,
                 CASE WHEN previous_until_ms IS NULL OR previous_until_ms <= $1
                      THEN secrets[1] ELSE array_to_string(secrets, ' ') END,
-                attempts::bigint, COALESCE(failing_since_ms, -1)
-         FROM webhook_endpoints
-         WHERE enabled AND next_attempt_ms <= $1
-         ORDER BY endpoint_id",
-        &[Param::Int64(now)],
+                attempts::bigint, COALESCE(failing_since_ms, -1)",
+        &[Param::Int64(now), Param::Int64(now + LEASE_MS as i64)],
     )?;
     rows.rows
         .iter()

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::signature::Secret;
 use crate::error::{Error, ErrorCode};
@@ -52,6 +52,46 @@ pub struct Delivery {
     pub error: Option<String>,
     pub took_ms: i64,
     pub replay: bool,
+}
+
+/// An operator's registration: `POST /admin/webhooks`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewEndpoint {
+    pub url: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// An operator's replay: `{"msg_id"}` or `{"from_ms", "to_ms"}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRequest {
+    msg_id: Option<String>,
+    from_ms: Option<i64>,
+    to_ms: Option<i64>,
+}
+
+impl ReplayRequest {
+    /// What it asks to send again.
+    pub fn replay(self) -> Result<Replay, Error> {
+        match self {
+            ReplayRequest {
+                msg_id: Some(msg_id),
+                from_ms: None,
+                to_ms: None,
+            } => Ok(Replay::Message(msg_id)),
+            ReplayRequest {
+                msg_id: None,
+                from_ms: Some(from_ms),
+                to_ms: Some(to_ms),
+            } => Ok(Replay::Range { from_ms, to_ms }),
+            _ => Err(Error::invalid(
+                ErrorCode::MalformedJson,
+                "give `msg_id`, or `from_ms` and `to_ms`",
+            )),
+        }
+    }
 }
 
 /// What to send again.
