@@ -1965,7 +1965,7 @@ DEFECTS = [
      "  trusted_proxies    = var.trusted_proxies\n", "",
      "module app_variables gets trusted_proxies = None"),
     ("a setting the app does not know", "infra/terraform/modules/app-variables/main.tf",
-     'release_batch         = "1000"', 'release_batch         = "1000"\n    poll_drain_ms         = "0"',
+     'release_batch                = "1000"', 'release_batch                = "1000"\n    poll_drain_ms                = "0"',
      "differs from the app's settings"),
     ("the settings made secret in a manifest", "spin.http.toml",
      'settings = { default = "" }', 'settings = { default = "", secret = true }',

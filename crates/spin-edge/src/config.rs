@@ -78,10 +78,11 @@ pub struct Settings {
     /// The IPv6 prefix length whose addresses share one admission bucket
     /// ([`seckill_domain::net::bucket_key`]): 64 by default, 1–128.
     pub admission_ipv6_prefix: u8,
-    /// Order events: the waits before each retry of a failing endpoint, seconds separated by
-    /// spaces (the last repeats), how long an endpoint may fail before it is disabled, and how
-    /// many days events and their delivery log are kept ([`DeliveryOptions`]).
-    pub order_events: DeliveryOptions,
+    /// Order events: how long an endpoint may fail before it is disabled (5 days)
+    /// ([`DeliveryOptions::disable_after_ms`]),
+    pub order_events_disable_after_s: u64,
+    /// and how many days events and their delivery log are kept ([`DeliveryOptions::keep_ms`]).
+    pub order_events_keep_days: u64,
 }
 
 impl Default for Settings {
@@ -97,7 +98,8 @@ impl Default for Settings {
             payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
             admission_ipv6_prefix: seckill_domain::net::DEFAULT_IPV6_BUCKET_PREFIX,
-            order_events: DeliveryOptions::default(),
+            order_events_disable_after_s: 432_000,
+            order_events_keep_days: 7,
         }
     }
 }
@@ -150,21 +152,10 @@ impl Settings {
                         return Err(format!("setting {name}: {value} is not 1 to 128"));
                     }
                 }
-                "order_events_retry_s" => {
-                    s.order_events.retry_after_ms = value
-                        .split_whitespace()
-                        .map(|v| number::<u64>(name, v).map(|s| s * 1000))
-                        .collect::<Result<_, _>>()?;
-                    if s.order_events.retry_after_ms.is_empty() {
-                        return Err(format!("setting {name}: no wait given"));
-                    }
-                }
                 "order_events_disable_after_s" => {
-                    s.order_events.disable_after_ms = number::<u64>(name, value)? * 1000;
+                    s.order_events_disable_after_s = number(name, value)?
                 }
-                "order_events_keep_days" => {
-                    s.order_events.keep_ms = number::<u64>(name, value)? * 86_400_000;
-                }
+                "order_events_keep_days" => s.order_events_keep_days = number(name, value)?,
                 "trusted_proxies" => {
                     s.trusted_proxies = value
                         .split_whitespace()
@@ -180,7 +171,11 @@ impl Settings {
 
     /// The order events' delivery options.
     pub fn order_events_options(&self) -> DeliveryOptions {
-        self.order_events.clone()
+        DeliveryOptions {
+            disable_after_ms: self.order_events_disable_after_s * 1000,
+            keep_ms: self.order_events_keep_days * 86_400_000,
+            ..DeliveryOptions::default()
+        }
     }
 
     /// The drain's options. In the tests' build only, it also arms the drain's

@@ -12,10 +12,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use seckill_domain::nodes::Nodes;
+use seckill_domain::order_events::endpoints;
 use seckill_domain::sql::Sql;
 use seckill_domain::store::Store;
 use seckill_domain::{Error, admin, orders, registry};
 use spin_sdk::http::Response;
+use std::sync::atomic::AtomicU64;
 
 /// How long after its end an event is still exported: its alerts resolve, its last figures
 /// stay in view.
@@ -35,6 +37,11 @@ struct ReasonLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabel {
+    endpoint: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -96,21 +103,46 @@ pub fn render<S: Store>(
     }
     let mut root = Registry::with_prefix("seckill");
     let provider_events = Family::<OutcomeLabel, Counter>::default();
-    let counts = db.and_then(|db| orders::provider_event_counts(&db).map_err(|e| e.reason()));
-    match counts {
-        Ok(counts) => {
+    let (pending, lag) = (
+        Family::<EndpointLabel, Gauge>::default(),
+        Family::<EndpointLabel, Gauge<f64, AtomicU64>>::default(),
+    );
+    let read = db.and_then(|db| {
+        let counts = orders::provider_event_counts(&db).map_err(|e| e.reason())?;
+        let backlog = endpoints::backlog(&db, now_ms).map_err(|e| e.reason())?;
+        Ok((counts, backlog))
+    });
+    match read {
+        Ok((counts, backlog)) => {
             for (outcome, n) in counts {
                 provider_events
                     .get_or_create(&OutcomeLabel { outcome })
                     .inc_by(n);
+            }
+            for b in backlog {
+                let label = EndpointLabel {
+                    endpoint: b.endpoint_id,
+                };
+                pending.get_or_create(&label).set(b.pending);
+                lag.get_or_create(&label).set(b.oldest_ms as f64 / 1000.0);
             }
             root.register(
                 "provider_events",
                 "The payment provider's events taken, by outcome (ignored_livemode: of the other mode than payment_mode)",
                 provider_events,
             );
+            root.register(
+                "order_events_pending",
+                "Order events an enabled endpoint has yet to get",
+                pending,
+            );
+            root.register(
+                "order_events_lag_seconds",
+                "How long ago the oldest order event an enabled endpoint has yet to get happened",
+                lag,
+            );
         }
-        Err(e) => eprintln!("metrics: provider events left out: {e}"),
+        Err(e) => eprintln!("metrics: provider and order events left out: {e}"),
     }
     let registry = root.sub_registry_with_prefix("event");
     registry.register("sold", "Orders accepted", sold);

@@ -1,7 +1,7 @@
 //! The Grafana dashboard reads what a running app exports: scripts/check-dashboard.py over the
 //! host's `/metrics` and the app's `/admin/metrics`, scraped after requests that give each
 //! series a sample (a scrape leaves out a family that has none): a sale's orders and a refusal,
-//! a provider's webhook, and a request the host shed.
+//! a provider's webhook, an order events endpoint, and a request the host shed.
 
 use std::path::Path;
 use std::process::Command;
@@ -55,6 +55,10 @@ async fn every_panel_reads_a_metric_the_running_app_exports_and_every_alert_has_
     assert_eq!(app.buy("watched", "w1", &token).await?.0, 202);
     // Sold out: refused, and counted.
     assert!(app.admit_and_precheck("watched", "w2").await?.is_err());
+    // An endpoint for the order events, behind with the sale's.
+    let hooks = json!({ "url": "https://shop.example.com/hooks" });
+    let (status, body) = app.admin(Method::POST, "/admin/webhooks", Some(&hooks)).await?;
+    assert_eq!(status, 201, "{body}");
     let provider = app.provider();
     let (_, event) = provider.succeeded_event("pay_unknown", 1999, "eur");
     let (status, body) = provider

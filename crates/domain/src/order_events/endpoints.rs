@@ -369,6 +369,38 @@ pub fn deliveries(db: &impl Sql, id: &str, limit: u32) -> Result<Vec<Delivery>, 
         .collect()
 }
 
+/// What an enabled endpoint has yet to get.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Backlog {
+    pub endpoint_id: String,
+    /// Events after its cursor.
+    pub pending: i64,
+    /// How long ago the oldest of them happened, ms (0 when none): the events' lag.
+    pub oldest_ms: i64,
+}
+
+/// Every enabled endpoint's backlog at `now_ms`.
+pub fn backlog(db: &impl Sql, now_ms: u64) -> Result<Vec<Backlog>, Error> {
+    let rows = db.query(
+        "SELECT w.endpoint_id, count(e.seq), COALESCE($1 - min(e.created_ms), 0)
+         FROM webhook_endpoints w
+         LEFT JOIN order_events e ON (e.tx, e.seq) > (w.cursor_tx, w.cursor_seq)
+         WHERE w.enabled
+         GROUP BY w.endpoint_id ORDER BY w.endpoint_id",
+        &[Param::Int64(now_ms as i64)],
+    )?;
+    rows.rows
+        .iter()
+        .map(|row| {
+            Ok(Backlog {
+                endpoint_id: text(row, 0)?,
+                pending: int(row, 1)?,
+                oldest_ms: int(row, 2)?.max(0),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,15 +79,17 @@ locals {
   # one variable each: real Spin resolves every app-level variable on each instance's first
   # outbound connection, whichever the app reads.
   setting_defaults = {
-    drain_batch           = "500"   # orders per Postgres transaction
-    drain_max_batches     = "200"   # transactions per drain run and event
-    drain_lease_ms        = "30000" # how long a drainer owns an event
-    drain_reclaim_idle_ms = "30000" # idle time before an entry is delivered again
-    drain_max_deliveries  = "5"     # deliveries before an entry goes to the dead letters
-    release_batch         = "1000"  # timeout release: orders / units per event per run
-    demo_login            = "false" # "true": anyone may mint a buyer token (demos only)
-    payment_mode          = "test"  # the provider's mode payments are taken in: test or live
-    admission_ipv6_prefix = "64"    # the IPv6 prefix whose addresses share one admission bucket
+    drain_batch                  = "500"    # orders per Postgres transaction
+    drain_max_batches            = "200"    # transactions per drain run and event
+    drain_lease_ms               = "30000"  # how long a drainer owns an event
+    drain_reclaim_idle_ms        = "30000"  # idle time before an entry is delivered again
+    drain_max_deliveries         = "5"      # deliveries before an entry goes to the dead letters
+    release_batch                = "1000"   # timeout release: orders / units per event per run
+    demo_login                   = "false"  # "true": anyone may mint a buyer token (demos only)
+    payment_mode                 = "test"   # the provider's mode payments are taken in: test or live
+    admission_ipv6_prefix        = "64"     # the IPv6 prefix whose addresses share one admission bucket
+    order_events_disable_after_s = "432000" # an order events endpoint failing this long is disabled
+    order_events_keep_days       = "7"      # days order events and their delivery log are kept
   }
   # What each setting accepts: "true" or "false" where the default is one, "test" or "live"
   # where it is one of those, else a whole number (at most 9 digits: every setting's type holds

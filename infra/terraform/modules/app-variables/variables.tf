@@ -136,7 +136,7 @@ variable "payment_api_url" {
 }
 
 variable "settings" {
-  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"false\"; \"true\" only with demo_environment), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in), admission_ipv6_prefix (1 to 128: the IPv6 prefix whose addresses share one admission bucket). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
+  description = "Optional settings of the app over their defaults, by name: drain_batch, drain_max_batches, drain_lease_ms, drain_reclaim_idle_ms, drain_max_deliveries, release_batch (whole numbers), demo_login (\"false\"; \"true\" only with demo_environment), payment_mode (\"test\" or \"live\": the provider's mode payments are taken in), admission_ipv6_prefix (1 to 128: the IPv6 prefix whose addresses share one admission bucket), order_events_disable_after_s and order_events_keep_days (how long an order events endpoint may fail before it is disabled; the days events are kept). Rendered into the one Spin variable `settings`, with trusted_proxies (its own input)."
   type        = map(string)
   default     = {}
   validation {
