@@ -7,49 +7,71 @@
 -- order and only over transactions older than every one still running, so an event committed
 -- late behind a higher `seq` is never skipped. An order's later change waits on its earlier
 -- one's commit, so its events come in order too. Events are kept `order_events_keep_days`
--- (a variable) and trimmed by the job.
+-- (a setting) and trimmed by the job.
+
+-- An event's `webhook-id` is `msg_<source>_<seq>`: the same on every attempt and replay, so
+-- receivers can drop duplicates, and never one an earlier database gave (a database made anew
+-- has a new source; one restored keeps its source and its sequence). Made when sent, not kept:
+-- the drain writes an event per order, and an index of random ids would cost it.
+CREATE TABLE order_events_source (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    source text    NOT NULL DEFAULT replace(gen_random_uuid()::text, '-', '')
+);
+INSERT INTO order_events_source DEFAULT VALUES;
 
 CREATE TABLE order_events (
-    seq        bigserial PRIMARY KEY,
-    tx         xid8   NOT NULL DEFAULT pg_current_xact_id(),
-    -- `webhook-id`: the same on every attempt and replay, so receivers can drop duplicates.
-    msg_id     text   NOT NULL UNIQUE DEFAULT 'msg_' || replace(gen_random_uuid()::text, '-', ''),
-    type       text   NOT NULL
+    seq              bigserial PRIMARY KEY,
+    tx               xid8   NOT NULL DEFAULT pg_current_xact_id(),
+    type             text   NOT NULL
         CHECK (type IN ('order.landed', 'order.paid', 'order.expired', 'payment.refunded')),
-    order_id   text   NOT NULL,
-    created_ms bigint NOT NULL,
-    -- The body sent, whole: {"type", "timestamp", "data"} (api/openapi.yaml, `OrderEvent`).
-    payload    text   NOT NULL
+    order_id         text   NOT NULL,
+    -- When the change happened.
+    created_ms       bigint NOT NULL,
+    -- What the event says, as the change left it. Its body is made of these when it is sent
+    -- (`order_event_body`), always the same: the drain writes an event per order, and making
+    -- JSON there would cost it more than the row does.
+    event_id         text   NOT NULL,
+    user_id          text   NOT NULL,
+    status           text   NOT NULL,
+    amount           bigint NOT NULL,
+    currency         text   NOT NULL,
+    order_created_ms bigint,
+    pay_deadline_ms  bigint,
+    paid_ms          bigint,
+    expired_ms       bigint,
+    payment_id       text,
+    provider_ref     text,
+    refund_id        text,
+    refund_reason    text
 );
 
 CREATE INDEX order_events_delivery ON order_events (tx, seq);
-CREATE INDEX order_events_age ON order_events (created_ms);
 
--- The body of an event of `kind` at `at_ms` about `data`.
-CREATE FUNCTION order_event_body(kind text, at_ms bigint, data jsonb) RETURNS text
+-- The body sent: {"type", "timestamp", "data"} (api/openapi.yaml, `OrderEvent`).
+CREATE FUNCTION order_event_body(e order_events) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT jsonb_build_object(
-        'type', kind,
-        'timestamp', to_char(to_timestamp(at_ms / 1000.0) AT TIME ZONE 'UTC',
+        'type', e.type,
+        'timestamp', to_char(to_timestamp(e.created_ms / 1000.0) AT TIME ZONE 'UTC',
                              'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-        'data', data)::text
-$$;
-
--- What an order event says about its order.
-CREATE FUNCTION order_event_data(o orders) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT jsonb_build_object(
-        'order_id', o.order_id, 'event_id', o.event_id, 'user_id', o.user_id,
-        'status', o.status, 'amount', o.amount, 'currency', o.currency,
-        'created_ms', o.created_ms, 'pay_deadline_ms', o.pay_deadline_ms,
-        'paid_ms', o.paid_ms, 'expired_ms', o.expired_ms)
+        'data', CASE WHEN e.type = 'payment.refunded' THEN jsonb_build_object(
+                    'order_id', e.order_id, 'event_id', e.event_id, 'user_id', e.user_id,
+                    'payment_id', e.payment_id, 'provider_ref', e.provider_ref,
+                    'refund_id', e.refund_id, 'reason', e.refund_reason,
+                    'amount', e.amount, 'currency', e.currency)
+                ELSE jsonb_build_object(
+                    'order_id', e.order_id, 'event_id', e.event_id, 'user_id', e.user_id,
+                    'status', e.status, 'amount', e.amount, 'currency', e.currency,
+                    'created_ms', e.order_created_ms, 'pay_deadline_ms', e.pay_deadline_ms,
+                    'paid_ms', e.paid_ms, 'expired_ms', e.expired_ms) END)::text
 $$;
 
 CREATE FUNCTION order_events_landed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO order_events (type, order_id, created_ms, payload)
-    SELECT 'order.landed', n.order_id, n.confirmed_ms,
-           order_event_body('order.landed', n.confirmed_ms, order_event_data(n))
+    INSERT INTO order_events (type, order_id, created_ms, event_id, user_id, status, amount,
+        currency, order_created_ms, pay_deadline_ms, paid_ms, expired_ms)
+    SELECT 'order.landed', n.order_id, n.confirmed_ms, n.event_id, n.user_id, n.status, n.amount,
+        n.currency, n.created_ms, n.pay_deadline_ms, n.paid_ms, n.expired_ms
     FROM landed n ORDER BY n.shard, n.seq;
     RETURN NULL;
 END $$;
@@ -60,8 +82,10 @@ CREATE TRIGGER orders_landed AFTER INSERT ON orders
 
 CREATE FUNCTION order_events_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO order_events (type, order_id, created_ms, payload)
-    SELECT e.kind, n.order_id, e.at_ms, order_event_body(e.kind, e.at_ms, order_event_data(n))
+    INSERT INTO order_events (type, order_id, created_ms, event_id, user_id, status, amount,
+        currency, order_created_ms, pay_deadline_ms, paid_ms, expired_ms)
+    SELECT e.kind, n.order_id, e.at_ms, n.event_id, n.user_id, n.status, n.amount,
+        n.currency, n.created_ms, n.pay_deadline_ms, n.paid_ms, n.expired_ms
     FROM changed n
     JOIN before b USING (order_id)
     CROSS JOIN LATERAL (SELECT
@@ -78,13 +102,10 @@ CREATE TRIGGER orders_changed AFTER UPDATE ON orders
 
 CREATE FUNCTION order_events_refunded() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO order_events (type, order_id, created_ms, payload)
-    SELECT 'payment.refunded', p.order_id, n.refunded_ms,
-           order_event_body('payment.refunded', n.refunded_ms, jsonb_build_object(
-               'order_id', p.order_id, 'event_id', n.event_id, 'user_id', p.user_id,
-               'payment_id', n.payment_id, 'provider_ref', n.provider_ref,
-               'refund_id', n.refund_id, 'reason', n.refund_reason,
-               'amount', n.amount, 'currency', n.currency))
+    INSERT INTO order_events (type, order_id, created_ms, event_id, user_id, status, amount,
+        currency, payment_id, provider_ref, refund_id, refund_reason)
+    SELECT 'payment.refunded', p.order_id, n.refunded_ms, n.event_id, p.user_id, n.status,
+        n.amount, n.currency, n.payment_id, n.provider_ref, n.refund_id, n.refund_reason
     FROM changed n
     JOIN before b USING (provider_ref)
     JOIN payments p ON p.payment_id = n.payment_id

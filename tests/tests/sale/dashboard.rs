@@ -57,7 +57,9 @@ async fn every_panel_reads_a_metric_the_running_app_exports_and_every_alert_has_
     assert!(app.admit_and_precheck("watched", "w2").await?.is_err());
     // An endpoint for the order events, behind with the sale's.
     let hooks = json!({ "url": "https://shop.example.com/hooks" });
-    let (status, body) = app.admin(Method::POST, "/admin/webhooks", Some(&hooks)).await?;
+    let (status, body) = app
+        .admin(Method::POST, "/admin/webhooks", Some(&hooks))
+        .await?;
     assert_eq!(status, 201, "{body}");
     let provider = app.provider();
     let (_, event) = provider.succeeded_event("pay_unknown", 1999, "eur");

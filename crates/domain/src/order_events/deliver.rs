@@ -213,11 +213,13 @@ fn pending(
     replays: bool,
 ) -> Result<Vec<Pending>, DbError> {
     let statement = if replays {
-        "SELECT e.seq, e.msg_id, e.created_ms, e.payload
+        "SELECT e.seq, 'msg_' || (SELECT source FROM order_events_source) || '_' || e.seq,
+                e.created_ms, order_event_body(e)
          FROM webhook_replays r JOIN order_events e USING (seq)
          WHERE r.endpoint_id = $1 ORDER BY e.tx, e.seq LIMIT $2"
     } else {
-        "SELECT e.seq, e.msg_id, e.created_ms, e.payload
+        "SELECT e.seq, 'msg_' || (SELECT source FROM order_events_source) || '_' || e.seq,
+                e.created_ms, order_event_body(e)
          FROM webhook_endpoints w JOIN order_events e ON (e.tx, e.seq) > (w.cursor_tx, w.cursor_seq)
          WHERE w.endpoint_id = $1 AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY e.tx, e.seq LIMIT $2"
@@ -352,6 +354,9 @@ fn failing(
     Ok(disable.is_some())
 }
 
+/// Events trimmed at most per run: the oldest, by `seq` (no index on their age to keep up).
+const TRIM_BATCH: i64 = 10_000;
+
 /// Deletes events and log entries from before `cutoff_ms`: how many events.
 fn trim(db: &impl Sql, cutoff_ms: i64) -> Result<u64, DbError> {
     db.execute(
@@ -359,7 +364,8 @@ fn trim(db: &impl Sql, cutoff_ms: i64) -> Result<u64, DbError> {
         &[Param::Int64(cutoff_ms)],
     )?;
     db.execute(
-        "DELETE FROM order_events WHERE created_ms < $1",
-        &[Param::Int64(cutoff_ms)],
+        "DELETE FROM order_events WHERE seq IN (
+             SELECT seq FROM order_events ORDER BY seq LIMIT $2) AND created_ms < $1",
+        &[Param::Int64(cutoff_ms), Param::Int64(TRIM_BATCH)],
     )
 }

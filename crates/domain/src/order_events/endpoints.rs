@@ -316,11 +316,19 @@ pub fn remove(db: &impl Sql, id: &str) -> Result<(), Error> {
 pub fn replay(db: &impl Sql, id: &str, what: &Replay) -> Result<u64, Error> {
     get(db, id)?;
     let n = match what {
-        Replay::Message(msg_id) => db.execute(
-            "INSERT INTO webhook_replays (endpoint_id, seq)
-             SELECT $1, seq FROM order_events WHERE msg_id = $2 ON CONFLICT DO NOTHING",
-            &[s(id), s(msg_id)],
-        )?,
+        Replay::Message(msg_id) => {
+            let seq = msg_id
+                .rsplit_once('_')
+                .and_then(|(_, seq)| seq.parse::<i64>().ok())
+                .unwrap_or(-1);
+            db.execute(
+                "INSERT INTO webhook_replays (endpoint_id, seq)
+                 SELECT $1, seq FROM order_events
+                 WHERE seq = $3 AND 'msg_' || (SELECT source FROM order_events_source) || '_' || seq = $2
+                 ON CONFLICT DO NOTHING",
+                &[s(id), s(msg_id), Param::Int64(seq)],
+            )?
+        }
         Replay::Range { from_ms, to_ms } => {
             if from_ms >= to_ms {
                 return Err(Error::invalid(
