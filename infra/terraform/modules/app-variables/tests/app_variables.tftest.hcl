@@ -417,8 +417,8 @@ run "settings_render_as_one_variable" {
     error_message = "the settings are not secret"
   }
   assert {
-    condition     = keys(output.setting_patterns) == ["admission_ipv6_prefix", "demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "payment_mode", "release_batch"]
-    error_message = "the nine settings of the app (crates/spin-edge/src/config.rs), trusted_proxies apart"
+    condition     = keys(output.setting_patterns) == ["admission_ipv6_prefix", "demo_login", "drain_batch", "drain_lease_ms", "drain_max_batches", "drain_max_deliveries", "drain_reclaim_idle_ms", "order_events_disable_after_s", "order_events_keep_days", "payment_mode", "release_batch"]
+    error_message = "the eleven settings of the app (crates/spin-edge/src/config.rs), trusted_proxies apart"
   }
 }
 
