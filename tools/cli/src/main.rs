@@ -21,9 +21,10 @@ use api::{Api, Failure};
 use commands::controls::{Deny, Patch};
 use commands::create::Create;
 use commands::long_running::Job;
+use commands::webhooks::Webhooks;
 use commands::{
     Output, buyer_token, controls, create, events, history, long_running, parse_duration, payments,
-    status, whoami,
+    status, webhooks, whoami,
 };
 
 /// Exit codes, documented in `--help`.
@@ -163,6 +164,10 @@ enum Command {
     },
     /// The operator and role the token is (a viewer may only read).
     Whoami,
+    /// The shop's endpoints for the order events (landed, paid, expired, refunded), signed as
+    /// Standard Webhooks say.
+    #[command(subcommand)]
+    Webhooks(Webhooks),
     /// The global bucket across events: show it, or set it with --rate and --burst (rate 0
     /// switches it off).
     GlobalLimit {
@@ -286,6 +291,7 @@ fn run(cli: &Cli, api: &Api) -> Result<(), Failure> {
         Command::Rollback { event, version } => history::rollback(out, api, event, *version),
         Command::GlobalLimit { rate, burst } => controls::global_limit(out, api, *rate, *burst),
         Command::Whoami => whoami::whoami(out, api),
+        Command::Webhooks(what) => webhooks::run(out, api, what),
         Command::Payments {
             event,
             refunds,

@@ -270,7 +270,7 @@ fn version_changes(r: &Value) -> String {
 }
 
 /// A string as is, anything else as JSON.
-fn text(v: &Value) -> String {
+pub fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
@@ -286,6 +286,79 @@ pub fn global_limit(v: &Value) -> String {
         out += &format!(" · spread over {shards} shards of {events} live events");
     }
     out
+}
+
+/// An order events endpoint on one line: id, URL, and how its deliveries go.
+pub fn endpoint(e: &Value) -> String {
+    let state = if e["enabled"].as_bool() == Some(true) {
+        match e["failing_since_ms"].as_i64() {
+            Some(_) => format!(
+                "failing ({} attempts; last: {})",
+                e["attempts"],
+                e["last_error"].as_str().unwrap_or("?")
+            ),
+            None => "delivering".into(),
+        }
+    } else {
+        format!(
+            "disabled: {}",
+            e["disabled_reason"].as_str().unwrap_or("no reason given")
+        )
+    };
+    let description = e["description"].as_str().filter(|d| !d.is_empty());
+    format!(
+        "{} · {}{} · {state}",
+        text(&e["endpoint_id"]),
+        text(&e["url"]),
+        description.map_or(String::new(), |d| format!(" ({d})"))
+    )
+}
+
+/// `webhooks list`.
+pub fn endpoints(v: &Value) -> String {
+    let listed = v["endpoints"].as_array().cloned().unwrap_or_default();
+    if listed.is_empty() {
+        return "no endpoints".into();
+    }
+    listed.iter().map(endpoint).collect::<Vec<_>>().join("\n")
+}
+
+/// `webhooks add` and `rotate`: the endpoint, and its secret, shown this once.
+pub fn made_secret(v: &Value) -> String {
+    format!(
+        "{}\nsigning secret (shown once; give it to the receiver): {}",
+        endpoint(&v["endpoint"]),
+        text(&v["secret"])
+    )
+}
+
+/// `webhooks deliveries`: one attempt a line, newest first.
+pub fn deliveries(v: &Value) -> String {
+    let log = v["deliveries"].as_array().cloned().unwrap_or_default();
+    if log.is_empty() {
+        return "no deliveries".into();
+    }
+    log.iter()
+        .map(|d| {
+            let outcome = match (d["status"].as_i64(), d["error"].as_str()) {
+                (Some(status), _) => format!("answered {status}"),
+                (None, Some(error)) => format!("no answer: {error}"),
+                (None, None) => "no answer".into(),
+            };
+            format!(
+                "{} · {} · {outcome} in {}{}",
+                d["attempted_ms"],
+                text(&d["msg_id"]),
+                span(d["took_ms"].as_i64().unwrap_or(0)),
+                if d["replay"].as_bool() == Some(true) {
+                    " · replay"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// An event's payments, one line each: who, how much, where it stands (and why a refund).

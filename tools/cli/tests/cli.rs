@@ -561,3 +561,74 @@ async fn buyer_token_mints_a_token_the_sale_accepts_from_the_local_key() -> Resu
     }
     Ok(())
 }
+
+/// The order events' endpoints from the command line: added (the secret printed once),
+/// listed, disabled and enabled, rotated, the log read, removed; a private URL is refused (5),
+/// a viewer's change is 3, a removed endpoint is 4, and a replay needs a message or a range (2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_event_endpoints_from_the_command_line() -> Result<()> {
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let app = TestApp::start(product_manifest(), &app_vars(&redis, &pg)).await?;
+    let url = app.base_url.clone();
+    let run = |args: &[&str]| cli(&url, Some(ADMIN_TOKEN), args);
+    let code = |o: &Output| o.status.code();
+
+    assert_eq!(ok(&run(&["webhooks", "list"])).trim(), "no endpoints");
+    let private = run(&["webhooks", "add", "https://10.1.2.3/hooks"]);
+    assert_eq!(
+        code(&private),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&private.stderr)
+    );
+    let viewer = cli(
+        &url,
+        Some(VIEWER_TOKEN),
+        &["webhooks", "add", "https://shop.example.com/h"],
+    );
+    assert_eq!(code(&viewer), Some(3));
+
+    let added = ok(&run(&[
+        "webhooks",
+        "add",
+        "https://shop.example.com/hooks",
+        "--description",
+        "fulfilment",
+    ]));
+    let (line, secret) = added.trim().split_once('\n').expect("two lines");
+    assert!(
+        line.ends_with("https://shop.example.com/hooks (fulfilment) · delivering"),
+        "{line}"
+    );
+    assert!(secret.contains("whsec_"), "{secret}");
+    let id = line.split(' ').next().expect("an id").to_owned();
+    assert!(id.starts_with("ep_"), "{id}");
+
+    let off = ok(&run(&["webhooks", "disable", &id]));
+    assert!(
+        off.trim().ends_with("disabled: disabled by an operator"),
+        "{off}"
+    );
+    let on = ok(&run(&["webhooks", "enable", &id]));
+    assert!(on.trim().ends_with("· delivering"), "{on}");
+    let rotated = json_of(&run(&["webhooks", "rotate", &id, "--json"]));
+    assert_ne!(rotated["secret"].as_str(), secret.split(": ").nth(1));
+    assert_eq!(
+        ok(&run(&["webhooks", "deliveries", &id])).trim(),
+        "no deliveries"
+    );
+    assert_eq!(
+        code(&run(&["webhooks", "replay", &id])),
+        Some(2),
+        "nothing to replay named"
+    );
+    let listed = json_of(&run(&["webhooks", "list", "--json"]));
+    assert_eq!(listed["endpoints"][0]["endpoint_id"], id.as_str());
+    assert_eq!(
+        ok(&run(&["webhooks", "remove", &id])).trim(),
+        format!("removed {id}")
+    );
+    assert_eq!(code(&run(&["webhooks", "remove", &id])), Some(4));
+    Ok(())
+}

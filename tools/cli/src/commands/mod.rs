@@ -8,6 +8,7 @@ pub mod history;
 pub mod long_running;
 pub mod payments;
 pub mod status;
+pub mod webhooks;
 pub mod whoami;
 
 use std::io::IsTerminal as _;
