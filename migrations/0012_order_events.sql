@@ -19,6 +19,12 @@ CREATE TABLE order_events_source (
 );
 INSERT INTO order_events_source DEFAULT VALUES;
 
+-- The `webhook-id` of the event numbered `seq`.
+CREATE FUNCTION order_event_id(seq bigint) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT 'msg_' || source || '_' || seq FROM order_events_source
+$$;
+
 CREATE TABLE order_events (
     seq              bigserial PRIMARY KEY,
     tx               xid8   NOT NULL DEFAULT pg_current_xact_id(),

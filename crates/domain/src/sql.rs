@@ -96,6 +96,22 @@ pub(crate) fn text(row: &[Cell], i: usize) -> Result<String, DbError> {
     }
 }
 
+/// Column `i` of `row`, an integer or `NULL`.
+pub(crate) fn optional_int(row: &[Cell], i: usize) -> Result<Option<i64>, DbError> {
+    match row.get(i) {
+        Some(Cell::Null) => Ok(None),
+        _ => int(row, i).map(Some),
+    }
+}
+
+/// Column `i` of `row`, text or `NULL`.
+pub(crate) fn optional_text(row: &[Cell], i: usize) -> Result<Option<String>, DbError> {
+    match row.get(i) {
+        Some(Cell::Null) => Ok(None),
+        _ => text(row, i).map(Some),
+    }
+}
+
 /// Runs `f` inside BEGIN … COMMIT; rolls back when it fails. `Ok` means committed: a COMMIT
 /// that fails is an error.
 pub(crate) fn transaction<T, E: From<DbError>>(

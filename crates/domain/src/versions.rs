@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorCode};
 use crate::event::{EventConfig, EventId};
-use crate::sql::{Cell, DbError, Param, Sql, int, text};
+use crate::sql::{Cell, DbError, Param, Sql, int, optional_int, text};
 
 /// At most this many versions per read.
 pub const MAX_LIMIT: u32 = 200;
@@ -190,10 +190,7 @@ fn row(r: &[Cell]) -> Result<Version, Error> {
         operator: text(r, 2)?,
         change: Change::parse(&change)
             .ok_or_else(|| DbError::unexpected(format!("change {change:?} is not a change")))?,
-        rolled_back_to: match r.get(4) {
-            Some(Cell::Null) => None,
-            _ => Some(int(r, 4)?),
-        },
+        rolled_back_to: optional_int(r, 4)?,
         config: serde_json::from_str(&text(r, 5)?)
             .map_err(|e| DbError::unexpected(format!("config is not JSON: {e}")))?,
         changes: Vec::new(),

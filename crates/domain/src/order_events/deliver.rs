@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::signature::{Secret, signature_header};
-use crate::sql::{DbError, Param, Sql, int, s, text};
+use crate::sql::{DbError, Param, Sql, int, optional_int, s, text};
 
 /// What sends a request to an endpoint: the platform's outbound HTTP.
 pub trait Sender {
@@ -179,7 +179,7 @@ fn claim_due(db: &impl Sql, now: i64) -> Result<Vec<Due>, DbError> {
          RETURNING endpoint_id, url,
                 CASE WHEN previous_until_ms IS NULL OR previous_until_ms <= $1
                      THEN secrets[1] ELSE array_to_string(secrets, ' ') END,
-                attempts::bigint, COALESCE(failing_since_ms, -1)",
+                attempts::bigint, failing_since_ms",
         &[Param::Int64(now), Param::Int64(now + LEASE_MS as i64)],
     )?;
     rows.rows
@@ -192,13 +192,12 @@ fn claim_due(db: &impl Sql, now: i64) -> Result<Vec<Due>, DbError> {
                         .ok_or_else(|| DbError::unexpected("a stored secret is not whsec_"))
                 })
                 .collect::<Result<_, _>>()?;
-            let since = int(row, 4)?;
             Ok(Due {
                 id: text(row, 0)?,
                 url: text(row, 1)?,
                 secrets,
                 attempts: int(row, 3)?,
-                failing_since_ms: (since >= 0).then_some(since),
+                failing_since_ms: optional_int(row, 4)?,
             })
         })
         .collect()
@@ -213,13 +212,11 @@ fn pending(
     replays: bool,
 ) -> Result<Vec<Pending>, DbError> {
     let statement = if replays {
-        "SELECT e.seq, 'msg_' || (SELECT source FROM order_events_source) || '_' || e.seq,
-                e.created_ms, order_event_body(e)
+        "SELECT e.seq, order_event_id(e.seq), e.created_ms, order_event_body(e)
          FROM webhook_replays r JOIN order_events e USING (seq)
          WHERE r.endpoint_id = $1 ORDER BY e.tx, e.seq LIMIT $2"
     } else {
-        "SELECT e.seq, 'msg_' || (SELECT source FROM order_events_source) || '_' || e.seq,
-                e.created_ms, order_event_body(e)
+        "SELECT e.seq, order_event_id(e.seq), e.created_ms, order_event_body(e)
          FROM webhook_endpoints w JOIN order_events e ON (e.tx, e.seq) > (w.cursor_tx, w.cursor_seq)
          WHERE w.endpoint_id = $1 AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY e.tx, e.seq LIMIT $2"

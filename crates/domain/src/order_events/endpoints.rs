@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::signature::Secret;
 use crate::error::{Error, ErrorCode};
-use crate::sql::{Cell, Param, Rows, Sql, int, s, text};
+use crate::sql::{Cell, Param, Rows, Sql, int, optional_int, optional_text, s, text};
 
 /// How long a rotated-out secret keeps signing beside the new one.
 pub const ROTATION_OVERLAP_MS: u64 = 24 * 3_600_000;
@@ -165,20 +165,6 @@ const COLUMNS: &str = "endpoint_id, url, description, enabled, created_ms, disab
     disabled_reason, failing_since_ms, attempts::bigint, next_attempt_ms, last_error,
     CASE WHEN cardinality(secrets) = 2 THEN previous_until_ms END";
 
-fn opt_int(row: &[Cell], i: usize) -> Result<Option<i64>, crate::sql::DbError> {
-    match row.get(i) {
-        Some(Cell::Null) => Ok(None),
-        _ => int(row, i).map(Some),
-    }
-}
-
-fn opt_text(row: &[Cell], i: usize) -> Result<Option<String>, crate::sql::DbError> {
-    match row.get(i) {
-        Some(Cell::Null) => Ok(None),
-        _ => text(row, i).map(Some),
-    }
-}
-
 fn endpoints(rows: Rows) -> Result<Vec<Endpoint>, Error> {
     rows.rows
         .iter()
@@ -189,13 +175,13 @@ fn endpoints(rows: Rows) -> Result<Vec<Endpoint>, Error> {
                 description: text(row, 2)?,
                 enabled: matches!(row.get(3), Some(Cell::Bool(true))),
                 created_ms: int(row, 4)?,
-                disabled_ms: opt_int(row, 5)?,
-                disabled_reason: opt_text(row, 6)?,
-                failing_since_ms: opt_int(row, 7)?,
+                disabled_ms: optional_int(row, 5)?,
+                disabled_reason: optional_text(row, 6)?,
+                failing_since_ms: optional_int(row, 7)?,
                 attempts: int(row, 8)?,
                 next_attempt_ms: int(row, 9)?,
-                last_error: opt_text(row, 10)?,
-                previous_secret_until_ms: opt_int(row, 11)?,
+                last_error: optional_text(row, 10)?,
+                previous_secret_until_ms: optional_int(row, 11)?,
             })
         })
         .collect()
@@ -324,7 +310,7 @@ pub fn replay(db: &impl Sql, id: &str, what: &Replay) -> Result<u64, Error> {
             db.execute(
                 "INSERT INTO webhook_replays (endpoint_id, seq)
                  SELECT $1, seq FROM order_events
-                 WHERE seq = $3 AND 'msg_' || (SELECT source FROM order_events_source) || '_' || seq = $2
+                 WHERE seq = $3 AND order_event_id(seq) = $2
                  ON CONFLICT DO NOTHING",
                 &[s(id), s(msg_id), Param::Int64(seq)],
             )?
@@ -368,8 +354,8 @@ pub fn deliveries(db: &impl Sql, id: &str, limit: u32) -> Result<Vec<Delivery>, 
             Ok(Delivery {
                 msg_id: text(row, 0)?,
                 attempted_ms: int(row, 1)?,
-                status: opt_int(row, 2)?,
-                error: opt_text(row, 3)?,
+                status: optional_int(row, 2)?,
+                error: optional_text(row, 3)?,
                 took_ms: int(row, 4)?,
                 replay: matches!(row.get(5), Some(Cell::Bool(true))),
             })

@@ -9,7 +9,7 @@ use crate::checkout::{self, CheckoutLocale, NewSession, ProviderApi, SessionStat
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::ids::{self, OrderId};
-use crate::sql::{Cell, Param as P, Sql};
+use crate::sql::{Cell, Param as P, Sql, optional_int, optional_text};
 
 /// Where a payment stands: ours is pending or succeeded; money the provider took that paid
 /// nothing (too late, another amount, a second payment) is listed as owing a refund.
@@ -298,10 +298,6 @@ pub fn payments(
             P::Int64(i64::from(limit.min(MAX_PAYMENTS_LISTED))),
         ],
     )?;
-    let optional_text = |row: &[Cell], i: usize| match row.get(i) {
-        Some(Cell::Null) => Ok(None),
-        _ => text(row, i).map(Some),
-    };
     rows.rows
         .iter()
         .map(|row| {
@@ -315,10 +311,7 @@ pub fn payments(
                 currency: text(row, 6)?,
                 provider_ref: optional_text(row, 7)?,
                 created_ms: int(row, 8)?,
-                confirmed_ms: match row.get(9) {
-                    Some(Cell::Null) => None,
-                    _ => Some(int(row, 9)?),
-                },
+                confirmed_ms: optional_int(row, 9)?,
                 refund_error: optional_text(row, 10)?,
             })
         })
