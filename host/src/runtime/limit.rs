@@ -99,21 +99,20 @@ impl Limit {
     }
 
     /// The fewest it lets run at once.
-    pub fn floor(&self) -> u32 {
+    fn floor(&self) -> u32 {
         (self.ceiling / FLOOR_DIVISOR).max(1)
     }
 
     /// A request of class `class` (1 to 3: below critical) spent `took` in its instance,
     /// outbound HTTP left out; `held_back` says whether the limit keeps requests waiting now.
-    /// Whether the limit grew.
-    pub fn sample(&mut self, class: usize, took: Duration, held_back: bool, at: Instant) -> bool {
+    pub fn sample(&mut self, class: usize, took: Duration, held_back: bool, at: Instant) {
         let least = self.least[class - 1]
             .see(took, at)
             .max(Duration::from_micros(1));
         self.window.stretch += took.as_secs_f64() / least.as_secs_f64();
         self.window.samples += 1;
         if at - self.window.since < WINDOW {
-            return false;
+            return;
         }
         let stretch = self.window.stretch / f64::from(self.window.samples);
         self.window = Window {
@@ -125,13 +124,9 @@ impl Limit {
         if stretch > TOLERANCE {
             let gradient = (TOLERANCE / stretch).max(0.5);
             self.value = ((f64::from(self.value) * gradient) as u32).max(floor);
-            false
-        } else if held_back && self.value < self.ceiling {
+        } else if held_back {
             let step = f64::from(self.value).sqrt().ceil() as u32;
             self.value = (self.value + step).min(self.ceiling);
-            true
-        } else {
-            false
         }
     }
 }

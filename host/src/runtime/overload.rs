@@ -419,6 +419,7 @@ impl Gate {
             gate: self.clone(),
             class,
             waited,
+            took: None,
         }
     }
 
@@ -431,16 +432,13 @@ impl Gate {
     }
 
     /// A request of `class` below critical spent `took` in its instance (outbound HTTP left
-    /// out): the limit follows.
+    /// out): the limit follows. Its slot is released next, which serves any the limit now lets in.
     fn served(&self, state: &mut State, class: Class, took: Duration) {
         let held_back = state.lower_held() >= state.limit.get()
             || state.queues[1..].iter().any(|q| !q.waiting.is_empty());
-        if state
+        state
             .limit
-            .sample(class.index(), took, held_back, Instant::now())
-        {
-            self.serve(state, Instant::now());
-        }
+            .sample(class.index(), took, held_back, Instant::now());
     }
 
     /// A slot of `class` comes free: it goes to the most protected class waiting.
@@ -526,6 +524,8 @@ pub struct Permit {
     gate: Arc<Gate>,
     class: Class,
     waited: Duration,
+    /// How long its request spent in the instance, once known ([`Permit::served`]).
+    took: Option<Duration>,
 }
 
 impl Permit {
@@ -536,17 +536,19 @@ impl Permit {
 
     /// Gives the slot back after a request that spent `took` in its instance, outbound HTTP
     /// left out, for the adaptive limit to follow ([`super::limit`]).
-    pub fn served(self, took: Duration) {
-        if self.class != Class::Critical {
-            let mut state = self.gate.lock();
-            self.gate.served(&mut state, self.class, took);
-        }
+    pub fn served(mut self, took: Duration) {
+        self.took = Some(took);
     }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
         let mut state = self.gate.lock();
+        if let Some(took) = self.took
+            && self.class != Class::Critical
+        {
+            self.gate.served(&mut state, self.class, took);
+        }
         self.gate.release(&mut state, self.class);
     }
 }
