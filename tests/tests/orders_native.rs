@@ -466,13 +466,16 @@ fn order_events_reach_the_shop_signed_once_each_and_in_order() -> Result<()> {
     orders::release_expired(&nodes, &db, now + 61_000, 1_000)?;
     refund_a_double_charge(&pg, &accepted[0].1, now + 62_000)?;
 
-    let report = deliver(
-        &db,
-        &mut ToShop(&shop),
-        &quick_retries(),
-        clock::now_ms(),
-        || false,
-    )?;
+    let run_now = || {
+        deliver(
+            &db,
+            &mut ToShop(&shop),
+            &quick_retries(),
+            clock::now_ms(),
+            || false,
+        )
+    };
+    let report = run_now()?;
     let got = shop.received()?;
     assert_eq!(report.delivered as usize, got.len(), "{report:?}");
     assert!(
@@ -497,13 +500,7 @@ fn order_events_reach_the_shop_signed_once_each_and_in_order() -> Result<()> {
     }
 
     // Nothing new: nothing sent. A replay sends the message again, with its id.
-    let again = deliver(
-        &db,
-        &mut ToShop(&shop),
-        &quick_retries(),
-        clock::now_ms(),
-        || false,
-    )?;
+    let again = run_now()?;
     assert_eq!(again.delivered, 0, "{again:?}");
     let first = got[0].id.clone().expect("an id");
     let queued = endpoints::replay(
@@ -512,13 +509,7 @@ fn order_events_reach_the_shop_signed_once_each_and_in_order() -> Result<()> {
         &Replay::Message(first.clone()),
     )?;
     assert_eq!(queued, 1);
-    deliver(
-        &db,
-        &mut ToShop(&shop),
-        &quick_retries(),
-        clock::now_ms(),
-        || false,
-    )?;
+    run_now()?;
     let after = shop.received()?;
     assert_eq!(after.len(), got.len() + 1);
     assert_eq!(after.last().and_then(|r| r.id.clone()), Some(first));
@@ -545,6 +536,11 @@ fn a_failing_endpoint_is_retried_then_disabled_and_a_rotated_secret_verifies_bes
     // Failing: the first event is tried on the schedule, the second waits behind it.
     shop.answer_next(500, 100)?;
     let run = |at: u64| deliver(&db, &mut ToShop(&shop), &quick_retries(), at, || false);
+    let everything = Replay::Range {
+        from_ms: 0,
+        to_ms: i64::MAX,
+    };
+    let replay_all = || endpoints::replay(&db, &id, &everything);
     assert_eq!(run(t)?.failed, 1);
     assert_eq!(run(t + 500)?.endpoints, 0, "not due before its retry");
     assert_eq!(run(t + 1_000)?.failed, 1);
@@ -576,28 +572,14 @@ fn a_failing_endpoint_is_retried_then_disabled_and_a_rotated_secret_verifies_bes
     let rotated = endpoints::rotate(&db, &id, t)?;
     assert_eq!(run(t + 61_000)?.delivered, 2);
     shop.hold_secrets(&[&rotated.secret])?;
-    endpoints::replay(
-        &db,
-        &id,
-        &Replay::Range {
-            from_ms: 0,
-            to_ms: i64::MAX,
-        },
-    )?;
+    replay_all()?;
     assert_eq!(run(t + 62_000)?.delivered, 2, "the new secret verifies too");
     let got = shop.received()?;
     assert!(got[3..].iter().all(|r| r.verified), "{got:?}");
 
     // After the overlap only the new secret signs: a shop that kept only the old one refuses.
     shop.hold_secrets(&[&ep.secret])?;
-    endpoints::replay(
-        &db,
-        &id,
-        &Replay::Range {
-            from_ms: 0,
-            to_ms: i64::MAX,
-        },
-    )?;
+    replay_all()?;
     let late = t + endpoints::ROTATION_OVERLAP_MS + 1;
     assert_eq!(run(late)?.failed, 1);
     assert!(!shop.received()?.last().expect("one more").verified);
