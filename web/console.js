@@ -5,17 +5,20 @@
 // a refund (GET /admin/events/{id}/payments?status=refund_due: a Postgres query, so at most every
 // REFUNDS_EVERY_MS), the config center (the gray release, shadow mode, the event's
 // configuration versions with their diffs and rollback, the global limit across events) and the
-// event's latest changes (GET /admin/audit: who, when, which route, before → after).
+// event's latest changes (GET /admin/audit: who, when, which route, before → after), and the
+// order events' endpoints (GET /admin/webhooks: the shop's systems its order events are sent to,
+// each endpoint's secret shown once when made, its delivery log and replays).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', readOnly: false, event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', readOnly: false, event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null, hooks: [], hook: null};
 const HISTORY = 120; // samples (seconds) kept for the chart
 const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
 const REFUNDS_LIMIT = 100;
 const HEALTH_EVERY_MS = 5000; // GET /admin/health (a Redis PING and a Postgres query), as often
 const VERSIONS_LIMIT = 20;
 const LIMITS = ['gray', 'user', 'global']; // the limits shadow mode applies to
-const WRITES = ['edit', 'switches', 'global', 'deny', 'ops']; // what changes something: disabled for a viewer
+const DELIVERIES_LIMIT = 50; // an endpoint's delivery log: its latest attempts shown
+const WRITES = ['edit', 'switches', 'global', 'deny', 'ops', 'hook-add', 'hook-replay']; // what changes something: disabled for a viewer
 
 function say(text, tone = '') {
   $('status').textContent = text;
@@ -66,6 +69,14 @@ async function start() {
   document.querySelectorAll('[data-job]').forEach((b) => b.addEventListener('click', () => job(b.dataset.job)));
   $('reload-audit').addEventListener('click', loadAudit);
   $('reload-refunds').addEventListener('click', loadRefunds);
+  $('reload-hooks').addEventListener('click', loadHooks);
+  $('hook-add-form').addEventListener('submit', addHook);
+  $('h-url').addEventListener('input', () => $('h-url').removeAttribute('aria-invalid'));
+  $('hook-copy').addEventListener('click', copySecret);
+  $('hook-secret-hide').addEventListener('click', () => { hideSecret(); $('h-url').focus(); });
+  $('replay-msg').addEventListener('submit', (e) => { e.preventDefault(); replay({msg_id: $('r-msg').value.trim()}); });
+  $('replay-range').addEventListener('submit', replayRange);
+  $('reload-deliveries').addEventListener('click', loadDeliveries);
   const time = await call('GET', '/api/time');
   if (!time.code) C.offset = time.body.now_ms - Date.now();
   if (C.token) useToken(C.token); else say(t('console.enterToken'));
@@ -88,6 +99,7 @@ async function useToken(token) {
   if (await loadEvents()) {
     say(C.readOnly ? t('console.signedInViewer') : t('console.signedIn'), 'ok');
     loadGlobalLimit();
+    loadHooks();
   }
 }
 
@@ -446,6 +458,281 @@ async function loadRefunds() {
     return tr;
   }));
   table.classList.remove('hidden');
+}
+
+// ---- order events: the shop's endpoints (Standard Webhooks) -----------------------------------
+// The list (each endpoint's state, and its last attempt from its log), registration (the secret
+// answered once, shown once), the secret's rotation, disable and enable, removal; the selected
+// endpoint's delivery log and replays (one message, or a time range).
+
+const hookPath = (id, rest = '') => `/admin/webhooks/${encodeURIComponent(id)}${rest}`;
+
+async function loadHooks() {
+  const r = await admin('GET', '/admin/webhooks');
+  const note = $('hooks-note'), table = $('hooks-table');
+  if (r.code) {
+    note.textContent = t('console.hooksFailed', {problem: problem(r)});
+    note.dataset.tone = 'bad';
+    table.classList.add('hidden');
+    return;
+  }
+  delete note.dataset.tone;
+  C.hooks = r.body.endpoints;
+  if (C.hook && !C.hooks.some((h) => h.endpoint_id === C.hook)) closeHook();
+  note.textContent = C.hooks.length ? t('console.hooksCount', {count: C.hooks.length}) : t('console.noHooks');
+  renderHooks();
+  table.classList.toggle('hidden', !C.hooks.length);
+  lastDeliveries(C.hooks); // not awaited: one log read per endpoint fills its cell
+}
+
+/** Why an endpoint is disabled, in words (the server's own words for a reason it may add). */
+function disabledReason(reason) {
+  if (reason === 'disabled by an operator') return t('console.hookReason.operator');
+  if (reason === 'the endpoint answered 410 Gone') return t('console.hookReason.gone');
+  if (reason && reason.startsWith('failing since')) return t('console.hookReason.failing');
+  return reason || '–';
+}
+
+/** An endpoint's state: what its deliveries do now. */
+function hookState(h) {
+  return !h.enabled ? 'disabled' : h.failing_since_ms ? 'failing' : 'active';
+}
+
+function hookStateText(h) {
+  switch (hookState(h)) {
+    case 'disabled': return t('console.hookState.disabled', {at: h.disabled_ms ? dateTime(h.disabled_ms) : '–', reason: disabledReason(h.disabled_reason)});
+    case 'failing': return t('console.hookState.failing', {since: dateTime(h.failing_since_ms), count: h.attempts, next: dateTime(h.next_attempt_ms)});
+    default: return t('console.hookState.active');
+  }
+}
+
+/** An attempt's answer: its status, or none. */
+function answerText(d) {
+  return d.status === null || d.status === undefined ? t('console.noAnswer') : t('console.answered', {status: d.status});
+}
+
+function renderHooks() {
+  $('hooks-list').replaceChildren(...C.hooks.map((h) => {
+    const tr = document.createElement('tr');
+    tr.className = 'hook';
+    tr.dataset.endpoint = h.endpoint_id;
+    tr.dataset.state = hookState(h);
+    const line = (text, cls) => {
+      const d = document.createElement('div');
+      d.textContent = text;
+      if (cls) d.className = cls;
+      return d;
+    };
+    const where = document.createElement('td');
+    where.append(line(h.url, 'url'));
+    if (h.description) where.append(line(h.description, 'muted'));
+    const state = document.createElement('td');
+    state.className = 'state';
+    state.append(line(hookStateText(h)));
+    if (h.last_error) state.append(line(t('console.hookLastError', {error: h.last_error}), 'muted'));
+    if (h.previous_secret_until_ms && h.previous_secret_until_ms > serverNow()) {
+      state.append(line(t('console.hookOldSecret', {until: dateTime(h.previous_secret_until_ms)}), 'muted'));
+    }
+    const last = document.createElement('td');
+    last.className = 'last';
+    last.textContent = t('console.loading');
+    const log = document.createElement('button');
+    log.type = 'button';
+    log.textContent = t('console.hookLog');
+    log.setAttribute('aria-label', t('console.hookLogLabel', {url: h.url}));
+    log.setAttribute('aria-pressed', String(h.endpoint_id === C.hook));
+    log.addEventListener('click', () => openHook(h));
+    const buttons = [
+      ['log', log],
+      ['rotate', writeButton(t('console.hookRotate'), t('console.hookRotateLabel', {url: h.url}), () => rotateHook(h))],
+      h.enabled ? ['disable', writeButton(t('console.hookDisable'), t('console.hookDisableLabel', {url: h.url}), () => enableHook(h, false))]
+        : ['enable', writeButton(t('console.hookEnable'), t('console.hookEnableLabel', {url: h.url}), () => enableHook(h, true))],
+      ['remove', writeButton(t('console.hookRemove'), t('console.hookRemoveLabel', {url: h.url}), () => removeHook(h))],
+    ];
+    const actions = document.createElement('div');
+    actions.className = 'actions';
+    actions.append(...buttons.map(([act, b]) => { b.dataset.act = act; return b; }));
+    const cell = document.createElement('td');
+    cell.append(actions);
+    tr.append(where, state, last, cell);
+    return tr;
+  }));
+}
+
+// Each endpoint's last attempt, from its log (the list does not carry it).
+async function lastDeliveries(hooks) {
+  await Promise.all(hooks.map(async (h) => {
+    const r = await admin('GET', hookPath(h.endpoint_id, '/deliveries?limit=1'));
+    const cell = document.querySelector(`#hooks-list tr[data-endpoint="${h.endpoint_id}"] td.last`);
+    if (!cell) return;
+    const d = r.code ? null : r.body.deliveries[0];
+    cell.textContent = r.code ? problem(r) : d ? t('console.hookLast', {at: dateTime(d.attempted_ms), answer: answerText(d)}) : t('console.hookNoDelivery');
+  }));
+}
+
+// A secret is answered once: shown here until the operator hides it, never again.
+function showSecret(endpoint, secret, rotated) {
+  const {url} = endpoint;
+  const until = endpoint.previous_secret_until_ms ? dateTime(endpoint.previous_secret_until_ms) : '–';
+  $('hook-secret-note').textContent = rotated ? t('console.hookSecretRotated', {url, until}) : t('console.hookSecretNew', {url});
+  const value = $('hook-secret-value');
+  value.value = secret;
+  $('hook-secret').dataset.endpoint = endpoint.endpoint_id;
+  $('hook-secret').classList.remove('hidden');
+  value.focus();
+  value.select();
+}
+
+function hideSecret() {
+  $('hook-secret-value').value = '';
+  delete $('hook-secret').dataset.endpoint;
+  $('hook-secret').classList.add('hidden');
+}
+
+async function copySecret() {
+  const value = $('hook-secret-value');
+  try {
+    await navigator.clipboard.writeText(value.value);
+    say(t('console.hookCopied'), 'ok');
+  } catch (e) { // no clipboard here (or refused): selected, for the keyboard
+    value.focus();
+    value.select();
+    say(t('console.hookCopyByHand'), 'warn');
+  }
+}
+
+async function addHook(e) {
+  e.preventDefault();
+  const url = $('h-url').value.trim();
+  const r = await admin('POST', '/admin/webhooks', {url, description: $('h-desc').value.trim()});
+  if (r.code) {
+    failed(r, t('console.doing.hookAdd'));
+    if (r.code === 'invalid_endpoint') { $('h-url').setAttribute('aria-invalid', 'true'); $('h-url').focus(); }
+    return;
+  }
+  $('h-url').value = '';
+  $('h-desc').value = '';
+  await loadHooks();
+  say(t('console.hookAdded', {url: r.body.endpoint.url}) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
+  showSecret(r.body.endpoint, r.body.secret, false);
+}
+
+// A second rotation within the day retires the secret before the first at once: asked first.
+async function rotateHook(h) {
+  const until = h.previous_secret_until_ms;
+  if (until && until > serverNow() && !confirm(t('console.hookRotateConfirm', {url: h.url, until: dateTime(until)}))) return;
+  const r = await admin('POST', hookPath(h.endpoint_id, '/rotate'));
+  if (r.code) { failed(r, t('console.doing.hookRotate', {url: h.url})); return; }
+  await loadHooks();
+  say(t('console.hookRotated', {url: h.url}) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
+  showSecret(r.body.endpoint, r.body.secret, true);
+}
+
+async function enableHook(h, on) {
+  const r = await admin('POST', hookPath(h.endpoint_id, on ? '/enable' : '/disable'));
+  if (r.code) { failed(r, on ? t('console.doing.hookEnable', {url: h.url}) : t('console.doing.hookDisable', {url: h.url})); return; }
+  await loadHooks();
+  say((on ? t('console.hookEnabled', {url: h.url}) : t('console.hookDisabled', {url: h.url})) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
+  // The button that undoes it takes the focus the pressed one had.
+  const undo = document.querySelector(`#hooks-list tr[data-endpoint="${h.endpoint_id}"] button[data-act="${on ? 'disable' : 'enable'}"]`);
+  if (undo) undo.focus();
+}
+
+async function removeHook(h) {
+  if (!confirm(t('console.hookRemoveConfirm', {url: h.url}))) return;
+  const r = await admin('DELETE', hookPath(h.endpoint_id));
+  if (r.code) { failed(r, t('console.doing.hookRemove', {url: h.url})); return; }
+  if ($('hook-secret').dataset.endpoint === h.endpoint_id) hideSecret();
+  await loadHooks();
+  say(t('console.hookRemoved', {url: h.url}) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
+  $('reload-hooks').focus();
+}
+
+/** An instant (Unix ms) as a datetime-local input's value, in this device's time zone. */
+function localInput(ms) {
+  return new Date(ms - new Date(ms).getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+// The endpoint's log and replays, below the list; the range starts as the last hour.
+function openHook(h) {
+  C.hook = h.endpoint_id;
+  document.querySelectorAll('#hooks-list button[data-act="log"]').forEach((b) => {
+    b.setAttribute('aria-pressed', String(b.closest('tr').dataset.endpoint === h.endpoint_id));
+  });
+  $('hook').classList.remove('hidden');
+  $('hook-h').textContent = t('console.hookLogH', {url: h.url});
+  if (!$('r-from').value || !$('r-to').value) {
+    const to = Math.ceil(Date.now() / 60000) * 60000;
+    $('r-from').value = localInput(to - 3_600_000);
+    $('r-to').value = localInput(to);
+  }
+  $('deliveries-note').textContent = t('console.loading');
+  delete $('deliveries-note').dataset.tone;
+  $('deliveries-table').classList.add('hidden');
+  $('hook-h').focus();
+  loadDeliveries();
+}
+
+function closeHook() {
+  C.hook = null;
+  $('hook').classList.add('hidden');
+}
+
+async function loadDeliveries() {
+  const id = C.hook;
+  if (!id) return;
+  const r = await admin('GET', hookPath(id, `/deliveries?limit=${DELIVERIES_LIMIT}`));
+  if (id !== C.hook) return;
+  const note = $('deliveries-note'), table = $('deliveries-table');
+  if (r.code) {
+    note.textContent = t('console.deliveriesFailed', {problem: problem(r)});
+    note.dataset.tone = 'bad';
+    table.classList.add('hidden');
+    return;
+  }
+  delete note.dataset.tone;
+  const log = r.body.deliveries;
+  if (!log.length) {
+    note.textContent = t('console.noDeliveries');
+    table.classList.add('hidden');
+    return;
+  }
+  note.textContent = log.length >= DELIVERIES_LIMIT ? t('console.latestFirst', {count: DELIVERIES_LIMIT}) : t('console.newestFirst');
+  $('deliveries-list').replaceChildren(...log.map((d) => {
+    const tr = document.createElement('tr');
+    tr.className = 'delivery';
+    tr.dataset.msg = d.msg_id;
+    const cells = [
+      [dateTime(d.attempted_ms)], [d.msg_id], [answerText(d)], [d.error || '–'],
+      [t('console.deliveryTook', {ms: d.took_ms}), 'n'],
+      [d.replay ? t('console.deliveryKind.replay') : t('console.deliveryKind.stream')],
+    ];
+    tr.append(...cells.map(([text, cls]) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (cls) td.className = cls;
+      return td;
+    }));
+    return tr;
+  }));
+  table.classList.remove('hidden');
+}
+
+// Sends events to the selected endpoint again: one message or a time range; the answer says
+// how many are queued.
+async function replay(body) {
+  const h = C.hooks.find((x) => x.endpoint_id === C.hook);
+  if (!h) return;
+  const r = await admin('POST', hookPath(h.endpoint_id, '/replay'), body);
+  if (r.code) { failed(r, t('console.doing.replay', {url: h.url})); return; }
+  say(t('console.replayQueued', {count: r.body.queued, url: h.url}) + unrecorded(r), r.unrecorded ? 'warn' : 'ok');
+}
+
+async function replayRange(e) {
+  e.preventDefault();
+  const from = new Date($('r-from').value).getTime(), to = new Date($('r-to').value).getTime();
+  if (!(from < to)) { say(t('console.replayBackwards'), 'warn'); $('r-to').focus(); return; }
+  await replay({from_ms: from, to_ms: to});
 }
 
 // ---- the live view ---------------------------------------------------------------------------

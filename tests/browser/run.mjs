@@ -3,7 +3,8 @@
 // SECKILL_VIEWER_TOKEN, the payment
 // provider's sandbox, SECKILL_PROVIDER_URL, and its Redis, SECKILL_REDIS_URL). Each test runs in a fresh browser context; a
 // screenshot of each state goes to $SECKILL_ARTIFACTS. The buyer's whole journey, the console's
-// main flow and the accessibility checks run in each language the pages speak, their words
+// main flow, its order events' endpoints and the accessibility checks run in each language the
+// pages speak, their words
 // read from the pages' catalogues (web/i18n/); the other tests in English.
 // Usage: node run.mjs [name filter]
 import { chromium } from 'playwright-core';
@@ -750,6 +751,9 @@ test('console: a viewer reads the config center, is offered no change, and the s
   const e = await event(0);
   assert.equal((await api('PATCH', `/admin/events/${e.id}`, { body: { gray_percent: 40 } })).status, 200);
   const before = (await api('GET', `/admin/events/${e.id}`)).body.config;
+  const hookUrl = `https://shop.example.com/hooks/viewer-${Date.now().toString(36)}`;
+  const hook = await api('POST', '/admin/webhooks', { body: { url: hookUrl } });
+  assert.equal(hook.status, 201, JSON.stringify(hook.body));
   const p = await consoleOn(e.id, VIEWER);
   await p.locator('#who').filter({ hasText: 'watcher (viewer)' }).waitFor();
   await p.locator('#read-only').waitFor();
@@ -774,6 +778,16 @@ test('console: a viewer reads the config center, is offered no change, and the s
   }
   // Reading stays open to them.
   assert.ok(await p.getByRole('button', { name: 'Reload versions' }).isEnabled());
+  // The order events' endpoints: listed, their logs readable, no change offered.
+  const hookRow = p.locator(`#hooks-list tr[data-endpoint="${hook.body.endpoint.endpoint_id}"]`);
+  await hookRow.waitFor();
+  for (const name of [`Rotate secret: ${hookUrl}`, `Disable: ${hookUrl}`, `Remove: ${hookUrl}`]) {
+    assert.ok(await hookRow.getByRole('button', { name, exact: true }).isDisabled(), `${name} is disabled for a viewer`);
+  }
+  assert.ok(await p.getByRole('button', { name: 'Register', exact: true }).isDisabled());
+  await hookRow.getByRole('button', { name: `Deliveries and replay: ${hookUrl}`, exact: true }).click();
+  await p.locator('#deliveries-note').filter({ hasText: 'No delivery attempted yet.' }).waitFor();
+  assert.ok(await p.getByRole('button', { name: 'Replay this range', exact: true }).isDisabled());
   await shot(p, 'console-viewer');
   // The server refuses a viewer's change whatever a page offers, and nothing changes.
   const created = await versions.last().getAttribute('data-version');
@@ -781,6 +795,8 @@ test('console: a viewer reads the config center, is offered no change, and the s
     ['PATCH', `/admin/events/${e.id}`, { gray_percent: 10 }],
     ['POST', `/admin/events/${e.id}/rollback`, { version: Number(created) }],
     ['PUT', '/admin/limits/global', { rate: 5, burst: 5 }],
+    ['POST', '/admin/webhooks', { url: `${hookUrl}/2` }],
+    ['POST', `/admin/webhooks/${hook.body.endpoint.endpoint_id}/disable`],
   ]) {
     const r = await api(method, path, { bearer: VIEWER, body });
     assert.deepEqual([r.status, r.body.error.code], [403, 'forbidden'], `${method} ${path}`);
@@ -788,7 +804,140 @@ test('console: a viewer reads the config center, is offered no change, and the s
   assert.deepEqual((await api('GET', `/admin/events/${e.id}`)).body.config, before);
   assert.equal((await api('GET', `/admin/events/${e.id}/versions`)).body.versions.length, 2);
   assert.deepEqual((await api('GET', '/admin/limits/global')).body, { rate: 0, burst: 0 });
+  const hooks = (await api('GET', '/admin/webhooks')).body.endpoints.filter((h) => h.url.startsWith(hookUrl));
+  assert.deepEqual(hooks.map((h) => [h.url, h.enabled]), [[hookUrl, true]]);
+  assert.equal((await api('DELETE', `/admin/webhooks/${hook.body.endpoint.endpoint_id}`)).status, 200);
   await p.context().close();
+});
+
+/** The datetime-local value (this machine's time zone, as the browser's) of instant `ms`. */
+const localInput = (ms) => new Date(ms - new Date(ms).getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+
+for (const lang of LANGS) test(`console: order events' endpoints: a private URL refused, one registered with its secret shown once, rotated, disabled, enabled, a range replayed, its log, removed (${lang})`, async () => {
+  const run = `${lang}-${Date.now().toString(36)}`;
+  const url = `https://shop.example.com/hooks/${run}`;
+  const refused = `https://10.0.0.1/hooks/${run}`;
+  const listed = async () => (await api('GET', '/admin/webhooks')).body.endpoints;
+  const p = await consoleSignedIn(ADMIN, { lang, bypassCSP: true });
+  try {
+    const row = (u) => p.locator('#hooks-list tr.hook').filter({ has: p.locator('td div.url', { hasText: new RegExp(`^${literally(u)}$`) }) });
+    const mine = row(url);
+    const urlField = p.getByLabel(text(lang, 'console.label.hUrl'));
+    const register = p.getByRole('button', { name: text(lang, 'console.hookAdd'), exact: true });
+    const secretBox = p.locator('#hook-secret');
+    const secret = p.getByLabel(text(lang, 'console.label.hSecret'), { exact: true });
+    const button = (key) => mine.getByRole('button', { name: text(lang, key, { url }), exact: true });
+    await p.locator('#hooks-note').filter({ hasText: /\S/ }).waitFor(); // the list read
+
+    // A private address: refused in the page's words, nothing added, no secret.
+    await urlField.fill(refused);
+    await register.click();
+    await status(p).filter({ hasText: text(lang, 'error.invalid_endpoint') }).waitFor();
+    assert.equal(await status(p).getAttribute('data-tone'), 'bad');
+    assert.ok((await status(p).textContent()).startsWith(text(lang, 'console.doing.hookAdd')), await status(p).textContent());
+    assert.equal(await urlField.getAttribute('aria-invalid'), 'true');
+    assert.ok(await secretBox.isHidden(), 'no secret for a refused endpoint');
+    assert.equal(await row(refused).count(), 0);
+    assert.ok(!(await listed()).some((e) => e.url === refused), 'nothing registered');
+
+    // A public one: registered, listed, its secret shown this once.
+    await urlField.fill(url);
+    await p.getByLabel(text(lang, 'console.label.hDesc')).fill(`fulfilment ${run}`);
+    await register.click();
+    await status(p).filter({ hasText: text(lang, 'console.hookAdded', { url }) }).waitFor();
+    await secretBox.waitFor();
+    await p.getByRole('heading', { name: text(lang, 'console.hookSecretH') }).waitFor();
+    assert.equal(await p.locator('#hook-secret-note').textContent(), text(lang, 'console.hookSecretNew', { url }));
+    const first = await secret.inputValue();
+    assert.match(first, /^whsec_[A-Za-z0-9+/=]+$/);
+    assert.equal(await p.evaluate(() => document.activeElement.id), 'hook-secret-value');
+    assert.equal(await urlField.inputValue(), '', 'the form is cleared');
+    assert.equal(await urlField.getAttribute('aria-invalid'), null);
+    await mine.waitFor();
+    assert.equal(await mine.getAttribute('data-state'), 'active');
+    assert.equal(await mine.locator('td.state').textContent(), text(lang, 'console.hookState.active'));
+    assert.match(await mine.locator('td').first().textContent(), new RegExp(`fulfilment ${run}`));
+    await mine.locator('td.last').filter({ hasText: exactly(lang, 'console.hookNoDelivery') }).waitFor();
+    const endpoint = (await listed()).find((e) => e.url === url);
+    assert.ok(endpoint && !JSON.stringify(endpoint).includes(first), 'the list never carries the secret');
+    await shot(p, `console-hooks-secret-${lang}`);
+    await check(p, `console, an endpoint's secret shown (${lang})`);
+    // Hidden, it is gone from the page.
+    await p.getByRole('button', { name: text(lang, 'console.hookSecretHide'), exact: true }).click();
+    assert.ok(await secretBox.isHidden());
+    assert.equal(await p.locator('#hook-secret-value').inputValue(), '');
+
+    // Rotated: a new secret, once; the previous one signs beside it for a while.
+    await button('console.hookRotateLabel').click();
+    await status(p).filter({ hasText: text(lang, 'console.hookRotated', { url }) }).waitFor();
+    await secretBox.waitFor();
+    const second = await secret.inputValue();
+    assert.match(second, /^whsec_[A-Za-z0-9+/=]+$/);
+    assert.notEqual(second, first);
+    assert.ok((await p.locator('#hook-secret-note').textContent()).includes(url));
+    await mine.locator('td.state').filter({ hasText: textBefore(lang, 'console.hookOldSecret') }).waitFor();
+
+    // Disabled (by an operator, as the list says), then enabled again.
+    await button('console.hookDisableLabel').click();
+    await status(p).filter({ hasText: text(lang, 'console.hookDisabled', { url }) }).waitFor();
+    await mine.locator('td.state').filter({ hasText: text(lang, 'console.hookReason.operator') }).waitFor();
+    assert.equal(await mine.getAttribute('data-state'), 'disabled');
+    assert.ok((await mine.locator('td.state').textContent()).startsWith(textBefore(lang, 'console.hookState.disabled')));
+    assert.equal(await p.evaluate(() => document.activeElement.dataset.act), 'enable', 'the focus on the button that undoes it');
+    assert.equal((await listed()).find((e) => e.url === url).enabled, false);
+    await shot(p, `console-hooks-disabled-${lang}`);
+    await button('console.hookEnableLabel').click();
+    await status(p).filter({ hasText: text(lang, 'console.hookEnabled', { url }) }).waitFor();
+    await mine.locator('td.state > div').first().filter({ hasText: exactly(lang, 'console.hookState.active') }).waitFor();
+    assert.equal(await mine.getAttribute('data-state'), 'active');
+    assert.equal((await listed()).find((e) => e.url === url).enabled, true);
+
+    // Its log (nothing is delivered to example.com here) and replays.
+    await button('console.hookLogLabel').click();
+    await p.locator('#hook-h').filter({ hasText: exactly(lang, 'console.hookLogH', { url }) }).waitFor();
+    await p.locator('#deliveries-note').filter({ hasText: exactly(lang, 'console.noDeliveries') }).waitFor();
+    assert.equal(await button('console.hookLogLabel').getAttribute('aria-pressed'), 'true');
+    const now = Date.now();
+    await p.getByLabel(text(lang, 'console.label.rFrom')).fill(localInput(now - 3_600_000));
+    await p.getByLabel(text(lang, 'console.label.rTo')).fill(localInput(now + 120_000));
+    const [answer] = await Promise.all([
+      p.waitForResponse((r) => r.url().endsWith('/replay')),
+      p.getByRole('button', { name: text(lang, 'console.replayRange'), exact: true }).click(),
+    ]);
+    assert.equal(answer.status(), 200);
+    const asked = JSON.parse(answer.request().postData());
+    assert.deepEqual(asked, { from_ms: new Date(localInput(now - 3_600_000)).getTime(), to_ms: new Date(localInput(now + 120_000)).getTime() });
+    const { queued } = await answer.json();
+    await status(p).filter({ hasText: text(lang, 'console.replayQueued', { count: queued, url }) }).waitFor();
+    // A message that is not there: refused in words.
+    await p.getByLabel(text(lang, 'console.label.rMsg')).fill(`msg_none_${run}`);
+    await p.getByRole('button', { name: text(lang, 'console.replayMsg'), exact: true }).click();
+    await status(p).filter({ hasText: `${text(lang, 'console.doing.replay', { url })}` }).filter({ hasText: text(lang, 'error.not_found') }).waitFor();
+    await p.getByRole('button', { name: text(lang, 'console.reloadDeliveries'), exact: true }).click();
+    await p.locator('#deliveries-note').filter({ hasText: exactly(lang, 'console.noDeliveries') }).waitFor();
+    await shot(p, `console-hooks-log-${lang}`);
+    await check(p, `console, an endpoint's log (${lang})`);
+
+    // Removed, after a confirmation: dismissed, nothing is sent.
+    const removes = () => p.calls.filter((c) => c.method === 'DELETE' && c.path.startsWith('/admin/webhooks/')).length;
+    let question = '';
+    p.once('dialog', (d) => { question = d.message(); d.dismiss(); });
+    await button('console.hookRemoveLabel').click();
+    assert.equal(question, text(lang, 'console.hookRemoveConfirm', { url }));
+    assert.equal(removes(), 0, 'dismissed: nothing sent');
+    assert.equal(await mine.count(), 1);
+    p.once('dialog', (d) => d.accept());
+    await button('console.hookRemoveLabel').click();
+    await status(p).filter({ hasText: text(lang, 'console.hookRemoved', { url }) }).waitFor();
+    await mine.waitFor({ state: 'detached' });
+    assert.equal(removes(), 1);
+    assert.ok(!(await listed()).some((e) => e.url === url), 'removed');
+    assert.ok(await secretBox.isHidden(), 'its secret goes with it');
+    assert.ok(await p.locator('#hook').isHidden(), 'and its log');
+  } finally {
+    for (const e of await listed()) if (e.url === url || e.url === refused) await api('DELETE', `/admin/webhooks/${e.endpoint_id}`);
+    await p.context().close();
+  }
 });
 
 test('console conditions use the Prometheus alert rules\' names and thresholds', async () => {
