@@ -6,8 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
+use crate::factors::blocked_networks::BlockedNetworks;
+use crate::factors::client_tls::ClientTls;
 use crate::factors::spin_costs::SpinCostTotals;
 use crate::factors::{ConfigureAppContext, ConnectionMode, outbound_http, postgres, redis};
 use crate::manifest::ManifestFile;
@@ -54,8 +56,41 @@ pub struct Options {
     pub tls: crate::factors::tls::TlsTrust,
     /// Where compiled components are kept between loads (`None`: compile every time).
     pub compile_cache: Option<std::path::PathBuf>,
-    /// Where outbound HTTP may not go (the runtime configuration's `block_networks`).
-    pub blocked_networks: crate::factors::blocked_networks::BlockedNetworks,
+    /// Where outbound HTTP and Redis may not go (the runtime configuration's `block_networks`).
+    pub blocked_networks: BlockedNetworks,
+    /// Other roots for some components' HTTPS to some hosts (the runtime configuration's
+    /// `[[client_tls]]`).
+    pub client_tls: ClientTls,
+    /// Addresses given for names outbound HTTP reaches (`--resolve`).
+    pub resolve: crate::factors::outbound_http::NameOverrides,
+}
+
+impl Options {
+    /// These options with Spin's runtime configuration file at `path` (`spin up
+    /// --runtime-config-file`): its `[outbound_networking] block_networks` and `[[client_tls]]`.
+    /// Any other table is refused, not ignored.
+    pub fn with_runtime_config_file(mut self, path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let table: toml::Table =
+            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        const READ: [&str; 2] = ["outbound_networking", "client_tls"];
+        if let Some(other) = table.keys().find(|k| !READ.contains(&k.as_str())) {
+            anyhow::bail!(
+                "{}: seckill-host reads only [outbound_networking] and [[client_tls]] of Spin's runtime configuration, not {other:?}",
+                path.display()
+            );
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let in_file = || format!("in {}", path.display());
+        if let Some(blocked) = BlockedNetworks::from_runtime_config(&table).with_context(in_file)? {
+            self.blocked_networks = blocked;
+        }
+        if let Some(tls) = ClientTls::from_runtime_config(&table, dir).with_context(in_file)? {
+            self.client_tls = tls;
+        }
+        Ok(self)
+    }
 }
 
 /// A loaded app, ready to serve.
@@ -80,6 +115,7 @@ impl App {
             redis: redis::RuntimeConfig {
                 connection_mode: options.connection_mode,
                 tls: options.tls.clone(),
+                blocked: options.blocked_networks.clone(),
             },
             postgres: postgres::RuntimeConfig {
                 tls: options.tls.clone(),
@@ -87,7 +123,9 @@ impl App {
             variables: (),
             http: outbound_http::RuntimeConfig {
                 tls: options.tls.clone(),
+                client_tls: options.client_tls.clone(),
                 blocked: options.blocked_networks.clone(),
+                resolve: options.resolve.clone(),
             },
         };
         let app = ConfigureAppContext {

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use seckill_host::factors::blocked_networks::BlockedNetworks;
 use seckill_host::manifest::expressions::Providers;
 use seckill_host::runtime::overload::QueueControl;
 use seckill_host::trigger::http::HttpTrigger;
@@ -120,9 +119,15 @@ struct AppArgs {
     #[arg(long)]
     compile_cache: Option<PathBuf>,
     /// Spin's runtime configuration file (`spin up --runtime-config-file`). The host reads its
-    /// `[outbound_networking] block_networks`; any other table is refused, not ignored.
+    /// `[outbound_networking] block_networks` and `[[client_tls]]`; any other table is refused,
+    /// not ignored.
     #[arg(long)]
     runtime_config_file: Option<PathBuf>,
+    /// `NAME:ADDRESS`: outbound HTTP to NAME connects to ADDRESS instead of looking it up, as
+    /// curl's --resolve (the local stand-in for a DNS record: a test's server on loopback
+    /// reached by a public name). The blocked networks still apply. Repeatable.
+    #[arg(long, value_name = "NAME:ADDRESS", value_parser = parse_resolve)]
+    resolve: Vec<(String, std::net::IpAddr)>,
 }
 
 /// How `up` serves: limits, timeouts, shutdown, metrics. Durations are `500ms`, `30s`, `2m` or
@@ -229,30 +234,30 @@ impl AppArgs {
                 None => seckill_host::factors::tls::TlsTrust::system(),
             },
             compile_cache: self.compile_cache.clone(),
-            blocked_networks: self.blocked_networks()?,
+            resolve: std::sync::Arc::new(self.resolve.iter().cloned().collect()),
+            ..Options::default()
+        };
+        let options = match &self.runtime_config_file {
+            Some(path) => options.with_runtime_config_file(path)?,
+            None => options,
         };
         App::load(&self.manifest, options)
     }
+}
 
-    /// What `--runtime-config-file` blocks (nothing without one).
-    fn blocked_networks(&self) -> Result<BlockedNetworks> {
-        let Some(path) = &self.runtime_config_file else {
-            return Ok(BlockedNetworks::default());
-        };
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let table: toml::Table =
-            toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        if let Some(other) = table.keys().find(|k| *k != "outbound_networking") {
-            bail!(
-                "{}: seckill-host reads only [outbound_networking] of Spin's runtime configuration, not {other:?}",
-                path.display()
-            );
-        }
-        Ok(BlockedNetworks::from_runtime_config(&table)
-            .with_context(|| format!("in {}", path.display()))?
-            .unwrap_or_default())
+/// `NAME:ADDRESS` of `--resolve` (an IPv6 address in brackets or not).
+fn parse_resolve(raw: &str) -> Result<(String, std::net::IpAddr), String> {
+    let (name, address) = raw
+        .split_once(':')
+        .ok_or_else(|| format!("{raw:?} is not NAME:ADDRESS"))?;
+    let address = address.trim_start_matches('[').trim_end_matches(']');
+    let ip = address
+        .parse()
+        .map_err(|e| format!("{address:?} is not an IP address: {e}"))?;
+    if name.is_empty() {
+        return Err(format!("{raw:?} names no host"));
     }
+    Ok((name.to_ascii_lowercase(), ip))
 }
 
 fn main() -> Result<()> {

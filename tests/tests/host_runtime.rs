@@ -1039,7 +1039,9 @@ fn traces_follow_a_request_into_redis_and_postgres() -> Result<()> {
 /// `--runtime-config-file` with Spin's `[outbound_networking] block_networks = ["private"]`: an
 /// outbound request the manifest allows, to a loopback destination named by address or by a name
 /// that resolves to it, fails with `destination-ip-prohibited` and never connects (Spin's
-/// `remove_blocked_addrs`); a table the host does not read stops it at startup.
+/// `remove_blocked_addrs`); so does opening Redis on loopback, shared or per request (Spin
+/// 3.6.3's `SpinDnsResolver` in `factor-outbound-redis`); a table the host does not read stops
+/// it at startup.
 #[test]
 fn blocked_networks_refuse_an_allowed_destination_inside_them() -> Result<()> {
     let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
@@ -1074,7 +1076,17 @@ fn blocked_networks_refuse_an_allowed_destination_inside_them() -> Result<()> {
             Some(ErrorKind::WouldBlock),
             "{echo_host}: a connection reached the blocked destination"
         );
+        let resp = get(host.addr, "/conformance/redis")?;
+        assert!(resp.contains(r#""open":"Err("#), "{echo_host}: {resp}");
     }
+    let faithful = HostProcess::start(
+        "tests/manifests/conformance.toml",
+        &[("redis_host", redis.host()), ("pg_host", pg.host())],
+        &["--runtime-config-file", &config, "--spin-faithful"],
+    )?;
+    let resp = get(faithful.addr, "/conformance/redis")?;
+    assert!(resp.contains(r#""open":"Err("#), "per request: {resp}");
+    drop(faithful);
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "[[key_value_store]]\ntype = \"redis\"\n")?;
     let refused = HostProcess::start(

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use reqwest::Method;
 use seckill_testkit::{
-    ADMIN_TOKEN, OPERATOR, PgServer, RedisServer, SCHEDULER, SCHEDULER_TOKEN, TestApp,
-    VIEWER_TOKEN, app_vars, derived_from, jwt_for,
+    ADMIN_TOKEN, OPERATOR, PgServer, RedisServer, SCHEDULER, SCHEDULER_TOKEN, ShopReceiver,
+    TestApp, TestCa, VIEWER_TOKEN, app_vars, derived_from, jwt_for,
 };
 use serde_json::json;
 
@@ -344,5 +344,138 @@ async fn a_scheduler_runs_the_jobs_and_nothing_else_one_run_at_a_time() -> Resul
         )
         .await?;
     assert_eq!(status, 200, "the lease was handed back: {body}");
+    Ok(())
+}
+
+/// The shop's public name in the delivery test: its certificate names it, and the host
+/// resolves it to the kit's receiver (`--resolve`, the test's DNS record).
+const SHOP: &str = "shop.seckill.test";
+/// The loopback address the shop listens on.
+const SHOP_ADDRESS: &str = "127.0.0.2";
+
+/// `spin.http.toml` with Spin's runtime configuration `config` (written at `path`), the shop's
+/// name resolved to its address.
+async fn with_runtime_config(
+    redis: &RedisServer,
+    pg: &PgServer,
+    path: &std::path::Path,
+    config: &str,
+) -> Result<TestApp> {
+    std::fs::write(path, config)?;
+    TestApp::builder("spin.http.toml")
+        .vars(&app_vars(redis, pg))
+        .runtime_config_file(path)
+        .resolve(SHOP, SHOP_ADDRESS.parse()?)
+        .start()
+        .await
+}
+
+/// The scheduler's run of the delivery job.
+async fn deliver_events(app: &TestApp) -> Result<(u16, serde_json::Value)> {
+    app.call(
+        Method::POST,
+        "/admin/jobs/deliver-events",
+        Some(SCHEDULER_TOKEN),
+        None,
+    )
+    .await
+}
+
+/// Order events reach the shop on the cron-free manifest: the scheduler's call to
+/// `/admin/jobs/deliver-events` (the `deliver-events` component's own route) sends them over
+/// the host's outbound HTTPS, trusting the shop's CA as Spin's `[[client_tls]]` says for that
+/// component and host, to the kit's receiver, which verifies each with the Standard Webhooks
+/// library. With the shop's address in `block_networks`, the next run reaches nothing: the
+/// endpoint is failing, the refusal in its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_events_reach_the_shop_over_https_from_the_job_route() -> Result<()> {
+    let ca = TestCa::for_names(&[SHOP])?;
+    let shop = ShopReceiver::start_tls(SHOP_ADDRESS, &ca)?;
+    let (redis, pg) = (RedisServer::start()?, PgServer::start()?);
+    pg.migrate().await?;
+    let dir = tempfile::tempdir()?;
+    let client_tls = format!(
+        "[[client_tls]]\ncomponent_ids = [\"deliver-events\"]\nhosts = [\"{SHOP}\"]\nca_roots_file = {:?}\n",
+        ca.path("ca.pem")
+    );
+    let received = || tokio::task::block_in_place(|| shop.received());
+
+    let app = with_runtime_config(&redis, &pg, &dir.path().join("tls.toml"), &client_tls).await?;
+    let url = shop.endpoint(SHOP, "/orders/events")?;
+    let (status, made) = app
+        .admin(
+            Method::POST,
+            "/admin/webhooks",
+            Some(&json!({ "url": url })),
+        )
+        .await?;
+    assert_eq!(status, 201, "{made}");
+    let secret = made["secret"].as_str().expect("a secret");
+    tokio::task::block_in_place(|| shop.hold_secrets(&[secret]))?;
+    let event = "delivered";
+    app.open_event(event, json!({ "stock": 5 })).await?;
+    for user in ["buyer-a", "buyer-b"] {
+        buy(&app, event, user).await?;
+    }
+    let (status, drained) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(
+        (status, &drained["inserted"]),
+        (200, &json!(2)),
+        "{drained}"
+    );
+    let (status, report) = deliver_events(&app).await?;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (&report["delivered"], &report["failed"]),
+        (&json!(2), &json!(0)),
+        "{report}"
+    );
+    let got = received()?;
+    assert_eq!(got.len(), 2, "{got:?}");
+    for delivery in &got {
+        assert!(delivery.verified, "{delivery:?}");
+        assert_eq!(
+            delivery.kind.as_deref(),
+            Some("order.landed"),
+            "{delivery:?}"
+        );
+        assert!(
+            delivery
+                .id
+                .as_deref()
+                .is_some_and(|id| id.starts_with("msg_"))
+        );
+    }
+    let (_, again) = deliver_events(&app).await?;
+    assert_eq!(again["delivered"], 0, "delivered once each: {again}");
+    drop(app);
+
+    // The shop's address blocked: the delivery never connects.
+    let blocked =
+        format!("[outbound_networking]\nblock_networks = [\"{SHOP_ADDRESS}/32\"]\n{client_tls}");
+    let app = with_runtime_config(&redis, &pg, &dir.path().join("blocked.toml"), &blocked).await?;
+    buy(&app, event, "buyer-c").await?;
+    let (status, _) = app.admin(Method::POST, "/admin/jobs/drain", None).await?;
+    assert_eq!(status, 200);
+    let (status, report) = deliver_events(&app).await?;
+    assert_eq!(
+        (status, &report["delivered"], &report["failed"]),
+        (200, &json!(0), &json!(1)),
+        "{report}"
+    );
+    assert_eq!(received()?.len(), 2, "nothing reached the blocked address");
+    let (_, listed) = app.admin(Method::GET, "/admin/webhooks", None).await?;
+    let endpoint = &listed["endpoints"][0];
+    assert!(
+        endpoint["failing_since_ms"].as_i64() > Some(0),
+        "{endpoint}"
+    );
+    let error = endpoint["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.to_ascii_lowercase().contains("prohibited"),
+        "{endpoint}"
+    );
+    // The receiver's client runs on a runtime of its own, which may not end inside this one.
+    tokio::task::block_in_place(|| drop(shop));
     Ok(())
 }

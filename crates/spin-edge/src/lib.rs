@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod health;
 pub mod http;
+pub mod jobs;
 pub mod order_events;
 pub mod outbound;
 pub mod payments;

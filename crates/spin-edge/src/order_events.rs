@@ -3,13 +3,15 @@
 //! delivering component alone may reach any; the runtime's blocked networks keep private ones
 //! out).
 
-use seckill_domain::clock;
-use seckill_domain::error::Error;
-use seckill_domain::order_events::deliver::{DeliveryReport, Sender, deliver};
+use std::time::Duration;
+
+use seckill_domain::jobs::{self, Repeated};
+use seckill_domain::order_events::deliver::{DeliveryReport, Sender};
 
 use crate::config;
 use crate::error::ApiError;
 use crate::outbound::{self, Outbound};
+use crate::postgres::SpinPg;
 
 /// Sends to the endpoints' URLs.
 pub struct Endpoints;
@@ -48,20 +50,11 @@ fn split(url: &str) -> Result<(&str, String), String> {
     Ok((authority, path))
 }
 
-/// One run of the delivery job, within `budget_ms`.
-pub fn deliver_for(budget_ms: u64) -> Result<DeliveryReport, ApiError> {
+/// The delivery job over `db`, again and again for `budget` (once when it is zero).
+pub fn deliver_for(db: &SpinPg, budget: Duration) -> Result<Repeated<DeliveryReport>, ApiError> {
     let settings = config::Settings::read()?;
-    let db = config::postgres()?;
-    let started = clock::now_ms();
-    let report = deliver(
-        &db,
-        &mut Endpoints,
-        &settings.order_events_options(),
-        started,
-        || clock::now_ms() >= started + budget_ms,
-    )
-    .map_err(Error::from)?;
-    Ok(report)
+    let opts = settings.order_events_options();
+    Ok(jobs::deliver_events_for(db, &mut Endpoints, &opts, budget)?)
 }
 
 #[cfg(test)]

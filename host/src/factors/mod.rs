@@ -6,6 +6,7 @@
 
 pub mod allowed_hosts;
 pub mod blocked_networks;
+pub mod client_tls;
 pub mod component;
 pub mod outbound_http;
 pub mod postgres;

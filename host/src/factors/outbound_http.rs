@@ -6,11 +6,13 @@
 //!
 //! Connections are pooled and shared by every instance, per origin, as Spin does from v3.4
 //! (PRs #3229, #3240): a request to an origin reuses an idle kept-alive connection. HTTP/1.1,
-//! TLS trusting the host's roots (`tls.rs`), at most [`MAX_IDLE_PER_ORIGIN`] idle connections
+//! TLS trusting the host's roots (`tls.rs`) or, for the component and host a `[[client_tls]]`
+//! entry names, that entry's (`client_tls.rs`), at most [`MAX_IDLE_PER_ORIGIN`] idle connections
 //! per origin, closed after [`IDLE_TIMEOUT`]. A destination whose every address the runtime
 //! configuration blocks (`block_networks.rs`) fails with `destination-ip-prohibited`, its name
 //! resolved once, by the connector that then connects to what remains.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -25,6 +27,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
+use rustls::ClientConfig;
 use tracing::Instrument;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi_http::p2::bindings::LinkOptions;
@@ -35,6 +38,7 @@ use wasmtime_wasi_http::{
 
 use crate::factors::allowed_hosts::default_port;
 use crate::factors::blocked_networks::{BlockedNetworks, Prohibited};
+use crate::factors::client_tls::ClientTls;
 use crate::factors::component::ComponentConfig;
 use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
@@ -52,20 +56,39 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct RuntimeConfig {
     /// The roots outbound HTTPS trusts.
     pub tls: TlsTrust,
+    /// Other roots for some components' requests to some hosts (`[[client_tls]]`).
+    pub client_tls: ClientTls,
     /// Where no request may go.
     pub blocked: BlockedNetworks,
+    /// Addresses given for names, in place of looking them up (`seckill-host up --resolve`).
+    pub resolve: NameOverrides,
 }
 
-/// The app-wide outbound HTTP client: kept-alive connections, shared across instances.
+/// Addresses given for names, as curl's `--resolve` gives them: the local host's stand-in for a
+/// DNS record, so that a test's server on loopback can have the public name it is registered by.
+/// The blocked networks apply to them as to any address.
+pub type NameOverrides = Arc<HashMap<String, IpAddr>>;
+
+type PooledClient = Client<HttpsConnector<HttpConnector<Resolver>>, WasiBody>;
+
+/// The app-wide outbound HTTP clients: kept-alive connections, shared across instances.
 #[derive(Clone)]
 pub struct HttpPool {
-    client: Client<HttpsConnector<HttpConnector<Resolver>>, WasiBody>,
+    /// With the default roots.
+    client: PooledClient,
+    /// One per `[[client_tls]]` entry, in its order.
+    client_tls: Vec<PooledClient>,
+    /// Which of those a component uses for a host.
+    which: ClientTls,
     blocked: BlockedNetworks,
 }
 
 /// Resolves a destination's name, leaving out the blocked addresses; fails when it leaves none.
 #[derive(Clone)]
-struct Resolver(BlockedNetworks);
+struct Resolver {
+    blocked: BlockedNetworks,
+    overrides: NameOverrides,
+}
 
 impl tower_service::Service<Name> for Resolver {
     type Response = std::vec::IntoIter<SocketAddr>;
@@ -77,9 +100,12 @@ impl tower_service::Service<Name> for Resolver {
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        let blocked = self.0.clone();
+        let (blocked, overrides) = (self.blocked.clone(), self.overrides.clone());
         Box::pin(async move {
-            let all: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let all: Vec<SocketAddr> = match overrides.get(name.as_str()) {
+                Some(ip) => vec![SocketAddr::new(*ip, 0)],
+                None => tokio::net::lookup_host((name.as_str(), 0)).await?.collect(),
+            };
             let allowed: Vec<SocketAddr> = all
                 .iter()
                 .copied()
@@ -98,26 +124,48 @@ impl tower_service::Service<Name> for Resolver {
 }
 
 impl HttpPool {
-    /// A pool whose TLS connections verify against `config`'s roots and that reaches no
-    /// blocked network.
+    /// A pool whose TLS connections verify against `config`'s roots (or a `[[client_tls]]`
+    /// entry's) and that reaches no blocked network.
     pub fn new(config: &RuntimeConfig) -> Self {
-        let mut http = HttpConnector::new_with_resolver(Resolver(config.blocked.clone()));
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config((*config.tls.client_config()).clone())
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(MAX_IDLE_PER_ORIGIN)
-            .pool_idle_timeout(IDLE_TIMEOUT)
-            .build(connector);
+        let client = |tls: &ClientConfig| {
+            let resolver = Resolver {
+                blocked: config.blocked.clone(),
+                overrides: config.resolve.clone(),
+            };
+            let mut http = HttpConnector::new_with_resolver(resolver);
+            http.enforce_http(false);
+            http.set_nodelay(true);
+            http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
+            let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls.clone())
+                .https_or_http()
+                .enable_http1()
+                .wrap_connector(http);
+            Client::builder(TokioExecutor::new())
+                .pool_max_idle_per_host(MAX_IDLE_PER_ORIGIN)
+                .pool_idle_timeout(IDLE_TIMEOUT)
+                .build(connector)
+        };
         HttpPool {
-            client,
+            client: client(&config.tls.client_config()),
+            client_tls: config
+                .client_tls
+                .configs()
+                .iter()
+                .map(|c| client(c))
+                .collect(),
+            which: config.client_tls.clone(),
             blocked: config.blocked.clone(),
         }
+    }
+
+    /// The client `component` sends a request to `uri` with.
+    fn client_for(&self, component: &str, uri: &http::Uri) -> &PooledClient {
+        let host = uri.host().unwrap_or("");
+        self.which
+            .index(component, host)
+            .and_then(|i| self.client_tls.get(i))
+            .unwrap_or(&self.client)
     }
 
     /// Whether `uri` names a blocked address itself (a name is checked once resolved).
@@ -129,16 +177,18 @@ impl HttpPool {
             .is_ok_and(|ip| self.blocked.is_blocked(ip))
     }
 
-    /// Sends `request` over a pooled connection; the response body streams.
+    /// Sends `component`'s `request` over a pooled connection; the response body streams.
     async fn send(
         &self,
+        component: &str,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
     ) -> Result<http::Response<WasiBody>, Error> {
         let first_byte = options
             .and_then(|o| o.first_byte_timeout)
             .unwrap_or(DEFAULT_TIMEOUT);
-        let response = tokio::time::timeout(first_byte, self.client.request(request))
+        let client = self.client_for(component, request.uri());
+        let response = tokio::time::timeout(first_byte, client.request(request))
             .await
             .map_err(|_| Error::ConnectionReadTimeout)?
             .map_err(client_error)?;
@@ -286,7 +336,11 @@ impl WasiHttpHooks for OutboundHttp {
             tracing::error!(component = %self.component.id, uri = %request.uri(), "destination blocked by the runtime config");
             return Box::new(async { Err(Error::DestinationIpProhibited) });
         }
-        let (pool, waited) = (self.pool.clone(), self.waited.clone());
+        let (pool, waited, component) = (
+            self.pool.clone(),
+            self.waited.clone(),
+            self.component.clone(),
+        );
         let span = client_span!(
             "spin_outbound_http.send_request",
             "http.request.method" = request.method().as_str(),
@@ -300,7 +354,7 @@ impl WasiHttpHooks for OutboundHttp {
         Box::new(
             async move {
                 let sent = Instant::now();
-                let response = pool.send(request, options).await;
+                let response = pool.send(&component.id, request, options).await;
                 let nanos = sent.elapsed().as_nanos().try_into().unwrap_or(u64::MAX);
                 waited.fetch_add(nanos, Ordering::Relaxed);
                 let response = response?;

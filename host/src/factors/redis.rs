@@ -5,20 +5,31 @@
 //! every `open` (so every request pays a TCP handshake); by default we share one auto-reconnecting
 //! multiplexed connection per address across all instances. `ConnectionMode::SpinFaithful`
 //! restores Spin's behaviour. Reply size: a reply above [`MAX_REPLY_BYTES`] is `other(..)`.
+//!
+//! The runtime configuration's blocked networks apply here as in Spin 3.6.3
+//! (`crates/factor-outbound-redis/src/host.rs`, `SpinDnsResolver`: the blocked addresses are
+//! left out of what the name resolves to, so a name left with none does not connect). A new
+//! connection resolves through that filter; the shared one (whose redis-rs manager takes no
+//! resolver) is refused before it is made when every address is blocked. One difference: Spin
+//! hands redis-rs 0.32 an empty list, on which its connect panics (`select_ok` of nothing) and
+//! the request traps; here the `open` fails with `other(..)`, which the guest can answer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use redis::AsyncConnectionConfig;
 use redis::aio::{
     ConnectionLike as _, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
+use redis::io::AsyncDNSResolver;
 use redis::{FromRedisValue, Value};
 use seckill_redis_reply::Reply;
 use tokio::sync::OnceCell;
 use tracing::Instrument;
 use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable};
 
+use crate::factors::blocked_networks::{BlockedNetworks, Prohibited};
 use crate::factors::component::ComponentConfig;
 use crate::factors::spin_costs::InstanceMeter;
 use crate::factors::tls::TlsTrust;
@@ -148,6 +159,8 @@ pub struct RedisPools {
     trust: TlsTrust,
     /// Clients by address (an address is a handful of Spin variables: a small map).
     clients: RwLock<HashMap<String, redis::Client>>,
+    /// Where no connection may go.
+    blocked: BlockedNetworks,
 }
 
 impl Default for RedisPools {
@@ -166,7 +179,14 @@ impl RedisPools {
             max_reply_bytes: MAX_REPLY_BYTES,
             trust,
             clients: RwLock::default(),
+            blocked: BlockedNetworks::default(),
         }
+    }
+
+    /// The same pools, connecting to no address of `blocked`.
+    pub fn with_blocked(mut self, blocked: BlockedNetworks) -> Self {
+        self.blocked = blocked;
+        self
     }
 
     /// The same pools, refusing replies above `max` bytes instead of [`MAX_REPLY_BYTES`].
@@ -222,8 +242,10 @@ impl RedisPools {
         let client = self.client(address)?;
         match self.mode {
             ConnectionMode::SpinFaithful => {
+                let config =
+                    AsyncConnectionConfig::new().set_dns_resolver(Unblocked(self.blocked.clone()));
                 let conn = client
-                    .get_multiplexed_async_connection()
+                    .get_multiplexed_async_connection_with_config(&config)
                     .await
                     .map_err(other)?;
                 self.opened.fetch_add(1, Ordering::Relaxed);
@@ -240,6 +262,7 @@ impl RedisPools {
                 // A failed attempt leaves the cell empty: the next waiter tries in turn.
                 let conn = cell
                     .get_or_try_init(|| async {
+                        self.check_not_blocked(&client).await?;
                         let conn = ConnectionManager::new_with_config(client, reconnect_policy())
                             .await
                             .map_err(other)?;
@@ -250,6 +273,50 @@ impl RedisPools {
                 Ok(Conn::Shared(conn.clone()))
             }
         }
+    }
+}
+
+impl RedisPools {
+    /// Fails when every address `client`'s host resolves to is blocked.
+    async fn check_not_blocked(&self, client: &redis::Client) -> Result<(), Error> {
+        if self.blocked.is_empty() {
+            return Ok(());
+        }
+        let (host, port) = match &client.get_connection_info().addr {
+            redis::ConnectionAddr::Tcp(host, port)
+            | redis::ConnectionAddr::TcpTls { host, port, .. } => (host.as_str(), *port),
+            _ => return Ok(()),
+        };
+        let resolver = Unblocked(self.blocked.clone());
+        resolver.resolve(host, port).await.map(drop).map_err(other)
+    }
+}
+
+/// Resolves a name as Tokio does, leaving out the blocked addresses (Spin's `SpinDnsResolver`).
+struct Unblocked(BlockedNetworks);
+
+impl AsyncDNSResolver for Unblocked {
+    fn resolve<'a, 'b: 'a>(
+        &'a self,
+        host: &'b str,
+        port: u16,
+    ) -> redis::RedisFuture<'a, Box<dyn Iterator<Item = std::net::SocketAddr> + Send + 'a>> {
+        Box::pin(async move {
+            let all: Vec<_> = tokio::net::lookup_host((host, port)).await?.collect();
+            let left: Vec<_> = all
+                .iter()
+                .copied()
+                .filter(|a| !self.0.is_blocked(a.ip()))
+                .collect();
+            if left.is_empty() && !all.is_empty() {
+                tracing::error!(
+                    host,
+                    "every address of the Redis destination is blocked by the runtime config"
+                );
+                return Err(std::io::Error::other(Prohibited).into());
+            }
+            Ok(Box::new(left.into_iter()) as Box<dyn Iterator<Item = _> + Send>)
+        })
     }
 }
 
@@ -287,6 +354,8 @@ pub struct RuntimeConfig {
     pub connection_mode: ConnectionMode,
     /// The roots `rediss://` trusts.
     pub tls: TlsTrust,
+    /// Where no connection may go.
+    pub blocked: BlockedNetworks,
 }
 
 impl Factor for InstanceState {
@@ -300,10 +369,9 @@ impl Factor for InstanceState {
         config: RuntimeConfig,
         _: &ConfigureAppContext<'_>,
     ) -> Result<Arc<RedisPools>, ManifestError> {
-        Ok(Arc::new(RedisPools::new(
-            config.connection_mode,
-            config.tls,
-        )))
+        Ok(Arc::new(
+            RedisPools::new(config.connection_mode, config.tls).with_blocked(config.blocked),
+        ))
     }
 
     fn prepare(ctx: PrepareContext<'_, Arc<RedisPools>>) -> Self {

@@ -187,6 +187,7 @@ locals {
     "${var.app_name}-drain"           = "/admin/jobs/drain?for_ms=${var.akamai_drain_for_ms}&key=${local.job_key}"
     "${var.app_name}-timeout-release" = "/admin/jobs/timeout-release?for_ms=${var.akamai_drain_for_ms}&key=${local.job_key}"
     "${var.app_name}-reconcile"       = "/admin/jobs/reconcile?key=${local.job_key}"
+    "${var.app_name}-deliver-events"  = "/admin/jobs/deliver-events?for_ms=${var.akamai_drain_for_ms}&key=${local.job_key}"
   }
 }
 

@@ -372,7 +372,9 @@ resource "kubernetes_manifest" "backend_traffic_policy" {
 # --- The scheduler: a ticker that keeps the drain and the timeout release running -----------------
 # A CronJob fires once a minute at best; the drain runs every second under spin.toml's cron. The
 # ticker calls POST /admin/jobs/drain?for_ms=N (the app drains for N ms), then one timeout-release
-# pass, then again at once; reconcile every reconcile_every_s. The drain's lease in Redis makes a
+# pass, then again at once; reconcile every reconcile_every_s. Beside that loop, a second one keeps
+# the order events flowing to the shop (POST /admin/jobs/deliver-events?for_ms=N), so a slow
+# endpoint never holds the drain back. The drain's lease in Redis makes a
 # second ticker (or a rollout overlap) harmless. It calls the critical SpinApp's Service: the
 # jobs are critical, so a buyers' flood on the main app never starves the drain. It sends the
 # scheduler token (role scheduler: the job routes and nothing else) from the Secret's header file.
@@ -388,6 +390,9 @@ locals {
       fi
       echo
     }
+    while :; do
+      call "/admin/jobs/deliver-events?for_ms=$DRAIN_FOR_MS" $((DRAIN_FOR_MS / 1000 + 60))
+    done &
     while :; do
       call "/admin/jobs/drain?for_ms=$DRAIN_FOR_MS" $((DRAIN_FOR_MS / 1000 + 30))
       call "/admin/jobs/timeout-release" 60

@@ -115,7 +115,7 @@ enum Command {
     Job {
         /// Which job.
         job: Job,
-        /// Keep running it this long (drain and timeout-release; at most 60s).
+        /// Keep running it this long (drain, timeout-release and deliver-events; at most 60s).
         #[arg(long = "for", value_parser = parse_duration)]
         for_: Option<Duration>,
         /// reconcile: this event only.

@@ -114,8 +114,20 @@ pub fn job(name: &str, v: &Value) -> String {
     match name {
         "drain" => drain_report(v),
         "timeout-release" => timeout_release_report(v),
+        "deliver-events" => delivery_report(v),
         _ => reconcile_report(v),
     }
+}
+
+fn delivery_report(v: &Value) -> String {
+    format!(
+        "deliver-events: {} delivered, {} failed, {} endpoints disabled, lag at most {} ms, in {} run(s)",
+        num(&v["delivered"]),
+        num(&v["failed"]),
+        num(&v["disabled"]),
+        num(&v["max_lag_ms"]),
+        num(&v["runs"])
+    )
 }
 
 fn drain_report(v: &Value) -> String {

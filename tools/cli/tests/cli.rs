@@ -134,6 +134,12 @@ async fn a_sale_run_from_the_command_line() -> Result<()> {
     let line = ok(&run(&["job", "reconcile", "--event", "e1"]));
     assert!(line.starts_with("ok  e1: stock 20, in Redis "), "{line}");
     assert!(line.contains(", in transit 0, in flight "), "{line}");
+    // No endpoint registered yet: the delivery job runs, and sends nothing.
+    let delivered = ok(&run(&["job", "deliver-events"]));
+    assert!(
+        delivered.starts_with("deliver-events: 0 delivered, 0 failed, 0 endpoints disabled"),
+        "{delivered}"
+    );
 
     // Switches: paused, buyers meet it; resumed.
     assert!(ok(&run(&["patch", "e1", "--pause"])).contains("updated e1: enabled=false"));

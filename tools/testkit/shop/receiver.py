@@ -4,6 +4,10 @@ Standard Webhooks deliveries and verifies each with the specification's referenc
 (`standardwebhooks` on PyPI), as a shop's endpoint would, never with seckill's own code.
 
     receiver.py            listens on a free loopback port; prints "listening <port>" once ready
+    receiver.py --tls ADDRESS CERT KEY
+                           also takes deliveries over HTTPS on a free port of ADDRESS (CERT and
+                           KEY in PEM), as a shop's public endpoint does; prints
+                           "listening <port> <tls port>"
 
 Controlled by the test over HTTP (JSON):
     PUT /secrets    ["whsec_…", …]           the secrets it holds (a delivery verifies with any)
@@ -14,6 +18,7 @@ signature does not verify.
 """
 
 import json
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -89,7 +94,16 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    print(f"listening {server.server_address[1]}", flush=True)
+    ports = [server.server_address[1]]
+    if sys.argv[1:2] == ["--tls"]:
+        address, cert, key = sys.argv[2:5]
+        tls = ThreadingHTTPServer((address, 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        tls.socket = context.wrap_socket(tls.socket, server_side=True)
+        ports.append(tls.server_address[1])
+        threading.Thread(target=tls.serve_forever, daemon=True).start()
+    print("listening " + " ".join(map(str, ports)), flush=True)
     server.serve_forever()
 
 

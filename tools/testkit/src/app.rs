@@ -68,6 +68,8 @@ pub struct TestAppBuilder<'a> {
     rest: bool,
     max_instances: u32,
     queue_control: QueueControl,
+    runtime_config: Option<std::path::PathBuf>,
+    resolve: Vec<(String, std::net::IpAddr)>,
 }
 
 /// The proof of work the test events ask by default: none, so a test may ask for admission
@@ -126,6 +128,19 @@ impl<'a> TestAppBuilder<'a> {
         self
     }
 
+    /// Spin's runtime configuration file at `path`, as `spin up --runtime-config-file` reads
+    /// it (default: none).
+    pub fn runtime_config_file(mut self, path: &std::path::Path) -> Self {
+        self.runtime_config = Some(path.to_owned());
+        self
+    }
+
+    /// Outbound HTTP to `name` connects to `address` (the host's `--resolve`; default: none).
+    pub fn resolve(mut self, name: &str, address: std::net::IpAddr) -> Self {
+        self.resolve.push((name.to_owned(), address));
+        self
+    }
+
     /// Loads the manifest (relative to the repo root) and serves it.
     pub async fn start(self) -> Result<TestApp> {
         let TestAppBuilder {
@@ -136,6 +151,8 @@ impl<'a> TestAppBuilder<'a> {
             rest,
             max_instances,
             queue_control,
+            runtime_config,
+            resolve,
         } = self;
         fold_settings(manifest, &mut vars)?;
         let extra_nodes = match is_product(manifest) {
@@ -177,7 +194,12 @@ impl<'a> TestAppBuilder<'a> {
             tls,
             // Every test starts a host: compile each component once per build, not per test.
             compile_cache: Some(repo_root().join("target/host-compile-cache")),
+            resolve: Arc::new(resolve.into_iter().collect()),
             ..Options::default()
+        };
+        let options = match &runtime_config {
+            Some(path) => options.with_runtime_config_file(path)?,
+            None => options,
         };
         let path = repo_root().join(manifest);
         let app = Arc::new(tokio::task::spawn_blocking(move || App::load(&path, options)).await??);
@@ -227,6 +249,8 @@ impl TestApp {
             rest: rest_transport(),
             max_instances: INSTANCES,
             queue_control: QueueControl::fixed(TEST_INSTANCE_WAIT),
+            runtime_config: None,
+            resolve: Vec::new(),
         }
     }
 

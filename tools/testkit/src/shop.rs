@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use crate::machine::repo_root;
+use crate::tls::TestCa;
 
 /// A delivery as the shop saw it.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct Received {
 pub struct ShopReceiver {
     child: Child,
     base: String,
+    /// Its HTTPS port for deliveries, when started with [`ShopReceiver::start_tls`].
+    tls_port: Option<u16>,
     client: reqwest::Client,
     rt: tokio::runtime::Runtime,
 }
@@ -38,26 +41,47 @@ impl ShopReceiver {
     /// Starts one on a free loopback port. Needs `python3` with `standardwebhooks`
     /// (`scripts/setup.sh` installs it).
     pub fn start() -> Result<Self> {
+        Self::launch(&[])
+    }
+
+    /// One that also takes deliveries over HTTPS on `address` with `ca`'s server certificate,
+    /// as a shop's public endpoint does ([`Self::endpoint`]).
+    pub fn start_tls(address: &str, ca: &TestCa) -> Result<Self> {
+        Self::launch(&[
+            "--tls",
+            address,
+            &ca.path("server.pem"),
+            &ca.path("server.key"),
+        ])
+    }
+
+    fn launch(args: &[&str]) -> Result<Self> {
         let script = repo_root().join("tools/testkit/shop/receiver.py");
         let mut child = Command::new("python3")
             .arg(&script)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .context("python3")?;
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
-        let Some(port) = line.trim().strip_prefix("listening ") else {
+        let ports: Option<Vec<u16>> = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|ports| ports.split(' ').map(|p| p.parse().ok()).collect());
+        let Some(&[port, ref tls @ ..]) = ports.as_deref() else {
             let _ = child.kill();
             bail!("the shop's receiver did not start (is `standardwebhooks` installed?): {line:?}");
         };
-        let base = format!("http://127.0.0.1:{port}");
+        let (base, tls_port) = (format!("http://127.0.0.1:{port}"), tls.first().copied());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         Ok(ShopReceiver {
             child,
             base,
+            tls_port,
             client: reqwest::Client::new(),
             rt,
         })
@@ -66,6 +90,15 @@ impl ShopReceiver {
     /// Where it listens: `http://127.0.0.1:<port>`.
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// Its HTTPS endpoint under the name `host` (which its certificate names, and which
+    /// resolves to its address): `https://<host>:<tls port><path>`.
+    pub fn endpoint(&self, host: &str, path: &str) -> Result<String> {
+        let port = self
+            .tls_port
+            .context("the receiver was started without TLS (start_tls)")?;
+        Ok(format!("https://{host}:{port}{path}"))
     }
 
     fn put(&self, path: &str, value: serde_json::Value) -> Result<()> {

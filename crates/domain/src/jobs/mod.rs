@@ -1,7 +1,7 @@
 //! The scheduled jobs as each of their launchers runs them: the cron triggers (once a run), the
 //! jobs route (once, or again and again for a budget, for schedulers that fire once a minute or
-//! every five), and the poll-carried drain of one shard. One drain, one release, one reconcile;
-//! the launchers only say how long.
+//! every five), and the poll-carried drain of one shard. One drain, one release, one reconcile,
+//! one delivery of the order events; the launchers only say how long.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +9,7 @@ use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::event::EventId;
 use crate::nodes::Nodes;
+use crate::order_events::deliver::{self, DeliveryOptions, DeliveryReport, Sender};
 use crate::orders::{self, DrainOptions, DrainReport, Provider, ReleaseReport};
 use crate::scripts;
 use crate::sql::Sql;
@@ -27,11 +28,19 @@ pub enum Job {
     TimeoutRelease,
     /// Redis's books against Postgres's, repaired ([`orders::reconcile_all`]).
     Reconcile,
+    /// The order events to the shop's endpoints ([`deliver::deliver`]): its own
+    /// component, the one allowed to reach any `https` host.
+    DeliverEvents,
 }
 
 impl Job {
     /// Every job.
-    pub const ALL: [Job; 3] = [Job::Drain, Job::TimeoutRelease, Job::Reconcile];
+    pub const ALL: [Job; 4] = [
+        Job::Drain,
+        Job::TimeoutRelease,
+        Job::Reconcile,
+        Job::DeliverEvents,
+    ];
 
     /// Its name: the jobs route's `:job`, and its lease's.
     pub fn name(self) -> &'static str {
@@ -39,6 +48,7 @@ impl Job {
             Job::Drain => "drain",
             Job::TimeoutRelease => "timeout-release",
             Job::Reconcile => "reconcile",
+            Job::DeliverEvents => "deliver-events",
         }
     }
 
@@ -125,6 +135,34 @@ pub fn release_for<S: Store>(
 ) -> Result<Repeated<ReleaseReport>, Error> {
     repeat::repeat_for(budget, RELEASE_PAUSE, |_| {
         orders::release_due(nodes, db, provider, clock::now_ms(), limit)
+    })
+}
+
+/// Pause after a delivery run that found nothing: the cron trigger's period.
+const DELIVER_PAUSE: Duration = Duration::from_millis(1_000);
+/// A delivery run's own budget when it runs once: under its endpoints' lease
+/// ([`deliver::LEASE_MS`]), so that only a run that died leaves one to the next.
+pub const DELIVER_ONCE_MS: u64 = 30_000;
+
+/// The order events' delivery, again and again for `budget` (once, for at most
+/// [`DELIVER_ONCE_MS`], when it is zero).
+pub fn deliver_events_for(
+    db: &impl Sql,
+    sender: &mut impl Sender,
+    opts: &DeliveryOptions,
+    budget: Duration,
+) -> Result<Repeated<DeliveryReport>, Error> {
+    let budget_once = Duration::from_millis(DELIVER_ONCE_MS);
+    repeat::repeat_for(budget, DELIVER_PAUSE, |until| {
+        let until = if budget.is_zero() {
+            Instant::now() + budget_once
+        } else {
+            until
+        };
+        deliver::deliver(db, sender, opts, clock::now_ms(), || {
+            Instant::now() >= until
+        })
+        .map_err(Error::from)
     })
 }
 

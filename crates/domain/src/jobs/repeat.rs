@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::order_events::deliver::DeliveryReport;
 use crate::orders::{DrainReport, ReleaseReport};
 
 /// A job's report, summed over the runs of [`repeat_for`].
@@ -49,6 +50,20 @@ impl JobReport for ReleaseReport {
     fn idle(&self) -> bool {
         let s = &self.sessions;
         self.expired == 0 && self.released == 0 && s.expired == 0 && s.settled == 0
+    }
+}
+
+impl JobReport for DeliveryReport {
+    fn add(&mut self, later: Self) {
+        self.endpoints = self.endpoints.max(later.endpoints);
+        self.delivered += later.delivered;
+        self.failed += later.failed;
+        self.disabled += later.disabled;
+        self.trimmed += later.trimmed;
+        self.max_lag_ms = self.max_lag_ms.max(later.max_lag_ms);
+    }
+    fn idle(&self) -> bool {
+        self.delivered == 0 && self.failed == 0
     }
 }
 

@@ -1024,7 +1024,7 @@ run "every_critical_pair_reaches_the_critical_group" {
     error_message = "every critical (route, method) pair of spin.toml has a listener rule to the critical target group"
   }
   assert {
-    condition     = toset([for p in module.request_classes.critical_pairs : "${p.method} ${p.route}"]) == toset(["* /api/payments/webhook", "* /admin/events", "* /admin/events/:event_id/...", "* /admin/limits/global", "* /admin/webhooks", "* /admin/webhooks/...", "* /admin/jobs/:job"]) && output.critical_routes == module.request_classes.critical_pairs
+    condition     = toset([for p in module.request_classes.critical_pairs : "${p.method} ${p.route}"]) == toset(["* /api/payments/webhook", "* /admin/events", "* /admin/events/:event_id/...", "* /admin/limits/global", "* /admin/webhooks", "* /admin/webhooks/...", "* /admin/jobs/:job", "* /admin/jobs/deliver-events"]) && output.critical_routes == module.request_classes.critical_pairs
     error_message = "spin.toml's critical pairs: the payment webhook, the job routes (every method), the operators' writes (every method but GET and HEAD)"
   }
   assert {

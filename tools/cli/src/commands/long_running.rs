@@ -61,6 +61,8 @@ pub enum Job {
     TimeoutRelease,
     /// Check the books across Redis and Postgres, and repair what is safe.
     Reconcile,
+    /// Send the order events to the shop's endpoints.
+    DeliverEvents,
 }
 
 impl Job {
@@ -70,6 +72,7 @@ impl Job {
             Job::Drain => jobs::Job::Drain,
             Job::TimeoutRelease => jobs::Job::TimeoutRelease,
             Job::Reconcile => jobs::Job::Reconcile,
+            Job::DeliverEvents => jobs::Job::DeliverEvents,
         }
         .name()
     }
