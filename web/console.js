@@ -485,12 +485,14 @@ async function loadHooks() {
   lastDeliveries(C.hooks); // not awaited: one log read per endpoint fills its cell
 }
 
-/** Why an endpoint is disabled, in words (the server's own words for a reason it may add). */
-function disabledReason(reason) {
-  if (reason === 'disabled by an operator') return t('console.hookReason.operator');
-  if (reason === 'the endpoint answered 410 Gone') return t('console.hookReason.gone');
-  if (reason && reason.startsWith('failing since')) return t('console.hookReason.failing');
-  return reason || '–';
+/** Why an endpoint is disabled (`disabled_by`), in words. */
+function disabledReason(by) {
+  switch (by) {
+    case 'operator': return t('console.hookReason.operator');
+    case 'gone': return t('console.hookReason.gone');
+    case 'failing': return t('console.hookReason.failing');
+    default: return '–';
+  }
 }
 
 /** An endpoint's state: what its deliveries do now. */
@@ -500,7 +502,7 @@ function hookState(h) {
 
 function hookStateText(h) {
   switch (hookState(h)) {
-    case 'disabled': return t('console.hookState.disabled', {at: h.disabled_ms ? dateTime(h.disabled_ms) : '–', reason: disabledReason(h.disabled_reason)});
+    case 'disabled': return t('console.hookState.disabled', {at: h.disabled_ms ? dateTime(h.disabled_ms) : '–', reason: disabledReason(h.disabled_by)});
     case 'failing': return t('console.hookState.failing', {since: dateTime(h.failing_since_ms), count: h.attempts, next: dateTime(h.next_attempt_ms)});
     default: return t('console.hookState.active');
   }

@@ -486,7 +486,7 @@ async fn order_event_endpoints_are_managed_by_operators_and_audited() -> Result<
     let at = |rest: &str| format!("/admin/webhooks/{id}{rest}");
     let (status, off) = app.admin(Method::POST, &at("/disable"), None).await?;
     assert_eq!((status, &off["enabled"]), (200, &json!(false)), "{off}");
-    assert_eq!(off["disabled_reason"], "disabled by an operator");
+    assert_eq!(off["disabled_by"], "operator");
     let (status, on) = app.admin(Method::POST, &at("/enable"), None).await?;
     assert_eq!((status, &on["enabled"]), (200, &json!(true)), "{on}");
     let (status, rotated) = app.admin(Method::POST, &at("/rotate"), None).await?;

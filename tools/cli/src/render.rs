@@ -312,10 +312,13 @@ pub fn endpoint(e: &Value) -> String {
             None => "delivering".into(),
         }
     } else {
-        format!(
-            "disabled: {}",
-            e["disabled_reason"].as_str().unwrap_or("no reason given")
-        )
+        let why = match e["disabled_by"].as_str() {
+            Some("operator") => "by an operator",
+            Some("gone") => "it answered 410 Gone",
+            Some("failing") => "failing too long",
+            _ => "no reason given",
+        };
+        format!("disabled: {why}")
     };
     let description = e["description"].as_str().filter(|d| !d.is_empty());
     format!(

@@ -34,7 +34,9 @@ pub struct ShopReceiver {
     /// Its HTTPS port for deliveries, when started with [`ShopReceiver::start_tls`].
     tls_port: Option<u16>,
     client: reqwest::Client,
-    rt: tokio::runtime::Runtime,
+    /// Its own runtime for the control calls (`None` once dropped): a caller on a
+    /// multi-threaded runtime makes them inside `tokio::task::block_in_place`.
+    rt: Option<tokio::runtime::Runtime>,
 }
 
 impl ShopReceiver {
@@ -83,7 +85,7 @@ impl ShopReceiver {
             base,
             tls_port,
             client: reqwest::Client::new(),
-            rt,
+            rt: Some(rt),
         })
     }
 
@@ -101,8 +103,12 @@ impl ShopReceiver {
         Ok(format!("https://{host}:{port}{path}"))
     }
 
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("alive until dropped")
+    }
+
     fn put(&self, path: &str, value: serde_json::Value) -> Result<()> {
-        self.rt.block_on(async {
+        self.rt().block_on(async {
             self.client
                 .put(format!("{}{path}", self.base))
                 .json(&value)
@@ -128,7 +134,7 @@ impl ShopReceiver {
 
     /// Every delivery so far, in arrival order.
     pub fn received(&self) -> Result<Vec<Received>> {
-        self.rt.block_on(async {
+        self.rt().block_on(async {
             Ok(self
                 .client
                 .get(format!("{}/received", self.base))
@@ -142,7 +148,7 @@ impl ShopReceiver {
 
     /// POSTs a delivery to it, as the network would bring one: the status it answered.
     pub fn post(&self, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<u16> {
-        self.rt.block_on(async {
+        self.rt().block_on(async {
             let mut req = self.client.post(format!("{}{path}", self.base));
             for (name, value) in headers {
                 req = req.header(*name, *value);
@@ -154,6 +160,10 @@ impl ShopReceiver {
 
 impl Drop for ShopReceiver {
     fn drop(&mut self) {
+        // Not a blocking shutdown: the receiver may be dropped inside another runtime.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

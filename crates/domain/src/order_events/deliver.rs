@@ -9,6 +9,7 @@
 
 use serde::Serialize;
 
+use super::endpoints::DisabledBy;
 use super::signature::{Secret, signature_header};
 use crate::sql::{DbError, Param, Sql, int, optional_int, s, text};
 
@@ -319,11 +320,8 @@ fn failing(
     let attempts = due.attempts + 1;
     let since = due.failing_since_ms.unwrap_or(now);
     let disable = match failure {
-        Failure::Gone => Some("the endpoint answered 410 Gone".to_owned()),
-        _ if now - since >= options.disable_after_ms as i64 => Some(format!(
-            "failing since {} ms ago, {attempts} attempts",
-            now - since
-        )),
+        Failure::Gone => Some(DisabledBy::Gone),
+        _ if now - since >= options.disable_after_ms as i64 => Some(DisabledBy::Failing),
         _ => None,
     };
     let wait = options
@@ -336,7 +334,7 @@ fn failing(
         "UPDATE webhook_endpoints SET attempts = $2::bigint::integer, failing_since_ms = $3,
              next_attempt_ms = $4, last_error = $5,
              enabled = enabled AND $6 = '', disabled_ms = CASE WHEN $6 = '' THEN disabled_ms ELSE $7 END,
-             disabled_reason = COALESCE(NULLIF($6, ''), disabled_reason)
+             disabled_by = COALESCE(NULLIF($6, ''), disabled_by)
          WHERE endpoint_id = $1",
         &[
             s(&due.id),
@@ -344,7 +342,7 @@ fn failing(
             Param::Int64(since),
             Param::Int64(now + wait as i64),
             s(&failure.to_string()),
-            s(disable.as_deref().unwrap_or("")),
+            s(disable.map_or("", DisabledBy::as_str)),
             Param::Int64(now),
         ],
     )?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::signature::Secret;
 use crate::error::{Error, ErrorCode};
-use crate::sql::{Cell, Param, Rows, Sql, int, optional_int, optional_text, s, text};
+use crate::sql::{Cell, DbError, Param, Rows, Sql, int, optional_int, optional_text, s, text};
 
 /// How long a rotated-out secret keeps signing beside the new one.
 pub const ROTATION_OVERLAP_MS: u64 = 24 * 3_600_000;
@@ -25,7 +25,8 @@ pub struct Endpoint {
     pub enabled: bool,
     pub created_ms: i64,
     pub disabled_ms: Option<i64>,
-    pub disabled_reason: Option<String>,
+    /// Why it is disabled.
+    pub disabled_by: Option<DisabledBy>,
     /// Failing at the event at its cursor since then, that many attempts, next at.
     pub failing_since_ms: Option<i64>,
     pub attempts: i64,
@@ -33,6 +34,37 @@ pub struct Endpoint {
     pub last_error: Option<String>,
     /// Whether a rotated-out secret still signs, until when.
     pub previous_secret_until_ms: Option<i64>,
+}
+
+/// Why an endpoint is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisabledBy {
+    /// An operator disabled it.
+    Operator,
+    /// It answered `410 Gone`: the receiver asked for no more.
+    Gone,
+    /// It kept failing for `order_events_disable_after_s`.
+    Failing,
+}
+
+impl DisabledBy {
+    /// Every kind.
+    pub const ALL: [DisabledBy; 3] = [DisabledBy::Operator, DisabledBy::Gone, DisabledBy::Failing];
+
+    /// Its name in the database and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisabledBy::Operator => "operator",
+            DisabledBy::Gone => "gone",
+            DisabledBy::Failing => "failing",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<DisabledBy> {
+        DisabledBy::ALL.into_iter().find(|k| k.as_str() == name)
+    }
 }
 
 /// A new endpoint and its secret, which is never shown again.
@@ -162,7 +194,7 @@ pub fn is_public(ip: IpAddr) -> bool {
 }
 
 const COLUMNS: &str = "endpoint_id, url, description, enabled, created_ms, disabled_ms,
-    disabled_reason, failing_since_ms, attempts::bigint, next_attempt_ms, last_error,
+    disabled_by, failing_since_ms, attempts::bigint, next_attempt_ms, last_error,
     CASE WHEN cardinality(secrets) = 2 THEN previous_until_ms END";
 
 fn endpoints(rows: Rows) -> Result<Vec<Endpoint>, Error> {
@@ -176,7 +208,12 @@ fn endpoints(rows: Rows) -> Result<Vec<Endpoint>, Error> {
                 enabled: matches!(row.get(3), Some(Cell::Bool(true))),
                 created_ms: int(row, 4)?,
                 disabled_ms: optional_int(row, 5)?,
-                disabled_reason: optional_text(row, 6)?,
+                disabled_by: optional_text(row, 6)?
+                    .map(|by| {
+                        DisabledBy::parse(&by)
+                            .ok_or_else(|| DbError::unexpected(format!("disabled_by {by:?}")))
+                    })
+                    .transpose()?,
                 failing_since_ms: optional_int(row, 7)?,
                 attempts: int(row, 8)?,
                 next_attempt_ms: int(row, 9)?,
@@ -271,12 +308,12 @@ pub fn rotate(db: &impl Sql, id: &str, now_ms: u64) -> Result<Registered, Error>
 /// Disables or enables `id`. Enabled again, it starts over at the event it stopped at.
 pub fn set_enabled(db: &impl Sql, id: &str, enabled: bool, now_ms: u64) -> Result<Endpoint, Error> {
     let statement = if enabled {
-        "UPDATE webhook_endpoints SET enabled = true, disabled_ms = NULL, disabled_reason = NULL,
+        "UPDATE webhook_endpoints SET enabled = true, disabled_ms = NULL, disabled_by = NULL,
              attempts = 0, failing_since_ms = NULL, next_attempt_ms = 0
          WHERE endpoint_id = $1 RETURNING "
     } else {
         "UPDATE webhook_endpoints SET enabled = false, disabled_ms = $2,
-             disabled_reason = 'disabled by an operator'
+             disabled_by = 'operator'
          WHERE endpoint_id = $1 RETURNING "
     };
     endpoints(db.query(

@@ -17,13 +17,16 @@
 //! over N Redis nodes. While it runs, a progress line on stderr tells where it is.
 //!
 //! [`setup`] starts the servers and creates the event, [`phases`] plays the sale one phase
-//! after the other, [`recorder`] measures it, [`report`] and [`chart`] tell what happened.
+//! after the other, [`recorder`] measures it, [`report`] and [`chart`] tell what happened,
+//! [`shop`] what the shop's systems heard of the orders (signed order events, and the report
+//! fails when one never arrived or did not verify).
 
 mod chart;
 mod phases;
 mod recorder;
 mod report;
 mod setup;
+mod shop;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -86,6 +89,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let host_log = std::path::Path::new(&args.out).join("host.log");
     let servers = setup::Servers::start(&args, &host_log).await?;
     let start_ms = setup::create_event(servers.host.addr, &args).await?;
+    servers.shop.register(servers.host.addr).await?;
     // The clock starts here, before admission, and the watchers with it.
     let classes = Classifier::load(&seckill_testkit::repo_root().join(MANIFEST))?;
     let sale = Sale::new(servers.host.addr, args.shards, classes);

@@ -36,8 +36,9 @@ pub struct Outcome {
 pub const MAX_FAILED_SHARE: f64 = 0.01;
 
 /// Checks the books, writes the report and the chart into `args.out` and prints them; fails if
-/// a unit was oversold, an accepted order lost, the reconcile job found drift, nobody paid, or
-/// more than [`MAX_FAILED_SHARE`] of the requests got no response.
+/// a unit was oversold, an accepted order lost, the reconcile job found drift, nobody paid, the
+/// shop did not hear (verified) every order event, or more than [`MAX_FAILED_SHARE`] of the
+/// requests got no response.
 pub async fn write(
     servers: &Servers,
     sale: &Sale,
@@ -56,6 +57,7 @@ pub async fn write(
     let shards = stock_by_shard(sale.addr).await?;
     let books = tally(&in_pg, &accepted, args.stock, &shards);
     let drift = reconcile_drift(sale).await?;
+    let heard = servers.shop.heard(pg).await?;
 
     let r = sale.rec.lock().unwrap();
     let endpoints = endpoint_table(&r.samples);
@@ -143,6 +145,7 @@ pub async fn write(
         "redis_nodes": args.nodes,
         "redis_scripts_per_node": per_node, "redis_peak_scripts_per_s": peaks,
         "provider": money.json(),
+        "order_events": heard.json(),
     });
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(
@@ -174,6 +177,7 @@ pub async fn write(
         args.payment_timeout_s
     );
     println!("{}", money.line());
+    println!("{}", heard.line());
     println!("buyers who gave up after {TRIES} tries: {:?}", r.gave_up);
     println!(
         "requests without a response: {failed} of {} ({:.3} %, at most {:.0} %): {failures:?}",
@@ -195,6 +199,7 @@ pub async fn write(
         wrong.push("no payment went through".to_owned());
     }
     wrong.extend(money.wrong());
+    wrong.extend(heard.wrong());
     if failed_share > MAX_FAILED_SHARE {
         wrong.push(format!(
             "{failed} requests got no response ({:.2} % > {:.0} %)",

@@ -1,7 +1,8 @@
 //! Before the sale: the servers (Redis nodes with an fsync'd append-only file each, Postgres,
-//! the host with its cron triggers) and the event.
+//! the host with its cron triggers, the shop's order events endpoint) and the event.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -14,6 +15,7 @@ use seckill_testkit::{
 };
 use serde_json::{Value, json};
 
+use super::shop::Shop;
 use super::{DemoArgs, EVENT};
 use crate::load::{Call, once};
 use crate::server::{HostProcess, point_redis_at};
@@ -27,6 +29,8 @@ pub struct Servers {
     /// In front of Redis with `--rest`.
     _facade: Option<RestFacade>,
     _ca: TestCa,
+    /// The shop's order events endpoint.
+    pub shop: Shop,
     pub pg: PgServer,
     /// The Redis nodes, in `redis_url`'s order (the script sampler holds them too).
     pub redis: Arc<Vec<RedisServer>>,
@@ -63,7 +67,9 @@ impl Servers {
             eprintln!("{nodes} Redis nodes: {}", vars_value(&vars, "redis_url"));
         }
         vars.push(("settings", "drain_reclaim_idle_ms=2000".into()));
-        let ca = TestCa::new()?;
+        let ca = TestCa::for_names(&["localhost", super::shop::NAME])?;
+        let (shop, shop_args) = Shop::start(&ca, host_log.parent().unwrap_or(Path::new(".")))?;
+        extra.extend(shop_args.iter().map(String::as_str));
         let (host, facade) = if rest {
             let facade = RestFacade::start(&redis[0].url(), &ca, "demo-token").await?;
             point_redis_at(&mut vars, facade.url(), facade.origin());
@@ -84,6 +90,7 @@ impl Servers {
             provider,
             _facade: facade,
             _ca: ca,
+            shop,
             pg,
             redis: Arc::new(redis),
         })
