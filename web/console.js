@@ -408,6 +408,20 @@ function refundReason(reason) {
   }
 }
 
+/** A table row of text cells (`[text, class]` each), with its class and data attributes. */
+function textRow(className, data, cells) {
+  const tr = document.createElement('tr');
+  tr.className = className;
+  Object.assign(tr.dataset, data);
+  tr.append(...cells.map(([text, cls]) => {
+    const td = document.createElement('td');
+    td.textContent = text;
+    if (cls) td.className = cls;
+    return td;
+  }));
+  return tr;
+}
+
 // Loads the selected event's payments owing a refund, one call at a time (asked for meanwhile,
 // it loads again once the call answers). The live view calls it at most every REFUNDS_EVERY_MS,
 // the Reload button whenever pressed.
@@ -439,24 +453,12 @@ async function loadRefunds() {
     return;
   }
   note.textContent = due.length >= REFUNDS_LIMIT ? t('console.latestFirst', {count: REFUNDS_LIMIT}) : t('console.newestFirst');
-  $('refunds-list').replaceChildren(...due.map((p) => {
-    const tr = document.createElement('tr');
-    tr.className = 'refund';
-    tr.dataset.payment = p.payment_id;
-    const cells = [
-      [p.order_id], [p.user_id], [money(p.amount, p.currency), 'n'],
-      [refundReason(p.refund_reason)], [p.provider_ref || '–'],
-      [p.confirmed_ms ? dateTime(p.confirmed_ms) : '–'],
-      [p.refund_error ? t('console.refundFailed', {error: p.refund_error}) : '–'],
-    ];
-    tr.append(...cells.map(([text, cls]) => {
-      const td = document.createElement('td');
-      td.textContent = text;
-      if (cls) td.className = cls;
-      return td;
-    }));
-    return tr;
-  }));
+  $('refunds-list').replaceChildren(...due.map((p) => textRow('refund', {payment: p.payment_id}, [
+    [p.order_id], [p.user_id], [money(p.amount, p.currency), 'n'],
+    [refundReason(p.refund_reason)], [p.provider_ref || '–'],
+    [p.confirmed_ms ? dateTime(p.confirmed_ms) : '–'],
+    [p.refund_error ? t('console.refundFailed', {error: p.refund_error}) : '–'],
+  ])));
   table.classList.remove('hidden');
 }
 
@@ -700,23 +702,11 @@ async function loadDeliveries() {
     return;
   }
   note.textContent = log.length >= DELIVERIES_LIMIT ? t('console.latestFirst', {count: DELIVERIES_LIMIT}) : t('console.newestFirst');
-  $('deliveries-list').replaceChildren(...log.map((d) => {
-    const tr = document.createElement('tr');
-    tr.className = 'delivery';
-    tr.dataset.msg = d.msg_id;
-    const cells = [
-      [dateTime(d.attempted_ms)], [d.msg_id], [answerText(d)], [d.error || '–'],
-      [t('console.deliveryTook', {ms: d.took_ms}), 'n'],
-      [d.replay ? t('console.deliveryKind.replay') : t('console.deliveryKind.stream')],
-    ];
-    tr.append(...cells.map(([text, cls]) => {
-      const td = document.createElement('td');
-      td.textContent = text;
-      if (cls) td.className = cls;
-      return td;
-    }));
-    return tr;
-  }));
+  $('deliveries-list').replaceChildren(...log.map((d) => textRow('delivery', {msg: d.msg_id}, [
+    [dateTime(d.attempted_ms)], [d.msg_id], [answerText(d)], [d.error || '–'],
+    [t('console.deliveryTook', {ms: d.took_ms}), 'n'],
+    [d.replay ? t('console.deliveryKind.replay') : t('console.deliveryKind.stream')],
+  ])));
   table.classList.remove('hidden');
 }
 
