@@ -10,7 +10,7 @@
 // each endpoint's secret shown once when made, its delivery log and replays).
 'use strict';
 
-const C = {token: sessionStorage.getItem('seckill.admin') || '', readOnly: false, event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null, hooks: [], hook: null};
+const C = {token: sessionStorage.getItem('seckill.admin') || '', readOnly: false, event: null, events: [], samples: [], timer: 0, offset: 0, refundsAt: 0, refundsBusy: false, refundsAgain: false, health: null, healthAt: 0, filled: null, hooks: [], backlog: {}, hook: null};
 const HISTORY = 120; // samples (seconds) kept for the chart
 const REFUNDS_EVERY_MS = 5000; // the refunds list is read at most this often by the live view
 const REFUNDS_LIMIT = 100;
@@ -480,6 +480,7 @@ async function loadHooks() {
   }
   delete note.dataset.tone;
   C.hooks = r.body.endpoints;
+  C.backlog = Object.fromEntries(r.body.backlog.map((b) => [b.endpoint_id, b]));
   if (C.hook && !C.hooks.some((h) => h.endpoint_id === C.hook)) closeHook();
   note.textContent = C.hooks.length ? t('console.hooksCount', {count: C.hooks.length}) : t('console.noHooks');
   renderHooks();
@@ -534,6 +535,10 @@ function renderHooks() {
     state.className = 'state';
     state.append(line(hookStateText(h)));
     if (h.last_error) state.append(line(t('console.hookLastError', {error: h.last_error}), 'muted'));
+    const waiting = C.backlog[h.endpoint_id];
+    if (waiting && waiting.pending > 0) {
+      state.append(line(t('console.hookBacklog', {count: waiting.pending, ago: Math.round(waiting.oldest_ms / 1000)}), 'muted'));
+    }
     if (h.previous_secret_until_ms && h.previous_secret_until_ms > serverNow()) {
       state.append(line(t('console.hookOldSecret', {until: dateTime(h.previous_secret_until_ms)}), 'muted'));
     }
@@ -703,7 +708,7 @@ async function loadDeliveries() {
   }
   note.textContent = log.length >= DELIVERIES_LIMIT ? t('console.latestFirst', {count: DELIVERIES_LIMIT}) : t('console.newestFirst');
   $('deliveries-list').replaceChildren(...log.map((d) => textRow('delivery', {msg: d.msg_id}, [
-    [dateTime(d.attempted_ms)], [d.msg_id], [answerText(d)], [d.error || '–'],
+    [dateTime(d.attempted_ms)], [d.msg_id], [d.type || '–'], [answerText(d)], [d.error || '–'],
     [t('console.deliveryTook', {ms: d.took_ms}), 'n'],
     [d.replay ? t('console.deliveryKind.replay') : t('console.deliveryKind.stream')],
   ])));

@@ -448,6 +448,21 @@ async fn order_events_reach_the_shop_over_https_from_the_job_route() -> Result<(
     }
     let (_, again) = deliver_events(&app).await?;
     assert_eq!(again["delivered"], 0, "delivered once each: {again}");
+    let id = made["endpoint"]["endpoint_id"].as_str().expect("an id");
+    let (_, log) = app
+        .admin(
+            Method::GET,
+            &format!("/admin/webhooks/{id}/deliveries"),
+            None,
+        )
+        .await?;
+    let log = log["deliveries"].as_array().cloned().unwrap_or_default();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|d| d["type"] == "order.landed" && d["status"] == 204),
+        "{log:?}"
+    );
     drop(app);
 
     // The shop's address blocked: the delivery never connects.
@@ -465,6 +480,7 @@ async fn order_events_reach_the_shop_over_https_from_the_job_route() -> Result<(
     );
     assert_eq!(received()?.len(), 2, "nothing reached the blocked address");
     let (_, listed) = app.admin(Method::GET, "/admin/webhooks", None).await?;
+    assert_eq!(listed["backlog"][0]["pending"], 1, "{listed}");
     let endpoint = &listed["endpoints"][0];
     assert!(
         endpoint["failing_since_ms"].as_i64() > Some(0),

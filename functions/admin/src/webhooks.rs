@@ -37,8 +37,13 @@ pub fn route(req: &Request, who: &Operator) -> Result<Answer, ApiError> {
     let db = || config::postgres();
     let write = match (req.method(), id, rest) {
         (Method::Get, "", "") => {
+            let db = db()?;
+            let (list, backlog) = (
+                endpoints::list(&db)?,
+                endpoints::backlog(&db, clock::now_ms())?,
+            );
             return Ok(Answer::Read(
-                json!({ "endpoints": endpoints::list(&db()?)? }),
+                json!({ "endpoints": list, "backlog": backlog }),
             ));
         }
         (Method::Get, id, "") => {

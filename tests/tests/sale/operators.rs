@@ -471,7 +471,11 @@ async fn order_event_endpoints_are_managed_by_operators_and_audited() -> Result<
         .await?;
     assert_eq!((status, code(&body)), (403, "forbidden"));
     let (_, listed) = app.admin(Method::GET, "/admin/webhooks", None).await?;
-    assert_eq!(listed, json!({ "endpoints": [] }), "nothing registered");
+    assert_eq!(
+        listed,
+        json!({ "endpoints": [], "backlog": [] }),
+        "nothing registered"
+    );
 
     let (status, made) = app
         .admin(Method::POST, "/admin/webhooks", Some(&hooks))

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::EventType;
 use super::signature::Secret;
 use crate::error::{Error, ErrorCode};
 use crate::sql::{Cell, DbError, Param, Rows, Sql, int, optional_int, optional_text, s, text};
@@ -78,6 +79,9 @@ pub struct Registered {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Delivery {
     pub msg_id: String,
+    /// The event's type (none once the event is trimmed).
+    #[serde(rename = "type")]
+    pub kind: Option<EventType>,
     pub attempted_ms: i64,
     /// The answer's status; none if no answer came.
     pub status: Option<i64>,
@@ -380,9 +384,10 @@ pub fn replay(db: &impl Sql, id: &str, what: &Replay) -> Result<u64, Error> {
 pub fn deliveries(db: &impl Sql, id: &str, limit: u32) -> Result<Vec<Delivery>, Error> {
     get(db, id)?;
     let rows = db.query(
-        "SELECT msg_id, attempted_ms, status::bigint, error, took_ms, replay
-         FROM webhook_deliveries WHERE endpoint_id = $1
-         ORDER BY attempted_ms DESC, seq DESC LIMIT $2",
+        "SELECT d.msg_id, d.attempted_ms, d.status::bigint, d.error, d.took_ms, d.replay, e.type
+         FROM webhook_deliveries d LEFT JOIN order_events e USING (seq)
+         WHERE d.endpoint_id = $1
+         ORDER BY d.attempted_ms DESC, d.seq DESC LIMIT $2",
         &[s(id), Param::Int64(i64::from(limit))],
     )?;
     rows.rows
@@ -395,6 +400,7 @@ pub fn deliveries(db: &impl Sql, id: &str, limit: u32) -> Result<Vec<Delivery>, 
                 error: optional_text(row, 3)?,
                 took_ms: int(row, 4)?,
                 replay: matches!(row.get(5), Some(Cell::Bool(true))),
+                kind: optional_text(row, 6)?.and_then(|t| EventType::parse(&t)),
             })
         })
         .collect()
