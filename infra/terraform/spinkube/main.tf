@@ -479,7 +479,8 @@ resource "kubernetes_deployment_v1" "ticker" {
 # network_policy.ingress_namespaces) and from the ticker, and open connections only to DNS, to
 # Redis and Postgres on their ports (at network_policy.redis_cidrs / postgres_cidrs), and over
 # HTTPS to public addresses: the payment provider's API (payment_api_url, and its port when not
-# 443) and, later, shops' endpoints. Private (RFC 1918), loopback and link-local ranges are
+# 443) and the shops' order events endpoints (on 443: one on another port is not reached, and
+# its deliveries fail until it moves). Private (RFC 1918), loopback and link-local ranges are
 # excepted from that HTTPS rule, so a component cannot reach the cluster's services, the nodes or
 # a cloud's metadata endpoint by it; the ticker and the migration Job are not selected.
 
