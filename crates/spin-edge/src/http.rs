@@ -213,6 +213,23 @@ pub fn query_param<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
         .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
 }
 
+/// `?limit=`: how many records a list gives, 1 to `max` (`default` when absent), else
+/// `400 bad_query`.
+pub fn limit_param(req: &Request, default: u32, max: u32) -> Result<u32, ApiError> {
+    let Some(raw) = query_param(req, "limit") else {
+        return Ok(default);
+    };
+    raw.parse()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::BadQuery,
+                format!("limit must be a whole number from 1 to {max}"),
+            )
+        })
+}
+
 /// `?shards=`: the caller's count of the event's shards (the storefront has it from the event's
 /// page), which finds the buyer's home shard without a read. Absent, the default count of a new
 /// event; stale or wrong, the shard it reached names the true count and the request goes home

@@ -286,19 +286,7 @@ fn payments(req: &Request, event: &EventId) -> Result<Value, ApiError> {
             )
         })?),
     };
-    let limit = match http::query_param(req, "limit") {
-        None => 100,
-        Some(raw) => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=orders::MAX_PAYMENTS_LISTED).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::BadQuery,
-                    format!("limit is 1-{}", orders::MAX_PAYMENTS_LISTED),
-                )
-            })?,
-    };
+    let limit = http::limit_param(req, 100, orders::MAX_PAYMENTS_LISTED)?;
     let listed = orders::payments(&config::postgres()?, event, status, limit)?;
     Ok(json!({ "event_id": event.as_str(), "payments": listed }))
 }
@@ -337,22 +325,7 @@ fn audit_records(req: &Request) -> Result<Value, ApiError> {
     let event = http::query_param(req, "event")
         .map(EventId::parse)
         .transpose()?;
-    let limit = match http::query_param(req, "limit") {
-        None => audit::DEFAULT_LIMIT,
-        Some(raw) => raw
-            .parse()
-            .ok()
-            .filter(|n| (1..=audit::MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::BadQuery,
-                    format!(
-                        "limit must be a whole number from 1 to {}",
-                        audit::MAX_LIMIT
-                    ),
-                )
-            })?,
-    };
+    let limit = http::limit_param(req, audit::DEFAULT_LIMIT, audit::MAX_LIMIT)?;
     let records = audit::recent(&config::postgres()?, event.as_ref(), limit)?;
     Ok(json!({ "records": records }))
 }
@@ -360,19 +333,7 @@ fn audit_records(req: &Request) -> Result<Value, ApiError> {
 /// `GET /admin/events/{id}/versions?limit=<n>`: the config center's history, newest first, each
 /// version with the fields it changed; `limit` 1 to [`versions::MAX_LIMIT`] (default 50).
 fn versions(req: &Request, event: &EventId) -> Result<Value, ApiError> {
-    let limit = match http::query_param(req, "limit") {
-        None => 50,
-        Some(raw) => raw
-            .parse()
-            .ok()
-            .filter(|n| (1..=versions::MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::BadQuery,
-                    format!("limit is 1-{}", versions::MAX_LIMIT),
-                )
-            })?,
-    };
+    let limit = http::limit_param(req, 50, versions::MAX_LIMIT)?;
     let listed = versions::list(&config::postgres()?, event, limit)?;
     Ok(json!({ "event_id": event.as_str(), "versions": listed }))
 }

@@ -16,7 +16,6 @@
 use seckill_domain::audit::Entry;
 use seckill_domain::auth::Operator;
 use seckill_domain::clock;
-use seckill_domain::error::{Error, ErrorCode};
 use seckill_domain::order_events::endpoints::{self, NewEndpoint, ReplayRequest};
 use seckill_spin_edge::config;
 use seckill_spin_edge::error::ApiError;
@@ -50,19 +49,7 @@ pub fn route(req: &Request, who: &Operator) -> Result<Answer, ApiError> {
             return Ok(Answer::Read(http::to_value(&endpoints::get(&db()?, id)?)?));
         }
         (Method::Get, id, "deliveries") => {
-            let limit = match http::query_param(req, "limit") {
-                None => 100,
-                Some(n) => n
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=MAX_LOG).contains(n))
-                    .ok_or_else(|| {
-                        ApiError::from(Error::invalid(
-                            ErrorCode::BadQuery,
-                            format!("`limit` is 1 to {MAX_LOG}"),
-                        ))
-                    })?,
-            };
+            let limit = http::limit_param(req, 100, MAX_LOG)?;
             let log = endpoints::deliveries(&db()?, id, limit)?;
             return Ok(Answer::Read(json!({ "deliveries": log })));
         }

@@ -500,6 +500,16 @@ async fn order_event_endpoints_are_managed_by_operators_and_audited() -> Result<
     assert!(rotated["endpoint"]["previous_secret_until_ms"].as_i64() > Some(0));
     let (status, log) = app.admin(Method::GET, &at("/deliveries"), None).await?;
     assert_eq!((status, log), (200, json!({ "deliveries": [] })));
+    // Every list's `limit` is checked alike (one helper): out of range is `400 bad_query`.
+    for path in [
+        at("/deliveries?limit=0"),
+        at("/deliveries?limit=501"),
+        "/admin/audit?limit=201".to_owned(),
+        "/admin/audit?limit=ten".to_owned(),
+    ] {
+        let (status, body) = app.admin(Method::GET, &path, None).await?;
+        assert_eq!((status, code(&body)), (400, "bad_query"), "{path}: {body}");
+    }
     let (status, body) = app
         .admin(
             Method::POST,
