@@ -406,10 +406,7 @@ struct ToShop<'a>(&'a ShopReceiver);
 
 impl Sender for ToShop<'_> {
     fn post(&mut self, url: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<u16, String> {
-        let path = url
-            .splitn(4, '/')
-            .nth(3)
-            .map_or("/".to_owned(), |p| format!("/{p}"));
+        let (_, path) = endpoints::split_url(url).ok_or("not an https URL")?;
         self.0.post(&path, headers, body).map_err(|e| e.to_string())
     }
 }

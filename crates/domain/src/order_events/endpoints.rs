@@ -147,10 +147,7 @@ pub fn check_url(url: &str) -> Result<&str, Error> {
     if url.len() > MAX_URL || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(bad("not a URL"));
     }
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| bad("an endpoint's URL is https"))?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let (authority, _) = split_url(url).ok_or_else(|| bad("an endpoint's URL is https"))?;
     if authority.contains('@') {
         return Err(bad("no credentials in the URL"));
     }
@@ -171,6 +168,22 @@ pub fn check_url(url: &str) -> Result<&str, Error> {
         return Err(bad("a private, loopback or link-local address"));
     }
     Ok(url)
+}
+
+/// An endpoint's `https` URL as a request names it: the authority, and the path with its query
+/// (`/` when it has none; the fragment, never sent, left out). `None` if it is not `https`.
+pub fn split_url(url: &str) -> Option<(&str, String)> {
+    let rest = url.strip_prefix("https://")?;
+    let rest = rest.split('#').next().unwrap_or(rest);
+    let (authority, path) = rest
+        .find(['/', '?'])
+        .map_or((rest, ""), |i| rest.split_at(i));
+    let path = match path {
+        "" => "/".to_owned(),
+        query if query.starts_with('?') => format!("/{query}"),
+        path => path.to_owned(),
+    };
+    Some((authority, path))
 }
 
 /// Whether `ip` is an address on the public internet (not private, loopback, link-local,
@@ -344,6 +357,8 @@ pub fn replay(db: &impl Sql, id: &str, what: &Replay) -> Result<u64, Error> {
     get(db, id)?;
     let n = match what {
         Replay::Message(msg_id) => {
+            // The id ends in its event's seq (`order_event_id`, which checks the rest): found
+            // by its key, not by computing every event's id.
             let seq = msg_id
                 .rsplit_once('_')
                 .and_then(|(_, seq)| seq.parse::<i64>().ok())
@@ -360,7 +375,7 @@ pub fn replay(db: &impl Sql, id: &str, what: &Replay) -> Result<u64, Error> {
             if from_ms >= to_ms {
                 return Err(Error::invalid(
                     ErrorCode::BadQuery,
-                    "`from_ms` is before `to_ms`",
+                    "`from_ms` must be before `to_ms`",
                 ));
             }
             db.execute(
@@ -441,6 +456,30 @@ pub fn backlog(db: &impl Sql, now_ms: u64) -> Result<Vec<Backlog>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_splits_into_the_authority_and_the_path_with_its_query() {
+        let cases = [
+            ("https://shop.example.com", ("shop.example.com", "/")),
+            (
+                "https://shop.example.com/hooks",
+                ("shop.example.com", "/hooks"),
+            ),
+            (
+                "https://shop.example.com:8443/a/b?x=1#frag",
+                ("shop.example.com:8443", "/a/b?x=1"),
+            ),
+            (
+                "https://shop.example.com?x=1",
+                ("shop.example.com", "/?x=1"),
+            ),
+            ("https://[2606:4700::1111]/h", ("[2606:4700::1111]", "/h")),
+        ];
+        for (url, (authority, path)) in cases {
+            assert_eq!(split_url(url), Some((authority, path.to_owned())), "{url}");
+        }
+        assert_eq!(split_url("http://shop.example.com/"), None);
+    }
 
     #[test]
     fn only_https_to_public_hosts() {
