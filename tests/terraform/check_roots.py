@@ -2168,9 +2168,11 @@ def self_check(repo: Path, report: Report):
         shutil.copytree(repo / "infra/terraform", base / "infra/terraform", ignore=shutil.ignore_patterns(".terraform", "*.tfstate*"))
         for m in MANIFESTS:
             shutil.copy(repo / m, base / m)
-        for rel in (SETTINGS_SOURCE, ALERT_RULES, "crates/domain/src/net.rs"):
+        for rel in (SETTINGS_SOURCE, ALERT_RULES):
             (base / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(repo / rel, base / rel)
+        # The domain's sources: the settings' defaults may name its constants.
+        shutil.copytree(repo / "crates/domain/src", base / "crates/domain/src")
         # The components' sources (the CDN's cache key is held to what they read).
         for cargo in (repo / "functions").glob("*/Cargo.toml"):
             shutil.copytree(cargo.parent, base / cargo.parent.relative_to(repo), ignore=shutil.ignore_patterns("target"))

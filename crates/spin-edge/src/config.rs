@@ -98,8 +98,8 @@ impl Default for Settings {
             payment_mode: PaymentMode::Test,
             trusted_proxies: Vec::new(),
             admission_ipv6_prefix: seckill_domain::net::DEFAULT_IPV6_BUCKET_PREFIX,
-            order_events_disable_after_s: 432_000,
-            order_events_keep_days: 7,
+            order_events_disable_after_s: seckill_domain::order_events::deliver::DISABLE_AFTER_S,
+            order_events_keep_days: seckill_domain::order_events::deliver::KEEP_DAYS,
         }
     }
 }

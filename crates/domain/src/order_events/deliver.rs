@@ -33,13 +33,18 @@ pub struct DeliveryOptions {
     pub batch: u32,
 }
 
+/// How long an endpoint may fail before it is disabled by default: five days.
+pub const DISABLE_AFTER_S: u64 = 432_000;
+/// How many days events and their delivery log are kept by default.
+pub const KEEP_DAYS: u64 = 7;
+
 impl Default for DeliveryOptions {
     fn default() -> Self {
         const S: u64 = 1000;
         DeliveryOptions {
             retry_after_ms: vec![5 * S, 300 * S, 1800 * S, 7200 * S, 18000 * S, 36000 * S],
-            disable_after_ms: 5 * 86_400 * S,
-            keep_ms: 7 * 86_400 * S,
+            disable_after_ms: DISABLE_AFTER_S * S,
+            keep_ms: KEEP_DAYS * 86_400 * S,
             batch: 100,
         }
     }
@@ -125,7 +130,7 @@ fn deliver_to(
             if past_budget() {
                 return Ok(());
             }
-            match attempt(db, sender, due, event, false, now)? {
+            match attempt(db, sender, due, event, false)? {
                 Ok(()) => {
                     report.delivered += 1;
                     report.max_lag_ms = report
@@ -153,7 +158,7 @@ fn deliver_to(
         if past_budget() {
             return Ok(());
         }
-        match attempt(db, sender, due, &event, true, now)? {
+        match attempt(db, sender, due, &event, true)? {
             Ok(()) => {
                 report.delivered += 1;
                 db.execute(
@@ -236,16 +241,17 @@ fn pending(
         .collect()
 }
 
-/// Sends `event` to `due` and logs the attempt: `Err` with what went wrong unless `2xx`.
+/// Sends `event` to `due` and logs the attempt when it was made: `Err` with what went wrong
+/// unless `2xx`.
 fn attempt(
     db: &impl Sql,
     sender: &mut impl Sender,
     due: &Due,
     event: &Pending,
     replay: bool,
-    now: i64,
 ) -> Result<Result<(), Failure>, DbError> {
-    let timestamp_s = crate::clock::now_ms() / 1000;
+    let started = crate::clock::now_ms();
+    let timestamp_s = started / 1000;
     let timestamp = timestamp_s.to_string();
     let signature = signature_header(
         &due.secrets,
@@ -259,7 +265,6 @@ fn attempt(
         ("webhook-timestamp", timestamp.as_str()),
         ("webhook-signature", signature.as_str()),
     ];
-    let started = crate::clock::now_ms();
     let result = sender.post(&due.url, &headers, event.payload.as_bytes());
     let took = crate::clock::now_ms().saturating_sub(started) as i64;
     let (status, error) = match &result {
@@ -274,7 +279,7 @@ fn attempt(
             s(&due.id),
             Param::Int64(event.seq),
             s(&event.msg_id),
-            Param::Int64(now),
+            Param::Int64(started as i64),
             Param::Int64(status),
             s(&error),
             Param::Int64(took),
