@@ -408,6 +408,13 @@ function refundReason(reason) {
   }
 }
 
+/** A table's load failed: `text` in its note, the table hidden. */
+function tableFailed(note, table, text) {
+  note.textContent = text;
+  note.dataset.tone = 'bad';
+  table.classList.add('hidden');
+}
+
 /** A table row of text cells (`[text, class]` each), with its class and data attributes. */
 function textRow(className, data, cells) {
   const tr = document.createElement('tr');
@@ -438,9 +445,7 @@ async function loadRefunds() {
   const note = $('refunds-note'), table = $('refunds-table');
   if (r.code) {
     $('refunds-h').textContent = t('console.refundsH');
-    note.textContent = t('console.refundsFailed', {problem: problem(r)});
-    note.dataset.tone = 'bad';
-    table.classList.add('hidden');
+    tableFailed(note, table, t('console.refundsFailed', {problem: problem(r)}));
     return;
   }
   delete note.dataset.tone;
@@ -473,9 +478,7 @@ async function loadHooks() {
   const r = await admin('GET', '/admin/webhooks');
   const note = $('hooks-note'), table = $('hooks-table');
   if (r.code) {
-    note.textContent = t('console.hooksFailed', {problem: problem(r)});
-    note.dataset.tone = 'bad';
-    table.classList.add('hidden');
+    tableFailed(note, table, t('console.hooksFailed', {problem: problem(r)}));
     return;
   }
   delete note.dataset.tone;
@@ -694,9 +697,7 @@ async function loadDeliveries() {
   if (id !== C.hook) return;
   const note = $('deliveries-note'), table = $('deliveries-table');
   if (r.code) {
-    note.textContent = t('console.deliveriesFailed', {problem: problem(r)});
-    note.dataset.tone = 'bad';
-    table.classList.add('hidden');
+    tableFailed(note, table, t('console.deliveriesFailed', {problem: problem(r)}));
     return;
   }
   delete note.dataset.tone;
