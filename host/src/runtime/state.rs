@@ -144,12 +144,12 @@ impl Ctx {
         Factors::add_to_linker(linker)
     }
 
-    /// The `wasi:http` view, which the HTTP trigger uses to hand a request to the guest.
     /// How long the instance has waited on its outbound HTTP requests' answers.
     pub(crate) fn outbound_http_waited(&self) -> std::time::Duration {
         self.outbound_http.waited()
     }
 
+    /// The `wasi:http` view, which the HTTP trigger uses to hand a request to the guest.
     pub(crate) fn wasi_http(&mut self) -> WasiHttpCtxView<'_> {
         self.outbound_http.view(&mut self.table)
     }

@@ -329,13 +329,32 @@ pub fn endpoint(e: &Value) -> String {
     )
 }
 
-/// `webhooks list`.
+/// `webhooks list`: each endpoint, and what it has yet to get.
 pub fn endpoints(v: &Value) -> String {
     let listed = v["endpoints"].as_array().cloned().unwrap_or_default();
     if listed.is_empty() {
         return "no endpoints".into();
     }
-    listed.iter().map(endpoint).collect::<Vec<_>>().join("\n")
+    let backlog = v["backlog"].as_array().cloned().unwrap_or_default();
+    listed
+        .iter()
+        .map(|e| {
+            let waiting = backlog
+                .iter()
+                .find(|b| b["endpoint_id"] == e["endpoint_id"])
+                .filter(|b| b["pending"].as_i64() > Some(0));
+            match waiting {
+                Some(b) => format!(
+                    "{} · {} waiting, the oldest {} old",
+                    endpoint(e),
+                    b["pending"],
+                    span(b["oldest_ms"].as_i64().unwrap_or(0))
+                ),
+                None => endpoint(e),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `webhooks add` and `rotate`: the endpoint, and its secret, shown this once.
@@ -361,9 +380,10 @@ pub fn deliveries(v: &Value) -> String {
                 (None, None) => "no answer".into(),
             };
             format!(
-                "{} · {} · {outcome} in {}{}",
+                "{} · {} {} · {outcome} in {}{}",
                 d["attempted_ms"],
                 text(&d["msg_id"]),
+                d["type"].as_str().unwrap_or("(trimmed)"),
                 span(d["took_ms"].as_i64().unwrap_or(0)),
                 if d["replay"].as_bool() == Some(true) {
                     " · replay"
@@ -669,6 +689,35 @@ mod tests {
         assert_eq!(
             audit(&json!({ "records": [] }), None),
             "no changes recorded"
+        );
+    }
+
+    #[test]
+    fn an_endpoint_shows_what_it_has_yet_to_get_and_each_attempt_its_event() {
+        let endpoint = |id: &str| {
+            json!({ "endpoint_id": id, "url": format!("https://{id}.example/h"), "description": "",
+                    "enabled": true, "failing_since_ms": null })
+        };
+        let v = json!({
+            "endpoints": [endpoint("ep_a"), endpoint("ep_b")],
+            "backlog": [{ "endpoint_id": "ep_a", "pending": 3, "oldest_ms": 65_000 },
+                        { "endpoint_id": "ep_b", "pending": 0, "oldest_ms": 0 }],
+        });
+        assert_eq!(
+            endpoints(&v),
+            "ep_a · https://ep_a.example/h · delivering · 3 waiting, the oldest 1m05s old\n\
+             ep_b · https://ep_b.example/h · delivering"
+        );
+        let log = json!({ "deliveries": [
+            { "attempted_ms": 9, "msg_id": "msg_x_1", "type": "order.paid", "status": 204,
+              "error": null, "took_ms": 12, "replay": false },
+            { "attempted_ms": 8, "msg_id": "msg_x_0", "type": null, "status": null,
+              "error": "refused", "took_ms": 0, "replay": true },
+        ]});
+        assert_eq!(
+            deliveries(&log),
+            "9 · msg_x_1 order.paid · answered 204 in 12ms\n\
+             8 · msg_x_0 (trimmed) · no answer: refused in 0ms · replay"
         );
     }
 }

@@ -89,11 +89,6 @@ impl ShopReceiver {
         })
     }
 
-    /// Where it listens: `http://127.0.0.1:<port>`.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
     /// Its HTTPS endpoint under the name `host` (which its certificate names, and which
     /// resolves to its address): `https://<host>:<tls port><path>`.
     pub fn endpoint(&self, host: &str, path: &str) -> Result<String> {
